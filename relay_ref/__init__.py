@@ -1,0 +1,96 @@
+"""relay_ref: a reference implementation of the Relay IR.
+
+The public API (names are stable; see DESIGN.md section 3)::
+
+    mod  = rr.parse(text, source_name="<string>")   # IRModule
+    expr = rr.parse_expr(text)                      # Expr
+    mod  = rr.infer_types(mod)                      # annotated module; raises rr.RelayTypeError
+    text = rr.astext(mod_or_expr)                   # canonical text
+    rr.alpha_equal(a, b)                            # structural equality modulo bound names
+    val  = rr.evaluate(mod, *args, entry="main")    # definitional interpreter
+
+Heavy modules (numba, the op library) are imported on first use, so ``import relay_ref``
+stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay_ref.diagnostics import (
+    Diagnostic,
+    ParseError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+)
+from relay_ref.ir.module import IRModule
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Diagnostic", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
+    "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
+    "parse", "parse_expr", "structural_hash", "ConstructorValue", "Closure", "RecClosure",
+    "RefValue",
+]
+
+
+def parse(text: str, source_name: str = "<string>", *, prelude: bool = True) -> IRModule:
+    """Parse a module in the Relay text format (v0.0.5; the version header is optional).
+
+    With ``prelude=True`` globals, types and constructors that the text uses but does not
+    define are taken from the prelude. Raises ``ParseError`` with located diagnostics."""
+    from relay_ref.syntax.parser import parse as _parse
+
+    return _parse(text, source_name, prelude=prelude)
+
+
+def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):
+    """Parse one expression (no type checking)."""
+    from relay_ref.syntax.parser import parse_expr as _parse_expr
+
+    return _parse_expr(text, source_name, **kwargs)
+
+
+def astext(node: Any, **kwargs: Any) -> str:
+    """Canonical Relay text of a module, expression or type."""
+    from relay_ref.syntax.printer import astext as _astext
+
+    return _astext(node, **kwargs)
+
+
+def alpha_equal(a: Any, b: Any) -> bool:
+    """Structural equality of modules, expressions or types modulo bound-variable names."""
+    from relay_ref.ir.equal import alpha_equal as _alpha_equal
+
+    return _alpha_equal(a, b)
+
+
+def structural_hash(node: Any) -> int:
+    """A hash consistent with ``alpha_equal``."""
+    from relay_ref.ir.equal import structural_hash as _structural_hash
+
+    return _structural_hash(node)
+
+
+def infer_types(mod: IRModule) -> IRModule:
+    """Infer and check the types of every global of ``mod`` (raises ``RelayTypeError``)."""
+    from relay_ref.typecheck.infer import infer_types as _infer_types
+
+    return _infer_types(mod)
+
+
+def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> Any:
+    """Run ``@entry`` of a module (or an expression) with the definitional interpreter."""
+    from relay_ref.interpreter.eval import evaluate as _evaluate
+
+    return _evaluate(program, *args, entry=entry, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ConstructorValue", "Closure", "RecClosure", "RefValue"):
+        from relay_ref.interpreter import values
+
+        return getattr(values, name)
+    raise AttributeError(f"module 'relay_ref' has no attribute {name!r}")

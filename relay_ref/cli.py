@@ -1,0 +1,170 @@
+"""The ``relay`` command: check, run and format Relay programs.
+
+Exit codes: 0 success; 1 a user error in the program (diagnostics on stderr) or a failed
+``fmt --check``; 2 bad command-line usage or an unreadable file; 70 an internal error (a bug
+in relay_ref: reported with a short message, the traceback only with ``RELAY_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from relay_ref import __version__
+from relay_ref.diagnostics import RelayError
+
+EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+class _Usage(Exception):
+    """A command-line mistake (bad argument, unreadable file)."""
+
+
+def _colour(stream) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _Usage(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise _Usage(f"{path}: is a directory") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise _Usage(f"{path}: cannot read: {err}") from None
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    import relay_ref as rr
+    from relay_ref.ir.type_text import type_to_text
+
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            mod = rr.parse(_read(path), path, prelude=not args.no_prelude)
+            mod = rr.infer_types(mod)
+        except RelayError as err:
+            print(err.render(_colour(sys.stderr)), file=sys.stderr)
+            status = EXIT_USER
+            continue
+        if args.types:
+            for name in mod.functions:
+                print(f"@{name} : {type_to_text(mod.global_types.get(name))}")
+        elif not args.quiet:
+            print(f"{path}: ok", file=sys.stderr)
+    return status
+
+
+def _cmd_fmt(args: argparse.Namespace) -> int:
+    import relay_ref as rr
+
+    status = EXIT_OK
+    for path in args.files:
+        source = _read(path)
+        try:
+            text = rr.astext(rr.parse(source, path, prelude=False))
+        except RelayError as err:
+            print(err.render(_colour(sys.stderr)), file=sys.stderr)
+            status = EXIT_USER
+            continue
+        if not text.endswith("\n"):
+            text += "\n"
+        if args.check:
+            if text != source:
+                print(f"{path}: would reformat", file=sys.stderr)
+                status = EXIT_USER
+        elif args.in_place:
+            if text != source:
+                tmp = Path(path).with_name(Path(path).name + ".relay-fmt.tmp")
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)  # atomic: never a half-written file
+        else:
+            sys.stdout.write(text)
+    return status
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from relay_ref.interpreter.run import run_file
+
+    return run_file(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="relay",
+        description="Check, run and format programs in TVM's Relay text format (v0.0.5).",
+        epilog="Exit status: 0 ok, 1 errors in the program, 2 usage errors, 70 internal "
+               "errors. Set NO_COLOR to disable colours.")
+    parser.add_argument("--version", action="version", version=f"relay_ref {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = sub.add_parser("check", help="parse and type-check files",
+                           description="Parse and type-check each FILE; report every error.")
+    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("--types", action="store_true", help="print the type of each global")
+    check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    check.add_argument("--no-prelude", action="store_true",
+                       help="do not supply prelude definitions (List, map, ...)")
+    check.set_defaults(func=_cmd_check)
+
+    run = sub.add_parser("run", help="type-check and evaluate @main",
+                         description="Type-check FILE, then evaluate @main with the "
+                                     "definitional interpreter and print its value.")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("args", nargs="*", metavar="ARG",
+                     help="arguments of @main: Relay literals (e.g. 3, 2.5f, '(1, 2)', "
+                          "'Cons(1, Nil)') or .npy files")
+    run.add_argument("--entry", default="main", help="the global to run (default: main)")
+    run.add_argument("--trace", action="store_true",
+                     help="print each evaluation rule applied (for teaching)")
+    run.add_argument("-o", "--output", metavar="OUT.npy",
+                     help="save the resulting tensor to a .npy file")
+    run.add_argument("--no-prelude", action="store_true",
+                     help="do not supply prelude definitions")
+    run.set_defaults(func=_cmd_run)
+
+    fmt = sub.add_parser("fmt", help="print files in canonical form",
+                         description="Print each FILE in canonical Relay text.")
+    fmt.add_argument("files", nargs="+", metavar="FILE")
+    mode = fmt.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="exit 1 if a file is not in canonical form; change nothing")
+    mode.add_argument("-i", "--in-place", action="store_true", help="rewrite files in place")
+    fmt.set_defaults(func=_cmd_fmt)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except _Usage as err:
+        print(f"relay: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except RelayError as err:
+        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        return EXIT_USER
+    except KeyboardInterrupt:
+        print("relay: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # a bug in relay_ref: say so plainly
+        if os.environ.get("RELAY_DEBUG"):
+            traceback.print_exc()
+        print(f"relay: internal error: {type(err).__name__}: {err}\n"
+              "This is a bug in relay_ref; rerun with RELAY_DEBUG=1 for the traceback.",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""Diagnostics: errors are values with spans, rendered once.
+
+A ``Diagnostic`` is what went wrong and where; a ``RelayError`` carries one or more of them.
+Every user mistake that reaches the public API is a ``RelayError`` subclass; rendering
+(``str(err)`` or ``render``) produces, per diagnostic::
+
+    file.relay:3:14: error: cannot unify ...
+       3 |   %x + %y
+         |        ^^
+    file.relay:1:8: note: parameter annotated here
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from relay_ref.ir.span import Span
+
+ERROR = "error"
+WARNING = "warning"
+NOTE = "note"
+
+_COLOURS = {ERROR: "\x1b[1;31m", WARNING: "\x1b[1;33m", NOTE: "\x1b[1;36m"}
+_BOLD, _RESET, _GREEN = "\x1b[1m", "\x1b[0m", "\x1b[1;32m"
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A secondary message, optionally pointing at another location."""
+
+    message: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One located message. ``level`` is ``"error"``, ``"warning"`` or ``"note"``."""
+
+    level: str
+    message: str
+    span: Span | None = None
+    notes: tuple[Note, ...] = field(default=())
+
+    def render(self, colour: bool = False) -> str:
+        parts = [_render_one(self.level, self.message, self.span, colour)]
+        for note in self.notes:
+            parts.append(_render_one(NOTE, note.message, note.span, colour))
+        return "\n".join(parts)
+
+
+def _render_one(level: str, message: str, span: Span | None, colour: bool) -> str:
+    where = f"{span}: " if span is not None else ""
+    if colour:
+        head = f"{_BOLD}{where}{_RESET}{_COLOURS[level]}{level}:{_RESET} {_BOLD}{message}{_RESET}"
+    else:
+        head = f"{where}{level}: {message}"
+    if span is None:
+        return head
+    text = span.source.line(span.line)
+    if not text and span.line > 1 and span.column == 1:
+        return head
+    gutter = str(span.line)
+    pad = " " * len(gutter)
+    start = max(span.column - 1, 0)
+    if span.end_line == span.line:
+        width = max(span.end_column - span.column, 1)
+    else:
+        width = max(len(text) - start, 1)
+    carets = "^" * width
+    if colour:
+        carets = f"{_GREEN}{carets}{_RESET}"
+    caret_line = " " * start + carets
+    return f"{head}\n {gutter} | {text}\n {pad} | {caret_line}"
+
+
+class RelayError(Exception):
+    """Base of every user-facing error; ``diagnostics`` is non-empty."""
+
+    kind = "error"
+
+    def __init__(self, diagnostics: list[Diagnostic] | Diagnostic | str,
+                 span: Span | None = None) -> None:
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic(ERROR, diagnostics, span)]
+        elif isinstance(diagnostics, Diagnostic):
+            diagnostics = [diagnostics]
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        super().__init__(self.render())
+
+    @property
+    def span(self) -> Span | None:
+        """The location of the first diagnostic (None when it has none)."""
+        return self.diagnostics[0].span if self.diagnostics else None
+
+    @property
+    def message(self) -> str:
+        return self.diagnostics[0].message if self.diagnostics else ""
+
+    def render(self, colour: bool = False) -> str:
+        return "\n".join(d.render(colour) for d in self.diagnostics)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ParseError(RelayError):
+    """Bad syntax, unbound names, unknown operators or attributes."""
+
+    kind = "parse"
+
+
+class RelayTypeError(RelayError):
+    """An ill-typed program (unification failure, relation failure, non-exhaustive match...)."""
+
+    kind = "type"
+
+
+class RelayRuntimeError(RelayError):
+    """A failure while evaluating a well-typed program (no clause matched, division by zero,
+    out-of-range index, shape mismatch on ``?`` dimensions...). ``relay_stack`` lists the
+    Relay globals active when it happened, innermost last."""
+
+    kind = "runtime"
+
+    def __init__(self, diagnostics, span: Span | None = None,
+                 relay_stack: tuple[str, ...] = ()) -> None:
+        self.relay_stack = tuple(relay_stack)
+        super().__init__(diagnostics, span)

@@ -1,0 +1,57 @@
+"""Types as Relay text (``Tensor[(1, 3), float32]``, ``fn (int32) -> int32``, ``List[A]``).
+
+Shared by the printer, the diagnostics of the type checker, and the Jupyter kernel.
+Invariant: for every type the parser can read, ``parse_type(type_to_text(t))`` is
+alpha-equal to ``t`` (ref types and type parameters of function types print in TVM's form,
+which TVM itself cannot parse back; our parser accepts them).
+"""
+
+from __future__ import annotations
+
+from relay_ref.ir.types import (
+    AnyDim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
+
+
+def dim_to_text(dim: object) -> str:
+    return "?" if isinstance(dim, AnyDim) else str(dim)
+
+
+def type_to_text(ty: Type | None) -> str:
+    """Relay text for ``ty`` (``_`` for a hole or a missing type)."""
+    match ty:
+        case None | IncompleteType():
+            return "_"
+        case TensorType(shape, dtype):
+            if not shape:
+                return dtype
+            dims = ", ".join(dim_to_text(d) for d in shape)
+            return f"Tensor[({dims}), {dtype}]"
+        case TupleType(fields):
+            if len(fields) == 1:
+                return f"({type_to_text(fields[0])},)"
+            return "(" + ", ".join(type_to_text(f) for f in fields) + ")"
+        case FuncType(args, ret, type_params):
+            tps = ""
+            if type_params:
+                tps = "[" + ", ".join(tp.name for tp in type_params) + "]"
+            arg_text = ", ".join(type_to_text(a) for a in args)
+            return f"fn {tps}({arg_text}) -> {type_to_text(ret)}"
+        case TypeCall(func, args):
+            if not args:
+                return func.name
+            return f"{func.name}[" + ", ".join(type_to_text(a) for a in args) + "]"
+        case GlobalTypeVar(name) | TypeVar(name):
+            return name
+        case RefType(value):
+            return f"ref({type_to_text(value)})"
+    raise TypeError(f"not a Relay type: {ty!r}")

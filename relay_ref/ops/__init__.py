@@ -1,0 +1,1 @@
+"""Operator families. Importing this package registers every built-in operator."""

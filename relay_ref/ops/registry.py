@@ -1,0 +1,229 @@
+"""The operator registry: operators are data.
+
+Each operator is one ``OpDef``: its name, its attributes schema (a frozen dataclass with
+TVM's defaults), its type relation, its NumPy reference implementation, and optional fast
+kernels. The parser, type checker, interpreter and executor look operators up here; no
+operator logic lives anywhere else.
+
+Relation protocol (spec/typing.md, "T-Call-Op"):
+    ``relation(arg_types: list[Type], attrs) -> Type | NOT_YET``
+    * ``arg_types`` are the call's argument types after the solver's substitution; any of
+      them may still be (or contain) an ``IncompleteType``.
+    * return the output type when it can be determined, ``NOT_YET`` when a hole prevents it
+      (the solver will retry after other constraints made progress), and raise
+      ``RelationError`` with a plain-words message when the arguments can never satisfy it.
+    A relation never raises anything but ``RelationError``.
+
+Reference protocol (spec/semantics.md, "E-App-Op"):
+    ``reference(args: list[value], attrs) -> value`` with ``numpy.ndarray`` tensors (tuples
+    of arrays for tuple-typed arguments and results); it raises ``OpRuntimeError`` for
+    run-time failures (division by zero, out-of-range index) and never mutates its inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types as pytypes
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+class _NotYet:
+    """Sentinel: the relation needs more type information."""
+
+    _instance: _NotYet | None = None
+
+    def __new__(cls) -> _NotYet:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_YET"
+
+
+NOT_YET = _NotYet()
+
+
+class RelationError(Exception):
+    """A type relation cannot hold for these argument types; ``message`` is user-facing."""
+
+
+class OpRuntimeError(Exception):
+    """A reference implementation failed on valid-typed values (user-facing message)."""
+
+
+class AttrError(Exception):
+    """Bad call attributes: unknown key, wrong value type, invalid value."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True, slots=True)
+class NoAttrs:
+    """Attributes of an operator that takes none."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpDef:
+    """Everything known about one operator."""
+
+    name: str
+    num_inputs: int  # -1: variadic
+    relation: Callable[..., object]
+    reference: Callable[..., object]
+    attrs: type = NoAttrs
+    arg_names: tuple[str, ...] = ()
+    support_level: int = 10
+    doc: str = ""
+    kernels: dict[str, Callable[..., object]] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register_op(name: str, *, relation: Callable[..., object], reference: Callable[..., object],
+                num_inputs: int, attrs: type = NoAttrs, arg_names: tuple[str, ...] = (),
+                support_level: int = 10, doc: str = "",
+                kernels: dict[str, Callable[..., object]] | None = None,
+                override: bool = False) -> OpDef:
+    """Register (or, with ``override=True``, replace) an operator. Usable by end users."""
+    if name in _REGISTRY and not override:
+        raise ValueError(f"operator {name!r} is already registered")
+    if not dataclasses.is_dataclass(attrs):
+        raise TypeError("attrs must be a dataclass type")
+    if not arg_names and num_inputs > 0:
+        arg_names = tuple("data" if num_inputs == 1 else f"x{i}" for i in range(num_inputs))
+    op = OpDef(name, num_inputs, relation, reference, attrs, arg_names, support_level, doc,
+               dict(kernels or {}))
+    _REGISTRY[name] = op
+    return op
+
+
+def _ensure_loaded() -> None:
+    # Importing the families registers their ops (idempotent).
+    import relay_ref.ops  # noqa: F401
+
+
+def get_op(name: str) -> OpDef:
+    """The operator called ``name``; ``KeyError`` if none is registered."""
+    _ensure_loaded()
+    return _REGISTRY[name]
+
+
+def has_op(name: str) -> bool:
+    _ensure_loaded()
+    return name in _REGISTRY
+
+
+def all_ops() -> dict[str, OpDef]:
+    _ensure_loaded()
+    return dict(_REGISTRY)
+
+
+# -- attributes -------------------------------------------------------------------------
+
+def make_attrs(op_name: str, items: dict[str, object]) -> object:
+    """Build the attrs object of ``op_name`` from keyword values as parsed from text.
+
+    Parsed values are int, float, str, bool, None or (nested) tuples. Unknown keys and
+    values of the wrong type raise ``AttrError`` naming the key. Missing keys take the
+    schema's defaults. Validation beyond types lives in the attrs class's ``__post_init__``
+    (raising ``AttrError`` or ``ValueError``)."""
+    cls = get_op(op_name).attrs
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in items.items():
+        if key not in known:
+            valid = ", ".join(known) or "none"
+            raise AttrError(f"operator {op_name} has no attribute '{key}' "
+                            f"(its attributes: {valid})", key)
+        hint = _field_type(cls, key)
+        try:
+            kwargs[key] = _coerce(value, hint)
+        except (TypeError, ValueError) as err:
+            raise AttrError(f"attribute '{key}' of {op_name}: {err}", key) from None
+    try:
+        return cls(**kwargs)
+    except AttrError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise AttrError(f"invalid attributes for {op_name}: {err}") from None
+
+
+def attrs_items(attrs: object, *, include_defaults: bool = False) -> list[tuple[str, object]]:
+    """(key, value) pairs of an attrs object in schema order; non-default ones only unless
+    ``include_defaults``. This is the printing order."""
+    if attrs is None or not dataclasses.is_dataclass(attrs):
+        return []
+    out = []
+    for f in dataclasses.fields(attrs):
+        value = getattr(attrs, f.name)
+        if not include_defaults:
+            if f.default is not dataclasses.MISSING and value == f.default:
+                continue
+            if (f.default_factory is not dataclasses.MISSING  # type: ignore[misc]
+                    and value == f.default_factory()):  # type: ignore[misc]
+                continue
+        out.append((f.name, value))
+    return out
+
+
+def _field_type(cls: type, name: str) -> object:
+    hints = typing.get_type_hints(cls)
+    return hints.get(name, object)
+
+
+def _coerce(value: object, hint: object) -> object:
+    """Convert a parsed attribute value to the field's annotated type (best effort)."""
+    if hint is object or hint is typing.Any:
+        return value
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, pytypes.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg)
+            except (TypeError, ValueError) as err:
+                errors.append(str(err))
+        raise ValueError(errors[0] if errors else f"unexpected value {value!r}")
+    if origin is tuple:
+        if not isinstance(value, tuple | list):
+            if len(args) == 2 and args[1] is Ellipsis:
+                # TVM accepts a scalar where a list is expected in a few places
+                # (e.g. ``padding=1``): treat as a 1-element list.
+                value = (value,)
+            else:
+                raise ValueError(f"expected a list, found {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0]) for v in value)
+        if len(args) != len(value):
+            raise ValueError(f"expected a list of {len(args)} values, found {len(value)}")
+        return tuple(_coerce(v, a) for v, a in zip(value, args, strict=True))
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ValueError(f"expected a boolean, found {value!r}")
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, found {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"expected a number, found {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, found {value!r}")
+        return value
+    return value

@@ -1,0 +1,117 @@
+"""Test configuration: hypothesis profiles and the golden-program collector.
+
+Golden programs live in ``tests/programs/**/*.relay``. Expectations are comments:
+
+* ``// expect-error: <kind> at <line>:<col>`` -- ``kind`` is ``parse``, ``type`` or
+  ``runtime``; the first diagnostic of the raised error must be at that location. More than
+  one ``expect-error`` line means the error must carry diagnostics at all those locations.
+* ``// expect-type: <type>`` -- the inferred type of ``@main`` (compared as parsed types).
+* ``// expect: <value>`` -- the value of ``@main`` printed in Relay syntax (whitespace
+  normalised). A type check runs first, as ``relay run`` does.
+* no expectation -- the program must parse (and, in typecheck/ and eval/, type-check).
+
+Every golden program also round-trips through the printer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+PROGRAMS = Path(__file__).parent / "programs"
+_EXPECT = re.compile(r"//\s*expect(-error|-type)?:\s*(.*?)\s*$")
+_ERROR = re.compile(r"(parse|type|runtime)\s+at\s+(\d+):(\d+)")
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+class GoldenFile(pytest.File):
+    def collect(self):
+        yield GoldenItem.from_parent(self, name=self.path.stem)
+
+
+class GoldenItem(pytest.Item):
+    def runtest(self) -> None:
+        import relay_ref as rr
+
+        text = self.path.read_text()
+        errors, types, values = [], [], []
+        for line in text.splitlines():
+            m = _EXPECT.search(line)
+            if not m:
+                continue
+            kind, payload = m.group(1), m.group(2)
+            if kind == "-error":
+                em = _ERROR.fullmatch(payload)
+                assert em, f"bad expect-error line: {line!r}"
+                errors.append((em.group(1), int(em.group(2)), int(em.group(3))))
+            elif kind == "-type":
+                types.append(payload)
+            else:
+                values.append(payload)
+        name = str(self.path)
+        phases = {"parse": rr.ParseError, "type": rr.RelayTypeError,
+                  "runtime": rr.RelayRuntimeError}
+        if errors:
+            kinds = {k for k, _, _ in errors}
+            assert len(kinds) == 1, "one error kind per golden file"
+            kind = kinds.pop()
+            with pytest.raises(phases[kind]) as info:
+                mod = rr.parse(text, name)
+                if kind != "parse":
+                    mod = rr.infer_types(mod)
+                if kind == "runtime":
+                    rr.evaluate(mod)
+            found = [(d.span.line, d.span.column) for d in info.value.diagnostics if d.span]
+            want = [(line, col) for _, line, col in errors]
+            assert found[: len(want)] == want or set(want) <= set(found), (
+                f"expected {kind} error at {want}, got diagnostics at {found}:\n"
+                f"{info.value.render()}")
+            return
+        mod = rr.parse(text, name)
+        again = rr.parse(rr.astext(mod), name + " (printed)")
+        assert rr.alpha_equal(mod, again), "round trip through the printer changed the program"
+        needs_types = bool(types or values) or self.path.parent.name != "syntax"
+        if needs_types:
+            mod = rr.infer_types(mod)
+        for want in types:
+            from relay_ref.syntax.parser import parse_type
+
+            got = mod.global_types["main"]
+            assert rr.alpha_equal(got, parse_type(want)), (
+                f"@main has type {rr.astext(got)}, expected {want}")
+        for want in values:
+            from relay_ref.interpreter.values import value_to_text
+
+            got = value_to_text(rr.evaluate(mod))
+            assert _norm(got) == _norm(want), f"@main evaluated to {got}, expected {want}"
+
+    def repr_failure(self, excinfo, style=None):
+        import relay_ref as rr
+
+        if isinstance(excinfo.value, rr.RelayError):
+            return f"{self.path}: unexpected {type(excinfo.value).__name__}:\n" \
+                   f"{excinfo.value.render()}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, 0, f"golden: {self.path.relative_to(PROGRAMS)}"
+
+
+def pytest_collect_file(parent, file_path: Path):
+    if file_path.suffix == ".relay" and PROGRAMS in file_path.parents:
+        return GoldenFile.from_parent(parent, path=file_path)
+    return None

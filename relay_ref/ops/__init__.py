@@ -1,1 +1,7 @@
-"""Operator families. Importing this package registers every built-in operator."""
+"""Operator families. Importing this package registers every built-in operator.
+
+Each family module registers its operators at import time (attrs schema + type relation +
+NumPy reference, one place per op); see ``registry.py`` for the protocols.
+"""
+
+from relay_ref.ops import reduce, tensor  # noqa: F401  (registration side effects)

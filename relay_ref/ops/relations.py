@@ -1,0 +1,257 @@
+"""Shared pieces of type relations and references (TVM's ``op/type_relations.cc`` and friends).
+
+Every helper here either returns a value, returns ``NOT_YET``, or raises ``RelationError``
+with a plain-words message that starts with the operator's name. Nothing else escapes:
+relations are called by the solver on arbitrary (possibly nonsensical) argument types.
+
+Dimensions are ``int`` or ``ANY`` (``?``). Arithmetic on dimensions propagates ``ANY``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from relay_ref.ir.types import ANY, AnyDim, IncompleteType, TensorType, TupleType, Type
+from relay_ref.ops.registry import NOT_YET, AttrError, RelationError
+
+Dim = int | AnyDim
+Shape = tuple[Dim, ...]
+
+#: dtypes the references can compute with (NumPy names; TVM spells them the same way).
+DTYPES = (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "float32", "float64",
+)
+
+
+# -- dtypes -----------------------------------------------------------------------------
+
+def is_float(dtype: str) -> bool:
+    return dtype.startswith("float")
+
+
+def is_int(dtype: str) -> bool:
+    """Signed or unsigned integer (not bool)."""
+    return dtype.startswith("int") or dtype.startswith("uint")
+
+
+def check_dtype(dtype: str, what: str = "dtype") -> str:
+    """Validate a dtype attribute (raises ``AttrError``)."""
+    if dtype not in DTYPES:
+        raise AttrError(f"unsupported {what} {dtype!r} (supported: {', '.join(DTYPES)})",
+                        what)
+    return dtype
+
+
+# -- holes and argument checking ---------------------------------------------------------
+
+def contains_hole(ty: object) -> bool:
+    """True when ``ty`` is or contains an ``IncompleteType``."""
+    if isinstance(ty, IncompleteType):
+        return True
+    if isinstance(ty, TupleType):
+        return any(contains_hole(f) for f in ty.fields)
+    return False
+
+
+def check_arity(op: str, arg_types: Sequence[Type], n: int) -> None:
+    if len(arg_types) != n:
+        raise RelationError(f"{op}: expected {n} argument{'s' if n != 1 else ''}, "
+                            f"found {len(arg_types)}")
+
+
+def describe(ty: object) -> str:
+    """A short description of a type for messages."""
+    try:
+        from relay_ref.ir.type_text import type_to_text
+        return type_to_text(ty)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - messages must never fail
+        return type(ty).__name__
+
+
+def tensor_args(op: str, arg_types: Sequence[Type], n: int,
+                names: Sequence[str] | None = None) -> list[TensorType] | Any:
+    """The ``n`` arguments as tensor types, or ``NOT_YET`` if any is a hole.
+
+    Raises ``RelationError`` for a wrong count or a non-tensor argument."""
+    check_arity(op, arg_types, n)
+    if any(contains_hole(t) for t in arg_types):
+        return NOT_YET
+    out = []
+    for i, t in enumerate(arg_types):
+        if not isinstance(t, TensorType):
+            what = names[i] if names and i < len(names) else f"argument {i}"
+            raise RelationError(f"{op}: {what} must be a tensor, found {describe(t)}")
+        out.append(t)
+    return out
+
+
+def tuple_of_tensors(op: str, ty: Type, what: str = "input") -> list[TensorType] | Any:
+    """Fields of a tuple-of-tensors argument (``concatenate``'s input), or ``NOT_YET``."""
+    if contains_hole(ty):
+        return NOT_YET
+    if not isinstance(ty, TupleType):
+        raise RelationError(f"{op}: {what} must be a tuple of tensors, found {describe(ty)}")
+    out = []
+    for i, f in enumerate(ty.fields):
+        if not isinstance(f, TensorType):
+            raise RelationError(f"{op}: field {i} of the {what} must be a tensor, "
+                                f"found {describe(f)}")
+        out.append(f)
+    return out
+
+
+def same_dtype(op: str, types: Sequence[TensorType], names: Sequence[str]) -> str:
+    first = types[0].dtype
+    for t, name in zip(types[1:], names[1:], strict=False):
+        if t.dtype != first:
+            raise RelationError(f"{op}: dtypes differ: {first} ({names[0]}) vs "
+                                f"{t.dtype} ({name})")
+    return first
+
+
+# -- dimensions ------------------------------------------------------------------------
+
+def is_any(d: object) -> bool:
+    return isinstance(d, AnyDim)
+
+
+def dim_text(d: Dim) -> str:
+    return "?" if is_any(d) else str(d)
+
+
+def shape_text(shape: Shape) -> str:
+    return "(" + ", ".join(dim_text(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def dim_map(fn: Callable[..., int], *dims: Dim) -> Dim:
+    """``fn(*dims)`` if all are known, else ``ANY``."""
+    if any(is_any(d) for d in dims):
+        return ANY
+    return fn(*dims)
+
+
+def shape_prod(shape: Sequence[Dim]) -> Dim:
+    total = 1
+    for d in shape:
+        if is_any(d):
+            return ANY
+        total *= d  # type: ignore[operator]
+    return total
+
+
+def dims_compatible(a: Dim, b: Dim) -> bool:
+    """Could ``a`` and ``b`` be the same dimension?"""
+    return is_any(a) or is_any(b) or a == b
+
+
+def broadcast_dim(op: str, a: Dim, b: Dim, sa: Shape, sb: Shape) -> Dim:
+    """One output dimension of NumPy broadcasting (relay.md 2.4 for ``?``)."""
+    if is_any(a) and is_any(b):
+        return ANY
+    if is_any(a):
+        return ANY if b == 1 else b
+    if is_any(b):
+        return ANY if a == 1 else a
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise RelationError(f"{op}: shapes {shape_text(sa)} and {shape_text(sb)} "
+                        f"cannot be broadcast together ({a} vs {b})")
+
+
+def broadcast_shapes(op: str, sa: Shape, sb: Shape) -> Shape:
+    """Right-aligned NumPy broadcasting of two shapes."""
+    n = max(len(sa), len(sb))
+    pa = (1,) * (n - len(sa)) + tuple(sa)
+    pb = (1,) * (n - len(sb)) + tuple(sb)
+    return tuple(broadcast_dim(op, a, b, sa, sb) for a, b in zip(pa, pb, strict=True))
+
+
+def normalize_axis(op: str, axis: int, ndim: int, what: str = "axis") -> int:
+    """``axis`` in ``[-ndim, ndim)`` made non-negative; ``RelationError`` otherwise."""
+    if not -ndim <= axis < ndim:
+        raise RelationError(f"{op}: {what} {axis} is out of range for a tensor of rank "
+                            f"{ndim}")
+    return axis + ndim if axis < 0 else axis
+
+
+def reduce_axes(op: str, ndim: int, axis: Sequence[int] | None, exclude: bool) -> list[int]:
+    """The sorted axes a reduction removes (TVM's ``GetReduceAxes``).
+
+    ``axis=None`` means all axes; ``exclude`` reduces every axis *not* listed."""
+    if axis is None:
+        return [] if exclude else list(range(ndim))
+    seen = []
+    for a in axis:
+        k = normalize_axis(op, a, ndim)
+        if k in seen:
+            raise RelationError(f"{op}: axis {a} is repeated")
+        seen.append(k)
+    if exclude:
+        return [k for k in range(ndim) if k not in seen]
+    return sorted(seen)
+
+
+# -- generic relations ---------------------------------------------------------------
+
+def identity_rel(op: str) -> Callable[[list[Type], object], Type | Any]:
+    """Output type = the single input's type (TVM ``IdentityRel``)."""
+    def rel(arg_types: list[Type], attrs: object) -> Type | Any:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        return TensorType(args[0].shape, args[0].dtype)
+    return rel
+
+
+def identity_bool_rel(op: str) -> Callable[[list[Type], object], Type | Any]:
+    """Same shape, bool output (TVM ``IdentityCompRel``)."""
+    def rel(arg_types: list[Type], attrs: object) -> Type | Any:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        return TensorType(args[0].shape, "bool")
+    return rel
+
+
+def broadcast_rel(op: str, out_dtype: str | None = None,
+                  dtype_check: Callable[[str], str | None] | None = None
+                  ) -> Callable[[list[Type], object], Type | Any]:
+    """Two inputs, NumPy broadcasting, equal dtypes; output dtype = lhs dtype or
+    ``out_dtype`` (``bool`` for comparisons). ``dtype_check`` returns an error text or None.
+    """
+    def rel(arg_types: list[Type], attrs: object) -> Type | Any:
+        args = tensor_args(op, arg_types, 2, ("lhs", "rhs"))
+        if args is NOT_YET:
+            return NOT_YET
+        lhs, rhs = args
+        if lhs.dtype != rhs.dtype:
+            raise RelationError(f"{op}: dtypes differ: {lhs.dtype} vs {rhs.dtype}")
+        if dtype_check is not None:
+            problem = dtype_check(lhs.dtype)
+            if problem:
+                raise RelationError(f"{op}: {problem}")
+        shape = broadcast_shapes(op, lhs.shape, rhs.shape)
+        return TensorType(shape, out_dtype or lhs.dtype)
+    return rel
+
+
+# -- reference helpers ---------------------------------------------------------------
+
+def as_dtype(x: object, dtype: str | np.dtype) -> np.ndarray:
+    """``x`` as an ndarray of exactly ``dtype`` (NumPy 2 returns scalars from 0-d ops)."""
+    arr = np.asarray(x)
+    if arr.dtype != np.dtype(dtype):
+        arr = arr.astype(dtype)
+    return arr
+
+
+def static_shape(op: str, shape: Shape, what: str = "shape") -> tuple[int, ...]:
+    if any(is_any(d) for d in shape):
+        raise RelationError(f"{op}: {what} must be static")
+    return tuple(int(d) for d in shape)  # type: ignore[arg-type]

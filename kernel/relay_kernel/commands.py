@@ -1,0 +1,398 @@
+"""Kernel commands: a cell whose first line starts with ``:`` is a command.
+
+``%`` starts Relay locals, so commands use ``:`` (as evcxr does); no Relay cell can start
+with ``:``. The first word after ``:`` names the command; everything after it (the rest of
+the line and any following lines) is its argument. ``?name`` is short for ``:doc name``.
+
+Invariant: a command reports through ``Output`` only, raises ``CommandError`` for misuse and
+``RelayError`` for mistakes in the Relay text it was given; it changes the session only where
+its help says so (``:reset``, ``:prelude``, ``:load``, ``:time``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from relay_kernel.display import (
+    CommandError,
+    pretty_type,
+    text_bundle,
+    type_bundle,
+    value_bundle,
+)
+from relay_kernel.session import CellOutcome, Session
+
+
+class Output(Protocol):
+    """Where command (and cell) output goes; the kernel implements it with IOPub messages."""
+
+    def stream(self, text: str, name: str = "stdout") -> None: ...
+
+    def display(self, bundle: dict[str, str]) -> None: ...
+
+    def result(self, bundle: dict[str, str]) -> None: ...
+
+    def page(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a command runs against: the session, the cell's source name, the output."""
+
+    session: Session
+    source_name: str
+    out: Output
+
+
+@dataclass(frozen=True)
+class Command:
+    """One ``:name ARG`` command."""
+
+    name: str
+    usage: str
+    help: str
+    run: Callable[[Context, str], None]
+    needs_arg: bool = False
+
+
+COMMANDS: dict[str, Command] = {}
+ALIASES = {"t": "type", "vars": "who", "clear": "reset", "timing": "time", "?": "doc",
+           "h": "help"}
+
+
+def command(name: str, usage: str, help: str, needs_arg: bool = False):
+    """Register the decorated function as the command ``:name``."""
+
+    def register(fn: Callable[[Context, str], None]) -> Callable[[Context, str], None]:
+        COMMANDS[name] = Command(name, usage, help, fn, needs_arg)
+        return fn
+
+    return register
+
+
+def split_command(code: str) -> tuple[str, str] | None:
+    """``(name, argument)`` when ``code`` is a command cell, else None.
+
+    ``?add`` is ``("doc", "add")``; aliases are resolved (``:t`` is ``:type``)."""
+    text = code.lstrip()
+    if text.startswith("?"):
+        return "doc", text[1:].strip()
+    if not text.startswith(":"):
+        return None
+    head, _, rest = text[1:].partition("\n")
+    name, _, arg = head.strip().partition(" ")
+    arg = (arg + ("\n" + rest if rest else "")).strip()
+    return ALIASES.get(name, name), arg
+
+
+def run_command(ctx: Context, name: str, arg: str) -> None:
+    """Run ``:name arg``; unknown names and missing arguments raise ``CommandError``."""
+    cmd = COMMANDS.get(name)
+    if cmd is None:
+        known = " ".join(":" + c for c in COMMANDS)
+        raise CommandError(f"unknown command :{name} (commands: {known}; :help explains them)")
+    if cmd.needs_arg and not arg:
+        raise CommandError(f"usage: :{cmd.name} {cmd.usage}")
+    cmd.run(ctx, arg)
+
+
+# -- help --------------------------------------------------------------------------------
+
+RULES = """\
+Cells hold Relay text (the TVM v0.0.5 text format; the #[version] header is optional):
+
+  * definitions -- `def @f(...) { ... }`, `type T[A] { C(A), ... }` -- accumulate in the
+    session; defining a name again replaces it (a note says so);
+  * top-level bindings -- `let %x = e;` with nothing after the `;` -- evaluate `e` and keep
+    %x (its value and type) for later cells;
+  * a trailing expression is type-checked and evaluated; its value is the cell's Out[n].
+A cell may mix all three. The prelude (List, Option, Tree, nat, @map, @foldl, @nth, ...) is
+available unless `:prelude off`; a definition of your own wins over the prelude's.
+A cell that fails to parse or type-check changes nothing; one that fails at run time (or is
+interrupted) keeps its definitions and the bindings made before the failure.
+Errors point into the cell as In[n]:line:column. Tab completes names; Shift-Tab (or ?name)
+shows the type and documentation of the op, global, constructor or binding under the cursor.
+"""
+
+
+def help_text() -> str:
+    """The whole ``:help`` text: the session rules, then one line per command."""
+    width = max(len(f":{c.name} {c.usage}") for c in COMMANDS.values())
+    lines = [RULES, "Commands (a cell starting with `:`; the rest of the cell is the argument):"]
+    for c in COMMANDS.values():
+        lines.append(f"  {f':{c.name} {c.usage}'.ljust(width)}  {c.help.splitlines()[0]}")
+    lines.append(f"  {'?NAME'.ljust(width)}  Same as :doc NAME.")
+    return "\n".join(lines)
+
+
+@command("help", "", "Show the session rules and these commands.")
+def _help(ctx: Context, arg: str) -> None:
+    if arg:
+        name = ALIASES.get(arg.lstrip(":"), arg.lstrip(":"))
+        cmd = COMMANDS.get(name)
+        if cmd is None:
+            raise CommandError(f"no command :{name}")
+        ctx.out.display(text_bundle(f":{cmd.name} {cmd.usage}\n\n{cmd.help}"))
+        return
+    text = help_text()
+    ctx.out.display({"text/plain": text,
+                     "text/html": f"<pre style='margin:0'>{html.escape(text)}</pre>"})
+
+
+# -- inspection commands -----------------------------------------------------------------
+
+@command("type", "EXPR", "Show the type of EXPR without evaluating it.\n\n"
+         "EXPR is checked in the session (globals, bindings, prelude); nothing is kept.",
+         needs_arg=True)
+def _type(ctx: Context, arg: str) -> None:
+    ty = ctx.session.type_of(arg, ctx.source_name)
+    label = arg.strip() if "\n" not in arg.strip() and len(arg.strip()) <= 40 else None
+    ctx.out.result(type_bundle(ty, label))
+
+
+@command("ast", "EXPR", "Show the abstract syntax tree the parser builds for EXPR.",
+         needs_arg=True)
+def _ast(ctx: Context, arg: str) -> None:
+    program = ctx.session.parse_expr(arg, ctx.source_name)
+    ctx.out.result({"text/plain": ast_text(program.expr)})
+
+
+@command("fmt", "[CODE]", "Print the session's definitions (or CODE) as canonical Relay text.\n\n"
+         "Without an argument: every def and type made by cells so far, in definition order.")
+def _fmt(ctx: Context, arg: str) -> None:
+    from relay_ref import astext
+
+    if arg:
+        program = ctx.session.parse(arg, ctx.source_name)
+        parts = []
+        user = _cell_defs(program.module, ctx.source_name)
+        if user.functions or user.type_definitions:
+            parts.append(astext(user).strip())
+        for var, expr in program.bindings:
+            parts.append(f"let %{var.name_hint} = {astext(expr).strip()};")
+        if program.expr is not None:
+            parts.append(astext(program.expr).strip())
+        text = "\n".join(parts)
+    else:
+        mod = ctx.session.user_module()
+        if not mod.functions and not mod.type_definitions:
+            ctx.out.stream("(no definitions yet)\n")
+            return
+        text = astext(mod).strip()
+    ctx.out.result(text_bundle(text, relay=True))
+
+
+def _cell_defs(mod: Any, source_name: str) -> Any:
+    from relay_ref.ir.module import IRModule
+
+    def here(node: Any) -> bool:
+        span = getattr(node, "span", None)
+        return span is not None and span.source.name == source_name
+
+    return IRModule(functions={n: f for n, f in mod.functions.items() if here(f)},
+                    type_definitions={n: t for n, t in mod.type_definitions.items()
+                                      if here(t)})
+
+
+@command("check", "[CODE]", "Type-check the session (or CODE against it) and list the types.\n\n"
+         "With CODE nothing is kept: it is a dry run of a cell without evaluation.")
+def _check(ctx: Context, arg: str) -> None:
+    mod = ctx.session.check(arg or None, ctx.source_name)
+    names = [n for n in mod.functions
+             if n in ctx.session.user_globals or _defined_in(mod.functions[n], ctx.source_name)]
+    lines = [f"@{n} : {pretty_type(mod.global_types.get(n))}" for n in names]
+    lines.insert(0, f"ok: {len(names)} global{'s' if len(names) != 1 else ''} type-checked")
+    ctx.out.result(text_bundle("\n".join(lines), relay=True))
+
+
+def _defined_in(node: Any, source_name: str) -> bool:
+    span = getattr(node, "span", None)
+    return span is not None and span.source.name == source_name
+
+
+@command("who", "", "List the globals, types and bindings defined in this session.")
+def _who(ctx: Context, arg: str) -> None:
+    s = ctx.session
+    lines: list[str] = []
+    for name in s.user_types:
+        td = s.module.type_definitions.get(name)
+        if td is None:
+            continue
+        params = "[" + ", ".join(tv.name for tv in td.type_vars) + "]" if td.type_vars else ""
+        ctors = ", ".join(c.name for c in td.constructors)
+        lines.append(f"type {name}{params} {{ {ctors} }}")
+    for name in s.user_globals:
+        lines.append(f"@{name} : {pretty_type(s.global_type(name))}")
+    from relay_kernel.display import value_text
+
+    for name, ty, value in s.bindings:
+        shown = value_text(value).replace("\n", " ")
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        lines.append(f"%{name} : {pretty_type(ty)} = {shown}")
+    if not lines:
+        lines = ["(nothing defined yet)"]
+    lines.append(f"prelude: {'on' if s.prelude else 'off'}")
+    ctx.out.result(text_bundle("\n".join(lines), relay=True))
+
+
+@command("doc", "NAME", "Show the type and documentation of NAME (also ?NAME, Shift-Tab).\n\n"
+         "NAME is an op, @global, constructor, type, %binding, keyword or :command.",
+         needs_arg=True)
+def _doc(ctx: Context, arg: str) -> None:
+    from relay_kernel.editor import describe
+
+    doc = describe(arg.strip(), ctx.session)
+    if doc is None:
+        raise CommandError(f"nothing known about {arg.strip()!r}")
+    ctx.out.page(doc)
+
+
+# -- evaluation commands -----------------------------------------------------------------
+
+def show_outcome(ctx: Context, outcome: CellOutcome) -> None:
+    """Notes as stream output, then the value (if any) as the cell's result."""
+    for note in outcome.notes:
+        ctx.out.stream(note + "\n")
+    if outcome.has_value:
+        ctx.out.result(value_bundle(outcome.value, outcome.type))
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
+
+
+@command("time", "CODE", "Run CODE as a cell and report the time taken.\n\n"
+         "The report splits parsing, type checking and evaluation.", needs_arg=True)
+def _time(ctx: Context, arg: str) -> None:
+    t0 = time.perf_counter()
+    outcome = ctx.session.run(arg, ctx.source_name)
+    total = time.perf_counter() - t0
+    show_outcome(ctx, outcome)
+    t = outcome.timings
+    ctx.out.stream(f"time: {_ms(total)} (parse {_ms(t.get('parse', 0))}, check "
+                   f"{_ms(t.get('check', 0))}, eval {_ms(t.get('eval', 0))})\n")
+
+
+@command("trace", "EXPR", "Evaluate EXPR and list the evaluation rules applied.\n\n"
+         "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...).",
+         needs_arg=True)
+def _trace(ctx: Context, arg: str) -> None:
+    outcome = ctx.session.run(arg, ctx.source_name, trace=True)
+    lines = outcome.trace or []
+    limit = 400
+    text = "\n".join(lines[:limit])
+    if len(lines) > limit:
+        text += f"\n... {len(lines) - limit} more steps"
+    if text:
+        ctx.out.display(text_bundle(text, relay=True))
+    show_outcome(ctx, outcome)
+
+
+# -- session commands --------------------------------------------------------------------
+
+@command("reset", "", "Forget every definition and binding of this session.")
+def _reset(ctx: Context, arg: str) -> None:
+    ctx.session.reset()
+    ctx.out.stream("session reset: no definitions, no bindings\n")
+
+
+@command("prelude", "on|off", "Turn the prelude on or off for later cells (no argument: show).\n\n"
+         "Definitions already drawn from the prelude stay; :reset starts clean.")
+def _prelude(ctx: Context, arg: str) -> None:
+    word = arg.strip().lower()
+    if word in ("on", "off"):
+        ctx.session.prelude = word == "on"
+    elif word:
+        raise CommandError("usage: :prelude on|off")
+    ctx.out.stream(f"prelude: {'on' if ctx.session.prelude else 'off'}\n")
+
+
+@command("load", "FILE.relay", "Run a .relay file as a cell: its definitions join the session.\n\n"
+         "Errors point into the file (FILE:line:column).", needs_arg=True)
+def _load(ctx: Context, arg: str) -> None:
+    path = arg.strip().strip('"').strip("'")
+    try:
+        outcome = ctx.session.load(path)
+    except FileNotFoundError:
+        raise CommandError(f"no such file: {path}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
+        raise CommandError(f"cannot read {path}: {err}") from None
+    show_outcome(ctx, outcome)
+    defined = ", ".join(outcome.defined) or "nothing"
+    ctx.out.stream(f"loaded {path}: {defined}\n")
+
+
+# -- the AST view --------------------------------------------------------------------------
+
+def ast_text(node: Any, max_nodes: int = 2000) -> str:
+    """An indented tree of the IR node's dataclass fields (spans omitted; iterative).
+
+    Expressions show their class and fields; types, ops and globals are shown inline in
+    Relay text; tensors as their literal. At most ``max_nodes`` nodes are printed."""
+    import numpy as np
+
+    from relay_kernel.display import scalar_literal, type_text
+    from relay_ref.ir.expr import GlobalVar, Op, Var
+    from relay_ref.ir.types import Type
+
+    lines: list[str] = []
+    stack: list[tuple[str, str, Any]] = [("", "", node)]
+    while stack:
+        indent, label, obj = stack.pop()
+        if len(lines) >= max_nodes:
+            lines.append(f"{indent}...")
+            break
+        prefix = f"{indent}{label}: " if label else indent
+        if isinstance(obj, Type):
+            lines.append(prefix + type_text(obj))
+        elif isinstance(obj, Op):
+            lines.append(prefix + f"Op({obj.name})")
+        elif isinstance(obj, GlobalVar):
+            lines.append(prefix + f"GlobalVar(@{obj.name})")
+        elif isinstance(obj, Var):
+            ann = f": {type_text(obj.type_annotation)}" if obj.type_annotation else ""
+            lines.append(prefix + f"Var(%{obj.name_hint}{ann})")
+        elif isinstance(obj, np.ndarray):
+            lit = scalar_literal(obj) if obj.ndim == 0 else f"<{obj.dtype}{list(obj.shape)}>"
+            lines.append(prefix + lit)
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            fields = [f for f in dataclasses.fields(obj) if f.name != "span"]
+            name = type(obj).__name__
+            if getattr(obj, "name", None) and type(obj).__name__ == "Constructor":
+                lines.append(prefix + f"Constructor({obj.name})")
+                continue
+            simple = all(not _is_node(getattr(obj, f.name)) for f in fields)
+            if simple:
+                inner = ", ".join(f"{f.name}={getattr(obj, f.name)!r}" for f in fields)
+                lines.append(prefix + f"{name}({inner})")
+                continue
+            lines.append(prefix + name)
+            for f in reversed(fields):
+                stack.append((indent + "  ", f.name, getattr(obj, f.name)))
+        elif isinstance(obj, tuple):
+            if not obj:
+                lines.append(prefix + "()")
+                continue
+            if all(not _is_node(x) for x in obj):
+                lines.append(prefix + repr(obj))
+                continue
+            lines.append(prefix.rstrip() if label else indent + "[...]")
+            for i, item in reversed(list(enumerate(obj))):
+                stack.append((indent + "  ", f"[{i}]", item))
+        else:
+            lines.append(prefix + repr(obj))
+    return "\n".join(lines)
+
+
+def _is_node(obj: Any) -> bool:
+    import numpy as np
+
+    return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
+        or isinstance(obj, np.ndarray) or (isinstance(obj, tuple)
+                                           and any(_is_node(x) for x in obj))

@@ -1,0 +1,360 @@
+"""Editor support: ``is_complete``, completion and inspection (Shift-Tab, ``?name``).
+
+All three work on partial, possibly ill-formed cell text and never raise: a cell being typed
+is the normal case, not an error.
+
+* ``is_complete``: a lexer-level scan (comments and strings skipped) counts brackets; open
+  brackets or an open block comment mean ``incomplete``, a closing bracket without its
+  opener means ``invalid``; otherwise a parse attempt decides -- an error at the end of the
+  text means ``incomplete`` (``let %x =``), elsewhere ``invalid``.
+* ``complete``: the word before the cursor with its sigil (``%x``, ``@f``, ``:ty``, ``nn.co``)
+  against session bindings and ``%`` names in the cell, globals (session + prelude), ops,
+  constructors, type names, keywords and dtypes, commands.
+* ``inspect``: the type and documentation of the op, global, constructor, type, binding,
+  keyword or command under the cursor.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from relay_kernel.lexer import KEYWORDS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from relay_kernel.session import Session
+
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64")
+
+KEYWORD_DOCS = {
+    "fn": "fn (%x: T, ...) -> R { body }: a function literal (a closure).",
+    "def": "def @name[TypeParams](%x: T, ...) -> R { body }: a global function definition.",
+    "let": "let %x = value; body: binds %x in body. At the top of a cell, `let %x = e;` with "
+           "nothing after it binds %x for later cells.",
+    "if": "if (cond) { then } else { otherwise }: cond is a bool scalar.",
+    "else": "if (cond) { then } else { otherwise }",
+    "type": "type Name[A, ...] { Ctor(T, ...), ... }: an algebraic data type.",
+    "match": "match (e) { Pattern => expr, ... }: must cover every case; match? may be partial.",
+    "extern": "extern type Name[A]: an ADT declared without constructors.",
+    "free_var": "free_var %x: T: declares a free variable (no value).",
+    "ref": "ref(e): a new mutable reference cell holding e.",
+    "ref_read": "ref_read(r): the value in reference r.",
+    "ref_write": "ref_write(r, v): stores v in reference r; evaluates to ().",
+}
+
+_WORD = re.compile(r"(?:[%@]|:)?[A-Za-z_][A-Za-z0-9_.]*$|[%@:]$")
+_WORD_AT = re.compile(r"[%@:]?[A-Za-z_0-9][A-Za-z0-9_.]*")
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+# -- is_complete -------------------------------------------------------------------------
+
+def scan_brackets(code: str) -> tuple[list[str], bool, bool]:
+    """``(open brackets, unmatched closer seen, inside a comment/string at the end)``.
+
+    Skips ``//`` comments, nested ``/* */`` comments and ``"..."`` strings."""
+    stack: list[str] = []
+    bad = False
+    i, n = 0, len(code)
+    while i < n:
+        ch = code[i]
+        if code.startswith("//", i):
+            j = code.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if code.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if code.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif code.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            if depth:
+                return stack, bad, True
+            continue
+        if ch == '"':
+            j = code.find('"', i + 1)
+            if j < 0:
+                return stack, bad, True
+            i = j + 1
+            continue
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in _CLOSERS:
+            if stack and stack[-1] == _CLOSERS[ch]:
+                stack.pop()
+            else:
+                bad = True
+        i += 1
+    return stack, bad, False
+
+
+def _end_position(code: str) -> tuple[int, int]:
+    """(line, column) just past the last non-blank character (1-based)."""
+    stripped = code.rstrip()
+    lines = stripped.splitlines() or [""]
+    return len(lines), len(lines[-1]) + 1
+
+
+def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
+    """The ``is_complete_reply`` content for ``code`` (see the module docstring)."""
+    text = code.strip()
+    if not text or text.startswith((":", "?")):
+        return {"status": "complete"}
+    stack, bad, unterminated = scan_brackets(code)
+    if bad:
+        return {"status": "invalid"}
+    if unterminated or stack:
+        return {"status": "incomplete", "indent": "  " * len(stack)}
+    if session is None:
+        return {"status": "complete"}
+    from relay_ref.diagnostics import ParseError
+
+    try:
+        session.parse(code, "<is_complete>")
+    except ParseError as err:
+        span = err.span
+        end_line, end_col = _end_position(code)
+        if span is not None and (span.line, span.column) >= (end_line, end_col - 1) \
+                or "end of input" in err.message or "EOF" in err.message:
+            return {"status": "incomplete", "indent": ""}
+        return {"status": "invalid"}
+    except Exception:  # a bug elsewhere must not break typing in the editor
+        return {"status": "unknown"}
+    return {"status": "complete"}
+
+
+# -- names -------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def prelude_names() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """``(globals, types, constructors)`` of the prelude, each name -> doc comment (the
+    ``//`` lines just above its definition). Read from the prelude's text, so it works even
+    when the prelude cannot be parsed."""
+    try:
+        from relay_ref import prelude
+
+        text = (Path(prelude.__file__).parent / "prelude.relay").read_text()
+    except (ImportError, OSError, TypeError):
+        return {}, {}, {}
+    globals_: dict[str, str] = {}
+    types: dict[str, str] = {}
+    ctors: dict[str, str] = {}
+    doc: list[str] = []
+    in_type: str | None = None
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("//"):
+            doc.append(s[2:].strip())
+            continue
+        if m := re.match(r"def\s+@(\w+)", s):
+            globals_[m.group(1)] = " ".join(doc)
+        elif m := re.match(r"type\s+(\w+)", s):
+            types[m.group(1)] = " ".join(doc)
+            in_type = m.group(1) if "}" not in s else None
+            for c in re.findall(r"[{,]\s*([A-Z_a-z]\w*)", s):
+                ctors[c] = f"constructor of {m.group(1)}"
+        elif in_type and (m := re.match(r"([A-Za-z_]\w*)\s*(\(|,|$)", s)):
+            ctors[m.group(1)] = f"constructor of {in_type}"
+        if s.startswith("}"):
+            in_type = None
+        if s and not s.startswith("//"):
+            doc = []
+    return globals_, types, ctors
+
+
+def op_names() -> list[str]:
+    """Every registered operator name (empty when the op library cannot load)."""
+    try:
+        from relay_ref.ops.registry import all_ops
+
+        return sorted(all_ops())
+    except Exception:
+        return []
+
+
+def _op(name: str) -> Any:
+    try:
+        from relay_ref.ops.registry import get_op, has_op
+
+        return get_op(name) if has_op(name) else None
+    except Exception:
+        return None
+
+
+def candidates(session: Session | None, code: str, word: str) -> list[str]:
+    """Every completion candidate for a word starting like ``word`` (sigil included)."""
+    from relay_kernel.commands import COMMANDS
+
+    pglobals, ptypes, pctors = prelude_names() if session is None or session.prelude \
+        else ({}, {}, {})
+    if word.startswith(":"):
+        return [":" + c for c in COMMANDS]
+    if word.startswith("%"):
+        names = set(re.findall(r"%([A-Za-z_]\w*)", code))
+        if session is not None:
+            names.update(session.scope)
+        return ["%" + n for n in sorted(names)]
+    if word.startswith("@"):
+        names = set(pglobals)
+        if session is not None:
+            names.update(session.module.functions)
+        return ["@" + n for n in sorted(names)]
+    bare: set[str] = set(KEYWORDS) | set(DTYPES) | {"Tensor", "True", "False"}
+    bare.update(op_names())
+    bare.update(ptypes)
+    bare.update(pctors)
+    if session is not None:
+        bare.update(session.module.type_definitions)
+        bare.update(session.module.constructors)
+    return sorted(bare)
+
+
+def complete(code: str, cursor_pos: int, session: Session | None) -> dict[str, Any]:
+    """The ``complete_reply`` content: matches for the word ending at ``cursor_pos``."""
+    m = _WORD.search(code[:cursor_pos])
+    word = m.group(0) if m else ""
+    if word.startswith(":") and code[: cursor_pos - len(word)].strip():
+        word = word[1:]  # a `:` inside code (a type annotation), not a command
+    start = cursor_pos - len(word)
+    matches = [c for c in candidates(session, code, word) if c.startswith(word) and c != word] \
+        if word else []
+    if word and not matches:
+        matches = [c for c in candidates(session, code, word) if c == word]
+    return {"status": "ok", "matches": matches, "cursor_start": start,
+            "cursor_end": cursor_pos, "metadata": {}}
+
+
+# -- inspect -----------------------------------------------------------------------------
+
+def word_at(code: str, cursor_pos: int) -> str:
+    """The name (with sigil) under or just before the cursor ('' when none)."""
+    for m in _WORD_AT.finditer(code):
+        if m.start() <= cursor_pos <= m.end():
+            return m.group(0).rstrip(".")
+    return ""
+
+
+def describe(word: str, session: Session | None) -> str | None:
+    """Plain-text documentation of ``word``, or None when nothing is known about it."""
+    from relay_kernel.commands import COMMANDS
+    from relay_kernel.display import pretty_type, type_text, value_text
+
+    if not word:
+        return None
+    if word.startswith(":"):
+        cmd = COMMANDS.get(word[1:])
+        return f":{word[1:]} {cmd.usage}\n\n{cmd.help}" if cmd else None
+    pglobals, ptypes, pctors = prelude_names()
+    if word.startswith("@"):
+        name = word[1:]
+        ty = session.global_type(name) if session is not None else None
+        lines = []
+        if ty is not None:
+            lines.append(f"@{name} : {pretty_type(ty)}")
+        elif name in pglobals:
+            lines.append(f"@{name} (prelude)")
+        else:
+            return None
+        if name in pglobals and (session is None or name not in session.user_globals):
+            if pglobals[name]:
+                lines += ["", pglobals[name]]
+        elif session is not None and name in session.module.functions:
+            try:
+                from relay_ref import astext
+
+                lines += ["", astext(session.module.functions[name])]
+            except Exception:
+                pass
+        return "\n".join(lines)
+    if word.startswith("%"):
+        if session is None or word[1:] not in session.scope:
+            return None
+        var = session.scope[word[1:]]
+        text = f"{word} : {pretty_type(session.var_types.get(var))}"
+        value = value_text(session.env.get(var))
+        if len(value) > 400:
+            value = value[:400] + " …"
+        return f"{text}\n\n= {value}"
+    if word in KEYWORD_DOCS:
+        return f"{word} (keyword)\n\n{KEYWORD_DOCS[word]}"
+    op = _op(word)
+    if op is not None:
+        return op_doc(op)
+    if session is not None:
+        ctors = session.module.constructors
+        if word in ctors:
+            ctor = ctors[word]
+            fields = ", ".join(type_text(t) for t in ctor.inputs)
+            td = session.module.type_definitions.get(ctor.belong_to.name)
+            params = ""
+            if td is not None and td.type_vars:
+                params = "[" + ", ".join(tv.name for tv in td.type_vars) + "]"
+            sig = f"{word}({fields})" if ctor.inputs else word
+            return f"{sig} : {ctor.belong_to.name}{params}\n\nconstructor of " \
+                   f"{ctor.belong_to.name} (tag {ctor.tag})"
+        if word in session.module.type_definitions:
+            try:
+                from relay_ref import astext
+
+                return astext(_module_with_type(session, word)).strip()
+            except Exception:
+                return f"type {word}"
+    if word in pctors:
+        return f"{word}: {pctors[word]} (prelude)"
+    if word in ptypes:
+        return f"type {word} (prelude)\n\n{ptypes[word]}".rstrip()
+    if word in DTYPES:
+        return f"{word}: a scalar type, short for Tensor[(), {word}]"
+    if word == "Tensor":
+        return "Tensor[(d1, ..., dn), dtype]: an n-dimensional tensor type; ? is a dynamic dim"
+    return None
+
+
+def _module_with_type(session: Session, name: str) -> Any:
+    from relay_ref.ir.module import IRModule
+
+    return IRModule(type_definitions={name: session.module.type_definitions[name]})
+
+
+def op_doc(op: Any) -> str:
+    """``name(arg, ..., attr=default, ...)`` then the op's documentation."""
+    import dataclasses
+
+    args = list(op.arg_names) if op.num_inputs != -1 else ["*args"]
+    attrs = []
+    if dataclasses.is_dataclass(op.attrs):
+        for f in dataclasses.fields(op.attrs):
+            if f.default is not dataclasses.MISSING:
+                attrs.append(f"{f.name}={_attr_text(f.default)}")
+            else:
+                attrs.append(f.name)
+    sig = f"{op.name}({', '.join(args + attrs)})"
+    doc = (op.doc or "").strip()
+    return f"{sig}  (operator, support level {op.support_level})" + (f"\n\n{doc}" if doc
+                                                                    else "")
+
+
+def _attr_text(value: object) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_attr_text(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def inspect(code: str, cursor_pos: int, session: Session | None) -> dict[str, Any]:
+    """The ``inspect_reply`` content for the word at ``cursor_pos``."""
+    word = word_at(code, cursor_pos)
+    try:
+        doc = describe(word, session)
+    except Exception:
+        doc = None
+    if doc is None:
+        return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+    return {"status": "ok", "found": True, "data": {"text/plain": doc}, "metadata": {}}

@@ -1,0 +1,244 @@
+"""Session semantics: what a sequence of Relay cells means, independent of Jupyter.
+
+The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
+
+1. A cell holds definitions (``def @f ...``, ``type T ...``), top-level bindings
+   (``let %x = e;`` with no body), and at most one trailing expression, in any mix.
+2. Definitions accumulate in the session module. Defining a name again replaces the old
+   definition; the kernel says so in a note (and shows the old and new types).
+3. ``let %x = e;`` at the top of a cell, with nothing after the ``;`` binding it, evaluates
+   ``e`` and binds ``%x`` for later cells (its value and type are kept).
+4. The trailing expression is type-checked and evaluated; its value is the cell's result
+   (``Out[n]``).
+5. The prelude (``List``, ``Option``, ``@map``, ``@foldl`` ...) is available: a name the
+   session does not define is taken from the prelude. ``:prelude off`` stops that for later
+   cells (what was already used stays); a definition of your own always wins.
+6. Atomicity: a cell that fails to parse or type-check changes nothing. A cell that fails
+   at run time (or is interrupted) keeps its definitions and the bindings evaluated before
+   the failure.
+7. Every cell's source is named ``In[n]`` (``n`` = its execution count), so errors read
+   ``In[3]:2:7: error: ...``.
+
+Invariants of ``Session``: ``module`` is always type-checked (``infer_types`` succeeded on
+it); ``scope`` maps each bound name to its ``Var``, and every such ``Var`` has an entry in
+``env`` (its value) and ``var_types`` (its type); ``user_globals``/``user_types`` list the
+names defined by cells (not pulled in from the prelude), in definition order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from relay_ref.ir.module import IRModule
+
+
+@dataclass
+class CellOutcome:
+    """What running a cell produced. ``has_value`` is False for cells without a trailing
+    expression (then ``value``/``type`` are None)."""
+
+    notes: list[str] = field(default_factory=list)
+    has_value: bool = False
+    value: Any = None
+    type: Any = None
+    defined: list[str] = field(default_factory=list)
+    bound: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    trace: list[str] | None = None
+
+
+def _source_of(node: Any) -> str | None:
+    span = getattr(node, "span", None)
+    return span.source.name if span is not None else None
+
+
+class Session:
+    """The state of one kernel: the accumulated module and the top-level bindings."""
+
+    def __init__(self, prelude: bool = True) -> None:
+        self.prelude = prelude
+        self.reset()
+
+    # -- state -----------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget every definition and binding (the prelude setting is kept)."""
+        self.module: IRModule = IRModule(source_name="session")
+        self.env: dict[Any, Any] = {}
+        self.var_types: dict[Any, Any] = {}
+        self.scope: dict[str, Any] = {}
+        self.user_globals: list[str] = []
+        self.user_types: list[str] = []
+        self.sources: dict[str, str] = {}
+
+    @property
+    def bindings(self) -> list[tuple[str, Any, Any]]:
+        """``(name, type, value)`` of every top-level binding, in binding order."""
+        return [(name, self.var_types.get(var), self.env.get(var))
+                for name, var in self.scope.items()]
+
+    def global_type(self, name: str) -> Any:
+        """The inferred type of global ``@name`` in the session module (None if unknown)."""
+        return self.module.global_types.get(name.lstrip("@"))
+
+    # -- the pipeline ----------------------------------------------------------------------
+    def parse(self, code: str, source_name: str) -> Any:
+        """Parse a cell against the session; returns the parser's ``Program``."""
+        from relay_ref.syntax.parser import parse_program
+
+        self.sources[source_name] = code
+        return parse_program(code, source_name, base_module=self.module,
+                             scope=dict(self.scope), prelude=self.prelude)
+
+    def parse_expr(self, code: str, source_name: str) -> Any:
+        """Parse one expression in the session's scope (for ``:ast``)."""
+        program = self.parse(code, source_name)
+        if program.expr is None:
+            from relay_ref.diagnostics import ParseError
+
+            raise ParseError("expected an expression")
+        return program
+
+    def _check_module(self, mod: IRModule) -> IRModule:
+        if mod is self.module:
+            return mod
+        from relay_ref.typecheck.infer import infer_types
+
+        return infer_types(mod)
+
+    def _infer(self, expr: Any, mod: IRModule, var_types: dict[Any, Any]) -> Any:
+        from relay_ref.typecheck.infer import infer_expr
+
+        ty, _checked = infer_expr(expr, mod, var_types=dict(var_types))
+        return ty
+
+    def _evaluate(self, expr: Any, mod: IRModule, trace: bool = False) -> Any:
+        from relay_ref.interpreter.eval import evaluate
+
+        if trace:
+            return evaluate(expr, module=mod, env=dict(self.env), trace=True)
+        return evaluate(expr, module=mod, env=dict(self.env))
+
+    def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
+        """Run one cell under the rules in the module docstring.
+
+        Raises ``RelayError`` (parse, type or runtime) and lets ``KeyboardInterrupt``
+        through; the session is left as rule 6 says."""
+        out = CellOutcome()
+        t0 = time.perf_counter()
+        program = self.parse(code, source_name)
+        t1 = time.perf_counter()
+        checked = self._check_module(program.module)
+        # Type-check the bindings and the expression before evaluating anything (rule 6).
+        var_types = dict(self.var_types)
+        binding_types = []
+        for var, expr in program.bindings:
+            ty = self._infer(expr, checked, var_types)
+            var_types[var] = ty
+            binding_types.append(ty)
+        expr_type = None
+        if program.expr is not None:
+            expr_type = self._infer(program.expr, checked, var_types)
+        t2 = time.perf_counter()
+        out.notes.extend(self._commit_module(checked, source_name, out))
+        for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
+            value = self._evaluate(expr, checked)
+            self.env[var] = value
+            self.var_types[var] = ty
+            self.scope.pop(var.name_hint, None)
+            self.scope[var.name_hint] = var
+            out.bound.append(var.name_hint)
+        if program.expr is not None:
+            result = self._evaluate(program.expr, checked, trace=trace)
+            if trace:
+                result, out.trace = _split_trace(result)
+            out.has_value, out.value, out.type = True, result, expr_type
+        t3 = time.perf_counter()
+        out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t2}
+        return out
+
+    def _commit_module(self, checked: IRModule, source_name: str,
+                       out: CellOutcome) -> list[str]:
+        """Make ``checked`` the session module; notes for every redefinition."""
+        notes: list[str] = []
+        old = self.module
+        for name, fn in checked.functions.items():
+            if _source_of(fn) != source_name or old.functions.get(name) is fn:
+                continue
+            out.defined.append(f"@{name}")
+            if name in old.functions:
+                was, now = old.global_types.get(name), checked.global_types.get(name)
+                what = "your earlier definition" if name in self.user_globals \
+                    else "the prelude's definition"
+                note = f"note: @{name} redefined (replaces {what})"
+                if was is not None and now is not None and was != now:
+                    from relay_ref.ir.type_text import type_to_text
+
+                    note += f"; its type was {type_to_text(was)}, now {type_to_text(now)}"
+                notes.append(note)
+            if name not in self.user_globals:
+                self.user_globals.append(name)
+        for name, td in checked.type_definitions.items():
+            if _source_of(td) != source_name or old.type_definitions.get(name) is td:
+                continue
+            out.defined.append(name)
+            if name in old.type_definitions:
+                what = "your earlier definition" if name in self.user_types \
+                    else "the prelude's definition"
+                notes.append(f"note: type {name} redefined (replaces {what})")
+            if name not in self.user_types:
+                self.user_types.append(name)
+        self.module = checked
+        return notes
+
+    # -- queries used by commands ----------------------------------------------------------
+    def type_of(self, code: str, source_name: str) -> Any:
+        """The type of the cell's trailing expression, without evaluating or committing."""
+        program = self.parse_expr(code, source_name)
+        checked = self._check_module(program.module)
+        var_types = dict(self.var_types)
+        for var, expr in program.bindings:
+            var_types[var] = self._infer(expr, checked, var_types)
+        return self._infer(program.expr, checked, var_types)
+
+    def check(self, code: str | None, source_name: str) -> IRModule:
+        """Type-check the session module (plus ``code``'s definitions, not committed)."""
+        if not code or not code.strip():
+            from relay_ref.typecheck.infer import infer_types
+
+            return infer_types(self.module) if self.module.functions else self.module
+        program = self.parse(code, source_name)
+        checked = self._check_module(program.module)
+        var_types = dict(self.var_types)
+        for var, expr in program.bindings:
+            var_types[var] = self._infer(expr, checked, var_types)
+        if program.expr is not None:
+            self._infer(program.expr, checked, var_types)
+        return checked
+
+    def user_module(self) -> IRModule:
+        """The definitions made by cells (not those drawn from the prelude)."""
+        mod = self.module
+        return IRModule(functions={n: mod.functions[n] for n in self.user_globals
+                                   if n in mod.functions},
+                        type_definitions={n: mod.type_definitions[n] for n in self.user_types
+                                          if n in mod.type_definitions},
+                        global_types={n: t for n, t in mod.global_types.items()
+                                      if n in self.user_globals},
+                        source_name="session")
+
+    def load(self, path: str) -> CellOutcome:
+        """Run a ``.relay`` file as a cell named by its path (``:load``)."""
+        text = Path(path).expanduser().read_text()
+        return self.run(text, str(path))
+
+
+def _split_trace(result: Any) -> tuple[Any, list[str]]:
+    """Normalise what ``evaluate(..., trace=True)`` returns to ``(value, lines)``."""
+    value, steps = result if isinstance(result, tuple) and len(result) == 2 else (result, [])
+    lines = []
+    for step in steps or []:
+        lines.append(step if isinstance(step, str) else str(step))
+    return value, lines

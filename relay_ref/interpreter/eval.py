@@ -1,0 +1,675 @@
+"""The definitional interpreter: Relay's big-step semantics (spec/semantics.md), one case per
+rule.
+
+``Interpreter.eval(expr, env)`` is the judgement ``env ⊢ expr ⇒ value``: one ``match`` over
+the expression classes in the grammar's order, each case citing its rule. Call-by-value,
+left to right. Invariants:
+
+* ``env`` is the frame of the current function activation: a dict from ``Var`` to value.
+  ``let`` and ``match`` extend it in place (binders are distinct ``Var`` objects, so this
+  is the same as extending a copy); a call starts a new frame from the closure's captured
+  values (spec 2.1).
+* The store of the semantics is the heap of ``RefValue`` cells: a cell's identity is its
+  location, its ``value`` the store's content there (spec 2.2).
+* A node reached through more than one edge (a graph binding ``%0 = e;`` used twice) is
+  evaluated at its first use in each activation and its value reused, as if let-bound
+  there (spec 2.3); it is remembered in the frame under the node itself.
+* Rules whose conclusion is the value of a sub-expression evaluated in the same frame
+  (E-Let, E-If-*, E-Match) continue the loop with that sub-expression instead of recursing,
+  so long ``let`` chains do not deepen the Python stack. Calls do recurse; ``evaluate`` runs
+  the interpreter on a thread with a large stack so 100 000 nested calls are fine.
+* A stuck evaluation (no clause matched, an operator failing at run time, a shape that
+  contradicts an annotation) raises ``RelayRuntimeError`` with the expression's span and
+  the Relay call stack of globals; nothing else escapes ``evaluate`` for a well-typed
+  program (except ``KeyboardInterrupt`` when interrupted).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayRuntimeError
+from relay_ref.interpreter.values import (
+    Closure,
+    ConstructorValue,
+    RecClosure,
+    RefValue,
+    Value,
+    value_to_text,
+)
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.span import Span
+from relay_ref.ir.type_text import type_to_text
+from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ir.visitor import free_vars, post_order
+
+__all__ = ["Interpreter", "evaluate"]
+
+
+class Stuck(Exception):
+    """Evaluation cannot proceed (spec section 4). Internal: ``evaluate`` turns it into a
+    ``RelayRuntimeError``. ``frames`` collects ``(global name, call-site span)`` pairs while
+    the exception unwinds through calls of globals, innermost first."""
+
+    def __init__(self, message: str, span: Span | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.frames: list[tuple[str, Span | None]] = []
+
+
+class Interrupted(Exception):
+    """Raised inside the evaluation when a stop was requested (``request_stop``)."""
+
+
+class _FnInfo:
+    """What the interpreter precomputes once per ``Function`` node."""
+
+    __slots__ = ("free_vars", "param_checks", "ret_check")
+
+    def __init__(self, func: Function) -> None:
+        self.free_vars = tuple(free_vars(func))
+        self.param_checks = tuple((p, t) for p in func.params
+                                  if (t := _static_tensor_type(p.type_annotation)))
+        self.ret_check = _static_tensor_type(func.ret_type)
+
+
+_MISSING = object()
+_BUSY = object()  # a shared node whose evaluation is in progress in this frame
+
+
+class Interpreter:
+    """Evaluates expressions of ``module`` (globals, constructors). One instance per
+    ``evaluate`` call; its caches are keyed by node identity."""
+
+    tracing = False
+
+    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = ()) -> None:
+        self.module = module if module is not None else IRModule()
+        self.globals: dict[str, Closure] = {}
+        self.fn_info: dict[Function, _FnInfo] = {}
+        self.op_calls: dict[Expr, tuple[Callable[..., Any], object]] = {}
+        self.shared: frozenset[Expr] = shared_nodes(self.module, roots)
+        self.stop_requested = False
+
+    def request_stop(self) -> None:
+        """Ask a running evaluation to stop (it raises ``Interrupted`` at its next call)."""
+        self.stop_requested = True
+
+    def emit(self, rule: str, expr: Expr) -> None:
+        """Record that ``rule`` was applied to ``expr`` (only when ``tracing``)."""
+
+    # -- the judgement env ⊢ expr ⇒ value ------------------------------------------------
+    def eval(self, expr: Expr, env: dict) -> Value:
+        """The value of ``expr`` in frame ``env`` (which ``let``/``match`` may extend)."""
+        while True:
+            if self.shared and expr in self.shared:      # Sharing (spec 2.3)
+                known = env.get(expr, _MISSING)
+                if known is _MISSING:
+                    return self.eval_shared(expr, env)
+                if known is not _BUSY:
+                    return known
+            match expr:
+                case Var():                              # E-Var (spec 3.1)
+                    if self.tracing:
+                        self.emit("E-Var", expr)
+                    try:
+                        return env[expr]
+                    except KeyError:
+                        raise Stuck(f"unbound variable %{expr.name_hint}", expr.span) from None
+                case GlobalVar(name=name):               # E-Global (3.2)
+                    if self.tracing:
+                        self.emit("E-Global", expr)
+                    return self.global_closure(name, expr.span)
+                case Op():                               # E-Op (3.3)
+                    if self.tracing:
+                        self.emit("E-Op", expr)
+                    return expr
+                case Constant(data=data):                # E-Const (3.4)
+                    if self.tracing:
+                        self.emit("E-Const", expr)
+                    return data
+                case Tuple(fields=fields):               # E-Tuple (3.5)
+                    if self.tracing:
+                        self.emit("E-Tuple", expr)
+                    return tuple([self.eval(f, env) for f in fields])
+                case TupleGetItem(tuple_value=tup, index=index):  # E-Proj (3.6)
+                    if self.tracing:
+                        self.emit("E-Proj", expr)
+                    return self.eval(tup, env)[index]
+                case Let(var=var, value=value, body=body):
+                    if type(value) is Function:          # E-Let-Rec (3.7)
+                        if self.tracing:
+                            self.emit("E-Let-Rec", expr)
+                        env[var] = RecClosure(self.make_closure(value, env, var), var)
+                    else:                                # E-Let (3.7)
+                        if self.tracing:
+                            self.emit("E-Let", expr)
+                        env[var] = bound = self.eval(value, env)
+                        if var.type_annotation is not None:
+                            self.check_annotation(bound, var, var.type_annotation, value.span)
+                    expr = body
+                case Call(op=callee, args=args):
+                    if type(callee) is Op:               # E-App-Op (3.8)
+                        values = [self.eval(a, env) for a in args]
+                        if self.tracing:
+                            self.emit("E-App-Op", expr)
+                        return self.call_op(expr, values)
+                    fn_value = self.eval(callee, env)    # E-App-* (3.8): callee, then args
+                    values = [self.eval(a, env) for a in args]
+                    return self.apply(fn_value, values, expr)
+                case Function():                         # E-Fn (3.9)
+                    if self.tracing:
+                        self.emit("E-Fn", expr)
+                    return self.make_closure(expr, env)
+                case If(cond=cond, true_branch=then, false_branch=else_):
+                    if self.eval_condition(cond, env):   # E-If-True (3.10)
+                        if self.tracing:
+                            self.emit("E-If-True", expr)
+                        expr = then
+                    else:                                # E-If-False (3.10)
+                        if self.tracing:
+                            self.emit("E-If-False", expr)
+                        expr = else_
+                case Constructor(inputs=inputs):         # E-Ctor (3.11)
+                    if self.tracing:
+                        self.emit("E-Ctor", expr)
+                    return expr if inputs else ConstructorValue(expr, ())
+                case Match(data=data, clauses=clauses):  # E-Match (3.12)
+                    scrutinee = self.eval(data, env)
+                    for clause in clauses:               # first matching clause wins
+                        if self.match_pattern(clause.lhs, scrutinee, env):
+                            if self.tracing:
+                                self.emit("E-Match", expr)
+                            expr = clause.rhs
+                            break
+                    else:
+                        raise Stuck("no match clause matched the value "
+                                    f"{_short(value_to_text(scrutinee))}", expr.span)
+                case RefCreate(value=value):             # E-Ref (3.13)
+                    cell = RefValue(self.eval(value, env))
+                    if self.tracing:
+                        self.emit("E-Ref", expr)
+                    return cell
+                case RefRead(ref=ref):                   # E-Read (3.14)
+                    cell = self.eval(ref, env)
+                    if self.tracing:
+                        self.emit("E-Read", expr)
+                    return cell.value
+                case RefWrite(ref=ref, value=value):     # E-Write (3.15)
+                    cell = self.eval(ref, env)
+                    cell.value = self.eval(value, env)
+                    if self.tracing:
+                        self.emit("E-Write", expr)
+                    return ()
+                case _:
+                    raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
+
+    # -- helpers named by the rules --------------------------------------------------------
+    def eval_shared(self, expr: Expr, env: dict) -> Value:
+        """Sharing (2.3): evaluate a shared node once in this frame and remember it."""
+        env[expr] = _BUSY
+        try:
+            value = self.eval(expr, env)
+        except BaseException:
+            del env[expr]
+            raise
+        env[expr] = value
+        return value
+
+    def global_closure(self, name: str, span: Span | None) -> Closure:
+        """E-Global: a global is the closure of its definition with an empty environment."""
+        closure = self.globals.get(name)
+        if closure is None:
+            func = self.module.functions.get(name)
+            if func is None:
+                raise Stuck(f"undefined global @{name}", span)
+            closure = self.globals[name] = Closure({}, func, name)
+        return closure
+
+    def info(self, func: Function) -> _FnInfo:
+        info = self.fn_info.get(func)
+        if info is None:
+            info = self.fn_info[func] = _FnInfo(func)
+        return info
+
+    def make_closure(self, func: Function, env: dict, rec_var: Var | None = None) -> Closure:
+        """E-Fn: capture the current values of ``func``'s free variables (but ``rec_var``,
+        which E-App-Rec binds at each call)."""
+        captured = {}
+        for var in self.info(func).free_vars:
+            if var is not rec_var:
+                try:
+                    captured[var] = env[var]
+                except KeyError:
+                    raise Stuck(f"unbound variable %{var.name_hint}", var.span) from None
+        return Closure(captured, func)
+
+    def apply(self, callee: Value, args: list[Value], call: Call | None) -> Value:
+        """E-App-*: apply a function value to argument values."""
+        if self.stop_requested:
+            raise Interrupted()
+        match callee:
+            case Closure(env=captured, func=func):       # E-App-Closure (3.8)
+                frame = dict(captured)
+                rule = "E-App-Closure"
+            case RecClosure(closure=closure, var=var):   # E-App-Rec (3.8)
+                func = closure.func
+                frame = dict(closure.env)
+                frame[var] = callee
+                rule = "E-App-Rec"
+            case Constructor():                          # E-App-Ctor (3.8)
+                if self.tracing:
+                    self.emit("E-App-Ctor", call)
+                return ConstructorValue(callee, tuple(args))
+            case Op():                                   # E-App-Op, operator as a value
+                if self.tracing:
+                    self.emit("E-App-Op", call)
+                return self.run_op(callee.name, args, None, call)
+            case _:
+                raise Stuck(f"cannot call {_short(value_to_text(callee))}: not a function",
+                            _span(call))
+        if self.tracing:
+            self.emit(rule, call)
+        params = func.params
+        if len(params) != len(args):
+            raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
+                        _span(call) or func.span)
+        for param, arg in zip(params, args, strict=True):
+            frame[param] = arg
+        info = self.info(func)
+        for param, ty in info.param_checks:
+            self.check_annotation(frame[param], param, ty, _span(call))
+        name = callee.global_name if type(callee) is Closure else None
+        try:
+            result = self.eval(func.body, frame)
+            if info.ret_check is not None:
+                self.check_annotation(result, None, info.ret_check, func.body.span)
+        except Stuck as stuck:
+            if name is not None:
+                stuck.frames.append((name, _span(call)))
+            raise
+        return result
+
+    def call_op(self, call: Call, args: list[Value]) -> Value:
+        """E-App-Op: run the operator's NumPy reference (looked up once per call node)."""
+        cached = self.op_calls.get(call)
+        if cached is None:
+            cached = self.op_calls[call] = _op_reference(call.op.name, call.attrs)
+        reference, attrs = cached
+        try:
+            return reference(args, attrs)
+        except Exception as err:
+            raise _op_failure(call.op.name, err, call) from None
+
+    def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
+        reference, attrs = _op_reference(name, attrs)
+        try:
+            return reference(args, attrs)
+        except Exception as err:
+            raise _op_failure(name, err, call) from None
+
+    def eval_condition(self, cond: Expr, env: dict) -> bool:
+        """E-If-*: the condition must evaluate to a bool scalar."""
+        value = self.eval(cond, env)
+        if type(value) is not np.ndarray or value.shape != () or value.dtype != np.bool_:
+            raise Stuck("the condition of `if` must be a bool scalar, got "
+                        f"{_short(value_to_text(value))}", cond.span)
+        return bool(value)
+
+    def match_pattern(self, pattern: Pattern, value: Value, env: dict) -> bool:
+        """Does ``value`` match ``pattern``? Binds the pattern's variables in ``env``."""
+        match pattern:
+            case PatternConstructor(constructor=ctor, patterns=pats):   # P-Ctor (3.12)
+                if value.constructor.tag != ctor.tag:
+                    return False
+                for sub, field_value in zip(pats, value.fields, strict=True):
+                    if not self.match_pattern(sub, field_value, env):
+                        return False
+                return True
+            case PatternVar(var=var):                                   # P-Var
+                env[var] = value
+                return True
+            case PatternWildcard():                                     # P-Wild
+                return True
+            case PatternTuple(patterns=pats):                           # P-Tuple
+                for sub, field_value in zip(pats, value, strict=True):
+                    if not self.match_pattern(sub, field_value, env):
+                        return False
+                return True
+        raise Stuck(f"unknown pattern {type(pattern).__name__}", _span(pattern))
+
+    def check_annotation(self, value: Value, var: Var | None, ty: Type,
+                         span: Span | None) -> None:
+        """Annotated static dimensions must hold of values whose type had ``?`` (spec 4)."""
+        if type(ty) is not TensorType or not ty.shape or type(value) is not np.ndarray:
+            return
+        if value.ndim == len(ty.shape) and all(
+                type(d) is not int or d == n for d, n in zip(ty.shape, value.shape,
+                                                             strict=True)):
+            return
+        what = f"%{var.name_hint}" if var is not None else "the result"
+        raise Stuck(f"shape mismatch: {what} is annotated {type_to_text(ty)} but the value "
+                    f"has shape {_shape_text(value.shape)}", span)
+
+
+class TracingInterpreter(Interpreter):
+    """An ``Interpreter`` that records every rule applied (``relay_ref.interpreter.trace``).
+
+    ``depth`` is the nesting of ``eval`` calls, i.e. of derivations: sub-expressions
+    evaluated as premises are one deeper than the expression whose rule needs them."""
+
+    tracing = True
+
+    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = ()) -> None:
+        from relay_ref.interpreter.trace import TraceEvent
+
+        super().__init__(module, roots)
+        self.events: list[TraceEvent] = []
+        self.depth = 0
+        self._event = TraceEvent
+
+    def emit(self, rule: str, expr: Expr) -> None:
+        self.events.append(self._event(rule, expr, self.depth))
+
+    def eval(self, expr: Expr, env: dict) -> Value:
+        self.depth += 1
+        try:
+            return super().eval(expr, env)
+        finally:
+            self.depth -= 1
+
+
+# -- sharing, annotations, operators ---------------------------------------------------------
+
+_ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
+_SHARED_CACHE: weakref.WeakKeyDictionary[IRModule, frozenset[Expr]] = (
+    weakref.WeakKeyDictionary())
+
+
+def shared_nodes(module: IRModule, roots: tuple[Expr, ...] = ()) -> frozenset[Expr]:
+    """Non-atomic nodes with more than one incoming edge (graph-bound, spec 2.3)."""
+
+    def count(exprs: list[Expr]) -> set[Expr]:
+        seen: set[Expr] = set()
+        shared: set[Expr] = set()
+        for root in exprs:
+            for node in post_order(root):
+                for kid in children(node):
+                    if isinstance(kid, _ATOMS):
+                        continue
+                    if kid in seen:
+                        shared.add(kid)
+                    seen.add(kid)
+        return shared
+
+    cached = _SHARED_CACHE.get(module)
+    if cached is None:
+        cached = frozenset(count(list(module.functions.values())))
+        _SHARED_CACHE[module] = cached
+    if not roots:
+        return cached
+    return cached | count(list(roots))
+
+
+def _static_tensor_type(ty: Type | None) -> TensorType | None:
+    """``ty`` when it is a tensor type with at least one dimension (worth checking)."""
+    if type(ty) is TensorType and ty.shape:
+        return ty
+    return None
+
+
+def _op_reference(name: str, attrs: object) -> tuple[Callable[..., Any], object]:
+    from relay_ref.ops.registry import get_op
+
+    try:
+        opdef = get_op(name)
+    except KeyError:
+        raise Stuck(f"unknown operator {name}", None) from None
+    if attrs is None:
+        attrs = opdef.attrs()
+    return opdef.reference, attrs
+
+
+def _op_failure(name: str, err: Exception, call: Call | None) -> Stuck:
+    from relay_ref.ops.registry import OpRuntimeError
+
+    if isinstance(err, Stuck):
+        return err
+    message = str(err) if isinstance(err, OpRuntimeError) else f"{name}: {err}"
+    if not message.startswith(name):
+        message = f"{name}: {message}"
+    return Stuck(message, _span(call))
+
+
+def _span(node: object) -> Span | None:
+    return getattr(node, "span", None)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def to_value(arg: Any, ty: Type | None) -> Value:
+    """A Python argument as a Relay value: scalars and lists become arrays of ``ty``'s dtype
+    (int32 / float32 / bool by default), tuples convert field by field, values pass."""
+    if isinstance(arg, bool | int | float | np.generic | list):
+        if type(ty) is TensorType:
+            dtype = ty.dtype
+        elif isinstance(arg, np.generic):
+            dtype = arg.dtype
+        else:
+            sample = arg
+            while isinstance(sample, list) and sample:
+                sample = sample[0]
+            dtype = ("bool" if isinstance(sample, bool | np.bool_) else
+                     "int32" if isinstance(sample, int) else "float32")
+        return np.asarray(arg, dtype=dtype)
+    if isinstance(arg, tuple):
+        fields = ty.fields if type(ty) is TupleType and len(ty.fields) == len(arg) else None
+        return tuple(to_value(a, fields[i] if fields else None) for i, a in enumerate(arg))
+    return arg
+
+
+def _check_argument(value: Value, param: Var, ty: Type | None, entry: str) -> None:
+    """Arguments from the host must have the annotated dtype and shape (``?`` matches any)."""
+    if type(ty) is not TensorType:
+        return
+    if not isinstance(value, np.ndarray):
+        raise Stuck(f"argument %{param.name_hint} of @{entry} must be a tensor of type "
+                    f"{type_to_text(ty)}, got {_short(value_to_text(value))}", param.span)
+    ok = value.dtype.name == ty.dtype and value.ndim == len(ty.shape) and all(
+        type(d) is not int or d == n for d, n in zip(ty.shape, value.shape, strict=True))
+    if not ok:
+        raise Stuck(f"argument %{param.name_hint} of @{entry} has type {type_to_text(ty)}, "
+                    f"got a tensor of shape {_shape_text(value.shape)} and dtype "
+                    f"{value.dtype.name}", param.span)
+
+
+# -- running -----------------------------------------------------------------------------------
+
+#: Stack of the evaluation thread: deep recursion (100 000 nested Relay calls, a few Python
+#: frames each) needs far more than the default 8 MiB; the memory is only reserved.
+STACK_BYTES = 1 << 30
+#: Python frames allowed on that thread (the limit is process-wide; it is only ever raised).
+RECURSION_LIMIT = 2_000_000
+_worker = threading.local()
+_stack_lock = threading.Lock()
+
+
+def run_deep(job: Callable[[], Any], interp: Interpreter | None = None) -> Any:
+    """Run ``job()`` on a thread with a large stack and return its result (or raise its
+    exception) in the caller. The caller waits in short slices, so a ``KeyboardInterrupt``
+    reaches it promptly; it then asks ``interp`` to stop, waits briefly for the worker,
+    and re-raises ``KeyboardInterrupt``."""
+    if getattr(_worker, "active", False):  # already on a deep stack (nested evaluate)
+        return job()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        _worker.active = True
+        try:
+            box["value"] = job()
+        except BaseException as err:  # handed to the caller
+            box["error"] = err
+
+    if sys.getrecursionlimit() < RECURSION_LIMIT:
+        sys.setrecursionlimit(RECURSION_LIMIT)
+    with _stack_lock:
+        old = threading.stack_size()
+        threading.stack_size(STACK_BYTES)
+        try:
+            thread = threading.Thread(target=target, name="relay-eval", daemon=True)
+            thread.start()
+        finally:
+            threading.stack_size(old)
+    try:
+        while thread.is_alive():
+            thread.join(0.05)
+    except KeyboardInterrupt:
+        if interp is not None:
+            interp.request_stop()
+        thread.join(2.0)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def runtime_error(stuck: Stuck) -> RelayRuntimeError:
+    """The user-facing error for a stuck evaluation, with the Relay call stack as notes."""
+    stack = tuple(name for name, _ in reversed(stuck.frames))  # outermost first
+    notes: list[Note] = []
+    if stack:
+        notes.append(Note("Relay call stack (innermost last): " + _compress(stack)))
+        for name, span in stuck.frames[:8]:
+            if span is not None:
+                notes.append(Note(f"@{name} called here", span))
+    diag = Diagnostic(ERROR, stuck.message, stuck.span, tuple(notes))
+    return RelayRuntimeError([diag], relay_stack=stack)
+
+
+def _compress(names: tuple[str, ...]) -> str:
+    """``@main -> @foldl (x99999) -> @hd``: runs of one name collapsed."""
+    parts: list[str] = []
+    i = 0
+    while i < len(names):
+        j = i
+        while j < len(names) and names[j] == names[i]:
+            j += 1
+        parts.append(f"@{names[i]}" + (f" (x{j - i})" if j - i > 1 else ""))
+        i = j
+    return " -> ".join(parts)
+
+
+def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
+             module: IRModule | None = None, env: dict[Var, Value] | None = None,
+             trace: bool = False) -> Any:
+    """Evaluate ``program`` with the definitional interpreter.
+
+    * A module: apply ``@entry`` to ``args`` (NumPy arrays, Python scalars -- converted to
+      0-d arrays of the parameter's annotated dtype, else int32/float32/bool -- tuples or
+      values). Tensor arguments must match the annotated dtype and static dimensions.
+    * An expression: its value, with ``module`` supplying globals and constructors and
+      ``env`` the values of free variables (a REPL's bindings; it is not modified). With
+      ``args`` the value is then applied to them.
+
+    Returns the value; with ``trace=True`` returns ``(value, events)``, the list of
+    ``relay_ref.interpreter.trace.TraceEvent`` in the order the rules were applied.
+    Raises ``RelayRuntimeError`` when evaluation gets stuck; ``KeyboardInterrupt``
+    stops it promptly."""
+    cls = TracingInterpreter if trace else Interpreter
+    if isinstance(program, IRModule):
+        interp = cls(program)
+        func = program.functions.get(entry)
+        if func is None:
+            raise RelayRuntimeError(f"the module has no function @{entry}")
+        if len(args) != len(func.params):
+            raise RelayRuntimeError(f"@{entry} takes {len(func.params)} argument(s), "
+                                    f"{len(args)} given", func.span)
+        param_types = _param_types(program, entry, func)
+
+        def job() -> Value:
+            values = []
+            for param, ty, arg in zip(func.params, param_types, args, strict=True):
+                value = to_value(arg, ty)
+                _check_argument(value, param, ty, entry)
+                values.append(value)
+            return interp.apply(interp.global_closure(entry, func.span), values, None)
+    else:
+        interp = cls(module, (program,))
+        frame = dict(env or {})
+
+        def job() -> Value:
+            value = interp.eval(program, frame)
+            if args:
+                value = interp.apply(value, [to_value(a, None) for a in args], None)
+            return value
+
+    def guarded() -> Value:
+        try:
+            return job()
+        except Stuck as stuck:
+            raise runtime_error(stuck) from None
+        except RecursionError:
+            raise RelayRuntimeError("evaluation nested too deeply (Python recursion limit "
+                                    f"{sys.getrecursionlimit()} reached)") from None
+        except MemoryError:
+            raise RelayRuntimeError("evaluation ran out of memory") from None
+        except Interrupted:
+            raise KeyboardInterrupt from None
+
+    value = run_deep(guarded, interp)
+    if trace:
+        return value, interp.events  # type: ignore[attr-defined]
+    return value
+
+
+def _param_types(module: IRModule, entry: str, func: Function) -> list[Type | None]:
+    """The parameter types of ``@entry``: annotations, else the inferred types if any."""
+    from relay_ref.ir.types import FuncType
+
+    inferred = module.global_types.get(entry)
+    out: list[Type | None] = []
+    for i, param in enumerate(func.params):
+        ty = param.type_annotation
+        if (ty is None or type(ty) is not TensorType) and type(inferred) is FuncType:
+            ty = inferred.arg_types[i]
+        out.append(ty)
+    return out

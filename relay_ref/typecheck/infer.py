@@ -1,0 +1,834 @@
+"""Type inference for Relay: one case per typing rule of spec/typing.md.
+
+``infer_types(mod)`` checks every global of a module (rule T-Module, spec 4) and returns the
+module annotated with the type of every expression node; ``infer_expr(expr, mod, var_types)``
+infers one expression in the context of a module (the Jupyter kernel's cells).
+
+How it works (spec 6): ``_Checker.infer`` walks an expression once, in the grammar's order,
+giving each node a type. Unknown types are holes (``IncompleteType``) that the ``Unifier``
+fills; checks that need information not yet known (operator type relations, projections
+from a tuple of unknown type) are ``Constraint``s queued in the ``Solver`` and re-run when a
+hole they wait on is filled. At the end every node's type is resolved; a hole left anywhere
+is an error ("cannot infer the type of this expression; add an annotation").
+
+Invariants:
+* Variables are unique objects, so the typing environment Γ is one flat map
+  ``var_types: Var -> Type`` (a binder is entered when its scope is checked and never
+  leaves: no two scopes share a ``Var``).
+* ``types`` maps every visited node (by identity) to its type; a node reached twice (a graph
+  binding shared by several uses) is checked once.
+* Errors never stop the walk: a failing rule reports a ``Diagnostic`` naming the rule and
+  continues with the best type it has; holes created as error recovery are *poisoned* and
+  never reported again as "cannot infer". All diagnostics are raised together as one
+  ``RelayTypeError``; nothing else escapes (an internal failure becomes a located
+  ``RelayTypeError`` too).
+* Depth: let chains are walked iteratively; everything else recurses on a worker thread with
+  a 512 MiB stack (``run_deep``), so deep graphs do not hit ``RecursionError``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import TypeVar as _PyTypeVar
+
+import numpy as np
+
+from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayTypeError
+from relay_ref.ir.expr import (
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    pattern_vars,
+)
+from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.span import Span
+from relay_ref.ir.types import (
+    BOOL,
+    UNIT,
+    FuncType,
+    IncompleteType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+)
+from relay_ref.ops.registry import NOT_YET, OpDef, RelationError, get_op
+from relay_ref.typecheck.exhaustiveness import missing_case
+from relay_ref.typecheck.kinds import check_kind
+from relay_ref.typecheck.solver import Constraint, Failure, Solver
+from relay_ref.typecheck.unify import Unifier, UnifyError, show, substitute
+
+__all__ = ["TypeMap", "infer_expr", "infer_types", "run_deep"]
+
+
+# -- the result map ---------------------------------------------------------------------
+
+class TypeMap(MutableMapping[Expr, Type]):
+    """A map from expression nodes to types keyed by node *identity*.
+
+    (``GlobalVar`` and ``Op`` nodes compare by name, so a plain dict would merge the
+    different uses of one global or operator.) Iteration follows insertion order."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[Expr, Type]] = {}
+
+    def __getitem__(self, expr: Expr) -> Type:
+        return self._items[id(expr)][1]
+
+    def __setitem__(self, expr: Expr, ty: Type) -> None:
+        self._items[id(expr)] = (expr, ty)
+
+    def __delitem__(self, expr: Expr) -> None:
+        del self._items[id(expr)]
+
+    def __contains__(self, expr: object) -> bool:
+        return id(expr) in self._items
+
+    def __iter__(self) -> Iterator[Expr]:
+        return (expr for expr, _ in self._items.values())
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, expr: Expr, default: Type | None = None) -> Type | None:  # type: ignore[override]
+        item = self._items.get(id(expr))
+        return default if item is None else item[1]
+
+    def pairs(self) -> Iterator[tuple[Expr, Type]]:
+        """(expression, type) in insertion order (faster than ``items()``)."""
+        return iter(self._items.values())
+
+    def __repr__(self) -> str:
+        return f"<TypeMap of {len(self)} expressions>"
+
+
+# -- running deep recursion --------------------------------------------------------------
+
+_STACK_BYTES = 512 * 1024 * 1024
+_RECURSION_LIMIT = 400_000
+_stack_lock = threading.Lock()
+_R = _PyTypeVar("_R")
+
+
+def run_deep(fn: Callable[[], _R]) -> _R:
+    """Run ``fn()`` on a fresh thread with a 512 MiB stack and a high recursion limit, and
+    return its result or re-raise its exception in the caller."""
+    box: dict[str, object] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = err
+
+    if sys.getrecursionlimit() < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)  # with the big stack below, never alone
+    with _stack_lock:
+        old = threading.stack_size()
+        threading.stack_size(_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=target, name="relay-typecheck", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(old)
+    worker.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+# -- public API ---------------------------------------------------------------------------
+
+def infer_types(mod: IRModule) -> IRModule:
+    """Infer and check every global of ``mod`` (rule T-Module).
+
+    Returns ``mod.with_types(checked_types, global_types)``: ``checked_types`` maps every
+    expression node (by identity) to its fully resolved type, ``global_types`` each global
+    name to its ``FuncType`` (with ``type_params`` for polymorphic definitions). Raises
+    ``RelayTypeError`` carrying every diagnostic found; never any other exception."""
+    return run_deep(lambda: _guarded(lambda c: c.check_module(mod), _Checker(mod)))
+
+
+def infer_expr(expr: Expr, mod: IRModule | None = None,
+               var_types: dict[Var, Type] | None = None) -> tuple[Type, TypeMap]:
+    """Infer the type of ``expr`` using the globals and ADTs of ``mod``; free variables take
+    their types from ``var_types`` (else their annotation, else they are inferred).
+
+    Returns (the resolved type of ``expr``, the types of all its nodes). Globals of ``mod``
+    have the types in ``mod.global_types`` when it was checked, else their annotations.
+    Raises ``RelayTypeError`` only."""
+    checker = _Checker(mod if mod is not None else IRModule(), free_vars_ok=True)
+    return run_deep(lambda: _guarded(lambda c: c.check_expr(expr, var_types or {}), checker))
+
+
+def _guarded(body: Callable[[_Checker], _R], checker: _Checker) -> _R:
+    """``body(checker)``, turning any internal failure into a located ``RelayTypeError``."""
+    try:
+        return body(checker)
+    except RelayTypeError:
+        raise
+    except RecursionError:
+        span = _span(checker.current)
+        raise RelayTypeError(Diagnostic(
+            ERROR, "the program is nested too deeply for the type checker", span)) from None
+    except Exception as err:  # noqa: BLE001 - no internal exception may escape
+        span = _span(checker.current)
+        raise RelayTypeError(Diagnostic(
+            ERROR, f"internal error in the type checker ({type(err).__name__}: {err}); "
+            "this is a bug in relay_ref", span)) from err
+
+
+def _span(node: object) -> Span | None:
+    span = getattr(node, "span", None)
+    return span if isinstance(span, Span) else None
+
+
+# -- constraints -------------------------------------------------------------------------
+
+class _OpRelation(Constraint):
+    """T-App-Op: ``out = relation(args, attrs)`` for one operator call."""
+
+    def __init__(self, call: Call, op: OpDef, attrs: object, args: list[Type], out: Type,
+                 owner: str | None) -> None:
+        self.expr, self.op, self.attrs, self.args, self.out = call, op, attrs, args, out
+        self.owner = owner
+
+    def run(self, unifier: Unifier) -> list[IncompleteType] | None:
+        args = [unifier.resolve(t) for t in self.args]
+        try:
+            result = self.op.relation(args, self.attrs)
+        except RelationError as err:
+            raise Failure(_diag(f"{err}", "T-App-Op", self.expr)) from None
+        except Exception as err:  # noqa: BLE001 - a buggy relation is still a located error
+            raise Failure(_diag(f"the type relation of operator {self.op.name} failed "
+                                f"({type(err).__name__}: {err})", "T-App-Op",
+                                self.expr)) from None
+        if result is NOT_YET:
+            return [h for t in args for h in unifier.holes(t)]
+        if not isinstance(result, Type):
+            raise Failure(_diag(f"the type relation of operator {self.op.name} returned "
+                                f"{result!r}, not a type", "T-App-Op", self.expr))
+        try:
+            unifier.unify(result, self.out)
+        except UnifyError as err:
+            raise Failure(_diag(
+                f"the result of {self.op.name}: cannot unify {show(result)} with "
+                f"{show(unifier.resolve(self.out))}: {err.reason}", "T-App-Op",
+                self.expr)) from None
+        return None
+
+    def describe(self) -> str:
+        return (f"cannot infer the type of this call to {self.op.name}: its type relation "
+                "needs the argument types; add an annotation")
+
+    def pending_types(self) -> list[Type]:
+        return [self.out, *self.args]
+
+
+class _Projection(Constraint):
+    """T-Proj on a tuple whose type was not known when the projection was reached."""
+
+    def __init__(self, proj: TupleGetItem, tuple_type: Type, out: Type,
+                 owner: str | None) -> None:
+        self.expr, self.tuple_type, self.out, self.owner = proj, tuple_type, out, owner
+
+    def run(self, unifier: Unifier) -> list[IncompleteType] | None:
+        ty = unifier.find(self.tuple_type)
+        if isinstance(ty, IncompleteType):
+            return [ty]
+        field = _project(unifier, ty, self.expr)
+        try:
+            unifier.unify(field, self.out)
+        except UnifyError as err:
+            raise Failure(_diag(f"cannot unify {show(unifier.resolve(field))} with "
+                                f"{show(unifier.resolve(self.out))}: {err.reason}",
+                                "T-Proj", self.expr)) from None
+        return None
+
+    def describe(self) -> str:
+        return ("cannot infer the type of the tuple projected here; add an annotation")
+
+    def pending_types(self) -> list[Type]:
+        return [self.out, self.tuple_type]
+
+
+def _project(unifier: Unifier, ty: Type, proj: TupleGetItem) -> Type:
+    """Field ``proj.index`` of the (non-hole) type ``ty``, or raise ``Failure``."""
+    if not isinstance(ty, TupleType):
+        raise Failure(_diag(f"cannot take field {proj.index} of a value of type "
+                            f"{show(unifier.resolve(ty))}: it is not a tuple", "T-Proj", proj))
+    if not 0 <= proj.index < len(ty.fields):
+        n = len(ty.fields)
+        raise Failure(_diag(f"index {proj.index} is out of range for a tuple of {n} "
+                            f"field{'s' if n != 1 else ''} ({show(unifier.resolve(ty))})",
+                            "T-Proj", proj))
+    return ty.fields[proj.index]
+
+
+def _diag(message: str, rule: str, where: object, notes: tuple[Note, ...] = ()) -> Diagnostic:
+    return Diagnostic(ERROR, f"{message} [{rule}]", _span(where), notes)
+
+
+# -- the checker -------------------------------------------------------------------------
+
+class _Checker:
+    """The state of one inference run (see the module docstring for its invariants)."""
+
+    def __init__(self, mod: IRModule, free_vars_ok: bool = False) -> None:
+        self.mod = mod
+        self.adts: dict[str, TypeData] = dict(mod.type_definitions)
+        self.unifier = Unifier()
+        self.solver = Solver(self.unifier, self._constraint_failed)
+        self.types = TypeMap()
+        self.var_types: dict[Var, Type] = {}          # Γ
+        self.let_functions: dict[Var, Function] = {}  # let-bound function literals (notes)
+        self.headers: dict[str, Type] = {}             # global name -> its declared type
+        self.fn_headers: dict[int, FuncType] = {}      # id(Function) -> its declared type
+        self.scope: set[int] = set()                   # uids of type parameters in scope
+        self.diagnostics: list[Diagnostic] = []
+        self.poisoned: set[int] = set()
+        self.owner: str | None = None
+        self.current: Expr | None = None
+        self.free_vars_ok = free_vars_ok
+
+    # -- reporting ------------------------------------------------------------------------
+    def error(self, where: object, message: str, rule: str,
+              notes: tuple[Note, ...] = ()) -> None:
+        self.diagnostics.append(_diag(message, rule, where, notes))
+
+    def _constraint_failed(self, constraint: Constraint, diagnostic: Diagnostic) -> None:
+        self.diagnostics.append(diagnostic)
+
+    def poison(self) -> IncompleteType:
+        """A hole standing for the type of an ill-typed expression (never reported)."""
+        hole = self.unifier.fresh()
+        self.poisoned.add(hole.uid)
+        return hole
+
+    def unify(self, found: Type, expected: Type, where: object, rule: str, what: str = "",
+              notes: tuple[Note, ...] = ()) -> bool:
+        """Unify, reporting a failure at ``where`` as "<what>cannot unify F with E: why"."""
+        try:
+            self.unifier.unify(found, expected)
+            return True
+        except UnifyError as err:
+            f, e = show(self.unifier.resolve(found)), show(self.unifier.resolve(expected))
+            self.error(where, f"{what}cannot unify {f} with {e}: {err.reason}", rule, notes)
+            return False
+
+    def annotation(self, ty: Type, where: object) -> Type:
+        """A written type after kind checking (K-*); a poisoned hole if ill-kinded."""
+        problems = check_kind(ty, self.scope, self.adts, _span(where))
+        for message, span in problems:
+            self.diagnostics.append(Diagnostic(ERROR, message, span))
+        return self.poison() if problems else ty
+
+    def bind_var(self, var: Var, ty: Type) -> None:
+        self.var_types[var] = ty
+        self.types[var] = ty
+
+    # -- entry points ----------------------------------------------------------------------
+    def check_module(self, mod: IRModule) -> IRModule:
+        """T-Module (spec 4): ADT definitions, then every global's declared type, then each
+        body against its declared type; finally the fixpoint and the resolution."""
+        for td in self.adts.values():  # K-ADT
+            self.scope = {tv.uid for tv in td.type_vars}
+            for ctor in td.constructors:
+                for field in ctor.inputs:
+                    self.annotation(field, ctor)
+        self.scope = set()
+        for name, fn in mod.functions.items():
+            self.owner = name
+            self.headers[name] = self.header_of(fn)
+        for name, fn in mod.functions.items():
+            self.owner = name
+            self.infer_function(fn, self.header_of(fn))
+            self.solver.solve()
+        self.owner = None
+        self.finish()
+        checked = self.resolved_types()
+        global_types = {name: self.unifier.resolve(t) for name, t in self.headers.items()}
+        return mod.with_types(checked, global_types)  # type: ignore[arg-type]
+
+    def check_expr(self, expr: Expr, var_types: dict[Var, Type]) -> tuple[Type, TypeMap]:
+        """Infer one expression (``infer_expr``)."""
+        for name, fn in self.mod.functions.items():
+            known = self.mod.global_types.get(name)
+            self.headers[name] = known if known is not None else self.header_of(fn)
+        for var, ty in var_types.items():
+            self.bind_var(var, ty)
+        ty = self.infer(expr)
+        self.finish()
+        return self.unifier.resolve(ty), self.resolved_types()
+
+    def finish(self) -> None:
+        """Reach the fixpoint, then report what is still unknown (spec 6.3) and raise."""
+        self.solver.solve()
+        if not self.diagnostics:
+            self.report_unknowns()
+        if self.diagnostics:
+            raise RelayTypeError(self.diagnostics)
+
+    def report_unknowns(self) -> None:
+        """One diagnostic per hole left, at the first node whose type mentions it."""
+        reported: set[int] = set(self.poisoned)
+        for constraint in self.solver.unsolved():
+            holes = [h.uid for t in constraint.pending_types() for h in self.unifier.holes(t)]
+            if any(uid not in reported for uid in holes) or not holes:
+                rule = "T-App-Op" if isinstance(constraint, _OpRelation) else "T-Proj"
+                self.error(constraint.expr, constraint.describe(), rule)
+            reported.update(holes)
+        for expr, ty in self.types.pairs():
+            if len(self.diagnostics) >= 20:
+                return
+            holes = [h.uid for h in self.unifier.holes(ty) if h.uid not in reported]
+            if holes:
+                reported.update(holes)
+                what = f"%{expr.name_hint}" if isinstance(expr, Var) else "this expression"
+                self.error(expr, f"cannot infer the type of {what} (it is "
+                           f"{show(self.unifier.resolve(ty))}); add an annotation",
+                           "T-Resolve")
+
+    def resolved_types(self) -> TypeMap:
+        out = TypeMap()
+        resolve = self.unifier.resolve
+        for expr, ty in self.types.pairs():
+            out[expr] = resolve(ty)
+        return out
+
+    # -- functions ---------------------------------------------------------------------------
+    def header_of(self, fn: Function) -> FuncType:
+        """The type a function declares: annotations, holes where there are none."""
+        header = self.fn_headers.get(id(fn))
+        if header is not None:
+            return header
+        saved = self.scope
+        self.scope = saved | {tp.uid for tp in fn.type_params}
+        args = tuple(self.annotation(p.type_annotation, p) if p.type_annotation is not None
+                     else self.unifier.fresh() for p in fn.params)
+        ret = (self.annotation(fn.ret_type, fn) if fn.ret_type is not None
+               else self.unifier.fresh())
+        self.scope = saved
+        header = FuncType(args, ret, tuple(fn.type_params), fn.span)
+        self.fn_headers[id(fn)] = header
+        return header
+
+    def infer_function(self, fn: Function, header: FuncType) -> FuncType:
+        """T-Fn (spec 3.7): the body, with the parameters bound to the header's types,
+        has the declared return type; type parameters are rigid inside."""
+        saved = self.scope
+        self.scope = saved | {tp.uid for tp in fn.type_params}
+        for param, ty in zip(fn.params, header.arg_types, strict=True):
+            self.bind_var(param, ty)
+        body = self.infer(fn.body)
+        notes = ()
+        if fn.ret_type is not None:
+            notes = (Note("the return type is declared here", _span(fn.ret_type) or
+                          _span(fn)),)
+        self.unify(body, header.ret_type, fn.body, "T-Fn",
+                   "the body does not have the declared return type: ", notes)
+        self.scope = saved
+        self.types[fn] = header
+        return header
+
+    # -- expressions -------------------------------------------------------------------------
+    def infer(self, expr: Expr) -> Type:
+        """The type of ``expr`` (memoised per node: shared nodes are checked once)."""
+        known = self.types.get(expr)
+        if known is not None:
+            return known
+        self.current = expr
+        ty = self.infer_rule(expr)
+        self.types[expr] = ty
+        return ty
+
+    def infer_rule(self, expr: Expr) -> Type:
+        """One case per typing rule, in the grammar's order."""
+        match expr:
+            case Var():  # T-Var (spec/typing.md 3.1)
+                return self.infer_var(expr)
+            case GlobalVar(name):  # T-Global (spec/typing.md 3.2)
+                header = self.headers.get(name)
+                if header is None:
+                    self.error(expr, f"no global function @{name} in this module",
+                               "T-Global")
+                    return self.poison()
+                return header
+            case Constant(data):  # T-Const (spec/typing.md 3.3)
+                return self.infer_constant(expr, data)
+            case Tuple(fields):  # T-Tuple (spec/typing.md 3.4)
+                return TupleType(tuple(self.infer(f) for f in fields))
+            case TupleGetItem(tup):  # T-Proj (spec/typing.md 3.5)
+                return self.infer_projection(expr, self.infer(tup))
+            case Let():  # T-Let (spec/typing.md 3.6)
+                return self.infer_let(expr)
+            case Call(op=Op()):  # T-App-Op (spec/typing.md 3.9)
+                return self.infer_op_call(expr)
+            case Call():  # T-App (spec/typing.md 3.8)
+                return self.infer_call(expr)
+            case Function():  # T-Fn (spec/typing.md 3.7)
+                return self.infer_function(expr, self.header_of(expr))
+            case If(cond, then, else_):  # T-If (spec/typing.md 3.12)
+                c = self.infer(cond)
+                self.unify(c, BOOL, cond, "T-If",
+                           "the condition of if must be a boolean scalar: ")
+                t, f = self.infer(then), self.infer(else_)
+                self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
+                           (Note(f"the then-branch has type {show(self.unifier.resolve(t))}",
+                                 _span(then)),))
+                return t
+            case Match():  # T-Match (spec/typing.md 3.13)
+                return self.infer_match(expr)
+            case Constructor():  # T-Constructor (spec/typing.md 3.11)
+                return self.constructor_type(expr)
+            case RefCreate(value):  # T-Ref (spec/typing.md 3.15)
+                return RefType(self.infer(value))
+            case RefRead(ref):  # T-ReadRef (spec/typing.md 3.16)
+                r = self.unifier.find(self.infer(ref))
+                if isinstance(r, RefType):
+                    return r.value
+                value = self.unifier.fresh()
+                if not self.unify(r, RefType(value), ref, "T-ReadRef",
+                                  "ref_read needs a reference: "):
+                    return self.poison()
+                return value
+            case RefWrite(ref, value):  # T-WriteRef (spec/typing.md 3.17)
+                r = self.unifier.find(self.infer(ref))
+                v = self.infer(value)
+                if isinstance(r, RefType):
+                    self.unify(v, r.value, value, "T-WriteRef",
+                               "the value written does not fit the reference: ",
+                               (Note(f"the reference has type {show(self.unifier.resolve(r))}",
+                                     _span(ref)),))
+                else:
+                    self.unify(r, RefType(v), ref, "T-WriteRef",
+                               "ref_write needs a reference: ")
+                return UNIT
+            case Op(name):  # T-Op (spec/typing.md 3.10): operators are not values
+                self.error(expr, f"operator {name} must be called (it is not a value); "
+                           f"wrap it in a function, e.g. fn (%x, %y) {{ {name}(%x, %y) }}",
+                           "T-Op")
+                return self.poison()
+        self.error(expr, f"not a Relay expression: {type(expr).__name__}", "T-Expr")
+        return self.poison()
+
+    def infer_var(self, var: Var) -> Type:
+        """T-Var: Γ(%x). Unbound variables are errors, except the free variables of an
+        expression given to ``infer_expr`` (annotation, else a hole to infer)."""
+        if self.free_vars_ok:
+            ty = (self.annotation(var.type_annotation, var)
+                  if var.type_annotation is not None else self.unifier.fresh())
+            self.bind_var(var, ty)
+            return ty
+        self.error(var, f"variable %{var.name_hint} is not bound here", "T-Var")
+        return self.poison()
+
+    def infer_constant(self, expr: Constant, data: object) -> Type:
+        """T-Const: a literal has the tensor type of its data."""
+        arr = data if isinstance(data, np.ndarray) else np.asarray(data)
+        dtype = arr.dtype.name
+        if arr.dtype.kind not in "biuf":
+            self.error(expr, f"constant of unsupported element type {dtype}", "T-Const")
+            return self.poison()
+        return TensorType(tuple(int(d) for d in arr.shape), dtype)
+
+    def infer_projection(self, expr: TupleGetItem, tup: Type) -> Type:
+        """T-Proj: field ``i`` of a tuple type; deferred while the tuple type is a hole."""
+        ty = self.unifier.find(tup)
+        if isinstance(ty, IncompleteType):
+            out = self.unifier.fresh()
+            self.solver.add(_Projection(expr, ty, out, self.owner))
+            self.solver.solve()
+            return out
+        try:
+            return _project(self.unifier, ty, expr)
+        except Failure as failure:
+            self.diagnostics.append(failure.diagnostic)
+            return self.poison()
+
+    def infer_let(self, expr: Let) -> Type:
+        """T-Let, iteratively along a chain of lets: each binding's value has the variable's
+        type (its annotation when present); a function literal is checked with the
+        variable already bound (local recursion). The chain's type is its final body's."""
+        chain: list[Let] = []
+        node: Expr = expr
+        while isinstance(node, Let) and node not in self.types:
+            chain.append(node)
+            self.current = node
+            self.bind_let(node)
+            node = node.body
+        body = self.infer(node)
+        for let in chain:
+            self.types[let] = body
+        return body
+
+    def bind_let(self, let: Let) -> None:
+        var, value = let.var, let.value
+        notes: tuple[Note, ...] = ()
+        declared: Type | None = None
+        if var.type_annotation is not None:
+            declared = self.annotation(var.type_annotation, var)
+            notes = (Note(f"%{var.name_hint} is declared here as {show(declared)}",
+                          _span(var.type_annotation) or _span(var)),)
+        if isinstance(value, Function):
+            header = self.header_of(value)
+            self.bind_var(var, header)
+            self.let_functions[var] = value
+            if declared is not None:
+                self.unify(header, declared, value, "T-Let",
+                           f"the value of %{var.name_hint} does not have its declared type: ",
+                           notes)
+            self.current = value
+            self.types[value] = self.infer_function(value, header)
+            return
+        ty = self.infer(value)
+        if declared is None:
+            self.bind_var(var, ty)
+            return
+        self.bind_var(var, declared)
+        self.unify(ty, declared, value, "T-Let",
+                   f"the value of %{var.name_hint} does not have its declared type: ", notes)
+
+    def infer_op_call(self, call: Call) -> Type:
+        """T-App-Op: the arguments' types feed the operator's type relation, queued with the
+        call's attributes; the call's type is a hole the relation fills."""
+        op = call.op
+        assert isinstance(op, Op)
+        try:
+            opdef = get_op(op.name)
+        except KeyError:
+            self.error(op, f"unknown operator {op.name}", "T-App-Op")
+            for arg in call.args:
+                self.infer(arg)
+            return self.poison()
+        args = [self.infer(arg) for arg in call.args]
+        if opdef.num_inputs >= 0 and len(args) != opdef.num_inputs:
+            self.error(call, f"operator {op.name} takes {opdef.num_inputs} argument"
+                       f"{'s' if opdef.num_inputs != 1 else ''}, found {len(args)}",
+                       "T-App-Op")
+            return self.poison()
+        if call.type_args:
+            self.error(call, f"operator {op.name} takes no type arguments", "T-App-Op")
+        attrs = call.attrs if call.attrs is not None else _default_attrs(opdef)
+        out = self.unifier.fresh()
+        self.types[op] = FuncType(tuple(args), out)
+        self.solver.add(_OpRelation(call, opdef, attrs, args, out, self.owner))
+        self.solver.solve()
+        return out
+
+    def infer_call(self, call: Call) -> Type:
+        """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
+        holes), then each argument must have its parameter's type."""
+        callee = self.infer(call.op)
+        args = [self.infer(arg) for arg in call.args]
+        fn = self.unifier.find(callee)
+        who = _callee_name(call.op)
+        if isinstance(fn, IncompleteType):
+            if call.type_args:
+                self.error(call, f"cannot give type arguments to {who}: its type is not "
+                           "known here; annotate it", "T-App")
+            ret = self.unifier.fresh()
+            if not self.unify(fn, FuncType(tuple(args), ret), call.op, "T-App",
+                              f"{who} is called with {len(args)} arguments: "):
+                return self.poison()
+            return ret
+        if not isinstance(fn, FuncType):
+            self.error(call.op, f"cannot call {who}: it has type "
+                       f"{show(self.unifier.resolve(fn))}, not a function type", "T-App")
+            return self.poison()
+        type_args: tuple[Type, ...] | None = None
+        if call.type_args:
+            if len(call.type_args) != len(fn.type_params):
+                n = len(fn.type_params)
+                self.error(call, f"{who} takes {n} type argument{'s' if n != 1 else ''}, "
+                           f"found {len(call.type_args)}", "T-App", self.definition_notes(call))
+            else:
+                type_args = tuple(self.annotation(t, call) for t in call.type_args)
+        inst = self.unifier.instantiate(fn, type_args)
+        if len(args) != len(inst.arg_types):
+            n = len(inst.arg_types)
+            self.error(call, f"{who} takes {n} argument{'s' if n != 1 else ''}, found "
+                       f"{len(args)}", "T-App", self.definition_notes(call))
+            return inst.ret_type
+        for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
+                                                       strict=True)):
+            self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
+                       self.param_notes(call.op, i))
+        return inst.ret_type
+
+    def constructor_type(self, ctor: Constructor) -> Type:
+        """T-Constructor: ``C : fn[vars](fields) -> Adt[vars]``."""
+        td = self.adts.get(ctor.belong_to.name)
+        if td is None:
+            self.error(ctor, f"constructor {ctor.name} belongs to {ctor.belong_to.name}, "
+                       "which this module does not define", "T-Constructor")
+            return self.poison()
+        return FuncType(tuple(ctor.inputs), TypeCall(td.header, tuple(td.type_vars)),
+                        tuple(td.type_vars))
+
+    def infer_match(self, expr: Match) -> Type:
+        """T-Match: every clause's pattern fits the scrutinee's type (P-* rules) and every
+        clause's body has one common type; a ``match`` (not ``match?``) must be exhaustive
+        (T-Match-Complete)."""
+        data = self.infer(expr.data)
+        result: Type | None = None
+        first: Clause | None = None
+        patterns_ok = True
+        for clause in expr.clauses:
+            patterns_ok &= self.check_pattern(clause.lhs, data, clause)
+            rhs = self.infer(clause.rhs)
+            if result is None:
+                result, first = rhs, clause
+                continue
+            assert first is not None
+            self.unify(rhs, result, clause.rhs, "T-Match",
+                       "the clauses of match have different types: ",
+                       (Note(f"the first clause has type {show(self.unifier.resolve(result))}",
+                             _span(first.rhs)),))
+        if expr.complete and patterns_ok:
+            self.check_exhaustive(expr, data)
+        return result if result is not None else self.unifier.fresh()
+
+    def check_exhaustive(self, expr: Match, data: Type) -> None:
+        """T-Match-Complete (spec 3.14)."""
+        if not expr.clauses:
+            ty = self.unifier.find(data)
+            if isinstance(ty, TypeCall):
+                td = self.adts.get(ty.func.name)
+                if td is not None and not td.constructors and not td.is_extern:
+                    return  # an empty ADT has no values
+        missing = missing_case([c.lhs for c in expr.clauses], self.constructors_of)
+        if missing is not None:
+            self.error(expr, f"match is not exhaustive: no clause matches {missing} "
+                       "(add a clause, or write match? for a partial match)",
+                       "T-Match-Complete")
+
+    def constructors_of(self, ctor: Constructor) -> tuple[Constructor, ...] | None:
+        td = self.adts.get(ctor.belong_to.name)
+        return None if td is None else td.constructors
+
+    def check_pattern(self, pattern: Pattern, expected: Type, clause: Clause) -> bool:
+        """P-* rules (spec 3.13): ``pattern`` matches values of type ``expected`` and binds
+        its variables. Returns False after reporting an error."""
+        where = pattern if _span(pattern) is not None else clause
+        match pattern:
+            case PatternWildcard():  # P-Wild
+                return True
+            case PatternVar(var):  # P-Var
+                if var.type_annotation is None:
+                    self.bind_var(var, expected)
+                    return True
+                declared = self.annotation(var.type_annotation, var)
+                self.bind_var(var, declared)
+                return self.unify(expected, declared, where, "P-Var",
+                                  f"the pattern variable %{var.name_hint}: ")
+            case PatternConstructor(ctor, subpatterns):  # P-Ctor
+                td = self.adts.get(ctor.belong_to.name)
+                if td is None:
+                    self.error(where, f"constructor {ctor.name} belongs to "
+                               f"{ctor.belong_to.name}, which this module does not define",
+                               "P-Ctor")
+                    self.bind_poisoned(pattern)
+                    return False
+                holes = tuple(self.unifier.fresh() for _ in td.type_vars)
+                mapping = {tv.uid: h for tv, h in zip(td.type_vars, holes, strict=True)}
+                ok = self.unify(expected, TypeCall(td.header, holes), where, "P-Ctor",
+                                f"the pattern {ctor.name} matches {td.name} values, but the "
+                                "scrutinee is different: ")
+                if len(subpatterns) != len(ctor.inputs):
+                    n = len(ctor.inputs)
+                    self.error(where, f"constructor {ctor.name} has {n} field"
+                               f"{'s' if n != 1 else ''}, the pattern gives "
+                               f"{len(subpatterns)}", "P-Ctor")
+                    self.bind_poisoned(pattern)
+                    return False
+                for sub, field in zip(subpatterns, ctor.inputs, strict=True):
+                    ok &= self.check_pattern(sub, substitute(field, mapping), clause)
+                return ok
+            case PatternTuple(subpatterns):  # P-Tuple
+                holes = tuple(self.unifier.fresh() for _ in subpatterns)
+                ok = self.unify(expected, TupleType(holes), where, "P-Tuple",
+                                f"the pattern is a {len(holes)}-tuple, but the scrutinee "
+                                "is different: ")
+                for sub, hole in zip(subpatterns, holes, strict=True):
+                    ok &= self.check_pattern(sub, hole, clause)
+                return ok
+        self.error(where, f"not a pattern: {type(pattern).__name__}", "P-Wild")
+        return False
+
+    def bind_poisoned(self, pattern: Pattern) -> None:
+        for var in pattern_vars(pattern):
+            self.bind_var(var, self.poison())
+
+    # -- notes pointing at definitions --------------------------------------------------------
+    def function_of(self, callee: Expr) -> Function | None:
+        match callee:
+            case GlobalVar(name):
+                return self.mod.functions.get(name)
+            case Var():
+                return self.let_functions.get(callee)
+            case Function():
+                return callee
+        return None
+
+    def definition_notes(self, call: Call) -> tuple[Note, ...]:
+        fn = self.function_of(call.op)
+        if fn is not None and _span(fn) is not None:
+            return (Note("the function is defined here", _span(fn)),)
+        if isinstance(call.op, Constructor) and _span(call.op) is not None:
+            return (Note(f"constructor {call.op.name} is defined here", _span(call.op)),)
+        return ()
+
+    def param_notes(self, callee: Expr, index: int) -> tuple[Note, ...]:
+        fn = self.function_of(callee)
+        if fn is not None and index < len(fn.params):
+            param = fn.params[index]
+            span = _span(param.type_annotation) or _span(param)
+            if span is not None:
+                return (Note(f"parameter %{param.name_hint} is declared here", span),)
+        if isinstance(callee, Constructor) and _span(callee) is not None:
+            return (Note(f"constructor {callee.name} is defined here", _span(callee)),)
+        return ()
+
+
+def _callee_name(callee: Expr) -> str:
+    match callee:
+        case GlobalVar(name):
+            return f"@{name}"
+        case Var():
+            return f"%{callee.name_hint}"
+        case Constructor():
+            return f"constructor {callee.name}"
+    return "this function"
+
+
+def _default_attrs(opdef: OpDef) -> object:
+    """The op's attrs with every default (for IR built without attrs), or None."""
+    try:
+        return opdef.attrs()
+    except Exception:  # noqa: BLE001 - attrs without defaults: the relation gets None
+        return None

@@ -1,0 +1,322 @@
+"""Unification over Relay types with holes (spec/typing.md section 6.1).
+
+``Unifier`` is a union-find over ``IncompleteType`` holes. Invariants:
+
+* A hole is *bound* at most once (``_bound[uid]``); a bound hole stands for whatever it is
+  bound to. ``find`` follows bindings (with path compression) to a *representative*: an
+  unbound hole or a non-hole type. ``resolve`` substitutes representatives everywhere.
+* Binding a hole to a type never creates a cycle (occurs check), so ``resolve`` terminates.
+* Every time a hole is bound, ``on_bind(uid)`` is called: the relation solver uses it to
+  wake the constraints waiting on that hole (``solver.py``).
+* ``TypeVar``s are rigid: inside the function that binds them they equal only themselves.
+  Polymorphic function types are instantiated here when unified with monomorphic ones, and
+  two polymorphic function types unify after renaming one's parameters to the other's.
+* ``?`` (``ANY``) dimensions unify with every dimension (gradual typing, spec 5.1).
+
+A failure raises ``UnifyError`` whose ``reason`` names the innermost difference; the caller
+turns it into a located diagnostic ("cannot unify A with B: dimension 0 differs (3 vs 4)").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from relay_ref.ir.type_text import type_to_text
+from relay_ref.ir.types import (
+    AnyDim,
+    FuncType,
+    GlobalTypeVar,
+    IncompleteType,
+    Kind,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
+
+
+class UnifyError(Exception):
+    """Two types cannot be made equal; ``reason`` says where they first differ."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def show(ty: Type) -> str:
+    """Relay text of a type for messages (never raises)."""
+    try:
+        return type_to_text(ty)
+    except Exception:  # noqa: BLE001 - a message must never fail
+        return repr(ty)
+
+
+def describe_kind(ty: Type) -> str:
+    """'a tensor', 'a tuple', ... for mismatch messages."""
+    match ty:
+        case TensorType():
+            return "a tensor"
+        case TupleType():
+            return "a tuple"
+        case FuncType():
+            return "a function"
+        case TypeCall() | GlobalTypeVar():
+            return "an ADT value"
+        case RefType():
+            return "a reference"
+        case TypeVar(name):
+            return f"the type parameter {name}"
+    return "an unknown type"
+
+
+def substitute(ty: Type, mapping: Mapping[int, Type]) -> Type:
+    """``ty`` with each ``TypeVar`` whose uid is in ``mapping`` replaced (capture-free:
+    type variables are unique by uid, so no renaming is needed)."""
+    if not mapping:
+        return ty
+    match ty:
+        case TypeVar(uid=uid):
+            return mapping.get(uid, ty)
+        case TensorType() | IncompleteType() | GlobalTypeVar():
+            return ty
+        case TupleType(fields):
+            return TupleType(tuple(substitute(f, mapping) for f in fields), ty.span)
+        case FuncType(args, ret, params):
+            return FuncType(tuple(substitute(a, mapping) for a in args),
+                            substitute(ret, mapping), params, ty.span)
+        case TypeCall(func, args):
+            return TypeCall(func, tuple(substitute(a, mapping) for a in args), ty.span)
+        case RefType(value):
+            return RefType(substitute(value, mapping), ty.span)
+    return ty
+
+
+def type_vars_of(ty: Type) -> Iterator[TypeVar]:
+    """Every ``TypeVar`` occurring in ``ty`` (with repeats)."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        match t:
+            case TypeVar():
+                yield t
+            case TupleType(fields):
+                stack.extend(fields)
+            case FuncType(args, ret):
+                stack.extend(args)
+                stack.append(ret)
+            case TypeCall(_, args):
+                stack.extend(args)
+            case RefType(value):
+                stack.append(value)
+
+
+class Unifier:
+    """Union-find over holes plus structural unification (see the module docstring)."""
+
+    def __init__(self, on_bind: Callable[[int], None] | None = None) -> None:
+        self._bound: dict[int, Type] = {}
+        self.on_bind = on_bind
+        # While a top-level ``unify`` runs: (uid, previous binding or None) per write, so
+        # that a failed unification leaves no partial bindings behind.
+        self._trail: list[tuple[int, Type | None]] | None = None
+
+    def _set(self, uid: int, ty: Type) -> None:
+        if self._trail is not None:
+            self._trail.append((uid, self._bound.get(uid)))
+        self._bound[uid] = ty
+
+    # -- holes -------------------------------------------------------------------------
+    def fresh(self, kind: Kind = Kind.Type) -> IncompleteType:
+        """A new unbound hole."""
+        return IncompleteType(kind)
+
+    def find(self, ty: Type) -> Type:
+        """The representative of ``ty``: ``ty`` itself unless it is a bound hole."""
+        if not isinstance(ty, IncompleteType) or ty.uid not in self._bound:
+            return ty
+        path = []
+        while isinstance(ty, IncompleteType) and ty.uid in self._bound:
+            path.append(ty.uid)
+            ty = self._bound[ty.uid]
+        for uid in path[:-1]:  # path compression
+            self._set(uid, ty)
+        return ty
+
+    def resolve(self, ty: Type) -> Type:
+        """``ty`` with every bound hole replaced by what it stands for, recursively."""
+        ty = self.find(ty)
+        match ty:
+            case TensorType() | IncompleteType() | TypeVar() | GlobalTypeVar():
+                return ty
+            case TupleType(fields):
+                new = tuple(self.resolve(f) for f in fields)
+                return ty if _same(new, fields) else TupleType(new, ty.span)
+            case FuncType(args, ret, params):
+                new_args = tuple(self.resolve(a) for a in args)
+                new_ret = self.resolve(ret)
+                if new_ret is ret and _same(new_args, args):
+                    return ty
+                return FuncType(new_args, new_ret, params, ty.span)
+            case TypeCall(func, args):
+                new = tuple(self.resolve(a) for a in args)
+                return ty if _same(new, args) else TypeCall(func, new, ty.span)
+            case RefType(value):
+                new_value = self.resolve(value)
+                return ty if new_value is value else RefType(new_value, ty.span)
+        return ty
+
+    def holes(self, ty: Type) -> list[IncompleteType]:
+        """The unbound holes occurring in ``ty`` (first-occurrence order, no repeats)."""
+        out: list[IncompleteType] = []
+        seen: set[int] = set()
+        stack = [ty]
+        while stack:
+            t = self.find(stack.pop())
+            match t:
+                case IncompleteType(uid=uid):
+                    if uid not in seen:
+                        seen.add(uid)
+                        out.append(t)
+                case TupleType(fields):
+                    stack.extend(reversed(fields))
+                case FuncType(args, ret):
+                    stack.append(ret)
+                    stack.extend(reversed(args))
+                case TypeCall(_, args):
+                    stack.extend(reversed(args))
+                case RefType(value):
+                    stack.append(value)
+        return out
+
+    def _bind(self, hole: IncompleteType, ty: Type) -> None:
+        if any(h.uid == hole.uid for h in self.holes(ty)):
+            raise UnifyError(f"the type would contain itself ({show(self.resolve(ty))} "
+                             "is infinite)")
+        self._set(hole.uid, ty)
+        if self.on_bind is not None:
+            self.on_bind(hole.uid)
+
+    # -- polymorphism --------------------------------------------------------------------
+    def instantiate(self, fn: FuncType, type_args: tuple[Type, ...] | None = None) -> FuncType:
+        """``fn`` with its type parameters replaced by ``type_args`` (fresh holes if None);
+        the result has no type parameters."""
+        if not fn.type_params:
+            return fn
+        if type_args is None:
+            type_args = tuple(self.fresh(tp.kind) for tp in fn.type_params)
+        mapping = {tp.uid: arg for tp, arg in zip(fn.type_params, type_args, strict=True)}
+        return FuncType(tuple(substitute(a, mapping) for a in fn.arg_types),
+                        substitute(fn.ret_type, mapping), (), fn.span)
+
+    # -- unification ---------------------------------------------------------------------
+    def unify(self, a: Type, b: Type) -> None:
+        """Make ``a`` and ``b`` equal by binding holes, or raise ``UnifyError`` and leave
+        every binding as it was (the operation is atomic)."""
+        if self._trail is not None:  # nested (from a constraint woken meanwhile): no trail
+            self._unify(a, b)
+            return
+        self._trail = []
+        try:
+            self._unify(a, b)
+        except UnifyError:
+            for uid, old in reversed(self._trail):
+                if old is None:
+                    del self._bound[uid]
+                else:
+                    self._bound[uid] = old
+            raise
+        finally:
+            self._trail = None
+
+    def _unify(self, a: Type, b: Type) -> None:
+        a, b = self.find(a), self.find(b)
+        if a is b:
+            return
+        if isinstance(a, IncompleteType):
+            if isinstance(b, IncompleteType) and a.uid == b.uid:
+                return
+            self._bind(a, b)
+            return
+        if isinstance(b, IncompleteType):
+            self._bind(b, a)
+            return
+        if isinstance(a, GlobalTypeVar):
+            a = TypeCall(a, ())
+        if isinstance(b, GlobalTypeVar):
+            b = TypeCall(b, ())
+        match a, b:
+            case TensorType(), TensorType():
+                self._unify_tensors(a, b)
+            case TupleType(fa), TupleType(fb):
+                if len(fa) != len(fb):
+                    raise UnifyError(f"tuples have different sizes ({len(fa)} vs {len(fb)})")
+                for i, (x, y) in enumerate(zip(fa, fb, strict=True)):
+                    self._inner(x, y, f"field {i}")
+            case FuncType(), FuncType():
+                self._unify_funcs(a, b)
+            case TypeCall(fa, aa), TypeCall(fb, ab):
+                if fa.name != fb.name:
+                    raise UnifyError(f"different ADTs ({fa.name} vs {fb.name})")
+                if len(aa) != len(ab):
+                    raise UnifyError(f"{fa.name} applied to {len(aa)} vs {len(ab)} "
+                                     "type arguments")
+                for i, (x, y) in enumerate(zip(aa, ab, strict=True)):
+                    self._inner(x, y, f"type argument {i} of {fa.name}")
+            case RefType(va), RefType(vb):
+                self._inner(va, vb, "contents of the reference")
+            case TypeVar(), TypeVar():
+                if a.uid != b.uid:
+                    raise UnifyError(f"type parameters {a.name} and {b.name} are distinct "
+                                     "(a polymorphic function must work for every type)")
+            case TypeVar(), _:
+                raise UnifyError(f"{describe_kind(b)} is not the type parameter {a.name} "
+                                 "(a polymorphic function must work for every type)")
+            case _, TypeVar():
+                raise UnifyError(f"{describe_kind(a)} is not the type parameter {b.name} "
+                                 "(a polymorphic function must work for every type)")
+            case _:
+                raise UnifyError(f"{describe_kind(a)} is not {describe_kind(b)}")
+
+    def _inner(self, a: Type, b: Type, where: str) -> None:
+        try:
+            self._unify(a, b)
+        except UnifyError as err:
+            raise UnifyError(f"{where}: {err.reason}") from None
+
+    def _unify_tensors(self, a: TensorType, b: TensorType) -> None:
+        if a.dtype != b.dtype:
+            hint = ""
+            if {a.dtype, b.dtype} == {"int32", "int64"}:
+                hint = "; integer literals are int32 unless suffixed (1i64)"
+            raise UnifyError(f"dtype differs ({a.dtype} vs {b.dtype}{hint})")
+        if len(a.shape) != len(b.shape):
+            raise UnifyError(f"rank differs ({len(a.shape)} vs {len(b.shape)})")
+        for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)):
+            if isinstance(x, AnyDim) or isinstance(y, AnyDim):
+                continue  # ? is compatible with every dimension
+            if x != y:
+                raise UnifyError(f"dimension {i} differs ({x} vs {y})")
+
+    def _unify_funcs(self, a: FuncType, b: FuncType) -> None:
+        if a.type_params and b.type_params:
+            if len(a.type_params) != len(b.type_params):
+                raise UnifyError(f"functions have {len(a.type_params)} vs "
+                                 f"{len(b.type_params)} type parameters")
+            mapping = {q.uid: p for p, q in zip(a.type_params, b.type_params, strict=True)}
+            b = FuncType(tuple(substitute(t, mapping) for t in b.arg_types),
+                         substitute(b.ret_type, mapping), (), b.span)
+            a = FuncType(a.arg_types, a.ret_type, (), a.span)
+        else:
+            a, b = self.instantiate(a), self.instantiate(b)
+        if len(a.arg_types) != len(b.arg_types):
+            raise UnifyError(f"functions take different numbers of arguments "
+                             f"({len(a.arg_types)} vs {len(b.arg_types)})")
+        for i, (x, y) in enumerate(zip(a.arg_types, b.arg_types, strict=True)):
+            self._inner(x, y, f"parameter {i}")
+        self._inner(a.ret_type, b.ret_type, "return type")
+
+
+def _same(new: tuple[Type, ...], old: tuple[Type, ...]) -> bool:
+    return all(x is y for x, y in zip(new, old, strict=True))

@@ -1,0 +1,1185 @@
+"""The Relay text-format parser (v0.0.5): text -> IR (spec/syntax.md).
+
+Pipeline, each stage iterative so that deep programs never hit the recursion limit:
+
+1. ``_prescan`` (S-Comment, S-Metadata): blanks comments (``//``, nesting ``/* */``) with
+   spaces, keeping every line and column, and cuts off the ``#[metadata]`` section.
+2. Lark's LALR parser with the contextual lexer (``grammar/relay.lark``) builds a parse tree;
+   the LALR driver loop is iterative. Lark exceptions become located ``ParseError``s with
+   messages in Relay terms (``_syntax_error``).
+3. ``_Resolver`` walks the tree with generator handlers run by a trampoline
+   (``relay_ref.syntax._walk.run``), resolving names in lexical scopes and building IR nodes.
+
+Invariants of the result: every node carries a ``Span``; each binder is a fresh ``Var``; a
+graph variable ``%N`` refers to the very node object bound to it (S-Graph), so the IR is a DAG;
+every operator call has a non-``None`` attrs object (``make_attrs``); no type checking is done.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from lark import Lark, Token, Tree
+from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from relay_ref.diagnostics import ERROR, Diagnostic, Note, ParseError
+from relay_ref.ir import expr as E
+from relay_ref.ir import types as T
+from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.span import Source, Span
+from relay_ref.syntax._walk import run
+from relay_ref.syntax.metadata import MetadataError, load_metadata
+
+__all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
+
+VERSION = "0.0.5"
+
+# S-BinOp: operator symbol -> Relay operator name (TVM's op_table.h).
+BINARY_OPS: dict[str, str] = {
+    "*": "multiply", "/": "divide", "+": "add", "-": "subtract",
+    "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
+    "==": "equal", "!=": "not_equal",
+}
+
+_DTYPE = re.compile(r"(?:u?int|float|bfloat|bool)[0-9]*(?:x[0-9]+)?")
+_INT_RANGE = {
+    "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """One cell of definitions and statements (``parse_program``).
+
+    ``module`` holds ``base_module``'s definitions plus the new ones (and any prelude
+    definitions they use); ``bindings`` are the top-level ``let %x = e;`` statements (and
+    anonymous ``e;`` statements, bound to a variable named ``_``) in order; ``expr`` is the
+    trailing expression, or ``None``. ``expr`` and later binding values may refer to the
+    variables of earlier bindings and of the ``scope`` passed in, as free variables."""
+
+    module: IRModule
+    expr: E.Expr | None
+    bindings: tuple[tuple[E.Var, E.Expr], ...]
+
+
+# ---- grammar loading ------------------------------------------------------------------------
+
+def _grammar_path() -> Path:
+    """The grammar inside an installed wheel, else the checkout's ``grammar/relay.lark``."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "grammar" / "relay.lark",
+                      package.parent / "grammar" / "relay.lark"):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError("relay.lark not found next to relay_ref or in the checkout")
+
+
+@functools.cache
+def _lark() -> Lark:
+    return Lark(_grammar_path().read_text(), parser="lalr", lexer="contextual",
+                start=["start_module", "start_expr", "start_program", "start_type"],
+                propagate_positions=True, maybe_placeholders=True)
+
+
+# ---- public entry points --------------------------------------------------------------------
+
+def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
+          base_module: IRModule | None = None) -> IRModule:
+    """Parse a module. The version header is optional (when present it must be "0.0.5").
+
+    Names already defined in ``base_module`` are visible, and the result holds its
+    definitions plus the new ones (a redefinition replaces). With ``prelude=True`` globals,
+    types and constructors used but not defined come from the prelude (with the transitive
+    closure of what they use). Raises ``ParseError``; never type-checks."""
+    source = Source(source_name, text)
+    tree, meta = _parse_tree(source, "start_module")
+    r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
+    return r.module_from(tree.children, [], None)[0]
+
+
+def parse_program(text: str, source_name: str = "<string>", *,
+                  base_module: IRModule | None = None, scope: dict[str, E.Var] | None = None,
+                  prelude: bool = True) -> Program:
+    """Parse definitions followed by statements and an optional expression (a notebook cell).
+
+    Definitions come first, then top-level ``let``s / graph bindings / ``e;`` statements,
+    then an optional final expression (spec/syntax.md, S-Program)."""
+    source = Source(source_name, text)
+    tree, meta = _parse_tree(source, "start_program")
+    r = _Resolver(source, meta, prelude=prelude, base_module=base_module, scope=scope)
+    kids = [c for c in tree.children if not (isinstance(c, Tree) and c.data == "header")]
+    defs = [c for c in kids if isinstance(c, Tree) and c.data in _DEF_RULES]
+    rest = [c for c in kids if not (isinstance(c, Tree) and c.data in _DEF_RULES)]
+    tail = rest.pop() if rest else None
+    module, expr, bindings = r.module_from(defs, rest, tail)
+    return Program(module, expr, tuple(bindings))
+
+
+def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | None = None,
+               scope: dict[str, E.Var] | None = None, prelude: bool = True) -> E.Expr:
+    """Parse one expression (a sequence of bindings and a result).
+
+    ``module`` supplies globals, types and constructors; ``scope`` pre-binds local names
+    (``"x"`` -> the ``Var`` that ``%x`` denotes)."""
+    source = Source(source_name, text)
+    tree, meta = _parse_tree(source, "start_expr")
+    r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
+    seq = tree.children[-1]
+    expr = run(r.expr(seq))
+    r.check_globals()
+    return expr
+
+
+def parse_type(text: str, source_name: str = "<string>", *,
+               module: IRModule | None = None) -> T.Type:
+    """Parse a type. Free type-variable names become fresh ``TypeVar``s (one per name)."""
+    source = Source(source_name, text)
+    tree, meta = _parse_tree(source, "start_type")
+    r = _Resolver(source, meta, prelude=True, base_module=module)
+    r.free_type_vars = {}
+    return run(r.type(tree.children[0]))
+
+
+_DEF_RULES = {"func_def", "type_def", "extern_type"}
+
+
+# ---- S-Comment, S-Metadata: the pre-pass -----------------------------------------------------
+
+_INTERESTING = re.compile(r'["/#]')
+_METADATA = re.compile(r"#\[\s*metadata\s*\]")
+_NEST = re.compile(r"/\*|\*/")
+
+
+def _prescan(source: Source) -> tuple[str, str | None, Span | None]:
+    """Blank comments (keeping newlines) and split off ``#[metadata]``.
+
+    Returns (text for the grammar, metadata text or None, span of the ``#[metadata]`` line).
+    Strings are skipped, so ``"//"`` inside a string is not a comment."""
+    text = source.text
+    pieces: list[str] = []
+    start = 0  # text[start:] is not yet copied to pieces
+    pos = 0
+    n = len(text)
+    while True:
+        m = _INTERESTING.search(text, pos)
+        if m is None:
+            break
+        i = m.start()
+        c = text[i]
+        if c == '"':
+            j = text.find('"', i + 1)
+            if j < 0:
+                break  # the lexer reports the unterminated string
+            pos = j + 1
+        elif c == "#":
+            mm = _METADATA.match(text, i)
+            if mm is None:
+                pos = i + 1
+                continue
+            pieces.append(text[start:i])
+            span = _offset_span(source, i, mm.end())
+            return "".join(pieces), text[mm.end():], span
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            pieces.append(text[start:i])
+            pieces.append(" " * (j - i))
+            start = pos = j
+        elif text.startswith("/*", i):
+            depth = 0
+            k = i
+            while True:
+                mm = _NEST.search(text, k)
+                if mm is None:
+                    span = _offset_span(source, i, i + 2)
+                    raise ParseError(Diagnostic(ERROR, "unterminated comment", span, (
+                        Note("a '/*' comment must be closed by '*/' (comments nest)"),)))
+                depth += 1 if mm.group() == "/*" else -1
+                k = mm.end()
+                if depth == 0:
+                    break
+            pieces.append(text[start:i])
+            pieces.append(re.sub(r"[^\n]", " ", text[i:k]))
+            start = pos = k
+        else:
+            pos = i + 1
+    pieces.append(text[start:])
+    return "".join(pieces), None, None
+
+
+def _offset_span(source: Source, start: int, end: int) -> Span:
+    text = source.text
+    line = text.count("\n", 0, start) + 1
+    col = start - (text.rfind("\n", 0, start) + 1) + 1
+    end_line = text.count("\n", 0, end) + 1
+    end_col = end - (text.rfind("\n", 0, end) + 1) + 1
+    return Span(source, line, col, end_line, end_col)
+
+
+def _parse_tree(source: Source, start: str) -> tuple[Tree, dict[str, list]]:
+    clean, meta_text, meta_span = _prescan(source)
+    try:
+        tree = _lark().parse(clean, start=start)
+    except UnexpectedInput as err:
+        raise _syntax_error(source, clean, err) from None
+    except LarkError as err:  # pragma: no cover - defensive: any other Lark failure
+        raise ParseError(f"syntax error: {err}", Span(source, 1, 1, 1, 2)) from None
+    _check_header(source, tree)
+    meta: dict[str, list] = {}
+    if meta_text is not None:
+        try:
+            meta = load_metadata(meta_text)
+        except MetadataError as err:
+            raise ParseError(f"bad #[metadata] section: {err}", meta_span) from None
+    return tree, meta
+
+
+# ---- friendly syntax errors ------------------------------------------------------------------
+
+_PUNCT = {
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "LBRACE": "'{'",
+    "RBRACE": "'}'", "COMMA": "','", "SEMICOLON": "';'", "COLON": "':'", "EQUAL": "'='",
+    "DOT": "'.'", "QMARK": "'?'", "$END": "end of input",
+}
+_NAMED = {
+    "NAME": "a name", "LOCAL": "a local variable (%x)", "GLOBAL": "a global (@f)",
+    "GRAPH": "a graph variable (%0)", "NUMBER": "a number", "NAT": "a tuple index",
+    "STRING": "a string", "META": "a meta[...] reference", "EQ_OP": "'=='",
+    "REL_OP": "a comparison", "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'",
+}
+_EXPR_START = {"LOCAL", "NUMBER", "GLOBAL", "FN"}
+_TYPE_START = {"TENSOR", "UNDERSCORE"}
+_CONTINUE = {"ADD_OP", "MUL_OP", "REL_OP", "EQ_OP", "DOT", "LPAR", "LSQB"}
+
+
+def _terminal_text(name: str) -> str:
+    if name in _PUNCT:
+        return _PUNCT[name]
+    if name in _NAMED:
+        return _NAMED[name]
+    for term in _lark().terminals:
+        if term.name == name and term.pattern.type == "str":
+            return f"'{term.pattern.value}'"
+    return name.lower()
+
+
+def _describe_expected(expected: set[str]) -> str:
+    if _EXPR_START <= expected:
+        return "an expression"
+    if _TYPE_START <= expected and "LOCAL" not in expected:
+        return "a type"
+    if {"UNDERSCORE", "LOCAL", "NAME"} <= expected and "NUMBER" not in expected:
+        return "a pattern"
+    if {"NUMBER", "STRING", "LSQB"} <= expected:
+        return "an attribute value"
+    more = ""
+    if "ADD_OP" in expected and expected - _CONTINUE:
+        # The expression so far is complete: name what may follow it, plus "an operator".
+        expected = expected - _CONTINUE
+        more = "an operator"
+    names = sorted({_terminal_text(e) for e in expected})
+    if more:
+        names.append(more)
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return " or ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _previous_token(text: str, line: int, col: int) -> str | None:
+    lines = text.split("\n")
+    offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
+    i = offset - 1
+    while i >= 0 and text[i] in " \t\r\n\f":
+        i -= 1
+    if i < 0:
+        return None
+    if text[i].isalnum() or text[i] in "_%@/.?":
+        j = i
+        while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "_%@/."):
+            j -= 1
+        return text[j: i + 1]
+    if i > 0 and text[i - 1: i + 1] in ("->", "=>", "==", "!=", "<=", ">=", "#["):
+        return text[i - 1: i + 1]
+    return text[i]
+
+
+def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseError:
+    line, col = err.line, err.column
+    if line is None or line < 1:
+        line, col = 1, 1
+    length = 1
+    notes: tuple[Note, ...] = ()
+    if isinstance(err, UnexpectedToken):
+        tok = err.token
+        expected = set(getattr(err, "accepts", None) or ()) or set(err.expected)
+        found = "end of input" if tok.type == "$END" else f"'{tok.value}'"
+        if tok.type == "$END":
+            lines = clean.split("\n")
+            line = len(lines)
+            col = len(lines[-1]) + 1
+        else:
+            length = max(len(str(tok.value)), 1)
+        what = _describe_expected(expected)
+        prev = _previous_token(clean, line, col)
+        message = f"expected {what}"
+        if prev is not None:
+            message += f" after '{prev}'"
+        message += f", found {found}"
+        if tok.type == "NUMBER" and prev in ("%", "@"):
+            message = "a sigil must be directly followed by a name"
+        if tok.type == "__ANON_0" or str(tok.value) == "#[":
+            message = "the version header #[version = \"0.0.5\"] must come first"
+        if "EQ_OP" in expected and str(tok.value) == "=" and prev is not None:
+            notes = (Note("bindings are written `let %x = e;` or `%0 = e;`"),)
+        if tok.type == "NUMBER" and "ADD_OP" in expected and str(tok.value).startswith("-"):
+            notes = (Note("write a space after '-' for subtraction: `%x - 1`"),)
+    elif isinstance(err, UnexpectedCharacters):
+        ch = clean[err.pos_in_stream] if err.pos_in_stream < len(clean) else ""
+        if ch == '"':
+            message = "unterminated string literal"
+        elif ch == "#":
+            message = ("unknown attribute: only #[version = \"0.0.5\"] and #[metadata] are "
+                       "allowed")
+        elif ch in "%@":
+            message = f"'{ch}' must be directly followed by a name"
+        else:
+            message = f"unexpected character {ch!r}"
+    else:  # pragma: no cover - LALR raises only the two kinds above
+        message = "syntax error"
+    span = Span(source, line, col, line, col + length)
+    return ParseError(Diagnostic(ERROR, message, span, notes))
+
+
+# ---- literals (S-Literal) --------------------------------------------------------------------
+
+_NUM = re.compile(r"(-*)(?:(inf|nan)f([0-9]*)|((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+                  r"(?:[eE][+-]?[0-9]+)?)([fiu][0-9]*)?)")
+
+
+def literal_value(text: str) -> tuple[Any, str]:
+    """(Python value, dtype) of a numeric literal's text; raises ValueError (plain words)."""
+    m = _NUM.fullmatch(text)
+    if m is None:
+        raise ValueError(f"malformed number '{text}'")
+    negative = len(m.group(1)) % 2 == 1
+    if m.group(2):
+        bits = m.group(3) or "32"
+        if bits not in ("16", "32", "64"):
+            raise ValueError(f"unknown float width '{bits}' (use f16, f32 or f64)")
+        value = float("inf") if m.group(2) == "inf" else float("nan")
+        return (-value if negative else value), f"float{bits}"
+    mant, suffix = m.group(4), m.group(5)
+    is_decimal = "." in mant or "e" in mant or "E" in mant
+    if suffix is None:
+        if is_decimal:
+            raise ValueError(f"a float literal needs an 'f' suffix: write {text}f")
+        value = int(mant)
+        value = -value if negative else value
+        lo, hi = _INT_RANGE["int32"]
+        if lo <= value <= hi:
+            return value, "int32"
+        lo, hi = _INT_RANGE["int64"]
+        if lo <= value <= hi:
+            return value, "int64"
+        raise ValueError(f"integer literal {value} does not fit int64")
+    kind, bits = suffix[0], suffix[1:]
+    if kind == "f":
+        bits = bits or "32"
+        if bits not in ("16", "32", "64"):
+            raise ValueError(f"unknown float width 'f{bits}' (use f16, f32 or f64)")
+        dtype = f"float{bits}"
+        fvalue = float(mant)
+        fvalue = -fvalue if negative else fvalue
+        with np.errstate(over="ignore"):
+            if np.isfinite(fvalue) and not np.isfinite(np.array(fvalue, dtype)):
+                raise ValueError(f"float literal {text} does not fit {dtype}")
+        if not np.isfinite(fvalue):
+            raise ValueError(f"float literal {text} does not fit {dtype}")
+        return fvalue, dtype
+    if is_decimal:
+        raise ValueError(f"an integer literal cannot have a fraction or exponent: {text}")
+    dtype = ("int" if kind == "i" else "uint") + bits
+    if dtype not in _INT_RANGE:
+        raise ValueError(f"unknown integer suffix '{suffix}' (use i8/i16/i32/i64 or "
+                         f"u8/u16/u32/u64)")
+    value = int(mant)
+    value = -value if negative else value
+    lo, hi = _INT_RANGE[dtype]
+    if not lo <= value <= hi:
+        raise ValueError(f"integer literal {value} does not fit {dtype}")
+    return value, dtype
+
+
+# ---- the resolver ----------------------------------------------------------------------------
+
+class _Resolver:
+    """Turns a parse tree into IR, resolving names. Handlers are generators run by ``run``.
+
+    Scopes: ``scopes`` is a stack of dicts for local variables (innermost last), ``free``
+    holds ``free_var`` declarations (consulted after every scope), ``outer`` the caller's
+    pre-bound names; ``graph`` is one flat table of ``%N`` bindings per definition (S-Graph);
+    ``type_scopes`` a stack of type-parameter dicts."""
+
+    def __init__(self, source: Source, meta: dict[str, list], *, prelude: bool,
+                 base_module: IRModule | None, scope: dict[str, E.Var] | None = None) -> None:
+        self.source = source
+        self.meta = meta
+        self.base = base_module
+        self.use_prelude = prelude
+        self.prelude: IRModule | None = None
+        self.scopes: list[dict[str, E.Var]] = []
+        self.outer: dict[str, E.Var] = dict(scope or {})
+        self.free: dict[str, E.Var] = {}
+        self.graph: dict[str, E.Expr] = {}
+        self.type_scopes: list[dict[str, T.TypeVar]] = []
+        self.free_type_vars: dict[str, T.TypeVar] | None = None
+        # Definitions of the text being parsed.
+        self.local_types: dict[str, T.GlobalTypeVar] = {}
+        self.local_ctors: dict[str, E.Constructor] = {}
+        self.local_globals: set[str] = set()
+        # Names taken from the prelude, and global references to check at the end.
+        self.prelude_names: set[str] = set()  # "@f" for globals, "T" for types
+        self.global_uses: dict[str, Span] = {}
+        self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if
+                         name.startswith("_e_")}
+        self.type_handlers = {name[3:]: getattr(self, name) for name in dir(self) if
+                              name.startswith("_t_")}
+
+    # -- helpers ----------------------------------------------------------------------------
+    def span(self, node: Tree | Token | None) -> Span | None:
+        if isinstance(node, Token):
+            return Span(self.source, node.line or 1, node.column or 1,
+                        node.end_line or node.line or 1, node.end_column or node.column or 1)
+        if isinstance(node, Tree) and not node.meta.empty:
+            m = node.meta
+            return Span(self.source, m.line, m.column, m.end_line, m.end_column)
+        return None
+
+    def error(self, message: str, node: Tree | Token | Span | None,
+              *notes: Note) -> ParseError:
+        span = node if isinstance(node, Span) else self.span(node)
+        return ParseError(Diagnostic(ERROR, message, span, tuple(notes)))
+
+    def _prelude(self) -> IRModule | None:
+        if not self.use_prelude:
+            return None
+        if self.prelude is None:
+            from relay_ref.prelude import load_prelude
+
+            self.prelude = load_prelude()
+        return self.prelude
+
+    # -- name lookup: this text, then base_module, then the prelude ---------------------------
+    def lookup_type(self, name: str) -> T.GlobalTypeVar | None:
+        if name in self.local_types:
+            return self.local_types[name]
+        if self.base is not None and name in self.base.type_definitions:
+            return self.base.type_definitions[name].header
+        prelude = self._prelude()
+        if prelude is not None and name in prelude.type_definitions:
+            self.prelude_names.add(name)
+            return prelude.type_definitions[name].header
+        return None
+
+    def lookup_ctor(self, name: str) -> E.Constructor | None:
+        if name in self.local_ctors:
+            return self.local_ctors[name]
+        if self.base is not None:
+            ctor = self.base.constructors.get(name)
+            if ctor is not None and ctor.belong_to.name not in self.local_types:
+                return ctor
+        prelude = self._prelude()
+        if prelude is not None:
+            ctor = _prelude_ctors(prelude).get(name)
+            if ctor is not None and ctor.belong_to.name not in self.local_types:
+                self.prelude_names.add(ctor.belong_to.name)
+                return ctor
+        return None
+
+    def global_ref(self, tok: Token) -> E.GlobalVar:
+        name = str(tok)[1:]
+        self.global_uses.setdefault(name, self.span(tok))  # type: ignore[arg-type]
+        return E.GlobalVar(name, self.span(tok))
+
+    def check_globals(self) -> None:
+        """Every ``@f`` used is defined here, in ``base_module`` or in the prelude."""
+        prelude = self._prelude()
+        for name, span in self.global_uses.items():
+            if name in self.local_globals or (self.base is not None and name in self.base):
+                continue
+            if prelude is not None and name in prelude.functions:
+                self.prelude_names.add("@" + name)
+                continue
+            raise self.error(f"undefined global function @{name}", span)
+
+    def lookup_local(self, tok: Token) -> E.Var:
+        name = str(tok)[1:]
+        for scope in reversed(self.scopes):
+            var = scope.get(name)
+            if var is not None:
+                return var
+        var = self.free.get(name) or self.outer.get(name)
+        if var is not None:
+            return var
+        raise self.error(f"unbound local variable %{name}", tok)
+
+    def new_var(self, tok: Token, ann: Tree | Token | None) -> Iterator[Any]:
+        ty = None if ann is None else (yield self.type(ann))
+        return E.Var(str(tok)[1:], ty, self.span(tok))
+
+    # -- module (S-Module) --------------------------------------------------------------------
+    def module_from(self, defs: list[Any], stmts: list[Any], tail: Any
+                    ) -> tuple[IRModule, E.Expr | None, list[tuple[E.Var, E.Expr]]]:
+        defs = [d for d in defs if isinstance(d, Tree) and d.data != "header"]
+        # Pass 1: declare every name, so definitions may refer to each other in any order.
+        func_names: dict[str, Tree] = {}
+        for d in defs:
+            if d.data == "func_def":
+                name = str(d.children[1])[1:]
+                if name in func_names:
+                    raise self.error(f"@{name} is defined twice", d.children[1],
+                                     Note("first definition here",
+                                          self.span(func_names[name].children[1])))
+                func_names[name] = d
+            else:
+                name_tok = d.children[1]
+                name = str(name_tok)
+                if name in self.local_types:
+                    raise self.error(f"type {name} is defined twice", name_tok)
+                self.local_types[name] = T.GlobalTypeVar(name, span=self.span(name_tok))
+        self.local_globals = set(func_names)
+        # Pass 2: ADTs (S-TypeDef, S-Extern): constructors before any function body.
+        type_datas: list[TypeData] = []
+        for d in defs:
+            if d.data != "func_def":
+                type_datas.append(run(self.type_def(d)))
+        # Pass 3: functions (S-Def).
+        functions: dict[str, E.Function] = {}
+        for name, d in func_names.items():
+            self.graph = {}
+            self.free = {}
+            functions[name] = run(self.func_def(d))
+        # Statements and the trailing expression (parse_program only, S-Program).
+        bindings: list[tuple[E.Var, E.Expr]] = []
+        expr = None
+        self.graph = {}
+        self.free = {}
+        if stmts or tail is not None:
+            self.scopes.append({})
+            for st in stmts:
+                kind, var, value = run(self.stmt(st))
+                if kind == "let":
+                    bindings.append((var, value))
+            if tail is not None:
+                expr = run(self.expr(tail))
+            self.scopes.pop()
+        self.check_globals()
+        # Assemble: base definitions, then the prelude closure, then the new ones.
+        out_types: dict[str, TypeData] = {}
+        out_funcs: dict[str, E.Function] = {}
+        metadata: dict[str, list] = {}
+        if self.base is not None:
+            out_types.update(self.base.type_definitions)
+            out_funcs.update(self.base.functions)
+            metadata.update(self.base.metadata)
+        prelude = self._prelude()
+        if prelude is not None and self.prelude_names:
+            p_types, p_funcs = _prelude_closure(prelude, frozenset(self.prelude_names))
+            for td in p_types:
+                if td.name not in self.local_types and td.name not in out_types:
+                    out_types[td.name] = td
+            for name, fn in p_funcs:
+                if name not in func_names and name not in out_funcs:
+                    out_funcs[name] = fn
+        for td in type_datas:
+            out_types[td.name] = td
+        for name, fn in functions.items():
+            out_funcs[name] = fn
+        metadata.update(self.meta)
+        module = IRModule(out_funcs, out_types, metadata, source_name=self.source.name)
+        return module, expr, bindings
+
+    def type_def(self, d: Tree) -> Iterator[Any]:
+        header = self.local_types[str(d.children[1])]
+        tparams = d.children[2]
+        tvars = self.type_params(tparams, kind=T.Kind.Type)
+        self.type_scopes.append({tv.name: tv for tv in tvars})
+        ctors: list[E.Constructor] = []
+        if d.data == "type_def":
+            ctor_defs = d.children[3]
+            for tag, cd in enumerate(ctor_defs.children if ctor_defs is not None else ()):
+                name_tok, tlist = cd.children
+                name = str(name_tok)
+                if name in self.local_ctors:
+                    raise self.error(f"constructor {name} is defined twice", name_tok)
+                inputs = []
+                if tlist is not None:
+                    for t in tlist.children:
+                        inputs.append((yield self.type(t)))
+                ctor = E.Constructor(name, tuple(inputs), header, tag, self.span(name_tok))
+                self.local_ctors[name] = ctor
+                ctors.append(ctor)
+        self.type_scopes.pop()
+        return TypeData(header, tuple(tvars), tuple(ctors), d.data == "extern_type",
+                        self.span(d))
+
+    def type_params(self, tree: Tree | None, kind: T.Kind = T.Kind.Type) -> list[T.TypeVar]:
+        if tree is None:
+            return []
+        seen: set[str] = set()
+        out = []
+        for tok in tree.children:
+            if str(tok) in seen:
+                raise self.error(f"type parameter {tok} is declared twice", tok)
+            seen.add(str(tok))
+            out.append(T.TypeVar(str(tok), kind, span=self.span(tok)))
+        return out
+
+    def func_def(self, d: Tree) -> Iterator[Any]:
+        _, _, tparams, params, ret, body = d.children
+        return (yield self.function(d, tparams, params, ret, body))
+
+    def function(self, node: Tree, tparams: Tree | None, params: Tree | None,
+                 ret: Tree | None, body: Tree) -> Iterator[Any]:
+        """S-Fn: type parameters scope over the signature and body; parameters over the
+        body; function attributes (``key=value``) follow the parameters."""
+        tvars = self.type_params(tparams)
+        self.type_scopes.append({tv.name: tv for tv in tvars})
+        vars_: list[E.Var] = []
+        attrs: list[tuple[str, object]] = []
+        scope: dict[str, E.Var] = {}
+        for p in params.children if params is not None else ():
+            if p.data == "param":
+                if attrs:
+                    raise self.error("function attributes must follow the parameters", p)
+                tok, ann = p.children
+                if str(tok)[1:] in scope:
+                    raise self.error(f"parameter {tok} is declared twice", tok)
+                var = yield self.new_var(tok, ann)
+                scope[var.name_hint] = var
+                vars_.append(var)
+            else:
+                key, value = yield self.kwarg(p)
+                attrs.append((key, value))
+        ret_type = None if ret is None else (yield self.type(ret.children[0]))
+        self.scopes.append(scope)
+        result = yield self.expr(body)
+        self.scopes.pop()
+        self.type_scopes.pop()
+        return E.Function(tuple(vars_), result, ret_type, tuple(tvars), tuple(attrs),
+                          self.span(node))
+
+    # -- statements and sequences (S-Seq, S-Let, S-Graph, S-FreeVar) --------------------------
+    def stmt(self, st: Tree) -> Iterator[Any]:
+        """Resolve one statement in the current scope; returns (kind, var, value)."""
+        if st.data == "let_stmt":
+            _, tok, ann, value_tree = st.children
+            var = yield self.new_var(tok, ann)
+            recursive = _is_fn(value_tree)
+            if recursive:  # a let-bound function may call itself (S-Let-Rec)
+                self.scopes[-1][var.name_hint] = var
+            value = yield self.expr(value_tree)
+            self.scopes[-1][var.name_hint] = var
+            return "let", var, value
+        if st.data == "graph_stmt":
+            tok, value_tree = st.children
+            value = yield self.expr(value_tree)
+            self.graph[str(tok)] = value
+            return "graph", None, value
+        if st.data == "free_var_stmt":
+            _, tok, ann = st.children
+            var = yield self.new_var(tok, ann)
+            self.free[var.name_hint] = var
+            return "free", var, None
+        # expr_stmt: S-Seq, `e1; e2` is `let %_ = e1; e2`.
+        value = yield self.expr(st.children[0])
+        return "let", E.Var("_", None, self.span(st)), value
+
+    def _e_seq(self, t: Tree) -> Iterator[Any]:
+        kids = t.children
+        self.scopes.append({})
+        lets: list[tuple[E.Var, E.Expr, Span | None]] = []
+        for st in kids[:-1]:
+            kind, var, value = yield self.stmt(st)
+            if kind == "let":
+                lets.append((var, value, self.span(st)))
+        result = yield self.expr(kids[-1])
+        self.scopes.pop()
+        end = self.span(kids[-1])
+        for var, value, span in reversed(lets):
+            result = E.Let(var, value, result, span.merge(end) if span else end)
+        return result
+
+    # -- expressions ---------------------------------------------------------------------------
+    def expr(self, t: Any) -> Any:
+        """A generator (or a finished value) for the expression tree ``t``."""
+        if isinstance(t, Tree):
+            return self.handlers[t.data](t)
+        raise self.error("expected an expression", t)  # pragma: no cover
+
+    def _e_paren(self, t: Tree) -> Any:
+        return self.expr(t.children[0])
+
+    def _e_block(self, t: Tree) -> Any:
+        return self.expr(t.children[0])
+
+    def _e_number(self, t: Tree) -> E.Constant:
+        tok = t.children[0]
+        try:
+            value, dtype = literal_value(str(tok))
+        except ValueError as err:
+            raise self.error(str(err), tok) from None
+        return E.Constant(np.array(value, dtype=dtype), self.span(tok))
+
+    def _e_bool_lit(self, t: Tree) -> E.Constant:
+        tok = t.children[0]
+        return E.Constant(np.array(str(tok) == "True", dtype="bool"), self.span(tok))
+
+    def _e_local(self, t: Tree) -> E.Var:
+        return self.lookup_local(t.children[0])
+
+    def _e_graph_ref(self, t: Tree) -> E.Expr:
+        tok = t.children[0]
+        node = self.graph.get(str(tok))
+        if node is None:
+            raise self.error(f"graph variable {tok} is not defined", tok,
+                             Note("graph variables are bound by `%0 = e;` before their use"))
+        return node
+
+    def _e_global_ref(self, t: Tree) -> E.GlobalVar:
+        return self.global_ref(t.children[0])
+
+    def _e_name_ref(self, t: Tree, callee: bool = False) -> E.Expr:
+        tok = t.children[0]
+        name = str(tok)
+        ctor = self.lookup_ctor(name)
+        span = self.span(tok)
+        if ctor is not None:
+            if not callee and not ctor.inputs:
+                # S-Ctor0: a field-less constructor written alone is a call (`Nil`).
+                return E.Call(ctor, (), None, (), span)
+            return ctor
+        from relay_ref.ops.registry import has_op
+
+        if has_op(name):
+            return E.Op(name, span)
+        if self.lookup_type(name) is not None:
+            raise self.error(f"'{name}' is a type, not a constructor or operator", tok)
+        if name[:1].isupper():
+            raise self.error(f"unknown constructor '{name}'", tok)
+        return_hint = " (maybe a local variable missing its '%'?)" if "." not in name else ""
+        raise self.error(f"unknown operator '{name}'{return_hint}", tok)
+
+    def _e_meta_ref(self, t: Tree) -> E.Expr:
+        tok = t.children[0]
+        m = re.fullmatch(r"meta\[([A-Za-z0-9_.]+)\]\[([0-9]+)\]", str(tok))
+        assert m is not None
+        key, index = m.group(1), int(m.group(2))
+        table = self.meta.get(key)
+        if table is None:
+            hint = Note("the text has no #[metadata] section (printers may omit it)") \
+                if not self.meta else Note(f"the #[metadata] section has no {key} entries")
+            raise self.error(f"cannot resolve {tok}", tok, hint)
+        if index >= len(table):
+            raise self.error(f"{tok} is out of range: the metadata has {len(table)} "
+                             f"{key} entries", tok)
+        node = table[index]
+        if not isinstance(node, E.Expr):
+            raise self.error(f"{tok} is not an expression", tok)
+        return node
+
+    def _e_tuple(self, t: Tree) -> Iterator[Any]:
+        fields = []
+        for c in t.children:
+            if isinstance(c, Tree):
+                fields.append((yield self.expr(c)))
+        return E.Tuple(tuple(fields), self.span(t))
+
+    def _e_proj(self, t: Tree) -> Iterator[Any]:
+        base = yield self.expr(t.children[0])
+        return E.TupleGetItem(base, int(t.children[1]), self.span(t))
+
+    def _e_binop(self, t: Tree) -> Iterator[Any]:
+        # S-BinOp: `a + b` is `add(a, b)` with the operator's default attributes.
+        lhs_t, op_tok, rhs_t = t.children
+        lhs = yield self.expr(lhs_t)
+        rhs = yield self.expr(rhs_t)
+        name = BINARY_OPS[str(op_tok)]
+        attrs = self.op_attrs(name, {}, {}, op_tok)
+        return E.Call(E.Op(name, self.span(op_tok)), (lhs, rhs), attrs, (), self.span(t))
+
+    def op_attrs(self, name: str, items: dict[str, object], key_toks: dict[str, Token],
+                 at: Any) -> object:
+        from relay_ref.ops.registry import AttrError, has_op, make_attrs
+
+        if not has_op(name):
+            raise self.error(f"unknown operator '{name}'", at)
+        try:
+            return make_attrs(name, items)
+        except AttrError as err:
+            where = key_toks.get(err.key, at) if err.key else at
+            raise self.error(str(err), where) from None
+        except (TypeError, ValueError) as err:
+            raise self.error(f"invalid attributes for {name}: {err}", at) from None
+
+    def _e_call(self, t: Tree) -> Iterator[Any]:
+        # S-Call, S-TypeArgs: callee(args, key=value, ...); callee[T, ...](args).
+        kids = t.children
+        callee_t = kids[0]
+        targs_t = kids[1] if len(kids) == 3 else None
+        args_t = kids[-1]
+        if isinstance(callee_t, Tree) and callee_t.data == "name_ref":
+            callee = self._e_name_ref(callee_t, callee=True)
+        else:
+            callee = yield self.expr(callee_t)
+        type_args: list[T.Type] = []
+        if targs_t is not None:
+            for ty in targs_t.children:
+                type_args.append((yield self.type(ty)))
+        args: list[E.Expr] = []
+        kwargs: dict[str, object] = {}
+        key_toks: dict[str, Token] = {}
+        for a in args_t.children if args_t is not None else ():
+            if isinstance(a, Tree) and a.data == "kwarg":
+                key, value = yield self.kwarg(a)
+                if key in kwargs:
+                    raise self.error(f"attribute '{key}' is given twice", a.children[0])
+                kwargs[key] = value
+                key_toks[key] = a.children[0]
+            else:
+                if kwargs:
+                    raise self.error("positional arguments must come before attributes", a)
+                args.append((yield self.expr(a)))
+        span = self.span(t)
+        if isinstance(callee, E.Op):
+            attrs = self.op_attrs(callee.name, kwargs, key_toks, callee_t)
+            return E.Call(callee, tuple(args), attrs, tuple(type_args), span)
+        if isinstance(callee, E.Constructor) and len(args) != len(callee.inputs):
+            raise self.error(f"constructor {callee.name} expects {len(callee.inputs)} "
+                             f"argument(s), found {len(args)}", t)
+        if kwargs:
+            first = next(iter(key_toks.values()))
+            raise self.error("only operator calls take attributes (key=value)", first)
+        return E.Call(callee, tuple(args), None, tuple(type_args), span)
+
+    def kwarg(self, t: Tree) -> Iterator[Any]:
+        key_tok, value_t = t.children
+        value = yield self.attr_value(value_t)
+        return str(key_tok), value
+
+    def attr_value(self, t: Tree) -> Iterator[Any]:
+        """S-Attrs: numbers, strings, booleans, None/nullptr, [lists] and (tuples)."""
+        kind = t.data
+        if kind == "av_number":
+            tok = t.children[0]
+            try:
+                value, dtype = literal_value(str(tok))
+            except ValueError as err:
+                raise self.error(str(err), tok) from None
+            return float(value) if dtype.startswith("float") else int(value)
+        if kind == "av_string":
+            return str(t.children[0])[1:-1]
+        if kind == "av_bool":
+            return str(t.children[0]) == "True"
+        if kind == "av_name":
+            tok = t.children[0]
+            if str(tok) in ("None", "nullptr"):
+                return None
+            raise self.error(f"expected an attribute value, found the name '{tok}'", tok,
+                             Note("strings are written in double quotes: \"NCHW\""))
+        items_t = t.children[1]
+        items = []
+        for c in items_t.children if items_t is not None else ():
+            items.append((yield self.attr_value(c)))
+        if kind == "av_tuple" and len(items) == 1:
+            return items[0]
+        return tuple(items)
+
+    def _e_fn(self, t: Tree) -> Iterator[Any]:
+        _, tparams, params, ret, body = t.children
+        return (yield self.function(t, tparams, params, ret, body))
+
+    def _e_if_expr(self, t: Tree) -> Iterator[Any]:
+        _, c, a, b = t.children
+        cond = yield self.expr(c)
+        then = yield self.expr(a)
+        else_ = yield self.expr(b)
+        return E.If(cond, then, else_, self.span(t))
+
+    def _e_ref_new(self, t: Tree) -> Iterator[Any]:
+        return E.RefCreate((yield self.expr(t.children[1])), self.span(t))
+
+    def _e_ref_read(self, t: Tree) -> Iterator[Any]:
+        return E.RefRead((yield self.expr(t.children[1])), self.span(t))
+
+    def _e_ref_write(self, t: Tree) -> Iterator[Any]:
+        ref = yield self.expr(t.children[1])
+        value = yield self.expr(t.children[2])
+        return E.RefWrite(ref, value, self.span(t))
+
+    def _e_match_expr(self, t: Tree) -> Iterator[Any]:
+        # S-Match: each clause's pattern variables scope over its right-hand side.
+        kw, data_t, clauses_t = t.children
+        data = yield self.expr(data_t)
+        clauses = []
+        for c in clauses_t.children if clauses_t is not None else ():
+            pat_t, rhs_t = c.children
+            scope: dict[str, E.Var] = {}
+            pat = yield self.pattern(pat_t, scope)
+            self.scopes.append(scope)
+            rhs = yield self.expr(rhs_t)
+            self.scopes.pop()
+            clauses.append(E.Clause(pat, rhs, self.span(c)))
+        return E.Match(data, tuple(clauses), str(kw) == "match", self.span(t))
+
+    # -- patterns (S-Pattern) -----------------------------------------------------------------
+    def pattern(self, t: Tree, scope: dict[str, E.Var]) -> Iterator[Any]:
+        kind = t.data
+        span = self.span(t)
+        if kind == "pwild":
+            return E.PatternWildcard(span)
+        if kind == "pvar":
+            tok, ann = t.children
+            var = yield self.new_var(tok, ann)
+            if var.name_hint in scope:
+                raise self.error(f"pattern variable {tok} is bound twice in one pattern", tok)
+            scope[var.name_hint] = var
+            return E.PatternVar(var, span)
+        sub_t = t.children[1]
+        subs = []
+        for c in sub_t.children if sub_t is not None else ():
+            subs.append((yield self.pattern(c, scope)))
+        if kind == "ptuple":
+            return E.PatternTuple(tuple(subs), span)
+        tok = t.children[0]
+        ctor = self.lookup_ctor(str(tok))
+        if ctor is None:
+            raise self.error(f"unknown constructor '{tok}' in pattern", tok)
+        if len(subs) != len(ctor.inputs) and not (sub_t is None and not ctor.inputs):
+            raise self.error(f"constructor {ctor.name} has {len(ctor.inputs)} field(s), "
+                             f"the pattern gives {len(subs)}", t)
+        return E.PatternConstructor(ctor, tuple(subs), span)
+
+    # -- types (S-Type) ------------------------------------------------------------------------
+    def type(self, t: Any) -> Any:
+        return self.type_handlers[t.data](t)
+
+    def _t_paren_type(self, t: Tree) -> Any:
+        return self.type(t.children[0])
+
+    def _t_tuple_type(self, t: Tree) -> Iterator[Any]:
+        fields = []
+        kids = t.children[1:]
+        if kids:
+            fields.append((yield self.type(kids[0])))
+            if kids[1] is not None:
+                for c in kids[1].children:
+                    fields.append((yield self.type(c)))
+        return T.TupleType(tuple(fields), self.span(t))
+
+    def _t_func_type(self, t: Tree) -> Iterator[Any]:
+        _, tparams, args_t, ret_t = t.children
+        tvars = self.type_params(tparams)
+        self.type_scopes.append({tv.name: tv for tv in tvars})
+        args = []
+        for c in args_t.children if args_t is not None else ():
+            args.append((yield self.type(c)))
+        ret = yield self.type(ret_t)
+        self.type_scopes.pop()
+        return T.FuncType(tuple(args), ret, tuple(tvars), self.span(t))
+
+    def _t_tensor_type(self, t: Tree) -> T.TensorType:
+        _, shape_t, dtype_tok = t.children
+        dims: list[T.Dim] = []
+        if len(shape_t.children) == 2:  # "(" [dims] ")"
+            dim_toks = shape_t.children[1].children if shape_t.children[1] is not None else []
+        else:
+            dim_toks = shape_t.children
+        for d in dim_toks:
+            if d.type == "QMARK":
+                dims.append(T.ANY)
+            elif d.type == "META":
+                raise self.error("meta[...] shape dimensions are not supported", d)
+            else:
+                try:
+                    value, dtype = literal_value(str(d))
+                except ValueError as err:
+                    raise self.error(str(err), d) from None
+                if not dtype.startswith(("int", "uint")) or value < 0:
+                    raise self.error(f"a dimension must be a non-negative integer or '?', "
+                                     f"found {d}", d)
+                dims.append(int(value))
+        dtype = str(dtype_tok)
+        if not _DTYPE.fullmatch(dtype):
+            raise self.error(f"unknown data type '{dtype}'", dtype_tok)
+        return T.TensorType(tuple(dims), dtype, self.span(t))
+
+    def _t_named_type(self, t: Tree) -> Iterator[Any]:
+        tok, args_t = t.children
+        name = str(tok)
+        span = self.span(t)
+        if args_t is None:
+            for scope in reversed(self.type_scopes):
+                if name in scope:
+                    return scope[name]
+            if _DTYPE.fullmatch(name):
+                return T.TensorType((), name, span)
+        gtv = self.lookup_type(name)
+        if gtv is None:
+            if args_t is None and self.free_type_vars is not None:
+                if name not in self.free_type_vars:
+                    self.free_type_vars[name] = T.TypeVar(name, span=span)
+                return self.free_type_vars[name]
+            raise self.error(f"unknown type '{name}'", tok)
+        args = []
+        for c in args_t.children if args_t is not None else ():
+            args.append((yield self.type(c)))
+        return T.TypeCall(gtv, tuple(args), span)
+
+    def _t_hole_type(self, t: Tree) -> T.IncompleteType:
+        return T.IncompleteType(span=self.span(t))
+
+    def _t_ref_type(self, t: Tree) -> Iterator[Any]:
+        return T.RefType((yield self.type(t.children[1])), self.span(t))
+
+
+def _is_fn(t: Any) -> bool:
+    while isinstance(t, Tree) and t.data in ("paren", "block") and len(t.children) == 1:
+        inner = t.children[0]
+        if isinstance(inner, Tree) and inner.data == "seq" and len(inner.children) == 1:
+            t = inner.children[0]
+        else:
+            return False
+    return isinstance(t, Tree) and t.data == "fn"
+
+
+# ---- header check ----------------------------------------------------------------------------
+
+def _check_header(source: Source, tree: Tree) -> None:
+    for c in tree.children:
+        if isinstance(c, Tree) and c.data == "header":
+            key, value = c.children
+            span = Span(source, key.line, key.column, key.end_line, key.end_column)
+            if str(key) != "version":
+                raise ParseError(f"unknown attribute '{key}': the header is "
+                                 f"#[version = \"{VERSION}\"]", span)
+            if str(value)[1:-1] != VERSION:
+                vspan = Span(source, value.line, value.column, value.end_line, value.end_column)
+                raise ParseError(f"version must be \"{VERSION}\", found {value}", vspan)
+
+
+# ---- prelude support -------------------------------------------------------------------------
+
+_CTOR_CACHE: dict[int, dict[str, E.Constructor]] = {}
+
+
+def _prelude_ctors(prelude: IRModule) -> dict[str, E.Constructor]:
+    key = id(prelude)
+    table = _CTOR_CACHE.get(key)
+    if table is None:
+        table = _CTOR_CACHE[key] = prelude.constructors
+    return table
+
+
+_CLOSURE_DEPS: dict[int, dict[str, set[str]]] = {}
+
+
+def _prelude_deps(prelude: IRModule) -> dict[str, set[str]]:
+    """For each prelude definition ("@f" or "T"), the prelude names it uses directly."""
+    key = id(prelude)
+    deps = _CLOSURE_DEPS.get(key)
+    if deps is not None:
+        return deps
+    from relay_ref.ir.visitor import post_order
+
+    deps = {}
+    for name, td in prelude.type_definitions.items():
+        used: set[str] = set()
+        for ctor in td.constructors:
+            for ty in ctor.inputs:
+                used |= _type_names(ty)
+        deps[name] = used
+    for name, fn in prelude.functions.items():
+        used = set()
+        for node in post_order(fn):
+            match node:
+                case E.GlobalVar(gname):
+                    used.add("@" + gname)
+                case E.Constructor():
+                    used.add(node.belong_to.name)
+                case E.Var(_, ann) if ann is not None:
+                    used |= _type_names(ann)
+                case E.Function(_, _, ret, _, _) if ret is not None:
+                    used |= _type_names(ret)
+                case E.Call(_, _, _, targs):
+                    for ty in targs:
+                        used |= _type_names(ty)
+                case E.Match(_, clauses):
+                    for clause in clauses:
+                        used |= _pattern_names(clause.lhs)
+        deps["@" + name] = used
+    _CLOSURE_DEPS[key] = deps
+    return deps
+
+
+def _type_names(ty: T.Type) -> set[str]:
+    out: set[str] = set()
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        match t:
+            case T.TypeCall(func, args):
+                out.add(func.name)
+                stack.extend(args)
+            case T.GlobalTypeVar(name):
+                out.add(name)
+            case T.TupleType(fields):
+                stack.extend(fields)
+            case T.FuncType(args, ret):
+                stack.extend(args)
+                stack.append(ret)
+            case T.RefType(value):
+                stack.append(value)
+    return out
+
+
+def _pattern_names(p: E.Pattern) -> set[str]:
+    out: set[str] = set()
+    stack = [p]
+    while stack:
+        q = stack.pop()
+        match q:
+            case E.PatternConstructor(ctor, pats):
+                out.add(ctor.belong_to.name)
+                stack.extend(pats)
+            case E.PatternTuple(pats):
+                stack.extend(pats)
+            case E.PatternVar(var) if var.type_annotation is not None:
+                out |= _type_names(var.type_annotation)
+    return out
+
+
+def _prelude_closure(prelude: IRModule, roots: frozenset[str]
+                     ) -> tuple[list[TypeData], list[tuple[str, E.Function]]]:
+    """The prelude definitions reachable from ``roots``, in prelude order."""
+    deps = _prelude_deps(prelude)
+    seen: set[str] = set()
+    work = [r for r in roots if r in deps]
+    while work:
+        name = work.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        work.extend(d for d in deps.get(name, ()) if d in deps and d not in seen)
+    types = [td for n, td in prelude.type_definitions.items() if n in seen]
+    funcs = [(n, fn) for n, fn in prelude.functions.items() if "@" + n in seen]
+    return types, funcs

@@ -106,13 +106,14 @@ def run_command(ctx: Context, name: str, arg: str) -> None:
 RULES = """\
 Cells hold Relay text (the TVM v0.0.5 text format; the #[version] header is optional):
 
-  * definitions -- `def @f(...) { ... }`, `type T[A] { C(A), ... }` -- accumulate in the
-    session; defining a name again replaces it (a note says so);
-  * top-level bindings -- `let %x = e;` with nothing after the `;` -- evaluate `e` and keep
-    %x (its value and type) for later cells;
-  * a trailing expression is type-checked and evaluated; its value is the cell's Out[n].
-A cell may mix all three. The prelude (List, Option, Tree, nat, @map, @foldl, @nth, ...) is
-available unless `:prelude off`; a definition of your own wins over the prelude's.
+  1. definitions -- `def @f(...) { ... }`, `type T[A] { C(A), ... }` -- accumulate in the
+     session; defining a name again replaces it (a note says so);
+  2. top-level bindings -- `let %x = e;` with nothing after the `;` -- evaluate `e` and keep
+     %x (its value and type) for later cells;
+  3. a trailing expression is type-checked and evaluated; its value is the cell's Out[n].
+Any of the three may be missing; those present come in this order. The prelude (List,
+Option, Tree, nat, @map, @foldl, @nth, ...) is available unless `:prelude off`; a
+definition of your own wins over the prelude's.
 A cell that fails to parse or type-check changes nothing; one that fails at run time (or is
 interrupted) keeps its definitions and the bindings made before the failure.
 Errors point into the cell as In[n]:line:column. Tab completes names; Shift-Tab (or ?name)
@@ -158,8 +159,8 @@ def _type(ctx: Context, arg: str) -> None:
 @command("ast", "EXPR", "Show the abstract syntax tree the parser builds for EXPR.",
          needs_arg=True)
 def _ast(ctx: Context, arg: str) -> None:
-    program = ctx.session.parse_expr(arg, ctx.source_name)
-    ctx.out.result({"text/plain": ast_text(program.expr)})
+    expr = ctx.session.parse_expr(arg, ctx.source_name)
+    ctx.out.result({"text/plain": ast_text(expr)})
 
 
 @command("fmt", "[CODE]", "Print the session's definitions (or CODE) as canonical Relay text.\n\n"
@@ -279,16 +280,18 @@ def _time(ctx: Context, arg: str) -> None:
                    f"{_ms(t.get('check', 0))}, eval {_ms(t.get('eval', 0))})\n")
 
 
+TRACE_LIMIT = 400
+"""At most this many trace lines are shown (then a count of the rest)."""
+
+
 @command("trace", "EXPR", "Evaluate EXPR and list the evaluation rules applied.\n\n"
          "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...).",
          needs_arg=True)
 def _trace(ctx: Context, arg: str) -> None:
+    from relay_ref.interpreter.trace import format_trace
+
     outcome = ctx.session.run(arg, ctx.source_name, trace=True)
-    lines = outcome.trace or []
-    limit = 400
-    text = "\n".join(lines[:limit])
-    if len(lines) > limit:
-        text += f"\n... {len(lines) - limit} more steps"
+    text = format_trace(outcome.trace or [], limit=TRACE_LIMIT)
     if text:
         ctx.out.display(text_bundle(text, relay=True))
     show_outcome(ctx, outcome)

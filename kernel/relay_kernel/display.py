@@ -210,16 +210,15 @@ def tensor_html(arr: np.ndarray) -> str:
 # -- values ------------------------------------------------------------------------------
 
 def value_text(value: Any) -> str:
-    """Relay text of any value (tensor, tuple, ADT value, closure, reference)."""
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        return tensor_text(value)
-    if isinstance(value, np.ndarray):
-        return scalar_literal(value)
+    """Relay text of any value (tensor, tuple, ADT value, closure, reference), as the
+    interpreter's ``value_to_text`` writes it (``[[1f, 2f], [3f, 4f]]``, ``Cons(1, Nil)``)."""
     try:
         from relay_ref.interpreter.values import value_to_text
 
         return value_to_text(value)
-    except ImportError:
+    except ImportError:  # no interpreter: NumPy's layout, or the repr
+        if isinstance(value, np.ndarray):
+            return tensor_text(value) if value.ndim else scalar_literal(value)
         return repr(value)
 
 

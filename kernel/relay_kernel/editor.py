@@ -6,7 +6,8 @@ is the normal case, not an error.
 * ``is_complete``: a lexer-level scan (comments and strings skipped) counts brackets; open
   brackets or an open block comment mean ``incomplete``, a closing bracket without its
   opener means ``invalid``; otherwise a parse attempt decides -- an error at the end of the
-  text means ``incomplete`` (``let %x =``), elsewhere ``invalid``.
+  text (after its last non-blank character) means ``incomplete`` (``let %x =``), an
+  error anywhere else ``invalid``.
 * ``complete``: the word before the cursor with its sigil (``%x``, ``@f``, ``:ty``, ``nn.co``)
   against session bindings and ``%`` names in the cell, globals (session + prelude), ops,
   constructors, type names, keywords and dtypes, commands.
@@ -120,8 +121,8 @@ def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
     except ParseError as err:
         span = err.span
         end_line, end_col = _end_position(code)
-        if span is not None and (span.line, span.column) >= (end_line, end_col - 1) \
-                or "end of input" in err.message or "EOF" in err.message:
+        if span is not None and (span.line, span.column) >= (end_line, end_col) \
+                or "found end of input" in err.message:
             return {"status": "incomplete", "indent": ""}
         return {"status": "invalid"}
     except Exception:  # a bug elsewhere must not break typing in the editor

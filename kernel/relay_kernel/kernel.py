@@ -93,7 +93,7 @@ class RelayKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.session = Session()
+        self.relay = Session()
         # (session, line, input, output) for history requests
         self._history: list[tuple[int, int, str, str]] = []
         self._warm_up()
@@ -123,14 +123,14 @@ class RelayKernel(Kernel):
     ) -> dict[str, Any]:
         out = _IOPub(self, silent)
         source_name = f"In[{self.execution_count}]"
-        ctx = Context(self.session, source_name, out)
+        ctx = Context(self.relay, source_name, out)
         threads_before = set(threading.enumerate())
         try:
             cmd = split_command(code)
             if cmd is not None:
                 run_command(ctx, *cmd)
             elif code.strip():
-                show_outcome(ctx, self.session.run(code, source_name))
+                show_outcome(ctx, self.relay.run(code, source_name))
         except KeyboardInterrupt as err:
             self._stop_threads(threads_before)
             return self._error(err, silent)
@@ -167,15 +167,15 @@ class RelayKernel(Kernel):
 
     # -- editor support ----------------------------------------------------------------
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:  # type: ignore[override]
-        return complete(code, cursor_pos, self.session)
+        return complete(code, cursor_pos, self.relay)
 
     async def do_inspect(  # type: ignore[override]
         self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = (),
     ) -> dict[str, Any]:
-        return inspect(code, cursor_pos, self.session)
+        return inspect(code, cursor_pos, self.relay)
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:  # type: ignore[override]
-        return is_complete(code, self.session)
+        return is_complete(code, self.relay)
 
     # -- history -----------------------------------------------------------------------
     async def do_history(  # type: ignore[override]

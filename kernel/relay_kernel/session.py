@@ -2,8 +2,9 @@
 
 The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
 
-1. A cell holds definitions (``def @f ...``, ``type T ...``), top-level bindings
-   (``let %x = e;`` with no body), and at most one trailing expression, in any mix.
+1. A cell holds definitions (``def @f ...``, ``type T ...``), then top-level bindings
+   (``let %x = e;`` with no body), then at most one trailing expression; any part may be
+   missing, but they come in this order.
 2. Definitions accumulate in the session module. Defining a name again replaces the old
    definition; the kernel says so in a note (and shows the old and new types).
 3. ``let %x = e;`` at the top of a cell, with nothing after the ``;`` binding it, evaluates
@@ -47,7 +48,7 @@ class CellOutcome:
     defined: list[str] = field(default_factory=list)
     bound: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
-    trace: list[str] | None = None
+    trace: list[Any] | None = None
 
 
 def _source_of(node: Any) -> str | None:
@@ -93,7 +94,15 @@ class Session:
                              scope=dict(self.scope), prelude=self.prelude)
 
     def parse_expr(self, code: str, source_name: str) -> Any:
-        """Parse one expression in the session's scope (for ``:ast``)."""
+        """Parse ``code`` as one expression in the session's scope (for ``:ast``)."""
+        from relay_ref.syntax.parser import parse_expr
+
+        self.sources[source_name] = code
+        return parse_expr(code, source_name, module=self.module, scope=dict(self.scope),
+                          prelude=self.prelude)
+
+    def parse_with_expr(self, code: str, source_name: str) -> Any:
+        """``parse`` that insists on a trailing expression (for ``:type``)."""
         program = self.parse(code, source_name)
         if program.expr is None:
             from relay_ref.diagnostics import ParseError
@@ -124,11 +133,16 @@ class Session:
     def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
         """Run one cell under the rules in the module docstring.
 
+        With ``trace=True`` (``:trace``) the cell's bindings are folded into ``let``s around
+        its expression -- so the trace shows them and they are not kept -- and
+        ``CellOutcome.trace`` holds the interpreter's trace events.
         Raises ``RelayError`` (parse, type or runtime) and lets ``KeyboardInterrupt``
         through; the session is left as rule 6 says."""
         out = CellOutcome()
         t0 = time.perf_counter()
         program = self.parse(code, source_name)
+        if trace and program.expr is not None and program.bindings:
+            program = _fold_bindings(program)
         t1 = time.perf_counter()
         checked = self._check_module(program.module)
         # Type-check the bindings and the expression before evaluating anything (rule 6).
@@ -145,6 +159,8 @@ class Session:
         out.notes.extend(self._commit_module(checked, source_name, out))
         for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
             value = self._evaluate(expr, checked)
+            if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
+                continue
             self.env[var] = value
             self.var_types[var] = ty
             self.scope.pop(var.name_hint, None)
@@ -196,7 +212,7 @@ class Session:
     # -- queries used by commands ----------------------------------------------------------
     def type_of(self, code: str, source_name: str) -> Any:
         """The type of the cell's trailing expression, without evaluating or committing."""
-        program = self.parse_expr(code, source_name)
+        program = self.parse_with_expr(code, source_name)
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
@@ -235,10 +251,21 @@ class Session:
         return self.run(text, str(path))
 
 
-def _split_trace(result: Any) -> tuple[Any, list[str]]:
-    """Normalise what ``evaluate(..., trace=True)`` returns to ``(value, lines)``."""
-    value, steps = result if isinstance(result, tuple) and len(result) == 2 else (result, [])
-    lines = []
-    for step in steps or []:
-        lines.append(step if isinstance(step, str) else str(step))
-    return value, lines
+def _split_trace(result: Any) -> tuple[Any, list[Any]]:
+    """Split what ``evaluate(..., trace=True)`` returns into ``(value, events)``."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], list):
+        return result[0], result[1]
+    return result, []
+
+
+def _fold_bindings(program: Any) -> Any:
+    """The program whose expression is ``let %x = e; ...; expr`` and has no bindings."""
+    from dataclasses import replace
+
+    from relay_ref.ir.expr import Let
+
+    body = program.expr
+    for var, value in reversed(program.bindings):
+        span = var.span.merge(body.span) if var.span is not None else body.span
+        body = Let(var, value, body, span=span)
+    return replace(program, expr=body, bindings=())

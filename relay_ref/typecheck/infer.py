@@ -130,8 +130,28 @@ class TypeMap(MutableMapping[Expr, Type]):
 
 _STACK_BYTES = 512 * 1024 * 1024
 _RECURSION_LIMIT = 400_000
-_stack_lock = threading.Lock()
+_lock = threading.Lock()
+_deep_workers = 0  # workers running now; the first raises the recursion limit, the last
+_saved_limit = 0   # restores it, so the caller never observes a changed limit afterwards
 _R = _PyTypeVar("_R")
+
+
+def _enter_deep() -> None:
+    global _deep_workers, _saved_limit
+    with _lock:
+        if _deep_workers == 0:
+            _saved_limit = sys.getrecursionlimit()
+            if _saved_limit < _RECURSION_LIMIT:
+                sys.setrecursionlimit(_RECURSION_LIMIT)  # safe: the thread's stack is big
+        _deep_workers += 1
+
+
+def _leave_deep() -> None:
+    global _deep_workers
+    with _lock:
+        _deep_workers -= 1
+        if _deep_workers == 0:
+            sys.setrecursionlimit(_saved_limit)
 
 
 def run_deep(fn: Callable[[], _R]) -> _R:
@@ -140,14 +160,15 @@ def run_deep(fn: Callable[[], _R]) -> _R:
     box: dict[str, object] = {}
 
     def target() -> None:
+        _enter_deep()
         try:
             box["value"] = fn()
         except BaseException as err:  # noqa: BLE001 - re-raised in the caller
             box["error"] = err
+        finally:
+            _leave_deep()
 
-    if sys.getrecursionlimit() < _RECURSION_LIMIT:
-        sys.setrecursionlimit(_RECURSION_LIMIT)  # with the big stack below, never alone
-    with _stack_lock:
+    with _lock:
         old = threading.stack_size()
         threading.stack_size(_STACK_BYTES)
         try:

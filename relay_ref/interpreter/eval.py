@@ -151,28 +151,24 @@ class Interpreter:
                     if self.tracing:
                         self.emit("E-Global", expr)
                     return self.global_closure(name, expr.span)
-                case Op():                               # E-Op (3.3)
-                    if self.tracing:
-                        self.emit("E-Op", expr)
-                    return expr
-                case Constant(data=data):                # E-Const (3.4)
+                case Constant(data=data):                # E-Const (3.3)
                     if self.tracing:
                         self.emit("E-Const", expr)
                     return data
-                case Tuple(fields=fields):               # E-Tuple (3.5)
+                case Tuple(fields=fields):               # E-Tuple (3.4)
                     if self.tracing:
                         self.emit("E-Tuple", expr)
                     return tuple([self.eval(f, env) for f in fields])
-                case TupleGetItem(tuple_value=tup, index=index):  # E-Proj (3.6)
+                case TupleGetItem(tuple_value=tup, index=index):  # E-Proj (3.5)
                     if self.tracing:
                         self.emit("E-Proj", expr)
                     return self.eval(tup, env)[index]
                 case Let(var=var, value=value, body=body):
-                    if type(value) is Function:          # E-Let-Rec (3.7)
+                    if type(value) is Function:          # E-Let-Rec (3.6)
                         if self.tracing:
                             self.emit("E-Let-Rec", expr)
                         env[var] = RecClosure(self.make_closure(value, env, var), var)
-                    else:                                # E-Let (3.7)
+                    else:                                # E-Let (3.6)
                         if self.tracing:
                             self.emit("E-Let", expr)
                         env[var] = bound = self.eval(value, env)
@@ -180,7 +176,7 @@ class Interpreter:
                             self.check_annotation(bound, var, var.type_annotation, value.span)
                     expr = body
                 case Call(op=callee, args=args):
-                    if type(callee) is Op:               # E-App-Op (3.8)
+                    if type(callee) is Op:               # E-App-Op (3.9)
                         values = [self.eval(a, env) for a in args]
                         if self.tracing:
                             self.emit("E-App-Op", expr)
@@ -188,24 +184,28 @@ class Interpreter:
                     fn_value = self.eval(callee, env)    # E-App-* (3.8): callee, then args
                     values = [self.eval(a, env) for a in args]
                     return self.apply(fn_value, values, expr)
-                case Function():                         # E-Fn (3.9)
+                case Function():                         # E-Fn (3.7)
                     if self.tracing:
                         self.emit("E-Fn", expr)
                     return self.make_closure(expr, env)
+                case Op():                               # E-Op (3.10)
+                    if self.tracing:
+                        self.emit("E-Op", expr)
+                    return expr
+                case Constructor():                      # E-Ctor (3.11)
+                    if self.tracing:
+                        self.emit("E-Ctor", expr)
+                    return expr                          # a function value (nullary too)
                 case If(cond=cond, true_branch=then, false_branch=else_):
-                    if self.eval_condition(cond, env):   # E-If-True (3.10)
+                    if self.eval_condition(cond, env):   # E-If-True (3.12)
                         if self.tracing:
                             self.emit("E-If-True", expr)
                         expr = then
-                    else:                                # E-If-False (3.10)
+                    else:                                # E-If-False (3.12)
                         if self.tracing:
                             self.emit("E-If-False", expr)
                         expr = else_
-                case Constructor(inputs=inputs):         # E-Ctor (3.11)
-                    if self.tracing:
-                        self.emit("E-Ctor", expr)
-                    return expr if inputs else ConstructorValue(expr, ())
-                case Match(data=data, clauses=clauses):  # E-Match (3.12)
+                case Match(data=data, clauses=clauses):  # E-Match (3.13)
                     scrutinee = self.eval(data, env)
                     for clause in clauses:               # first matching clause wins
                         if self.match_pattern(clause.lhs, scrutinee, env):
@@ -216,17 +216,17 @@ class Interpreter:
                     else:
                         raise Stuck("no match clause matched the value "
                                     f"{_short(value_to_text(scrutinee))}", expr.span)
-                case RefCreate(value=value):             # E-Ref (3.13)
+                case RefCreate(value=value):             # E-Ref (3.15)
                     cell = RefValue(self.eval(value, env))
                     if self.tracing:
                         self.emit("E-Ref", expr)
                     return cell
-                case RefRead(ref=ref):                   # E-Read (3.14)
+                case RefRead(ref=ref):                   # E-Read (3.16)
                     cell = self.eval(ref, env)
                     if self.tracing:
                         self.emit("E-Read", expr)
                     return cell.value
-                case RefWrite(ref=ref, value=value):     # E-Write (3.15)
+                case RefWrite(ref=ref, value=value):     # E-Write (3.17)
                     cell = self.eval(ref, env)
                     cell.value = self.eval(value, env)
                     if self.tracing:
@@ -292,7 +292,7 @@ class Interpreter:
                 if self.tracing:
                     self.emit("E-App-Ctor", call)
                 return ConstructorValue(callee, tuple(args))
-            case Op():                                   # E-App-Op, operator as a value
+            case Op():                                   # E-App-Op (3.9), op as a value
                 if self.tracing:
                     self.emit("E-App-Op", call)
                 return self.run_op(callee.name, args, None, call)
@@ -350,7 +350,7 @@ class Interpreter:
     def match_pattern(self, pattern: Pattern, value: Value, env: dict) -> bool:
         """Does ``value`` match ``pattern``? Binds the pattern's variables in ``env``."""
         match pattern:
-            case PatternConstructor(constructor=ctor, patterns=pats):   # P-Ctor (3.12)
+            case PatternConstructor(constructor=ctor, patterns=pats):   # P-Ctor (3.13)
                 if value.constructor.tag != ctor.tag:
                     return False
                 for sub, field_value in zip(pats, value.fields, strict=True):
@@ -578,9 +578,13 @@ def runtime_error(stuck: Stuck) -> RelayRuntimeError:
     notes: list[Note] = []
     if stack:
         notes.append(Note("Relay call stack (innermost last): " + _compress(stack)))
-        for name, span in stuck.frames[:8]:
-            if span is not None:
-                notes.append(Note(f"@{name} called here", span))
+        shown: list[tuple[str, Span]] = []
+        for name, span in stuck.frames:  # innermost first; distinct call sites only
+            if span is not None and (name, span) not in shown:
+                shown.append((name, span))
+            if len(shown) == 4:
+                break
+        notes.extend(Note(f"@{name} called here", span) for name, span in shown)
     diag = Diagnostic(ERROR, stuck.message, stuck.span, tuple(notes))
     return RelayRuntimeError([diag], relay_stack=stack)
 
@@ -634,7 +638,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
             return interp.apply(interp.global_closure(entry, func.span), values, None)
     else:
         interp = cls(module, (program,))
-        frame = dict(env or {})
+        frame = {var: to_value(v, var.type_annotation) for var, v in (env or {}).items()}
 
         def job() -> Value:
             value = interp.eval(program, frame)

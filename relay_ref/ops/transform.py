@@ -89,6 +89,8 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
     """The output shape of ``reshape(data: ishape, newshape)``; ``RelationError`` on
     inconsistent codes or element counts. ``?`` input dims make inferred dims ``?``."""
     out: list = []
+    used_in: set[int] = set()  # input dims copied verbatim (0, -2, -3, -4) ...
+    used_out: set[int] = set()  # ... and the output dims they produced
     src = 0
     infer = -1
     i = 0
@@ -109,6 +111,8 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
                 out.append(0)
             else:
                 need(1, 0)
+                used_in.add(src)
+                used_out.add(len(out))
                 out.append(ishape[src])
             src += 1
         elif v == -1:
@@ -118,10 +122,15 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
             out.append(1)
             src += 1
         elif v == -2:
-            out.extend(ishape[src:])
+            for k in range(src, n_in):
+                used_in.add(k)
+                used_out.add(len(out))
+                out.append(ishape[k])
             src = n_in
         elif v == -3:
             need(2, -3)
+            used_in.update((src, src + 1))
+            used_out.add(len(out))
             out.append(dim_map(lambda a, b: a * b, ishape[src], ishape[src + 1]))
             src += 2
         else:  # -4
@@ -140,20 +149,24 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
                 d1 = dim_map(lambda d, p=d0: d // p, d)  # type: ignore[operator]
             if not is_any(d) and not is_any(d0) and not is_any(d1) and d0 * d1 != d:
                 raise RelationError(f"{op}: cannot split dimension {d} into {d0} x {d1}")
+            used_in.add(src)
+            used_out.update((len(out), len(out) + 1))
             out.extend([d0, d1])
             src += 1
             i += 2
         i += 1
     total_in = shape_prod(ishape)
     if infer >= 0:
-        rest = shape_prod(out[:infer] + out[infer + 1:])
-        if is_any(total_in) or is_any(rest):
+        # as TVM: dims copied verbatim cancel out, so `?` there does not spoil the -1
+        free_in = shape_prod([d for k, d in enumerate(ishape) if k not in used_in])
+        rest = shape_prod([d for k, d in enumerate(out) if k not in used_out and k != infer])
+        if is_any(free_in) or is_any(rest):
             out[infer] = ANY
-        elif rest == 0 or total_in % rest:  # type: ignore[operator]
+        elif rest == 0 or free_in % rest:  # type: ignore[operator]
             raise RelationError(f"{op}: cannot reshape {shape_text(ishape)} to "
                                 f"{tuple(newshape)} ({total_in} elements)")
         else:
-            out[infer] = total_in // rest  # type: ignore[operator]
+            out[infer] = free_in // rest  # type: ignore[operator]
     total_out = shape_prod(out)
     if not is_any(total_in) and not is_any(total_out) and total_in != total_out:
         raise RelationError(f"{op}: cannot reshape {shape_text(ishape)} ({total_in} "

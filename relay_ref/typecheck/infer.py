@@ -228,6 +228,13 @@ def _span(node: object) -> Span | None:
     return span if isinstance(span, Span) else None
 
 
+def _use_span(node: object, parent: object) -> Span | None:
+    """Where ``node`` is used: a variable's node is its binder, so use ``parent``'s span."""
+    if isinstance(node, Var):
+        return _span(parent) or _span(node)
+    return _span(node)
+
+
 # -- constraints -------------------------------------------------------------------------
 
 class _OpRelation(Constraint):
@@ -338,7 +345,13 @@ class _Checker:
 
     # -- reporting ------------------------------------------------------------------------
     def error(self, where: object, message: str, rule: str,
-              notes: tuple[Note, ...] = ()) -> None:
+              notes: tuple[Note, ...] = (), parent: object | None = None) -> None:
+        """Report at ``where``; a variable has no span of its own at a use (its node is its
+        binder), so an error about a variable is reported at ``parent``, the expression
+        using it, with a note at the binder."""
+        if isinstance(where, Var) and parent is not None and _span(parent) is not None:
+            notes = (*notes, Note(f"%{where.name_hint} is declared here", _span(where)))
+            where = parent
         self.diagnostics.append(_diag(message, rule, where, notes))
 
     def _constraint_failed(self, constraint: Constraint, diagnostic: Diagnostic) -> None:
@@ -351,14 +364,16 @@ class _Checker:
         return hole
 
     def unify(self, found: Type, expected: Type, where: object, rule: str, what: str = "",
-              notes: tuple[Note, ...] = ()) -> bool:
-        """Unify, reporting a failure at ``where`` as "<what>cannot unify F with E: why"."""
+              notes: tuple[Note, ...] = (), parent: object | None = None) -> bool:
+        """Unify, reporting a failure at ``where`` (see ``error``) as
+        "<what>cannot unify F with E: why"."""
         try:
             self.unifier.unify(found, expected)
             return True
         except UnifyError as err:
             f, e = show(self.unifier.resolve(found)), show(self.unifier.resolve(expected))
-            self.error(where, f"{what}cannot unify {f} with {e}: {err.reason}", rule, notes)
+            self.error(where, f"{what}cannot unify {f} with {e}: {err.reason}", rule, notes,
+                       parent)
             return False
 
     def annotation(self, ty: Type, where: object) -> Type:
@@ -471,7 +486,7 @@ class _Checker:
             notes = (Note("the return type is declared here", _span(fn.ret_type) or
                           _span(fn)),)
         self.unify(body, header.ret_type, fn.body, "T-Fn",
-                   "the body does not have the declared return type: ", notes)
+                   "the body does not have the declared return type: ", notes, parent=fn)
         self.scope = saved
         self.types[fn] = header
         return header
@@ -516,11 +531,11 @@ class _Checker:
             case If(cond, then, else_):  # T-If (spec/typing.md 3.12)
                 c = self.infer(cond)
                 self.unify(c, BOOL, cond, "T-If",
-                           "the condition of if must be a boolean scalar: ")
+                           "the condition of if must be a boolean scalar: ", parent=expr)
                 t, f = self.infer(then), self.infer(else_)
                 self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
                            (Note(f"the then-branch has type {show(self.unifier.resolve(t))}",
-                                 _span(then)),))
+                                 _use_span(then, expr)),), parent=expr)
                 return t
             case Match():  # T-Match (spec/typing.md 3.13)
                 return self.infer_match(expr)
@@ -534,7 +549,7 @@ class _Checker:
                     return r.value
                 value = self.unifier.fresh()
                 if not self.unify(r, RefType(value), ref, "T-ReadRef",
-                                  "ref_read needs a reference: "):
+                                  "ref_read needs a reference: ", parent=expr):
                     return self.poison()
                 return value
             case RefWrite(ref, value):  # T-WriteRef (spec/typing.md 3.17)
@@ -544,10 +559,10 @@ class _Checker:
                     self.unify(v, r.value, value, "T-WriteRef",
                                "the value written does not fit the reference: ",
                                (Note(f"the reference has type {show(self.unifier.resolve(r))}",
-                                     _span(ref)),))
+                                     _span(ref)),), parent=expr)
                 else:
                     self.unify(r, RefType(v), ref, "T-WriteRef",
-                               "ref_write needs a reference: ")
+                               "ref_write needs a reference: ", parent=expr)
                 return UNIT
             case Op(name):  # T-Op (spec/typing.md 3.10): operators are not values
                 self.error(expr, f"operator {name} must be called (it is not a value); "
@@ -632,7 +647,8 @@ class _Checker:
             return
         self.bind_var(var, declared)
         self.unify(ty, declared, value, "T-Let",
-                   f"the value of %{var.name_hint} does not have its declared type: ", notes)
+                   f"the value of %{var.name_hint} does not have its declared type: ", notes,
+                   parent=let)
 
     def infer_op_call(self, call: Call) -> Type:
         """T-App-Op: the arguments' types feed the operator's type relation, queued with the
@@ -674,12 +690,13 @@ class _Checker:
                            "known here; annotate it", "T-App")
             ret = self.unifier.fresh()
             if not self.unify(fn, FuncType(tuple(args), ret), call.op, "T-App",
-                              f"{who} is called with {len(args)} arguments: "):
+                              f"calling {who}: ", parent=call):
                 return self.poison()
             return ret
         if not isinstance(fn, FuncType):
             self.error(call.op, f"cannot call {who}: it has type "
-                       f"{show(self.unifier.resolve(fn))}, not a function type", "T-App")
+                       f"{show(self.unifier.resolve(fn))}, not a function type", "T-App",
+                       parent=call)
             return self.poison()
         type_args: tuple[Type, ...] | None = None
         if call.type_args:
@@ -698,7 +715,7 @@ class _Checker:
         for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
                                                        strict=True)):
             self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
-                       self.param_notes(call.op, i))
+                       self.param_notes(call.op, i), parent=call)
         return inst.ret_type
 
     def constructor_type(self, ctor: Constructor) -> Type:
@@ -729,7 +746,8 @@ class _Checker:
             self.unify(rhs, result, clause.rhs, "T-Match",
                        "the clauses of match have different types: ",
                        (Note(f"the first clause has type {show(self.unifier.resolve(result))}",
-                             _span(first.rhs)),))
+                             _use_span(first.rhs, first)),),
+                       parent=clause if _span(clause) is not None else expr)
         if expr.complete and patterns_ok:
             self.check_exhaustive(expr, data)
         return result if result is not None else self.unifier.fresh()

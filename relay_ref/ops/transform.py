@@ -1032,6 +1032,10 @@ def _arange_ref(args: list, attrs: ArangeAttrs) -> Array:
     if step == 0:
         raise OpRuntimeError("arange: step must not be 0")
     n = _arange_len(start, stop, step)
+    if attrs.start is not None and attrs.stop is not None and attrs.step is not None \
+            and _arange_len(attrs.start, attrs.stop, attrs.step) != n:
+        raise OpRuntimeError("arange: the start/stop/step inputs disagree with the "
+                             "attributes the type was computed from")
     dtype = np.dtype(attrs.dtype)
     if is_float(attrs.dtype):
         return (dtype.type(start) + np.arange(n, dtype=dtype) * dtype.type(step)).astype(dtype)

@@ -3,11 +3,13 @@ RelationError (never another exception) on anything ill-typed, for every registe
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from opcheck import run_op
+from opcheck import assert_matches_type, run_op
 
 from relay_ref.ir.types import (
     ANY,
@@ -17,7 +19,14 @@ from relay_ref.ir.types import (
     TupleType,
     TypeVar,
 )
-from relay_ref.ops.registry import NOT_YET, RelationError, all_ops, get_op, make_attrs
+from relay_ref.ops.registry import (
+    NOT_YET,
+    OpRuntimeError,
+    RelationError,
+    all_ops,
+    get_op,
+    make_attrs,
+)
 
 F = "float32"
 
@@ -275,3 +284,65 @@ def test_transform_relations() -> None:
     assert rel("one_hot", [T(2, dtype="int32"), T(), T()], depth=5, axis=0) == T(5, 2)
     with pytest.raises(RelationError, match="broadcast"):
         rel("broadcast_to", [T(3, 2)], shape=(3, 3))
+
+
+def _random_value(hint: object, rng: np.random.Generator) -> object:
+    """A random attribute value roughly of the annotated type (often invalid)."""
+    text = str(hint)
+    ints = lambda: int(rng.integers(-5, 6))  # noqa: E731
+    if "tuple[tuple" in text:
+        return tuple((ints(), ints()) for _ in range(int(rng.integers(0, 5))))
+    if "tuple" in text and rng.random() < 0.8:
+        return tuple(ints() for _ in range(int(rng.integers(0, 5))))
+    if "str" in text:
+        return str(rng.choice(["", "NCHW", "NHWC", "OIHW", "HWIO", "int32", "float32",
+                               "clip", "wrap", "edge", "size", "end", "bogus"]))
+    if "bool" in text:
+        return bool(rng.integers(0, 2))
+    if "float" in text:
+        return float(rng.uniform(-2, 2))
+    if "None" in text and rng.random() < 0.3:
+        return None
+    return ints()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_random_attrs_never_crash_relations(name: str) -> None:
+    import dataclasses
+    import typing
+
+    from relay_ref.ops.registry import AttrError
+
+    op = get_op(name)
+    args, _ = example(name)
+    hints = typing.get_type_hints(op.attrs)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    values = [_value_of(t, rng) for t in args]
+    for _ in range(40):
+        items = {f.name: _random_value(hints[f.name], rng)
+                 for f in dataclasses.fields(op.attrs) if rng.random() < 0.7
+                 or f.default is dataclasses.MISSING}
+        try:
+            attrs = make_attrs(name, items)
+        except AttrError:
+            continue
+        try:
+            out = op.relation(args, attrs)
+        except RelationError:
+            continue
+        assert isinstance(out, TensorType | TupleType), (name, items, out)
+        try:
+            result = op.reference(list(values), attrs)
+        except OpRuntimeError:
+            continue
+        assert_matches_type(result, out, f"{name} {items}")
+
+
+def _value_of(ty: object, rng: np.random.Generator) -> object:
+    if isinstance(ty, TupleType):
+        return tuple(_value_of(f, rng) for f in ty.fields)
+    assert isinstance(ty, TensorType)
+    shape = tuple(int(d) for d in ty.shape)
+    if ty.dtype.startswith("float"):
+        return rng.uniform(0.5, 2, shape).astype(ty.dtype)
+    return rng.integers(0, 3, shape).astype(ty.dtype)

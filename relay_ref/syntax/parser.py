@@ -87,7 +87,7 @@ def _grammar_path() -> Path:
 def _lark() -> Lark:
     return Lark(_grammar_path().read_text(), parser="lalr", lexer="contextual",
                 start=["start_module", "start_expr", "start_program", "start_type"],
-                propagate_positions=True, maybe_placeholders=True)
+                propagate_positions=False, maybe_placeholders=True)
 
 
 # ---- public entry points --------------------------------------------------------------------
@@ -449,6 +449,8 @@ class _Resolver:
         # Names taken from the prelude, and global references to check at the end.
         self.prelude_names: set[str] = set()  # "@f" for globals, "T" for types
         self.global_uses: dict[str, Span] = {}
+        self._first: dict[int, Token | None] = {}
+        self._last: dict[int, Token | None] = {}
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if
                          name.startswith("_e_")}
         self.type_handlers = {name[3:]: getattr(self, name) for name in dir(self) if
@@ -456,13 +458,42 @@ class _Resolver:
 
     # -- helpers ----------------------------------------------------------------------------
     def span(self, node: Tree | Token | None) -> Span | None:
+        """The span from the first to the last token under ``node`` (punctuation that the
+        grammar drops, like a closing parenthesis, is not included)."""
+        if isinstance(node, Tree):
+            first = self._edge(node, 0, self._first)
+            last = self._edge(node, -1, self._last)
+            if first is None or last is None:
+                return None
+            return Span(self.source, first.line, first.column, last.end_line, last.end_column)
         if isinstance(node, Token):
             return Span(self.source, node.line or 1, node.column or 1,
                         node.end_line or node.line or 1, node.end_column or node.column or 1)
-        if isinstance(node, Tree) and not node.meta.empty:
-            m = node.meta
-            return Span(self.source, m.line, m.column, m.end_line, m.end_column)
         return None
+
+    def _edge(self, node: Tree, end: int, memo: dict[int, Token | None]) -> Token | None:
+        """The first (``end=0``) or last (``end=-1``) token under ``node``, memoised per
+        tree so that spans of a long left-nested chain cost linear time in total."""
+        path: list[Tree] = []
+        found: Token | None = None
+        cur: Any = node
+        while True:
+            if isinstance(cur, Token):
+                found = cur
+                break
+            key = id(cur)
+            if key in memo:
+                found = memo[key]
+                break
+            path.append(cur)
+            kids = [c for c in cur.children if c is not None]
+            if not kids:
+                break
+            # A child without tokens (an all-None subtree) is skipped by taking the next.
+            cur = kids[end]
+        for t in path:
+            memo[id(t)] = found
+        return found
 
     def error(self, message: str, node: Tree | Token | Span | None,
               *notes: Note) -> ParseError:

@@ -1,0 +1,498 @@
+"""The Relay text printer: IR -> canonical v0.0.5 text in TVM's style (spec/syntax.md, P-*).
+
+Invariants (checked by tests/syntax):
+* ``parse(astext(m))`` is alpha-equal to ``m`` and ``astext`` is a fixed point after one
+  round (P-RoundTrip).
+* A non-atomic node object referenced more than once is printed once, as a graph binding
+  ``%N = e;`` placed in the body where it is first reached, and referred to as ``%N`` after
+  (P-Graph); everything else is printed inline. Let chains print flat (P-Let); every match arm
+  is braced and followed by a comma (P-Match); operator calls print as calls
+  (``add(%x, %y)``), with their non-default attributes after the arguments in schema order
+  (P-Attrs); scalar constants print as literals (``1``, ``1i64``, ``1f``, ``1f16``,
+  ``1f64``, ``True``) and other constants as ``meta[relay.Constant][i]`` with a trailing
+  ``#[metadata]`` section in TVM's JSON format (P-Meta).
+* Local names are made unique per definition (``%x``, ``%x1``, ...), so printed scopes never
+  capture.
+* Output is produced into nested fragment lists by generator handlers run by a trampoline,
+  and flattened once at the end: linear time, constant Python stack depth.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from relay_ref.ir import expr as E
+from relay_ref.ir import types as T
+from relay_ref.ir.expr import children
+from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.type_text import type_to_text
+from relay_ref.ir.visitor import free_vars
+from relay_ref.syntax._walk import run
+from relay_ref.syntax.metadata import dump_metadata
+
+__all__ = ["astext", "scalar_text", "attr_value_text"]
+
+_MAX_INDENT = 64  # deeper bodies stop indenting further (keeps output linear in size)
+_LOCAL_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*")
+
+
+def astext(node: IRModule | E.Expr | T.Type, *, show_types: bool = False,
+           omit_prelude: bool = False) -> str:
+    """Canonical text of a module (starting with ``#[version = "0.0.5"]``), an expression
+    or a type. ``show_types`` adds ``/* ty=... */`` after calls and constants whose types
+    ``module.checked_types`` records. ``omit_prelude`` leaves out the prelude definitions a
+    module picked up from the prelude (re-parsing with the prelude on restores them)."""
+    if isinstance(node, T.Type):
+        return type_to_text(node)
+    printer = _Printer(show_types)
+    if isinstance(node, IRModule):
+        return printer.module(node, omit_prelude)
+    if isinstance(node, E.Expr):
+        return printer.top_expr(node)
+    raise TypeError(f"astext expects an IRModule, an Expr or a Type, not {type(node).__name__}")
+
+
+# ---- literals ------------------------------------------------------------------------------
+
+_INT_SUFFIX = {"int32": "", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8",
+               "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+_FLOAT_SUFFIX = {"float32": "f", "float16": "f16", "float64": "f64"}
+
+
+def _float_digits(value: float, dtype: str) -> str:
+    """Shortest decimal that reads back to the same ``dtype`` value (no suffix)."""
+    if dtype == "float64":
+        text = repr(float(value))
+    else:
+        text = str(np.array(value, dtype=dtype)[()])
+    if text.endswith(".0"):
+        text = text[:-2]
+    return text
+
+
+def scalar_text(data: np.ndarray) -> str | None:
+    """Literal text of a 0-d array (TVM's forms), or None if it has no literal form."""
+    if data.ndim != 0:
+        return None
+    dtype = str(data.dtype)
+    value = data.item()
+    if dtype == "bool":
+        return "True" if value else "False"
+    if dtype in _INT_SUFFIX:
+        return f"{value}{_INT_SUFFIX[dtype]}"
+    if dtype in _FLOAT_SUFFIX:
+        suffix = _FLOAT_SUFFIX[dtype]
+        if math.isnan(value):
+            return "nan" + suffix
+        if math.isinf(value):
+            return ("-inf" if value < 0 else "inf") + suffix
+        return _float_digits(value, dtype) + suffix
+    return None
+
+
+def attr_value_text(value: object) -> str:
+    """Text of an attribute value (S-Attrs): the parser reads it back to an equal value."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return ("-inf" if value < 0 else "inf") + "f64" if not math.isnan(value) \
+                else "nanf64"
+        text = repr(value)
+        with np.errstate(over="ignore"):
+            fits = bool(np.isfinite(np.float32(value)))
+        return text + ("f" if fits else "f64")
+    if isinstance(value, str):
+        if '"' in value:
+            raise ValueError(f"attribute string {value!r} contains '\"', which the text "
+                             f"format cannot write")
+        return f'"{value}"'
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(attr_value_text(v) for v in value) + "]"
+    return f'"{value}"'
+
+
+# ---- the printer ---------------------------------------------------------------------------
+
+class _Body:
+    """A sequence context: its lines (fragment lists) and indentation level."""
+
+    __slots__ = ("level", "indent", "lines")
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.indent = "  " * min(level, _MAX_INDENT)
+        self.lines: list[Any] = []
+
+
+def _is_atomic(e: E.Expr) -> bool:
+    if isinstance(e, E.Var | E.GlobalVar | E.Op | E.Constructor | E.Constant):
+        return True
+    return isinstance(e, E.Call) and isinstance(e.op, E.Constructor) and not e.args \
+        and not e.type_args
+
+
+class _Printer:
+    def __init__(self, show_types: bool) -> None:
+        self.show_types = show_types
+        self.checked: dict[E.Expr, T.Type] = {}
+        self.meta: list[np.ndarray] = []
+        self.meta_index: dict[int, int] = {}
+        self.meta_keep: list[E.Constant] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.names: dict[E.Var, str] = {}
+        self.used: set[str] = set()
+        self.graph: dict[int, str] = {}
+        self.counter = 0
+        self.refs: dict[int, int] = {}
+
+    # -- entry points ----------------------------------------------------------------------
+    def module(self, mod: IRModule, omit_prelude: bool) -> str:
+        if self.show_types:
+            self.checked = mod.checked_types
+        prelude = None
+        if omit_prelude:
+            from relay_ref.prelude import load_prelude
+
+            prelude = load_prelude()
+        out: list[Any] = ['#[version = "0.0.5"]\n']
+        for name, td in mod.type_definitions.items():
+            if prelude is not None and prelude.type_definitions.get(name) is td:
+                continue
+            out.append(self.type_def(td))
+        for name, fn in mod.functions.items():
+            if prelude is not None and prelude.functions.get(name) is fn:
+                continue
+            self._reset()
+            self._count(fn)
+            out.append(run(self.def_(name, fn)))
+        return self._finish(out)
+
+    def top_expr(self, e: E.Expr) -> str:
+        self._count(e)
+        body = _Body(0)
+        for var in free_vars(e):
+            body.lines.append(["free_var ", self.binder(var), ";\n"])
+        run(self.body_into(e, body))
+        return self._finish([body.lines])
+
+    def _finish(self, out: list[Any]) -> str:
+        if self.meta:
+            out.append("#[metadata]\n" + dump_metadata(self.meta) + "\n")
+        text = _flatten(out)
+        return text[:-1] if text.endswith("\n") else text
+
+    def _count(self, root: E.Expr) -> None:
+        """Reference counts of every node reachable from ``root`` (edges, by identity)."""
+        refs = self.refs
+        stack = [root]
+        seen = {id(root)}
+        while stack:
+            node = stack.pop()
+            for kid in children(node):
+                k = id(kid)
+                refs[k] = refs.get(k, 0) + 1
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(kid)
+
+    # -- names -----------------------------------------------------------------------------
+    def name_of(self, var: E.Var) -> str:
+        name = self.names.get(var)
+        if name is not None:
+            return name
+        base = var.name_hint if _LOCAL_OK.fullmatch(var.name_hint or "") else \
+            re.sub(r"[^A-Za-z0-9_]", "_", var.name_hint or "") or "x"
+        if not (base[0].isalpha() or base[0] == "_"):
+            base = "v" + base
+        name = base
+        k = 1
+        while name in self.used:
+            name = f"{base}{k}"
+            k += 1
+        self.used.add(name)
+        self.names[var] = "%" + name
+        return "%" + name
+
+    def binder(self, var: E.Var) -> str:
+        name = self.name_of(var)
+        if var.type_annotation is None:
+            return name
+        return f"{name}: {type_to_text(var.type_annotation)}"
+
+    # -- definitions -----------------------------------------------------------------------
+    def type_def(self, td: TypeData) -> str:
+        tps = "[" + ", ".join(tv.name for tv in td.type_vars) + "]" if td.type_vars else ""
+        if td.is_extern:
+            return f"extern type {td.name}{tps}\n\n"
+        lines = [f"type {td.name}{tps} {{\n"]
+        for ctor in td.constructors:
+            fields = ""
+            if ctor.inputs:
+                fields = "(" + ", ".join(type_to_text(t) for t in ctor.inputs) + ")"
+            lines.append(f"  {ctor.name}{fields},\n")
+        lines.append("}\n\n")
+        return "".join(lines)
+
+    def def_(self, name: str, fn: E.Function) -> Any:
+        out: list[Any] = [f"def @{name}"]
+        body = _Body(1)
+        frees = free_vars(fn)
+        yield self.fn_rest(fn, out, body, frees)
+        out.append("\n\n")
+        return out
+
+    def fn_rest(self, fn: E.Function, out: list[Any], outer: _Body,
+                frees: list[E.Var] = ()) -> Any:  # type: ignore[assignment]
+        """``[A](params, attrs) -> R { body }`` of a function; the body one level deeper."""
+        if fn.type_params:
+            out.append("[" + ", ".join(tv.name for tv in fn.type_params) + "]")
+        elif out and out[-1] in ("fn", "(fn"):
+            out.append(" ")
+        items = [self.binder(p) for p in fn.params]
+        items += [f"{k}={attr_value_text(v)}" for k, v in fn.attrs]
+        out.append("(" + ", ".join(items) + ")")
+        if fn.ret_type is not None:
+            out.append(" -> " + type_to_text(fn.ret_type))
+        out.append(" {\n")
+        inner = _Body(outer.level)
+        for var in frees:
+            inner.lines.append([inner.indent, "free_var ", self.binder(var), ";\n"])
+        yield self.body_into(fn.body, inner)
+        out.append(inner.lines)
+        out.append("  " * min(outer.level - 1, _MAX_INDENT) + "}")
+
+    # -- bodies (P-Let) ----------------------------------------------------------------------
+    def body_into(self, e: E.Expr, body: _Body) -> Any:
+        """Print ``e`` as a sequence into ``body``: flat let chain, then the result."""
+        ind = body.indent
+        while isinstance(e, E.Let) and self.refs.get(id(e), 0) <= 1:
+            var = e.var
+            line: list[Any] = [ind]
+            if var.name_hint == "_" and self.refs.get(id(var), 0) == 0 \
+                    and var.type_annotation is None:
+                yield self.expr(e.value, line, body, "stmt")  # S-Seq
+            else:
+                line.append("let " + self.binder(var) + " = ")
+                yield self.expr(e.value, line, body, "arg")
+            line.append(";\n")
+            body.lines.append(line)
+            e = e.body
+        line = [ind]
+        yield self.expr(e, line, body, "arg")
+        line.append("\n")
+        body.lines.append(line)
+
+    def nested_body(self, e: E.Expr, out: list[Any], body: _Body) -> Any:
+        """``{`` newline, ``e`` as a body one level deeper, closing ``}``."""
+        inner = _Body(body.level + 1)
+        out.append("{\n")
+        yield self.body_into(e, inner)
+        out.append(inner.lines)
+        out.append(body.indent + "}")
+
+    # -- expressions -------------------------------------------------------------------------
+    def expr(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
+        """Append ``e``'s text to ``out``. ``pos``: "arg" (any expression), "stmt" (an
+        expression statement: as "arg"), "postfix" (callee or projection base)."""
+        if self.refs.get(id(e), 0) > 1 and not _is_atomic(e):
+            name = self.graph.get(id(e))
+            if name is None:  # P-Graph: bind at first use, in the current body
+                frags: list[Any] = []
+                yield self.inner(e, frags, body, "arg")
+                name = f"%{self.counter}"
+                self.counter += 1
+                body.lines.append([body.indent, name, " = ", frags, ";\n"])
+                self.graph[id(e)] = name
+            out.append(name)
+            return None
+        return (yield self.inner(e, out, body, pos))
+
+    def inner(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
+        match e:
+            case E.Var():
+                out.append(self.name_of(e))
+            case E.GlobalVar(name):
+                out.append("@" + name)
+            case E.Op(name):
+                out.append(name)
+            case E.Constructor(name):
+                out.append(name)
+            case E.Constant(data):
+                text = scalar_text(data)
+                if text is None:
+                    text = self.meta_ref(e)
+                elif pos == "postfix":
+                    text = f"({text})"
+                out.append(text)
+                self.type_comment(e, out)
+            case E.Tuple(fields):
+                out.append("(")
+                for i, f in enumerate(fields):
+                    if i:
+                        out.append(", ")
+                    yield self.expr(f, out, body, "arg")
+                out.append(",)" if len(fields) == 1 else ")")
+            case E.TupleGetItem(tup, index):
+                paren = isinstance(tup, E.TupleGetItem) and self.refs.get(id(tup), 0) <= 1
+                out.append("(" if paren else "")
+                yield self.expr(tup, out, body, "postfix")
+                out.append(f").{index}" if paren else f".{index}")
+            case E.Let():
+                out.append("(\n")
+                inner = _Body(body.level + 1)
+                yield self.body_into(e, inner)
+                out.append(inner.lines)
+                out.append(body.indent + ")")
+            case E.Call(op, args, attrs, type_args):
+                if isinstance(op, E.Constructor) and not args and not type_args:
+                    out.append(op.name)
+                    return None
+                yield self.expr(op, out, body, "postfix")
+                if type_args:
+                    out.append("[" + ", ".join(type_to_text(t) for t in type_args) + "]")
+                out.append("(")
+                for i, a in enumerate(args):
+                    if i:
+                        out.append(", ")
+                    yield self.expr(a, out, body, "arg")
+                if isinstance(op, E.Op) and attrs is not None:
+                    from relay_ref.ops.registry import attrs_items
+
+                    for i, (key, value) in enumerate(attrs_items(attrs)):
+                        out.append(", " if args or i else "")
+                        out.append(f"{key}={attr_value_text(value)}")
+                out.append(")")
+                self.type_comment(e, out)
+            case E.Function():
+                paren = pos == "postfix"
+                out.append("(fn" if paren else "fn")
+                frags: list[Any] = []
+                yield self.fn_rest(e, frags, _Body(body.level + 1))
+                out.append(frags)
+                if paren:
+                    out.append(")")
+            case E.If(cond, then, else_):
+                out.append("if (")
+                yield self.expr(cond, out, body, "arg")
+                out.append(") ")
+                yield self.nested_body(then, out, body)
+                out.append(" else ")
+                yield self.nested_body(else_, out, body)
+            case E.Match(data, clauses, complete):
+                paren = pos == "postfix"
+                out.append("(" if paren else "")
+                out.append("match (" if complete else "match? (")
+                if isinstance(data, E.Tuple) and self.refs.get(id(data), 0) <= 1 \
+                        and len(data.fields) != 1:
+                    fields = data.fields
+                    for i, f in enumerate(fields):
+                        if i:
+                            out.append(", ")
+                        yield self.expr(f, out, body, "arg")
+                else:
+                    yield self.expr(data, out, body, "arg")
+                out.append(") {\n")
+                arm = _Body(body.level + 1)
+                for clause in clauses:
+                    line: list[Any] = [arm.indent, self.pattern(clause.lhs), " => "]
+                    yield self.nested_body(clause.rhs, line, arm)
+                    line.append(",\n")
+                    out.append(line)
+                out.append(body.indent + "}")
+                out.append(")" if paren else "")
+            case E.RefCreate(value):
+                out.append("ref(")
+                yield self.expr(value, out, body, "arg")
+                out.append(")")
+            case E.RefRead(ref):
+                out.append("ref_read(")
+                yield self.expr(ref, out, body, "arg")
+                out.append(")")
+            case E.RefWrite(ref, value):
+                out.append("ref_write(")
+                yield self.expr(ref, out, body, "arg")
+                out.append(", ")
+                yield self.expr(value, out, body, "arg")
+                out.append(")")
+            case _:
+                raise TypeError(f"cannot print {type(e).__name__}")
+        return None
+
+    def type_comment(self, e: E.Expr, out: list[Any]) -> None:
+        if self.show_types:
+            ty = self.checked.get(e)
+            if ty is not None:
+                out.append(f" /* ty={type_to_text(ty)} */")
+
+    def meta_ref(self, c: E.Constant) -> str:
+        index = self.meta_index.get(id(c))
+        if index is None:
+            index = len(self.meta)
+            self.meta.append(c.data)
+            self.meta_keep.append(c)
+            self.meta_index[id(c)] = index
+        return f"meta[relay.Constant][{index}]"
+
+    # -- patterns (P-Match) ------------------------------------------------------------------
+    def pattern(self, p: E.Pattern) -> str:
+        parts: list[str] = []
+        stack: list[Any] = [p]
+        while stack:
+            q = stack.pop()
+            match q:
+                case str():
+                    parts.append(q)
+                case E.PatternWildcard():
+                    parts.append("_")
+                case E.PatternVar(var):
+                    parts.append(self.binder(var))
+                case E.PatternConstructor(ctor, pats):
+                    parts.append(ctor.name)
+                    if pats:
+                        stack.append(")")
+                        stack.extend(_interleave(pats))
+                        stack.append("(")
+                case E.PatternTuple(pats):
+                    stack.append(",)" if len(pats) == 1 else ")")
+                    stack.extend(_interleave(pats))
+                    stack.append("(")
+        return "".join(parts)
+
+
+def _interleave(pats: tuple[E.Pattern, ...]) -> list[Any]:
+    """Items to push on the pattern stack (reversed), with ", " separators."""
+    items: list[Any] = []
+    for i, p in enumerate(pats):
+        if i:
+            items.append(", ")
+        items.append(p)
+    items.reverse()
+    return items
+
+
+def _flatten(frags: list[Any]) -> str:
+    out: list[str] = []
+    stack: list[Any] = [iter(frags)]
+    while stack:
+        for item in stack[-1]:
+            if isinstance(item, str):
+                out.append(item)
+            else:
+                stack.append(iter(item))
+                break
+        else:
+            stack.pop()
+    return "".join(out)

@@ -572,20 +572,30 @@ def run_deep(job: Callable[[], Any], interp: Interpreter | None = None) -> Any:
     return box["value"]
 
 
-def runtime_error(stuck: Stuck) -> RelayRuntimeError:
-    """The user-facing error for a stuck evaluation, with the Relay call stack as notes."""
+def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeError:
+    """The user-facing error for a stuck evaluation, with the Relay call stack as notes.
+
+    When the failing expression lies outside ``source_name`` (in the prelude, say) and a
+    call from ``source_name`` led there, the innermost such call site becomes the primary
+    location and the failing expression a note: the user's own code is what to fix."""
     stack = tuple(name for name, _ in reversed(stuck.frames))  # outermost first
-    notes: list[Note] = []
+    span, message, notes = stuck.span, stuck.message, []
+    if span is not None and source_name is not None and span.source.name != source_name:
+        for name, site in stuck.frames:
+            if site is not None and site.source.name == source_name:
+                notes.append(Note(f"{message} (in @{stuck.frames[0][0]})", span))
+                span, message = site, f"call of @{name} failed: {message}"
+                break
     if stack:
         notes.append(Note("Relay call stack (innermost last): " + _compress(stack)))
         shown: list[tuple[str, Span]] = []
-        for name, span in stuck.frames:  # innermost first; distinct call sites only
-            if span is not None and (name, span) not in shown:
-                shown.append((name, span))
+        for name, site in stuck.frames:  # innermost first; distinct call sites only
+            if site is not None and site != span and (name, site) not in shown:
+                shown.append((name, site))
             if len(shown) == 4:
                 break
-        notes.extend(Note(f"@{name} called here", span) for name, span in shown)
-    diag = Diagnostic(ERROR, stuck.message, stuck.span, tuple(notes))
+        notes.extend(Note(f"@{name} called here", site) for name, site in shown)
+    diag = Diagnostic(ERROR, message, span, tuple(notes))
     return RelayRuntimeError([diag], relay_stack=stack)
 
 
@@ -619,6 +629,8 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     Raises ``RelayRuntimeError`` when evaluation gets stuck; ``KeyboardInterrupt``
     stops it promptly."""
     cls = TracingInterpreter if trace else Interpreter
+    source_name = program.source_name if isinstance(program, IRModule) else (
+        module.source_name if module is not None else None)
     if isinstance(program, IRModule):
         interp = cls(program)
         func = program.functions.get(entry)
@@ -650,7 +662,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         try:
             return job()
         except Stuck as stuck:
-            raise runtime_error(stuck) from None
+            raise runtime_error(stuck, source_name) from None
         except RecursionError:
             raise RelayRuntimeError("evaluation nested too deeply (Python recursion limit "
                                     f"{sys.getrecursionlimit()} reached)") from None

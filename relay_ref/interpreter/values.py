@@ -24,6 +24,7 @@ import numpy as np
 
 from relay_ref.ir.expr import Constructor, Function, Op, Var
 from relay_ref.ir.type_text import type_to_text
+from relay_ref.syntax.printer import scalar_text
 
 Value = Any  # np.ndarray | tuple | ConstructorValue | Closure | RecClosure | RefValue | ...
 
@@ -136,36 +137,11 @@ def values_equal(a: Value, b: Value) -> bool:
 
 # -- printing ----------------------------------------------------------------------------
 
-_INT_SUFFIX = {
-    "int8": "i8", "int16": "i16", "int32": "", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-}
-_FLOAT_SUFFIX = {"float16": "f16", "float32": "f", "float64": "f64"}
-
-
-def _float_digits(x: float | np.floating) -> str:
-    """Shortest digits that read back as the same value of x's precision."""
-    if np.isnan(x):
-        return "nan"
-    if np.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    mag = abs(float(x))
-    if mag != 0.0 and (mag >= 1e16 or mag < 1e-5):
-        return np.format_float_scientific(x, unique=True, trim="-")
-    return np.format_float_positional(x, unique=True, trim="-")
-
-
 def scalar_to_text(x: np.generic | np.ndarray) -> str:
-    """A scalar as the printer writes the literal: ``1``, ``3i64``, ``2.5f``, ``True``."""
-    x = np.asarray(x)[()]
-    dtype = x.dtype.name
-    if dtype == "bool":
-        return "True" if x else "False"
-    if dtype in _FLOAT_SUFFIX:
-        return _float_digits(x) + _FLOAT_SUFFIX[dtype]
-    if dtype in _INT_SUFFIX:
-        return f"{int(x)}{_INT_SUFFIX[dtype]}"
-    return f"{x!r}"
+    """A scalar exactly as the printer writes the literal: ``1``, ``3i64``, ``2.5f``,
+    ``True`` (``relay_ref.syntax.printer.scalar_text``)."""
+    text = scalar_text(np.asarray(x))
+    return text if text is not None else repr(np.asarray(x)[()])
 
 
 def tensor_to_text(arr: np.ndarray, threshold: int = 1000) -> str:

@@ -605,6 +605,8 @@ def _axis_identity_rel(op: str) -> object:
 
 def _softmax_ref(args: list, attrs: SoftmaxAttrs) -> Array:
     x = np.asarray(args[0])
+    if x.size == 0:
+        return x.copy()
     xf = x if is_float(x.dtype.name) else x.astype(np.float64)
     with np.errstate(all="ignore"):
         e = np.exp(xf - np.max(xf, axis=attrs.axis, keepdims=True))
@@ -614,6 +616,8 @@ def _softmax_ref(args: list, attrs: SoftmaxAttrs) -> Array:
 
 def _log_softmax_ref(args: list, attrs: SoftmaxAttrs) -> Array:
     x = np.asarray(args[0])
+    if x.size == 0:
+        return x.copy()
     xf = x if is_float(x.dtype.name) else x.astype(np.float64)
     with np.errstate(all="ignore"):
         shifted = xf - np.max(xf, axis=attrs.axis, keepdims=True)
@@ -978,6 +982,8 @@ def _layer_norm_rel(arg_types: list[Type], attrs: LayerNormAttrs) -> object:
 def _layer_norm_ref(args: list, attrs: LayerNormAttrs) -> Array:
     x, gamma, beta = (np.asarray(a) for a in args)
     axis = attrs.axis % x.ndim
+    if x.size == 0:
+        return x.copy()
     with np.errstate(all="ignore"):
         mean = np.mean(x, axis=axis, keepdims=True, dtype=x.dtype)
         var = np.mean((x - mean) ** 2, axis=axis, keepdims=True, dtype=x.dtype)
@@ -1036,6 +1042,8 @@ class LRNAttrs:
 
 def _lrn_ref(args: list, attrs: LRNAttrs) -> Array:
     x = np.asarray(args[0])
+    if x.size == 0:
+        return x.copy()
     axis = attrs.axis % x.ndim
     xf = x if is_float(x.dtype.name) else x.astype(np.float64)
     half = attrs.size // 2

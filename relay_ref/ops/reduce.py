@@ -23,8 +23,10 @@ from relay_ref.ops.registry import NOT_YET, OpRuntimeError, RelationError, regis
 from relay_ref.ops.relations import (
     as_dtype,
     broadcast_shapes,
+    is_any,
     is_float,
     reduce_axes,
+    shape_text,
     tensor_args,
 )
 
@@ -79,7 +81,12 @@ def _reduce_rel(op: str, out_dtype: str | None = None, num_inputs: int = 1
             if mean.dtype != data.dtype:
                 raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
                                     f"{mean.dtype} (mean)")
-            broadcast_shapes(op, data.shape, mean.shape)
+            both = broadcast_shapes(op, data.shape, mean.shape)
+            if len(both) != data.ndim or any(
+                    not is_any(d) and not is_any(b) and d != b
+                    for d, b in zip(data.shape, both, strict=True)):
+                raise RelationError(f"{op}: mean of shape {shape_text(mean.shape)} does "
+                                    f"not broadcast to data's shape {shape_text(data.shape)}")
         axes = reduce_axes(op, data.ndim, attrs.axis, attrs.exclude)
         return TensorType(_out_shape(data.shape, axes, attrs.keepdims),
                           out_dtype or data.dtype)

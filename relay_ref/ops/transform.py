@@ -703,8 +703,11 @@ def _strided_slice_rel(arg_types: list[Type], attrs: StridedSliceAttrs) -> objec
 def _strided_slice_ref(args: list, attrs: StridedSliceAttrs) -> Array:
     x = np.asarray(args[0])
     index = []
-    for b, e, s, _ in _slices("strided_slice", x.shape, attrs):
-        index.append(slice(b, None if e == -1 and s < 0 else e, s))
+    for b, e, s, n in _slices("strided_slice", x.shape, attrs):
+        if n == 0:  # canonical begin may be -1 ("before 0"), which Python reads as "last"
+            index.append(slice(0, 0))
+        else:
+            index.append(slice(b, None if e == -1 and s < 0 else e, s))
     return _fresh(x[tuple(index)])
 
 

@@ -346,3 +346,36 @@ def _value_of(ty: object, rng: np.random.Generator) -> object:
     if ty.dtype.startswith("float"):
         return rng.uniform(0.5, 2, shape).astype(ty.dtype)
     return rng.integers(0, 3, shape).astype(ty.dtype)
+
+
+def _perturb(ty: object, rng: np.random.Generator) -> object:
+    """A random tensor type near ``ty``: same dtype, random rank <= 4 and small dims."""
+    if isinstance(ty, TupleType):
+        base = _perturb(ty.fields[0], rng)
+        return TupleType(tuple(base if rng.random() < 0.7 else _perturb(f, rng)
+                               for f in ty.fields))
+    assert isinstance(ty, TensorType)
+    if rng.random() < 0.3:
+        return ty
+    rank = int(rng.integers(0, 5)) if rng.random() < 0.5 else ty.ndim
+    return TensorType(tuple(int(rng.integers(0, 5)) for _ in range(rank)), ty.dtype)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_random_shapes_relation_agrees_with_reference(name: str) -> None:
+    op = get_op(name)
+    args, attrs = example(name)
+    rng = np.random.default_rng(zlib.crc32(name.encode()) + 1)
+    for _ in range(40):
+        types = [_perturb(t, rng) for t in args]
+        try:
+            out = op.relation(types, attrs)
+        except RelationError:
+            continue
+        assert isinstance(out, TensorType | TupleType), (name, types, out)
+        values = [_value_of(t, rng) for t in types]
+        try:
+            result = op.reference(list(values), attrs)
+        except OpRuntimeError:
+            continue
+        assert_matches_type(result, out, f"{name} {types}")

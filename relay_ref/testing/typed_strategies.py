@@ -267,7 +267,8 @@ def resnet_like_module(blocks: tuple[int, ...] = (3, 4, 6, 3), batch: int = 1,
     """A ResNet-50-shaped dataflow graph (bottleneck blocks, NCHW): stem conv7x7/2 + bn +
     relu + maxpool, ``blocks`` bottlenecks per stage, global pooling, dense. Weights are
     parameters of ``@main``; each block's input node is shared by the residual branch and
-    the shortcut (a graph binding). ~500 operator calls for the default configuration."""
+    the shortcut (a graph binding). About 180 operator calls and 50 projections for the
+    default configuration, as in TVM's resnet50 workload."""
     params: list[Var] = []
 
     def weight(name: str, shape: tuple[int, ...]) -> Var:

@@ -13,6 +13,7 @@ from opcheck import assert_matches_type, run_op
 
 from relay_ref.ir.types import (
     ANY,
+    AnyDim,
     FuncType,
     IncompleteType,
     TensorType,
@@ -379,3 +380,42 @@ def test_random_shapes_relation_agrees_with_reference(name: str) -> None:
         except OpRuntimeError:
             continue
         assert_matches_type(result, out, f"{name} {types}")
+
+
+def _anyfy(ty: object, mask: int) -> object:
+    if isinstance(ty, TupleType):
+        return TupleType(tuple(_anyfy(f, mask) for f in ty.fields))
+    assert isinstance(ty, TensorType)
+    return TensorType(tuple(ANY if (mask >> i) & 1 else d for i, d in enumerate(ty.shape)),
+                      ty.dtype)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_any_dims_never_crash_and_refine_to_static(name: str) -> None:
+    """With ``?`` dims a relation gives a type (or a RelationError); the static result,
+    where there is one, must be an instance of it (``?`` matches any dim)."""
+    op = get_op(name)
+    args, attrs = example(name)
+    static = op.relation(args, attrs)
+    for mask in (1, 2, 5, 15):
+        for i in range(len(args)):
+            trial = list(args)
+            trial[i] = _anyfy(args[i], mask)
+            try:
+                out = op.relation(trial, attrs)
+            except RelationError:
+                continue
+            assert isinstance(out, TensorType | TupleType), (name, trial)
+            _assert_instance(static, out, name)
+
+
+def _assert_instance(static: object, general: object, where: str) -> None:
+    if isinstance(general, TupleType):
+        assert isinstance(static, TupleType) and len(static.fields) == len(general.fields)
+        for s, g in zip(static.fields, general.fields, strict=True):
+            _assert_instance(s, g, where)
+        return
+    assert isinstance(static, TensorType) and isinstance(general, TensorType), where
+    assert static.dtype == general.dtype and static.ndim == general.ndim, where
+    pairs = zip(static.shape, general.shape, strict=True)
+    assert all(isinstance(g, AnyDim) or g == s for s, g in pairs), (where, static, general)

@@ -2,7 +2,8 @@
 
 ``%`` starts Relay locals, so commands use ``:`` (as evcxr does); no Relay cell can start
 with ``:``. The first word after ``:`` names the command; everything after it (the rest of
-the line and any following lines) is its argument. ``?name`` is short for ``:doc name``.
+the line and any following lines) is its argument. ``?name`` is ``:doc name`` shown in the
+front end's pager (as IPython's ``name?``).
 
 Invariant: a command reports through ``Output`` only, raises ``CommandError`` for misuse and
 ``RelayError`` for mistakes in the Relay text it was given; it changes the session only where
@@ -61,8 +62,7 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {}
-ALIASES = {"t": "type", "vars": "who", "clear": "reset", "timing": "time", "?": "doc",
-           "h": "help"}
+ALIASES = {"t": "type", "vars": "who", "clear": "reset", "timing": "time", "h": "help"}
 
 
 def command(name: str, usage: str, help: str, needs_arg: bool = False):
@@ -78,10 +78,11 @@ def command(name: str, usage: str, help: str, needs_arg: bool = False):
 def split_command(code: str) -> tuple[str, str] | None:
     """``(name, argument)`` when ``code`` is a command cell, else None.
 
-    ``?add`` is ``("doc", "add")``; aliases are resolved (``:t`` is ``:type``)."""
+    ``?add`` is ``("page", "add")`` (``:doc`` shown in the pager); aliases are resolved
+    (``:t`` is ``:type``)."""
     text = code.lstrip()
     if text.startswith("?"):
-        return "doc", text[1:].strip()
+        return "page", text[1:].strip()
     if not text.startswith(":"):
         return None
     head, _, rest = text[1:].partition("\n")
@@ -92,7 +93,7 @@ def split_command(code: str) -> tuple[str, str] | None:
 
 def run_command(ctx: Context, name: str, arg: str) -> None:
     """Run ``:name arg``; unknown names and missing arguments raise ``CommandError``."""
-    cmd = COMMANDS.get(name)
+    cmd = PAGE if name == "page" else COMMANDS.get(name)
     if cmd is None:
         known = " ".join(":" + c for c in COMMANDS)
         raise CommandError(f"unknown command :{name} (commands: {known}; :help explains them)")
@@ -127,7 +128,7 @@ def help_text() -> str:
     lines = [RULES, "Commands (a cell starting with `:`; the rest of the cell is the argument):"]
     for c in COMMANDS.values():
         lines.append(f"  {f':{c.name} {c.usage}'.ljust(width)}  {c.help.splitlines()[0]}")
-    lines.append(f"  {'?NAME'.ljust(width)}  Same as :doc NAME.")
+    lines.append(f"  {'?NAME'.ljust(width)}  Same as :doc NAME, shown in the pager.")
     return "\n".join(lines)
 
 
@@ -232,7 +233,7 @@ def _who(ctx: Context, arg: str) -> None:
     from relay_kernel.display import value_text
 
     for name, ty, value in s.bindings:
-        shown = value_text(value).replace("\n", " ")
+        shown = " ".join(value_text(value).split())
         if len(shown) > 60:
             shown = shown[:57] + "..."
         lines.append(f"%{name} : {pretty_type(ty)} = {shown}")
@@ -246,12 +247,24 @@ def _who(ctx: Context, arg: str) -> None:
          "NAME is an op, @global, constructor, type, %binding, keyword or :command.",
          needs_arg=True)
 def _doc(ctx: Context, arg: str) -> None:
+    ctx.out.display(text_bundle(_describe(ctx, arg)))
+
+
+def _describe(ctx: Context, arg: str) -> str:
     from relay_kernel.editor import describe
 
     doc = describe(arg.strip(), ctx.session)
     if doc is None:
         raise CommandError(f"nothing known about {arg.strip()!r}")
-    ctx.out.page(doc)
+    return doc
+
+
+def _page(ctx: Context, arg: str) -> None:
+    """``?NAME``: ``:doc NAME`` sent to the front end's pager (a reply payload)."""
+    ctx.out.page(_describe(ctx, arg))
+
+
+PAGE = Command("page", "NAME", "Show :doc NAME in the pager.", _page, needs_arg=True)
 
 
 # -- evaluation commands -----------------------------------------------------------------
@@ -342,7 +355,7 @@ def ast_text(node: Any, max_nodes: int = 2000) -> str:
 
     from relay_kernel.display import scalar_literal, type_text
     from relay_ref.ir.expr import GlobalVar, Op, Var
-    from relay_ref.ir.types import Type
+    from relay_ref.ir.types import TensorType, Type
 
     lines: list[str] = []
     stack: list[tuple[str, str, Any]] = [("", "", node)]
@@ -361,6 +374,12 @@ def ast_text(node: Any, max_nodes: int = 2000) -> str:
         elif isinstance(obj, Var):
             ann = f": {type_text(obj.type_annotation)}" if obj.type_annotation else ""
             lines.append(prefix + f"Var(%{obj.name_hint}{ann})")
+        elif type(obj).__name__ == "Constant" and isinstance(getattr(obj, "data", None),
+                                                             np.ndarray):
+            data = obj.data
+            lit = scalar_literal(data) if data.ndim == 0 else \
+                f"<{type_text(TensorType(tuple(data.shape), str(data.dtype)))}>"
+            lines.append(prefix + f"Constant({lit})")
         elif isinstance(obj, np.ndarray):
             lit = scalar_literal(obj) if obj.ndim == 0 else f"<{obj.dtype}{list(obj.shape)}>"
             lines.append(prefix + lit)

@@ -268,10 +268,6 @@ def error_content(err: BaseException) -> dict[str, Any]:
 
     if isinstance(err, RelayError):
         lines = err.render(colour=True).splitlines()
-        stack = getattr(err, "relay_stack", ())
-        if stack:
-            lines.append("\x1b[1;36mnote:\x1b[0m while evaluating "
-                         + " → ".join(f"@{g.lstrip('@')}" for g in stack))
         return {"ename": type(err).__name__, "evalue": err.message, "traceback": lines}
     if isinstance(err, KeyboardInterrupt):
         return {"ename": "KeyboardInterrupt", "evalue": "interrupted",

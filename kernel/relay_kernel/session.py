@@ -194,6 +194,8 @@ class Session:
 
                     note += f"; its type was {type_to_text(was)}, now {type_to_text(now)}"
                 notes.append(note)
+            elif name in _prelude_globals() and self.prelude:
+                notes.append(f"note: @{name} shadows the prelude's @{name}")
             if name not in self.user_globals:
                 self.user_globals.append(name)
         for name, td in checked.type_definitions.items():
@@ -204,6 +206,8 @@ class Session:
                 what = "your earlier definition" if name in self.user_types \
                     else "the prelude's definition"
                 notes.append(f"note: type {name} redefined (replaces {what})")
+            elif name in _prelude_types() and self.prelude:
+                notes.append(f"note: type {name} shadows the prelude's {name}")
             if name not in self.user_types:
                 self.user_types.append(name)
         self.module = checked
@@ -249,6 +253,18 @@ class Session:
         """Run a ``.relay`` file as a cell named by its path (``:load``)."""
         text = Path(path).expanduser().read_text()
         return self.run(text, str(path))
+
+
+def _prelude_globals() -> dict[str, str]:
+    from relay_kernel.editor import prelude_names
+
+    return prelude_names()[0]
+
+
+def _prelude_types() -> dict[str, str]:
+    from relay_kernel.editor import prelude_names
+
+    return prelude_names()[1]
 
 
 def _split_trace(result: Any) -> tuple[Any, list[Any]]:

@@ -26,6 +26,7 @@ left to right. Invariants:
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import weakref
@@ -305,9 +306,8 @@ class Interpreter:
         if len(params) != len(args):
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
                         _span(call) or func.span)
-        for param, arg in zip(params, args, strict=True):
-            frame[param] = arg
-        info = self.info(func)
+        frame.update(zip(params, args))
+        info = self.fn_info.get(func) or self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
         name = callee.global_name if type(callee) is Closure else None
@@ -559,6 +559,7 @@ def run_deep(job: Callable[[], Any], interp: Interpreter | None = None) -> Any:
             thread.start()
         finally:
             threading.stack_size(old)
+    _relax_gc(+1)
     try:
         while thread.is_alive():
             thread.join(0.05)
@@ -567,9 +568,31 @@ def run_deep(job: Callable[[], Any], interp: Interpreter | None = None) -> Any:
             interp.request_stop()
         thread.join(2.0)
         raise
+    finally:
+        _relax_gc(-1)
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+_gc_users = 0
+_gc_saved: tuple[int, int, int] = (700, 10, 10)
+#: Collector thresholds while evaluations run: evaluation allocates many small objects that
+#: stay alive (list cells, frames); the default first threshold (700) makes the collector
+#: re-scan them tens of thousands of times for a 100 000-element list.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+def _relax_gc(delta: int) -> None:
+    """Raise the GC thresholds while at least one evaluation runs; restore them after."""
+    global _gc_users, _gc_saved
+    with _stack_lock:
+        if delta > 0 and _gc_users == 0:
+            _gc_saved = gc.get_threshold()
+            gc.set_threshold(*GC_THRESHOLDS)
+        _gc_users += delta
+        if delta < 0 and _gc_users == 0:
+            gc.set_threshold(*_gc_saved)
 
 
 def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeError:

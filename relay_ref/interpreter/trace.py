@@ -75,7 +75,7 @@ def short_text(expr: Expr | None, width: int = 70) -> str:
     """Relay-like text of ``expr``, nested parts elided as ``...``, cut to ``width``."""
     if expr is None:
         return "(host call)"
-    text = " ".join(_text(expr, 3).split())
+    text = " ".join(_text(expr, 4).split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

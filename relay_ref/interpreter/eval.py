@@ -306,7 +306,7 @@ class Interpreter:
         if len(params) != len(args):
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
                         _span(call) or func.span)
-        frame.update(zip(params, args))
+        frame.update(zip(params, args, strict=True))  # lengths checked above
         info = self.fn_info.get(func) or self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))

@@ -62,7 +62,6 @@ def test_other_entry_and_adt_arguments():
 
 def test_expression_with_module_and_env():
     mod = rr.infer_types(rr.parse("def @sq(%x: int32) -> int32 { %x * %x }"))
-    y = rr.parse_expr("%y", scope={}) if False else None
     expr = rr.parse_expr("@sq(3) + 1", module=mod)
     assert rr.evaluate(expr, module=mod) == 10
     from relay_ref.ir.expr import Var

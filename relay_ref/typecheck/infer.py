@@ -129,7 +129,7 @@ class TypeMap(MutableMapping[Expr, Type]):
 # -- running deep recursion --------------------------------------------------------------
 
 _STACK_BYTES = 512 * 1024 * 1024
-_RECURSION_LIMIT = 400_000
+_RECURSION_LIMIT = 2_000_000
 _lock = threading.Lock()
 _deep_workers = 0  # workers running now; the first raises the recursion limit, the last
 _saved_limit = 0   # restores it, so the caller never observes a changed limit afterwards
@@ -406,9 +406,8 @@ class _Checker:
             self.solver.solve()
         self.owner = None
         self.finish()
-        checked = self.resolved_types()
         global_types = {name: self.unifier.resolve(t) for name, t in self.headers.items()}
-        return mod.with_types(checked, global_types)  # type: ignore[arg-type]
+        return mod.with_types(self.types, global_types)  # type: ignore[arg-type]
 
     def check_expr(self, expr: Expr, var_types: dict[Var, Type]) -> tuple[Type, TypeMap]:
         """Infer one expression (``infer_expr``)."""
@@ -419,11 +418,13 @@ class _Checker:
             self.bind_var(var, ty)
         ty = self.infer(expr)
         self.finish()
-        return self.unifier.resolve(ty), self.resolved_types()
+        return self.unifier.resolve(ty), self.types
 
     def finish(self) -> None:
-        """Reach the fixpoint, then report what is still unknown (spec 6.3) and raise."""
+        """Reach the fixpoint, resolve every node's type, report what is still unknown
+        (spec 6.3) and raise if anything went wrong."""
         self.solver.solve()
+        self.resolve_all()
         if not self.diagnostics:
             self.report_unknowns()
         if self.diagnostics:
@@ -439,6 +440,8 @@ class _Checker:
                 self.error(constraint.expr, constraint.describe(), rule)
             reported.update(holes)
         for expr, ty in self.types.pairs():
+            if type(ty) is TensorType:
+                continue  # resolved tensor types hold no holes
             if len(self.diagnostics) >= 20:
                 return
             holes = [h.uid for h in self.unifier.holes(ty) if h.uid not in reported]
@@ -449,12 +452,13 @@ class _Checker:
                            f"{show(self.unifier.resolve(ty))}); add an annotation",
                            "T-Resolve")
 
-    def resolved_types(self) -> TypeMap:
-        out = TypeMap()
+    def resolve_all(self) -> None:
+        """Replace every node's type by its resolution (in place: same keys)."""
+        items = self.types._items
         resolve = self.unifier.resolve
-        for expr, ty in self.types.pairs():
-            out[expr] = resolve(ty)
-        return out
+        for key, (expr, ty) in items.items():
+            if type(ty) is not TensorType:
+                items[key] = (expr, resolve(ty))
 
     # -- functions ---------------------------------------------------------------------------
     def header_of(self, fn: Function) -> FuncType:
@@ -494,9 +498,9 @@ class _Checker:
     # -- expressions -------------------------------------------------------------------------
     def infer(self, expr: Expr) -> Type:
         """The type of ``expr`` (memoised per node: shared nodes are checked once)."""
-        known = self.types.get(expr)
+        known = self.types._items.get(id(expr))
         if known is not None:
-            return known
+            return known[1]
         self.current = expr
         ty = self.infer_rule(expr)
         self.types[expr] = ty

@@ -170,12 +170,16 @@ def run_deep(fn: Callable[[], _R]) -> _R:
 
     with _lock:
         old = threading.stack_size()
-        threading.stack_size(_STACK_BYTES)
         try:
+            threading.stack_size(_STACK_BYTES)
             worker = threading.Thread(target=target, name="relay-typecheck", daemon=True)
             worker.start()
+        except (RuntimeError, ValueError, MemoryError):
+            worker = None  # no big-stack thread on this platform: run here (shallower)
         finally:
             threading.stack_size(old)
+    if worker is None:
+        return fn()
     worker.join()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

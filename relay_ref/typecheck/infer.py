@@ -232,6 +232,13 @@ def _span(node: object) -> Span | None:
     return span if isinstance(span, Span) else None
 
 
+def _result_of(expr: Expr) -> Expr:
+    """The expression whose value ``expr`` returns: the final body of a let chain."""
+    while isinstance(expr, Let):
+        expr = expr.body
+    return expr
+
+
 def _use_span(node: object, parent: object) -> Span | None:
     """Where ``node`` is used: a variable's node is its binder, so use ``parent``'s span."""
     if isinstance(node, Var):
@@ -493,7 +500,7 @@ class _Checker:
         if fn.ret_type is not None:
             notes = (Note("the return type is declared here", _span(fn.ret_type) or
                           _span(fn)),)
-        self.unify(body, header.ret_type, fn.body, "T-Fn",
+        self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
                    "the body does not have the declared return type: ", notes, parent=fn)
         self.scope = saved
         self.types[fn] = header

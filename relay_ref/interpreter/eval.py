@@ -151,7 +151,9 @@ class Interpreter:
                 case GlobalVar(name=name):               # E-Global (3.2)
                     if self.tracing:
                         self.emit("E-Global", expr)
-                    return self.global_closure(name, expr.span)
+                    closure = self.globals.get(name)
+                    return closure if closure is not None else self.global_closure(name,
+                                                                                   expr.span)
                 case Constant(data=data):                # E-Const (3.3)
                     if self.tracing:
                         self.emit("E-Const", expr)
@@ -354,7 +356,9 @@ class Interpreter:
                 if value.constructor.tag != ctor.tag:
                     return False
                 for sub, field_value in zip(pats, value.fields, strict=True):
-                    if not self.match_pattern(sub, field_value, env):
+                    if type(sub) is PatternVar:          # P-Var, inlined (the usual case)
+                        env[sub.var] = field_value
+                    elif not self.match_pattern(sub, field_value, env):
                         return False
                 return True
             case PatternVar(var=var):                                   # P-Var

@@ -40,3 +40,21 @@ def test_mutated_programs_raise_only_type_errors(path: Path, data) -> None:
         rr.infer_types(mod)
     except rr.RelayTypeError as err:
         assert err.diagnostics and all(d.message for d in err.diagnostics)
+
+
+def _syntax_modules():
+    from relay_ref.testing.strategies import modules
+
+    return modules()
+
+
+@given(st.deferred(_syntax_modules))
+def test_syntactically_valid_programs_raise_only_type_errors(mod) -> None:
+    # Mostly ill-typed programs of every syntactic form (relay_ref.testing.strategies).
+    try:
+        out = rr.infer_types(mod)
+    except rr.RelayTypeError as err:
+        assert err.diagnostics
+        assert not any("internal error" in d.message for d in err.diagnostics), err.render()
+    else:
+        assert set(out.global_types) == set(mod.functions)

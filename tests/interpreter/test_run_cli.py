@@ -19,9 +19,12 @@ def relay_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def test_example_runs():
-    out = relay_run("examples/list_sum.relay", "10")
+    out = relay_run("examples/list_sum.relay")  # the README's first command
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "385"
+    out = relay_run("examples/list_sum.relay", "--entry", "sum_of_squares", "100")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "338350"
 
 
 def test_literal_adt_and_npy_arguments(tmp_path):

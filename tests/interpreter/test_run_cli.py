@@ -22,7 +22,7 @@ def test_example_runs():
     out = relay_run("examples/list_sum.relay")  # the README's first command
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "385"
-    out = relay_run("examples/list_sum.relay", "--entry", "sum_of_squares", "100")
+    out = relay_run("examples/list_sum.relay", "100", "--entry", "sum_of_squares")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "338350"
 

@@ -95,6 +95,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return run_file(args)
 
 
+def _is_number(text: str) -> bool:
+    """A negative Relay literal such as ``-3``, ``-2.5f`` or ``-1i64`` (not an option)."""
+    return text.startswith("-") and (text[1:2].isdigit() or text[1:2] == ".")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay",
@@ -142,7 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras and args.command == "run":
+        # `relay run FILE --entry f 100`: arguments of @main may follow options.
+        args.args = list(args.args) + [e for e in extras if e != "--"]
+        after_dashes = extras[extras.index("--"):] if "--" in extras else []
+        unknown = [e for e in extras if e.startswith("-") and not _is_number(e)
+                   and e != "--" and e not in after_dashes]
+        if unknown:
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

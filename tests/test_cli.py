@@ -1,0 +1,131 @@
+"""The ``relay`` command, run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def relay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, timeout=120,
+                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
+
+
+GOOD = """#[version = "0.0.5"]
+def @double(%x: int32) -> int32 { %x * 2 }
+def @main() -> int32 { @double(21) }
+"""
+
+BAD_SYNTAX = """def @main() {
+  let %x = ;
+  %x
+}
+"""
+
+BAD_TYPE = """def @main(%x: Tensor[(3), float32], %y: Tensor[(4), float32]) {
+  add(%x, %y)
+}
+"""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    for name, text in {"good": GOOD, "syntax": BAD_SYNTAX, "type": BAD_TYPE}.items():
+        path = tmp_path / f"{name}.relay"
+        path.write_text(text)
+        out[name] = path
+    return out
+
+
+def test_version_and_help():
+    version = relay("--version")
+    assert version.returncode == 0 and "relay_ref" in version.stdout
+    helped = relay("--help")
+    assert helped.returncode == 0
+    for command in ("check", "run", "fmt"):
+        assert command in helped.stdout
+
+
+def test_no_command_is_a_usage_error():
+    result = relay()
+    assert result.returncode == 2
+    assert "usage" in result.stderr
+
+
+def test_check_ok_and_types(files):
+    result = relay("check", "--types", str(files["good"]))
+    assert result.returncode == 0, result.stderr
+    assert "@double : fn (int32) -> int32" in result.stdout
+    assert "@main : fn () -> int32" in result.stdout
+
+
+def test_check_reports_syntax_error_with_location(files):
+    result = relay("check", str(files["syntax"]))
+    assert result.returncode == 1
+    assert f"{files['syntax']}:2:" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "^" in result.stderr
+
+
+def test_check_reports_type_error_with_location(files):
+    result = relay("check", str(files["type"]))
+    assert result.returncode == 1
+    assert f"{files['type']}:2:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_continues_after_a_bad_file(files):
+    result = relay("check", str(files["syntax"]), str(files["good"]))
+    assert result.returncode == 1
+    assert "good.relay: ok" in result.stderr
+
+
+def test_missing_file_is_a_usage_error(tmp_path):
+    result = relay("check", str(tmp_path / "nope.relay"))
+    assert result.returncode == 2
+    assert "no such file" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_run_prints_the_value(files):
+    result = relay("run", str(files["good"]))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "42"
+
+
+def test_fmt_is_canonical_and_check_mode(files, tmp_path):
+    printed = relay("fmt", str(files["good"]))
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.startswith('#[version = "0.0.5"]')
+    canonical = tmp_path / "canonical.relay"
+    canonical.write_text(printed.stdout)
+    assert relay("fmt", "--check", str(canonical)).returncode == 0
+    messy = tmp_path / "messy.relay"
+    messy.write_text("def @main() -> int32 {   1 +   2 }\n")
+    check = relay("fmt", "--check", str(messy))
+    assert check.returncode == 1 and "would reformat" in check.stderr
+    assert messy.read_text() == "def @main() -> int32 {   1 +   2 }\n"
+
+
+def test_fmt_in_place_rewrites_and_is_idempotent(tmp_path):
+    messy = tmp_path / "messy.relay"
+    messy.write_text("def @main() -> int32 {   1 +   2 }\n")
+    assert relay("fmt", "-i", str(messy)).returncode == 0
+    once = messy.read_text()
+    assert once.startswith('#[version = "0.0.5"]')
+    assert relay("fmt", "-i", str(messy)).returncode == 0
+    assert messy.read_text() == once
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_fmt_leaves_a_bad_file_untouched(files):
+    before = files["syntax"].read_text()
+    result = relay("fmt", "-i", str(files["syntax"]))
+    assert result.returncode == 1
+    assert files["syntax"].read_text() == before

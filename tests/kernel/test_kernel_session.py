@@ -275,3 +275,11 @@ def test_interrupt_stops_evaluation_and_keeps_the_session(k):
     assert res.reply["status"] == "error" and res.reply["ename"] == "KeyboardInterrupt"
     assert "Traceback" not in strip_ansi("\n".join(res.reply["traceback"]))
     assert run_ok(k, "%kept + @fib(10)").value == "60"
+
+
+def test_silent_execution_publishes_nothing_and_keeps_no_history(k):
+    res = k.execute("def @quiet() -> int32 { 9 }\n@quiet()", silent=True, store_history=False)
+    assert res.ok and not res.outputs
+    assert run_ok(k, "@quiet()").value == "9"
+    tail = k.request("history", hist_access_type="tail", n=1, output=False, raw=True)
+    assert "@quiet()" == tail["history"][-1][2]  # the visible cell, not the silent one

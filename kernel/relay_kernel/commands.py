@@ -23,6 +23,7 @@ from relay_kernel.display import (
     CommandError,
     pretty_type,
     text_bundle,
+    trace_bundle,
     type_bundle,
     value_bundle,
 )
@@ -306,7 +307,7 @@ def _trace(ctx: Context, arg: str) -> None:
     outcome = ctx.session.run(arg, ctx.source_name, trace=True)
     text = format_trace(outcome.trace or [], limit=TRACE_LIMIT)
     if text:
-        ctx.out.display(text_bundle(text, relay=True))
+        ctx.out.display(trace_bundle(text))
     show_outcome(ctx, outcome)
 
 

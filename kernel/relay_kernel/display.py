@@ -256,6 +256,26 @@ def text_bundle(text: str, relay: bool = False) -> dict[str, str]:
     return {"text/plain": text}
 
 
+def trace_bundle(text: str) -> dict[str, str]:
+    """An evaluation trace (``RULE  expr`` lines, indented by depth): rule names bold, the
+    expressions highlighted as Relay."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    fmt = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+    rows = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        indent = line[: len(line) - len(stripped)]
+        rule, sep, rest = stripped.partition("  ")
+        code = highlight(rest, RelayLexer(), fmt).rstrip("\n") if sep else ""
+        rows.append(f'{indent}<b style="color: #7a3e9d;">{html.escape(rule)}</b>'
+                    f"{sep}{code}")
+    body = "\n".join(rows)
+    return {"text/plain": text,
+            "text/html": f'<pre style="{MONO} margin: 0; background: transparent;">{body}</pre>'}
+
+
 # -- errors ------------------------------------------------------------------------------
 
 def error_content(err: BaseException) -> dict[str, Any]:

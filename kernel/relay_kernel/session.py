@@ -6,7 +6,8 @@ The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
    (``let %x = e;`` with no body), then at most one trailing expression; any part may be
    missing, but they come in this order.
 2. Definitions accumulate in the session module. Defining a name again replaces the old
-   definition; the kernel says so in a note (and shows the old and new types).
+   definition; the kernel says so in a note (and shows the old and new types). Defining a
+   name the prelude defines shadows the prelude's, with a note too.
 3. ``let %x = e;`` at the top of a cell, with nothing after the ``;`` binding it, evaluates
    ``e`` and binds ``%x`` for later cells (its value and type are kept).
 4. The trailing expression is type-checked and evaluated; its value is the cell's result

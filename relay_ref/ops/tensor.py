@@ -37,12 +37,18 @@ except ImportError:  # pragma: no cover
 Array = np.ndarray
 
 
+@np.errstate(all="ignore")
+def _quietly(fn: Callable[..., object], *args: Array) -> object:
+    """``fn(*args)`` with IEEE warnings silenced (the decorator form of ``np.errstate`` is
+    about twice as fast as the ``with`` form)."""
+    return fn(*args)
+
+
 def _guard(op: str, fn: Callable[..., object], *args: Array) -> object:
     """Run a NumPy computation with IEEE warnings silenced; NumPy type errors (e.g. ``-`` on
     bool) become ``OpRuntimeError``."""
     try:
-        with np.errstate(all="ignore"):
-            return fn(*args)
+        return _quietly(fn, *args)
     except (TypeError, ValueError) as err:
         raise OpRuntimeError(f"{op}: {err}") from None
 
@@ -139,10 +145,34 @@ _BINARY: dict[str, tuple[Callable[[Array, Array], object], int, bool,
 }
 
 
+#: Ufuncs that raise no IEEE flag on integer or bool inputs (they wrap silently), so the
+#: scalar fast path below may call them without ``np.errstate``. Not the division family:
+#: ``floor_divide(INT_MIN, -1)`` flags an overflow.
+_FLAG_FREE_ON_INTEGERS = frozenset({
+    np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.logical_and, np.logical_or,
+    np.logical_xor, np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.equal, np.not_equal,
+    np.less, np.less_equal, np.greater, np.greater_equal,
+})
+_BOOL = np.dtype("bool")
+
+
 def _binary_ref(op: str, fn: Callable[[Array, Array], object], to_bool: bool
                 ) -> Callable[[list, object], Array]:
+    fast = fn in _FLAG_FREE_ON_INTEGERS
+
     def ref(args: list, attrs: object) -> Array:
-        a, b = np.asarray(args[0]), np.asarray(args[1])
+        a, b = args
+        if (fast and type(a) is Array and type(b) is Array and a.dtype is b.dtype
+                and a.dtype.kind in "biu"):
+            # fast path (same semantics): integers and bools wrap without IEEE flags;
+            # ``out=...`` makes NumPy return an ndarray, never a NumPy scalar
+            try:
+                out = fn(a, b, out=...)
+            except TypeError as err:  # e.g. subtract on bool
+                raise OpRuntimeError(f"{op}: {err}") from None
+            want = _BOOL if to_bool else a.dtype
+            return out if out.dtype is want else out.astype(want)
+        a, b = np.asarray(a), np.asarray(b)
         out = _guard(op, fn, a, b)
         return as_dtype(out, "bool" if to_bool else a.dtype)
     return ref

@@ -1,9 +1,11 @@
 """The definitional interpreter: Relay's big-step semantics (spec/semantics.md), one case per
 rule.
 
-``Interpreter.eval(expr, env)`` is the judgement ``env ⊢ expr ⇒ value``: one ``match`` over
-the expression classes in the grammar's order, each case citing its rule. Call-by-value,
-left to right. Invariants:
+``Interpreter.eval(expr, env)`` is the judgement ``env ⊢ expr ⇒ value``: it applies the rule
+for the expression's class, one method per rule (``e_var`` ... ``e_write``, in the grammar's
+order, each citing its rule), picked from a table rather than by a ``match`` because a table
+lookup is as cheap for the last class as for the first. Call-by-value, left to right.
+Invariants:
 
 * ``env`` is the frame of the current function activation: a dict from ``Var`` to value.
   ``let`` and ``match`` extend it in place (binders are distinct ``Var`` objects, so this
@@ -132,113 +134,185 @@ class Interpreter:
 
     # -- the judgement env ⊢ expr ⇒ value ------------------------------------------------
     def eval(self, expr: Expr, env: dict) -> Value:
-        """The value of ``expr`` in frame ``env`` (which ``let``/``match`` may extend)."""
+        """The value of ``expr`` in frame ``env`` (which ``let``/``match`` may extend).
+
+        The rule is chosen by the expression's class (the tables ``_RULES`` and ``_STEPS``
+        after this class, in the grammar's order). A *step* (E-Let, E-If-*, E-Match) is a
+        rule whose conclusion is the value of its last premise, evaluated in the same frame:
+        it returns that sub-expression and the loop goes on with it. The other rules return
+        the value."""
+        shared = self.shared
         while True:
-            if self.shared and expr in self.shared:      # Sharing (spec 2.3)
+            if shared and expr in shared:                # Sharing (spec 2.3)
                 known = env.get(expr, _MISSING)
                 if known is _MISSING:
                     return self.eval_shared(expr, env)
                 if known is not _BUSY:
                     return known
-            match expr:
-                case Var():                              # E-Var (spec 3.1)
-                    if self.tracing:
-                        self.emit("E-Var", expr)
-                    try:
-                        return env[expr]
-                    except KeyError:
-                        raise Stuck(f"unbound variable %{expr.name_hint}", expr.span) from None
-                case GlobalVar(name=name):               # E-Global (3.2)
-                    if self.tracing:
-                        self.emit("E-Global", expr)
-                    closure = self.globals.get(name)
-                    return closure if closure is not None else self.global_closure(name,
-                                                                                   expr.span)
-                case Constant(data=data):                # E-Const (3.3)
-                    if self.tracing:
-                        self.emit("E-Const", expr)
-                    return data
-                case Tuple(fields=fields):               # E-Tuple (3.4)
-                    if self.tracing:
-                        self.emit("E-Tuple", expr)
-                    return tuple([self.eval(f, env) for f in fields])
-                case TupleGetItem(tuple_value=tup, index=index):  # E-Proj (3.5)
-                    if self.tracing:
-                        self.emit("E-Proj", expr)
-                    return self.eval(tup, env)[index]
-                case Let(var=var, value=value, body=body):
-                    if type(value) is Function:          # E-Let-Rec (3.6)
-                        if self.tracing:
-                            self.emit("E-Let-Rec", expr)
-                        env[var] = RecClosure(self.make_closure(value, env, var), var)
-                    else:                                # E-Let (3.6)
-                        if self.tracing:
-                            self.emit("E-Let", expr)
-                        env[var] = bound = self.eval(value, env)
-                        if var.type_annotation is not None:
-                            self.check_annotation(bound, var, var.type_annotation, value.span)
-                    expr = body
-                case Call(op=callee, args=args):
-                    if type(callee) is Op:               # E-App-Op (3.9)
-                        values = [self.eval(a, env) for a in args]
-                        if self.tracing:
-                            self.emit("E-App-Op", expr)
-                        return self.call_op(expr, values)
-                    fn_value = self.eval(callee, env)    # E-App-* (3.8): callee, then args
-                    values = [self.eval(a, env) for a in args]
-                    return self.apply(fn_value, values, expr)
-                case Function():                         # E-Fn (3.7)
-                    if self.tracing:
-                        self.emit("E-Fn", expr)
-                    return self.make_closure(expr, env)
-                case Op():                               # E-Op (3.10)
-                    if self.tracing:
-                        self.emit("E-Op", expr)
-                    return expr
-                case Constructor():                      # E-Ctor (3.11)
-                    if self.tracing:
-                        self.emit("E-Ctor", expr)
-                    return expr                          # a function value (nullary too)
-                case If(cond=cond, true_branch=then, false_branch=else_):
-                    if self.eval_condition(cond, env):   # E-If-True (3.12)
-                        if self.tracing:
-                            self.emit("E-If-True", expr)
-                        expr = then
-                    else:                                # E-If-False (3.12)
-                        if self.tracing:
-                            self.emit("E-If-False", expr)
-                        expr = else_
-                case Match(data=data, clauses=clauses):  # E-Match (3.13)
-                    scrutinee = self.eval(data, env)
-                    for clause in clauses:               # first matching clause wins
-                        if self.match_pattern(clause.lhs, scrutinee, env):
-                            if self.tracing:
-                                self.emit("E-Match", expr)
-                            expr = clause.rhs
-                            break
-                    else:
-                        raise Stuck("no match clause matched the value "
-                                    f"{_short(value_to_text(scrutinee))}", expr.span)
-                case RefCreate(value=value):             # E-Ref (3.15)
-                    cell = RefValue(self.eval(value, env))
-                    if self.tracing:
-                        self.emit("E-Ref", expr)
-                    return cell
-                case RefRead(ref=ref):                   # E-Read (3.16)
-                    cell = self.eval(ref, env)
-                    if self.tracing:
-                        self.emit("E-Read", expr)
-                    return cell.value
-                case RefWrite(ref=ref, value=value):     # E-Write (3.17)
-                    cell = self.eval(ref, env)
-                    cell.value = self.eval(value, env)
-                    if self.tracing:
-                        self.emit("E-Write", expr)
-                    return ()
-                case _:
+            step = _STEPS.get(type(expr))
+            if step is None:
+                rule = _RULES.get(type(expr))
+                if rule is None:
                     raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
+                return rule(self, expr, env)
+            expr = step(self, expr, env)
+
+    # -- the rules (spec/semantics.md section 3), in the grammar's order ---------------------
+    def e_var(self, expr: Var, env: dict) -> Value:
+        """E-Var (3.1): the variable's value in the frame."""
+        if self.tracing:
+            self.emit("E-Var", expr)
+        try:
+            return env[expr]
+        except KeyError:
+            raise Stuck(f"unbound variable %{expr.name_hint}", expr.span) from None
+
+    def e_global(self, expr: GlobalVar, env: dict) -> Value:
+        """E-Global (3.2): the closure of the global's definition."""
+        if self.tracing:
+            self.emit("E-Global", expr)
+        closure = self.globals.get(expr.name)
+        return closure if closure is not None else self.global_closure(expr.name, expr.span)
+
+    def e_const(self, expr: Constant, env: dict) -> Value:
+        """E-Const (3.3): the constant's tensor."""
+        if self.tracing:
+            self.emit("E-Const", expr)
+        return expr.data
+
+    def e_tuple(self, expr: Tuple, env: dict) -> Value:
+        """E-Tuple (3.4): the fields, left to right."""
+        if self.tracing:
+            self.emit("E-Tuple", expr)
+        return tuple([self.eval(f, env) for f in expr.fields])
+
+    def e_proj(self, expr: TupleGetItem, env: dict) -> Value:
+        """E-Proj (3.5): a field of the tuple's value."""
+        if self.tracing:
+            self.emit("E-Proj", expr)
+        return self.eval(expr.tuple_value, env)[expr.index]
+
+    def e_let(self, expr: Let, env: dict) -> Expr:
+        """E-Let-Rec / E-Let (3.6), a step: bind the variable, continue with the body."""
+        var, value = expr.var, expr.value
+        if type(value) is Function:                      # E-Let-Rec (3.6)
+            if self.tracing:
+                self.emit("E-Let-Rec", expr)
+            env[var] = RecClosure(self.make_closure(value, env, var), var)
+        else:                                            # E-Let (3.6)
+            if self.tracing:
+                self.emit("E-Let", expr)
+            env[var] = bound = self.eval(value, env)
+            if var.type_annotation is not None:
+                self.check_annotation(bound, var, var.type_annotation, value.span)
+        return expr.body
+
+    def e_fn(self, expr: Function, env: dict) -> Value:
+        """E-Fn (3.7): a closure capturing the values of the free variables."""
+        if self.tracing:
+            self.emit("E-Fn", expr)
+        return self.make_closure(expr, env)
+
+    def e_app(self, expr: Call, env: dict) -> Value:
+        """E-App-Op (3.9) for an operator callee; else E-App-* (3.8): the callee, then the
+        arguments, then ``apply``."""
+        callee = expr.op
+        if type(callee) is Op:                           # E-App-Op (3.9)
+            values = self.eval_args(expr.args, env)
+            if self.tracing:
+                self.emit("E-App-Op", expr)
+            cached = self.op_calls.get(expr)             # the reference, once per node
+            if cached is None:
+                cached = self.op_calls[expr] = _op_reference(callee.name, expr.attrs)
+            reference, attrs = cached
+            try:
+                return reference(values, attrs)
+            except Exception as err:
+                raise _op_failure(callee.name, err, expr) from None
+        fn_value = self.eval(callee, env)                # E-App-* (3.8)
+        return self.apply(fn_value, self.eval_args(expr.args, env), expr)
+
+    def e_op(self, expr: Op, env: dict) -> Value:
+        """E-Op (3.10): an operator is a function value."""
+        if self.tracing:
+            self.emit("E-Op", expr)
+        return expr
+
+    def e_ctor(self, expr: Constructor, env: dict) -> Value:
+        """E-Ctor (3.11): a constructor is a function value (nullary ones too)."""
+        if self.tracing:
+            self.emit("E-Ctor", expr)
+        return expr
+
+    def e_if(self, expr: If, env: dict) -> Expr:
+        """E-If-True / E-If-False (3.12), a step: the condition (a bool scalar) picks the
+        branch to continue with."""
+        cond = self.eval(expr.cond, env)
+        if type(cond) is not np.ndarray or cond.shape != () or cond.dtype.kind != "b":
+            raise Stuck("the condition of `if` must be a bool scalar, got "
+                        f"{_short(value_to_text(cond))}", expr.cond.span)
+        if cond:                                         # E-If-True (3.12)
+            if self.tracing:
+                self.emit("E-If-True", expr)
+            return expr.true_branch
+        if self.tracing:                                 # E-If-False (3.12)
+            self.emit("E-If-False", expr)
+        return expr.false_branch
+
+    def e_match(self, expr: Match, env: dict) -> Expr:
+        """E-Match (3.13), a step: the first clause whose pattern matches the scrutinee
+        binds its variables and is continued with; E-Match-Fail (3.14) if none does."""
+        scrutinee = self.eval(expr.data, env)
+        for clause in expr.clauses:
+            if self.match_pattern(clause.lhs, scrutinee, env):
+                if self.tracing:
+                    self.emit("E-Match", expr)
+                return clause.rhs
+        raise Stuck("no match clause matched the value "
+                    f"{_short(value_to_text(scrutinee))}", expr.span)
+
+    def e_ref(self, expr: RefCreate, env: dict) -> Value:
+        """E-Ref (3.15): a fresh cell holding the value."""
+        cell = RefValue(self.eval(expr.value, env))
+        if self.tracing:
+            self.emit("E-Ref", expr)
+        return cell
+
+    def e_read(self, expr: RefRead, env: dict) -> Value:
+        """E-Read (3.16): the cell's content."""
+        cell = self.eval(expr.ref, env)
+        if self.tracing:
+            self.emit("E-Read", expr)
+        return cell.value
+
+    def e_write(self, expr: RefWrite, env: dict) -> Value:
+        """E-Write (3.17): the cell, then the value stored in it; unit."""
+        cell = self.eval(expr.ref, env)
+        cell.value = self.eval(expr.value, env)
+        if self.tracing:
+            self.emit("E-Write", expr)
+        return ()
 
     # -- helpers named by the rules --------------------------------------------------------
+    def eval_args(self, args: tuple[Expr, ...], env: dict) -> list[Value]:
+        """The premises of E-App-*: the values of ``args``, left to right. Variables and
+        constants (most arguments) are looked up here as E-Var and E-Const say, saving a
+        call of ``eval`` each; ``TracingInterpreter`` sends every argument through ``eval``
+        so that the trace shows those rules."""
+        values = []
+        for arg in args:
+            kind = type(arg)
+            if kind is Var:                              # E-Var (3.1)
+                try:
+                    values.append(env[arg])
+                except KeyError:
+                    raise Stuck(f"unbound variable %{arg.name_hint}", arg.span) from None
+            elif kind is Constant:                       # E-Const (3.3)
+                values.append(arg.data)
+            else:
+                values.append(self.eval(arg, env))
+        return values
+
     def eval_shared(self, expr: Expr, env: dict) -> Value:
         """Sharing (2.3): evaluate a shared node once in this frame and remember it."""
         env[expr] = _BUSY
@@ -323,31 +397,12 @@ class Interpreter:
             raise
         return result
 
-    def call_op(self, call: Call, args: list[Value]) -> Value:
-        """E-App-Op: run the operator's NumPy reference (looked up once per call node)."""
-        cached = self.op_calls.get(call)
-        if cached is None:
-            cached = self.op_calls[call] = _op_reference(call.op.name, call.attrs)
-        reference, attrs = cached
-        try:
-            return reference(args, attrs)
-        except Exception as err:
-            raise _op_failure(call.op.name, err, call) from None
-
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
         reference, attrs = _op_reference(name, attrs)
         try:
             return reference(args, attrs)
         except Exception as err:
             raise _op_failure(name, err, call) from None
-
-    def eval_condition(self, cond: Expr, env: dict) -> bool:
-        """E-If-*: the condition must evaluate to a bool scalar."""
-        value = self.eval(cond, env)
-        if type(value) is not np.ndarray or value.shape != () or value.dtype != np.bool_:
-            raise Stuck("the condition of `if` must be a bool scalar, got "
-                        f"{_short(value_to_text(value))}", cond.span)
-        return bool(value)
 
     def match_pattern(self, pattern: Pattern, value: Value, env: dict) -> bool:
         """Does ``value`` match ``pattern``? Binds the pattern's variables in ``env``."""
@@ -387,6 +442,29 @@ class Interpreter:
                     f"has shape {_shape_text(value.shape)}", span)
 
 
+#: The rules that return a value, by expression class, in the grammar's order.
+_RULES: dict[type, Callable[[Interpreter, Any, dict], Value]] = {
+    Var: Interpreter.e_var,
+    GlobalVar: Interpreter.e_global,
+    Constant: Interpreter.e_const,
+    Tuple: Interpreter.e_tuple,
+    TupleGetItem: Interpreter.e_proj,
+    Function: Interpreter.e_fn,
+    Call: Interpreter.e_app,
+    Op: Interpreter.e_op,
+    Constructor: Interpreter.e_ctor,
+    RefCreate: Interpreter.e_ref,
+    RefRead: Interpreter.e_read,
+    RefWrite: Interpreter.e_write,
+}
+#: The steps: rules that continue with a sub-expression in the same frame (tail positions).
+_STEPS: dict[type, Callable[[Interpreter, Any, dict], Expr]] = {
+    Let: Interpreter.e_let,
+    If: Interpreter.e_if,
+    Match: Interpreter.e_match,
+}
+
+
 class TracingInterpreter(Interpreter):
     """An ``Interpreter`` that records every rule applied (``relay_ref.interpreter.trace``).
 
@@ -405,6 +483,9 @@ class TracingInterpreter(Interpreter):
 
     def emit(self, rule: str, expr: Expr) -> None:
         self.events.append(self._event(rule, expr, self.depth))
+
+    def eval_args(self, args: tuple[Expr, ...], env: dict) -> list[Value]:
+        return [self.eval(a, env) for a in args]
 
     def eval(self, expr: Expr, env: dict) -> Value:
         self.depth += 1

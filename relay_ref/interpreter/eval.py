@@ -149,12 +149,12 @@ class Interpreter:
                     return self.eval_shared(expr, env)
                 if known is not _BUSY:
                     return known
+            rule = _RULES.get(type(expr))
+            if rule is not None:
+                return rule(self, expr, env)
             step = _STEPS.get(type(expr))
             if step is None:
-                rule = _RULES.get(type(expr))
-                if rule is None:
-                    raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
-                return rule(self, expr, env)
+                raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
             expr = step(self, expr, env)
 
     # -- the rules (spec/semantics.md section 3), in the grammar's order ---------------------
@@ -229,7 +229,12 @@ class Interpreter:
                 return reference(values, attrs)
             except Exception as err:
                 raise _op_failure(callee.name, err, expr) from None
-        fn_value = self.eval(callee, env)                # E-App-* (3.8)
+        # E-App-* (3.8): the callee, then the arguments. A global, variable or constructor
+        # callee is an atom (never shared): its rule is applied directly.
+        kind = type(callee)
+        fn_value = (self.e_global(callee, env) if kind is GlobalVar else
+                    self.e_var(callee, env) if kind is Var else
+                    self.e_ctor(callee, env) if kind is Constructor else self.eval(callee, env))
         return self.apply(fn_value, self.eval_args(expr.args, env), expr)
 
     def e_op(self, expr: Op, env: dict) -> Value:
@@ -356,26 +361,27 @@ class Interpreter:
         """E-App-*: apply a function value to argument values."""
         if self.stop_requested:
             raise Interrupted()
-        match callee:
-            case Closure(env=captured, func=func):       # E-App-Closure (3.8)
-                frame = dict(captured)
-                rule = "E-App-Closure"
-            case RecClosure(closure=closure, var=var):   # E-App-Rec (3.8)
-                func = closure.func
-                frame = dict(closure.env)
-                frame[var] = callee
-                rule = "E-App-Rec"
-            case Constructor():                          # E-App-Ctor (3.8)
-                if self.tracing:
-                    self.emit("E-App-Ctor", call)
-                return ConstructorValue(callee, tuple(args))
-            case Op():                                   # E-App-Op (3.9), op as a value
-                if self.tracing:
-                    self.emit("E-App-Op", call)
-                return self.run_op(callee.name, args, None, call)
-            case _:
-                raise Stuck(f"cannot call {_short(value_to_text(callee))}: not a function",
-                            _span(call))
+        kind = type(callee)
+        if kind is Closure:                              # E-App-Closure (3.8)
+            func = callee.func
+            frame = dict(callee.env)
+            rule = "E-App-Closure"
+        elif kind is RecClosure:                         # E-App-Rec (3.8)
+            func = callee.closure.func
+            frame = dict(callee.closure.env)
+            frame[callee.var] = callee
+            rule = "E-App-Rec"
+        elif kind is Constructor:                        # E-App-Ctor (3.8)
+            if self.tracing:
+                self.emit("E-App-Ctor", call)
+            return ConstructorValue(callee, tuple(args))
+        elif kind is Op:                                 # E-App-Op (3.9), op as a value
+            if self.tracing:
+                self.emit("E-App-Op", call)
+            return self.run_op(callee.name, args, None, call)
+        else:
+            raise Stuck(f"cannot call {_short(value_to_text(callee))}: not a function",
+                        _span(call))
         if self.tracing:
             self.emit(rule, call)
         params = func.params

@@ -336,8 +336,11 @@ def _node_hash(x: Any, kids: list[int]) -> int:
         case E.Constructor(name, _, belong_to, t):
             return _mix(tag, name, belong_to.name, t)
         case E.Constant(data):
-            return _mix(tag, str(data.dtype), data.shape,
-                        data.tobytes() if data.size <= 64 else data.size)
+            if data.size > 64:
+                return _mix(tag, str(data.dtype), data.shape)
+            if data.dtype.kind == "f":  # NaN payloads and -0.0 compare equal: normalise
+                data = np.where(np.isnan(data), np.nan, data + 0.0).astype(data.dtype)
+            return _mix(tag, str(data.dtype), data.shape, data.tobytes())
         case E.TupleGetItem(_, index):
             return _mix(tag, index, *kids)
         case E.Call(_, _, attrs):

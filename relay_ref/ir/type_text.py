@@ -26,8 +26,13 @@ def dim_to_text(dim: object) -> str:
     return "?" if isinstance(dim, AnyDim) else str(dim)
 
 
-def type_to_text(ty: Type | None) -> str:
-    """Relay text for ``ty`` (``_`` for a hole or a missing type)."""
+def type_to_text(ty: Type | None, names: dict[TypeVar, str] | None = None) -> str:
+    """Relay text for ``ty`` (``_`` for a hole or a missing type).
+
+    ``names`` optionally renames type variables (the printer makes bound type-variable names
+    unique within a definition, so that nested type parameters never capture)."""
+    if names is not None:
+        return _named(ty, names)
     match ty:
         case None | IncompleteType():
             return "_"
@@ -55,3 +60,24 @@ def type_to_text(ty: Type | None) -> str:
         case RefType(value):
             return f"ref({type_to_text(value)})"
     raise TypeError(f"not a Relay type: {ty!r}")
+
+
+def _named(ty: Type | None, names: dict[TypeVar, str]) -> str:
+    match ty:
+        case TypeVar(name):
+            return names.get(ty, name)
+        case TupleType(fields):
+            if len(fields) == 1:
+                return f"({_named(fields[0], names)},)"
+            return "(" + ", ".join(_named(f, names) for f in fields) + ")"
+        case FuncType(args, ret, type_params):
+            tps = ""
+            if type_params:
+                tps = "[" + ", ".join(names.get(tp, tp.name) for tp in type_params) + "]"
+            arg_text = ", ".join(_named(a, names) for a in args)
+            return f"fn {tps}({arg_text}) -> {_named(ret, names)}"
+        case TypeCall(func, args) if args:
+            return f"{func.name}[" + ", ".join(_named(a, names) for a in args) + "]"
+        case RefType(value):
+            return f"ref({_named(value, names)})"
+    return type_to_text(ty)

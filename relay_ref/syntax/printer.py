@@ -157,6 +157,26 @@ class _Printer:
         self.graph: dict[int, str] = {}
         self.counter = 0
         self.refs: dict[int, int] = {}
+        self.tnames: dict[T.TypeVar, str] = {}
+        self.tused: set[str] = set()
+
+    def ty(self, t: T.Type | None) -> str:
+        return type_to_text(t, self.tnames)
+
+    def tparams(self, tvs: tuple[T.TypeVar, ...]) -> str:
+        """``[A, B]`` for binders, renaming one that would shadow a name already in use."""
+        out = []
+        for tv in tvs:
+            name = self.tnames.get(tv)
+            if name is None:
+                name, k = tv.name, 1
+                while name in self.tused:
+                    name = f"{tv.name}{k}"
+                    k += 1
+                self.tused.add(name)
+                self.tnames[tv] = name
+            out.append(name)
+        return "[" + ", ".join(out) + "]"
 
     # -- entry points ----------------------------------------------------------------------
     def module(self, mod: IRModule, omit_prelude: bool) -> str:
@@ -230,7 +250,7 @@ class _Printer:
         name = self.name_of(var)
         if var.type_annotation is None:
             return name
-        return f"{name}: {type_to_text(var.type_annotation)}"
+        return f"{name}: {self.ty(var.type_annotation)}"
 
     # -- definitions -----------------------------------------------------------------------
     def type_def(self, td: TypeData) -> str:
@@ -258,14 +278,14 @@ class _Printer:
                 frees: list[E.Var] = ()) -> Any:  # type: ignore[assignment]
         """``[A](params, attrs) -> R { body }`` of a function; the body one level deeper."""
         if fn.type_params:
-            out.append("[" + ", ".join(tv.name for tv in fn.type_params) + "]")
+            out.append(self.tparams(fn.type_params))
         elif out and out[-1] in ("fn", "(fn"):
             out.append(" ")
         items = [self.binder(p) for p in fn.params]
         items += [f"{k}={attr_value_text(v)}" for k, v in fn.attrs]
         out.append("(" + ", ".join(items) + ")")
         if fn.ret_type is not None:
-            out.append(" -> " + type_to_text(fn.ret_type))
+            out.append(" -> " + self.ty(fn.ret_type))
         out.append(" {\n")
         inner = _Body(outer.level)
         for var in frees:
@@ -275,10 +295,13 @@ class _Printer:
         out.append("  " * min(outer.level - 1, _MAX_INDENT) + "}")
 
     # -- bodies (P-Let) ----------------------------------------------------------------------
-    def body_into(self, e: E.Expr, body: _Body) -> Any:
-        """Print ``e`` as a sequence into ``body``: flat let chain, then the result."""
+    def body_into(self, e: E.Expr, body: _Body, own: bool = False) -> Any:
+        """Print ``e`` as a sequence into ``body``: flat let chain, then the result.
+        ``own``: ``e`` is a let being printed as the right-hand side of its own graph
+        binding, so it prints as a chain even though it is shared."""
         ind = body.indent
-        while isinstance(e, E.Let) and self.refs.get(id(e), 0) <= 1:
+        while isinstance(e, E.Let) and (own or self.refs.get(id(e), 0) <= 1):
+            own = False
             var = e.var
             line: list[Any] = [ind]
             if var.name_hint == "_" and self.refs.get(id(var), 0) == 0 \
@@ -353,7 +376,7 @@ class _Printer:
             case E.Let():
                 out.append("(\n")
                 inner = _Body(body.level + 1)
-                yield self.body_into(e, inner)
+                yield self.body_into(e, inner, own=True)
                 out.append(inner.lines)
                 out.append(body.indent + ")")
             case E.Call(op, args, attrs, type_args):
@@ -362,7 +385,7 @@ class _Printer:
                     return None
                 yield self.expr(op, out, body, "postfix")
                 if type_args:
-                    out.append("[" + ", ".join(type_to_text(t) for t in type_args) + "]")
+                    out.append("[" + ", ".join(self.ty(t) for t in type_args) + "]")
                 out.append("(")
                 for i, a in enumerate(args):
                     if i:
@@ -435,7 +458,7 @@ class _Printer:
         if self.show_types:
             ty = self.checked.get(e)
             if ty is not None:
-                out.append(f" /* ty={type_to_text(ty)} */")
+                out.append(f" /* ty={self.ty(ty)} */")
 
     def meta_ref(self, c: E.Constant) -> str:
         index = self.meta_index.get(id(c))

@@ -33,7 +33,7 @@ from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
-from relay_ref.syntax._walk import run
+from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.metadata import MetadataError, load_metadata
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
@@ -46,6 +46,10 @@ BINARY_OPS: dict[str, str] = {
     "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
     "==": "equal", "!=": "not_equal",
 }
+
+# TVM's op_table.h precedences (higher binds tighter).
+_PRECEDENCE = {"*": 12, "/": 12, "+": 10, "-": 10, "<": 8, "<=": 8, ">": 8, ">=": 8,
+               "==": 7, "!=": 7}
 
 _DTYPE = re.compile(r"(?:u?int|float|bfloat|bool)[0-9]*(?:x[0-9]+)?")
 _INT_RANGE = {
@@ -101,9 +105,10 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
     types and constructors used but not defined come from the prelude (with the transitive
     closure of what they use). Raises ``ParseError``; never type-checks."""
     source = Source(source_name, text)
-    tree, meta = _parse_tree(source, "start_module")
-    r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
-    return r.module_from(tree.children, [], None)[0]
+    with no_gc():
+        tree, meta = _parse_tree(source, "start_module")
+        r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
+        return r.module_from(tree.children, [], None)[0]
 
 
 def parse_program(text: str, source_name: str = "<string>", *,
@@ -114,13 +119,16 @@ def parse_program(text: str, source_name: str = "<string>", *,
     Definitions come first, then top-level ``let``s / graph bindings / ``e;`` statements,
     then an optional final expression (spec/syntax.md, S-Program)."""
     source = Source(source_name, text)
-    tree, meta = _parse_tree(source, "start_program")
-    r = _Resolver(source, meta, prelude=prelude, base_module=base_module, scope=scope)
-    kids = [c for c in tree.children if not (isinstance(c, Tree) and c.data == "header")]
-    defs = [c for c in kids if isinstance(c, Tree) and c.data in _DEF_RULES]
-    rest = [c for c in kids if not (isinstance(c, Tree) and c.data in _DEF_RULES)]
-    tail = rest.pop() if rest else None
-    module, expr, bindings = r.module_from(defs, rest, tail)
+    with no_gc():
+        tree, meta = _parse_tree(source, "start_program")
+        r = _Resolver(source, meta, prelude=prelude, base_module=base_module, scope=scope)
+        kids = [c for c in tree.children if not (isinstance(c, Tree) and c.data == "header")]
+        defs = [c for c in kids if isinstance(c, Tree) and c.data in _DEF_RULES]
+        rest = [c for c in kids if not (isinstance(c, Tree) and c.data in _DEF_RULES)]
+        tail = None
+        if rest and not (isinstance(rest[-1], Tree) and rest[-1].data in _STMT_RULES):
+            tail = rest.pop()
+        module, expr, bindings = r.module_from(defs, rest, tail)
     return Program(module, expr, tuple(bindings))
 
 
@@ -131,12 +139,13 @@ def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | N
     ``module`` supplies globals, types and constructors; ``scope`` pre-binds local names
     (``"x"`` -> the ``Var`` that ``%x`` denotes)."""
     source = Source(source_name, text)
-    tree, meta = _parse_tree(source, "start_expr")
-    r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
-    seq = tree.children[-1]
-    expr = run(r.expr(seq))
-    r.check_globals()
-    return expr
+    with no_gc():
+        tree, meta = _parse_tree(source, "start_expr")
+        r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
+        seq = tree.children[-1]
+        expr = run(r.expr(seq))
+        r.check_globals()
+        return expr
 
 
 def parse_type(text: str, source_name: str = "<string>", *,
@@ -150,6 +159,7 @@ def parse_type(text: str, source_name: str = "<string>", *,
 
 
 _DEF_RULES = {"func_def", "type_def", "extern_type"}
+_STMT_RULES = {"let_stmt", "graph_stmt", "free_var_stmt", "expr_stmt"}
 
 
 # ---- S-Comment, S-Metadata: the pre-pass -----------------------------------------------------
@@ -253,12 +263,11 @@ _PUNCT = {
 _NAMED = {
     "NAME": "a name", "LOCAL": "a local variable (%x)", "GLOBAL": "a global (@f)",
     "GRAPH": "a graph variable (%0)", "NUMBER": "a number", "NAT": "a tuple index",
-    "STRING": "a string", "META": "a meta[...] reference", "EQ_OP": "'=='",
-    "REL_OP": "a comparison", "ADD_OP": "'+' or '-'", "MUL_OP": "'*' or '/'",
+    "STRING": "a string", "META": "a meta[...] reference", "BINOP": "an operator",
 }
 _EXPR_START = {"LOCAL", "NUMBER", "GLOBAL", "FN"}
 _TYPE_START = {"TENSOR", "UNDERSCORE"}
-_CONTINUE = {"ADD_OP", "MUL_OP", "REL_OP", "EQ_OP", "DOT", "LPAR", "LSQB"}
+_CONTINUE = {"BINOP", "DOT", "LPAR", "LSQB"}
 
 
 def _terminal_text(name: str) -> str:
@@ -282,7 +291,7 @@ def _describe_expected(expected: set[str]) -> str:
     if {"NUMBER", "STRING", "LSQB"} <= expected:
         return "an attribute value"
     more = ""
-    if "ADD_OP" in expected and expected - _CONTINUE:
+    if "BINOP" in expected and expected - _CONTINUE:
         # The expression so far is complete: name what may follow it, plus "an operator".
         expected = expected - _CONTINUE
         more = "an operator"
@@ -338,9 +347,9 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
             message = "a sigil must be directly followed by a name"
         if tok.type == "__ANON_0" or str(tok.value) == "#[":
             message = "the version header #[version = \"0.0.5\"] must come first"
-        if "EQ_OP" in expected and str(tok.value) == "=" and prev is not None:
+        if "BINOP" in expected and str(tok.value) == "=" and prev is not None:
             notes = (Note("bindings are written `let %x = e;` or `%0 = e;`"),)
-        if tok.type == "NUMBER" and "ADD_OP" in expected and str(tok.value).startswith("-"):
+        if tok.type == "NUMBER" and "BINOP" in expected and str(tok.value).startswith("-"):
             notes = (Note("write a space after '-' for subtraction: `%x - 1`"),)
     elif isinstance(err, UnexpectedCharacters):
         ch = clean[err.pos_in_stream] if err.pos_in_stream < len(clean) else ""
@@ -839,14 +848,34 @@ class _Resolver:
         base = yield self.expr(t.children[0])
         return E.TupleGetItem(base, int(t.children[1]), self.span(t))
 
-    def _e_binop(self, t: Tree) -> Iterator[Any]:
-        # S-BinOp: `a + b` is `add(a, b)` with the operator's default attributes.
-        lhs_t, op_tok, rhs_t = t.children
-        lhs = yield self.expr(lhs_t)
-        rhs = yield self.expr(rhs_t)
+    def _e_binexpr(self, t: Tree) -> Iterator[Any]:
+        """S-BinOp: operands ``x0 op1 x1 op2 x2 ...`` grouped by precedence (all operators
+        left-associative); ``a + b`` is ``add(a, b)`` with the operator's default attrs."""
+        kids = t.children
+        operands: list[tuple[E.Expr, Span | None]] = [
+            ((yield self.expr(kids[0])), self.span(kids[0]))]
+        ops: list[Token] = []
+        for i in range(1, len(kids), 2):
+            op_tok = kids[i]
+            prec = _PRECEDENCE[str(op_tok)]
+            while ops and _PRECEDENCE[str(ops[-1])] >= prec:
+                self._reduce_binop(operands, ops)
+            ops.append(op_tok)
+            operands.append(((yield self.expr(kids[i + 1])), self.span(kids[i + 1])))
+        while ops:
+            self._reduce_binop(operands, ops)
+        return operands[0][0]
+
+    def _reduce_binop(self, operands: list[tuple[E.Expr, Span | None]],
+                      ops: list[Token]) -> None:
+        op_tok = ops.pop()
+        rhs, rspan = operands.pop()
+        lhs, lspan = operands.pop()
         name = BINARY_OPS[str(op_tok)]
         attrs = self.op_attrs(name, {}, {}, op_tok)
-        return E.Call(E.Op(name, self.span(op_tok)), (lhs, rhs), attrs, (), self.span(t))
+        span = lspan.merge(rspan) if lspan is not None else self.span(op_tok)
+        operands.append((E.Call(E.Op(name, self.span(op_tok)), (lhs, rhs), attrs, (), span),
+                         span))
 
     def op_attrs(self, name: str, items: dict[str, object], key_toks: dict[str, Token],
                  at: Any) -> object:

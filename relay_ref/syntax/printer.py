@@ -31,7 +31,7 @@ from relay_ref.ir.expr import children
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.visitor import free_vars
-from relay_ref.syntax._walk import run
+from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.metadata import dump_metadata
 
 __all__ = ["astext", "scalar_text", "attr_value_text"]
@@ -49,10 +49,11 @@ def astext(node: IRModule | E.Expr | T.Type, *, show_types: bool = False,
     if isinstance(node, T.Type):
         return type_to_text(node)
     printer = _Printer(show_types)
-    if isinstance(node, IRModule):
-        return printer.module(node, omit_prelude)
-    if isinstance(node, E.Expr):
-        return printer.top_expr(node)
+    with no_gc():
+        if isinstance(node, IRModule):
+            return printer.module(node, omit_prelude)
+        if isinstance(node, E.Expr):
+            return printer.top_expr(node)
     raise TypeError(f"astext expects an IRModule, an Expr or a Type, not {type(node).__name__}")
 
 

@@ -212,8 +212,7 @@ class _Printer:
     def _finish(self, out: list[Any]) -> str:
         if self.meta:
             out.append("#[metadata]\n" + dump_metadata(self.meta) + "\n")
-        text = _flatten(out)
-        return text[:-1] if text.endswith("\n") else text
+        return _flatten(out).rstrip("\n")
 
     def _count(self, root: E.Expr) -> None:
         """Reference counts of every node reachable from ``root`` (edges, by identity)."""
@@ -402,8 +401,7 @@ class _Printer:
                 self.type_comment(e, out)
             case E.Function():
                 paren = pos == "postfix"
-                out.append("(fn" if paren else "fn")
-                frags: list[Any] = []
+                frags: list[Any] = ["(fn" if paren else "fn"]
                 yield self.fn_rest(e, frags, _Body(body.level + 1))
                 out.append(frags)
                 if paren:

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayRuntimeError
 from relay_ref.interpreter.values import (
     Closure,
@@ -615,55 +616,7 @@ def _check_argument(value: Value, param: Var, ty: Type | None, entry: str) -> No
 
 # -- running -----------------------------------------------------------------------------------
 
-#: Stack of the evaluation thread: deep recursion (100 000 nested Relay calls, a few Python
-#: frames each) needs far more than the default 8 MiB; the memory is only reserved.
-STACK_BYTES = 1 << 30
-#: Python frames allowed on that thread (the limit is process-wide; it is only ever raised).
-RECURSION_LIMIT = 2_000_000
-_worker = threading.local()
 _stack_lock = threading.Lock()
-
-
-def run_deep(job: Callable[[], Any], interp: Interpreter | None = None) -> Any:
-    """Run ``job()`` on a thread with a large stack and return its result (or raise its
-    exception) in the caller. The caller waits in short slices, so a ``KeyboardInterrupt``
-    reaches it promptly; it then asks ``interp`` to stop, waits briefly for the worker,
-    and re-raises ``KeyboardInterrupt``."""
-    if getattr(_worker, "active", False):  # already on a deep stack (nested evaluate)
-        return job()
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        _worker.active = True
-        try:
-            box["value"] = job()
-        except BaseException as err:  # handed to the caller
-            box["error"] = err
-
-    if sys.getrecursionlimit() < RECURSION_LIMIT:
-        sys.setrecursionlimit(RECURSION_LIMIT)
-    with _stack_lock:
-        old = threading.stack_size()
-        threading.stack_size(STACK_BYTES)
-        try:
-            thread = threading.Thread(target=target, name="relay-eval", daemon=True)
-            thread.start()
-        finally:
-            threading.stack_size(old)
-    _relax_gc(+1)
-    try:
-        while thread.is_alive():
-            thread.join(0.05)
-    except KeyboardInterrupt:
-        if interp is not None:
-            interp.request_stop()
-        thread.join(2.0)
-        raise
-    finally:
-        _relax_gc(-1)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 _gc_users = 0
@@ -785,7 +738,11 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         except Interrupted:
             raise KeyboardInterrupt from None
 
-    value = run_deep(guarded, interp)
+    _relax_gc(+1)
+    try:
+        value = run_deep(guarded, on_interrupt=interp.request_stop, name="relay-eval")
+    finally:
+        _relax_gc(-1)
     if trace:
         return value, interp.events  # type: ignore[attr-defined]
     return value

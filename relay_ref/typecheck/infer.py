@@ -28,13 +28,12 @@ Invariants:
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import TypeVar as _PyTypeVar
 
 import numpy as np
 
+from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayTypeError
 from relay_ref.ir.expr import (
     Call,
@@ -80,7 +79,7 @@ from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
 from relay_ref.typecheck.unify import Unifier, UnifyError, show, substitute
 
-__all__ = ["TypeMap", "infer_expr", "infer_types", "run_deep"]
+__all__ = ["TypeMap", "infer_expr", "infer_types"]
 
 
 # -- the result map ---------------------------------------------------------------------
@@ -126,64 +125,7 @@ class TypeMap(MutableMapping[Expr, Type]):
         return f"<TypeMap of {len(self)} expressions>"
 
 
-# -- running deep recursion --------------------------------------------------------------
-
-_STACK_BYTES = 512 * 1024 * 1024
-_RECURSION_LIMIT = 2_000_000
-_lock = threading.Lock()
-_deep_workers = 0  # workers running now; the first raises the recursion limit, the last
-_saved_limit = 0   # restores it, so the caller never observes a changed limit afterwards
 _R = _PyTypeVar("_R")
-
-
-def _enter_deep() -> None:
-    global _deep_workers, _saved_limit
-    with _lock:
-        if _deep_workers == 0:
-            _saved_limit = sys.getrecursionlimit()
-            if _saved_limit < _RECURSION_LIMIT:
-                sys.setrecursionlimit(_RECURSION_LIMIT)  # safe: the thread's stack is big
-        _deep_workers += 1
-
-
-def _leave_deep() -> None:
-    global _deep_workers
-    with _lock:
-        _deep_workers -= 1
-        if _deep_workers == 0:
-            sys.setrecursionlimit(_saved_limit)
-
-
-def run_deep(fn: Callable[[], _R]) -> _R:
-    """Run ``fn()`` on a fresh thread with a 512 MiB stack and a high recursion limit, and
-    return its result or re-raise its exception in the caller."""
-    box: dict[str, object] = {}
-
-    def target() -> None:
-        _enter_deep()
-        try:
-            box["value"] = fn()
-        except BaseException as err:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = err
-        finally:
-            _leave_deep()
-
-    with _lock:
-        old = threading.stack_size()
-        try:
-            threading.stack_size(_STACK_BYTES)
-            worker = threading.Thread(target=target, name="relay-typecheck", daemon=True)
-            worker.start()
-        except (RuntimeError, ValueError, MemoryError):
-            worker = None  # no big-stack thread on this platform: run here (shallower)
-        finally:
-            threading.stack_size(old)
-    if worker is None:
-        return fn()
-    worker.join()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
 
 
 # -- public API ---------------------------------------------------------------------------

@@ -4,9 +4,11 @@ Invariants (checked by tests/syntax):
 * ``parse(astext(m))`` is alpha-equal to ``m`` and ``astext`` is a fixed point after one
   round (P-RoundTrip).
 * A non-atomic node object referenced more than once is printed once, as a graph binding
-  ``%N = e;`` placed in the body where it is first reached, and referred to as ``%N`` after
-  (P-Graph); everything else is printed inline. Let chains print flat (P-Let); every match arm
-  is braced and followed by a comma (P-Match); operator calls print as calls
+  ``%N = e;`` placed in the body where it is first reached, and referred to as ``%N`` after;
+  so is an operator call that is an argument of another operator call, as TVM prints
+  dataflow graphs (P-Graph). Everything else is printed inline. Let chains print flat
+  (P-Let); every match arm is braced and followed by a comma (P-Match); operator calls
+  print as calls
   (``add(%x, %y)``), with their non-default attributes after the arguments in schema order
   (P-Attrs); scalar constants print as literals (``1``, ``1i64``, ``1f``, ``1f16``,
   ``1f64``, ``True``) and other constants as ``meta[relay.Constant][i]`` with a trailing
@@ -328,9 +330,12 @@ class _Printer:
 
     # -- expressions -------------------------------------------------------------------------
     def expr(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
-        """Append ``e``'s text to ``out``. ``pos``: "arg" (any expression), "stmt" (an
-        expression statement: as "arg"), "postfix" (callee or projection base)."""
-        if self.refs.get(id(e), 0) > 1 and not _is_atomic(e):
+        """Append ``e``'s text to ``out``. ``pos``: "arg" (any expression), "oparg" (an
+        argument of an operator call: a nested operator call there is bound to ``%N`` first,
+        P-Graph, as TVM prints dataflow), "stmt" (an expression statement: as "arg"),
+        "postfix" (callee or projection base)."""
+        if (self.refs.get(id(e), 0) > 1 and not _is_atomic(e)) or (
+                pos == "oparg" and isinstance(e, E.Call) and isinstance(e.op, E.Op)):
             name = self.graph.get(id(e))
             if name is None:  # P-Graph: bind at first use, in the current body
                 frags: list[Any] = []
@@ -387,10 +392,11 @@ class _Printer:
                 if type_args:
                     out.append("[" + ", ".join(self.ty(t) for t in type_args) + "]")
                 out.append("(")
+                arg_pos = "oparg" if isinstance(op, E.Op) else "arg"
                 for i, a in enumerate(args):
                     if i:
                         out.append(", ")
-                    yield self.expr(a, out, body, "arg")
+                    yield self.expr(a, out, body, arg_pos)
                 if isinstance(op, E.Op) and attrs is not None:
                     from relay_ref.ops.registry import attrs_items
 

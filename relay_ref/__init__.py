@@ -36,14 +36,16 @@ __all__ = [
 ]
 
 
-def parse(text: str, source_name: str = "<string>", *, prelude: bool = True) -> IRModule:
+def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
+          base_module: IRModule | None = None) -> IRModule:
     """Parse a module in the Relay text format (v0.0.5; the version header is optional).
 
     With ``prelude=True`` globals, types and constructors that the text uses but does not
-    define are taken from the prelude. Raises ``ParseError`` with located diagnostics."""
+    define are taken from the prelude. ``base_module``'s definitions are visible and kept
+    (a redefinition replaces). Raises ``ParseError`` with located diagnostics."""
     from relay_ref.syntax.parser import parse as _parse
 
-    return _parse(text, source_name, prelude=prelude)
+    return _parse(text, source_name, prelude=prelude, base_module=base_module)
 
 
 def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):

@@ -68,7 +68,8 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
     for path in args.files:
         source = _read(path)
         try:
-            text = rr.astext(rr.parse(source, path, prelude=False))
+            # Prelude definitions the file uses are resolved but not printed into it.
+            text = rr.astext(rr.parse(source, path), omit_prelude=True)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
             status = EXIT_USER

@@ -129,3 +129,13 @@ def test_fmt_leaves_a_bad_file_untouched(files):
     result = relay("fmt", "-i", str(files["syntax"]))
     assert result.returncode == 1
     assert files["syntax"].read_text() == before
+
+
+def test_fmt_keeps_prelude_definitions_out_of_the_file(tmp_path):
+    uses_prelude = tmp_path / "p.relay"
+    uses_prelude.write_text("def @main() -> int32 { @sum(@map(fn (%x: int32) { %x + 1 }, "
+                            "Cons(1, Nil))) }\n")
+    result = relay("fmt", str(uses_prelude))
+    assert result.returncode == 0, result.stderr
+    assert "@map(" in result.stdout and "def @map" not in result.stdout
+    assert "type List" not in result.stdout

@@ -61,12 +61,13 @@ def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
                 if not isinstance(v, np.ndarray) or str(v.dtype) != dtype:
                     return False
                 if v.ndim != len(shape) or any(
-                        not isinstance(d, AnyDim) and d != n for d, n in zip(shape, v.shape)):
+                        not isinstance(d, AnyDim) and d != n
+                        for d, n in zip(shape, v.shape, strict=True)):
                     return False
             case TupleType(fields):
                 if not isinstance(v, tuple) or len(v) != len(fields):
                     return False
-                work.extend(zip(v, fields))
+                work.extend(zip(v, fields, strict=True))
             case TypeCall(func, args):
                 if not isinstance(v, ConstructorValue):
                     return False
@@ -74,10 +75,11 @@ def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
                 ctor = v.constructor
                 if td is None or ctor.belong_to.name != func.name or ctor not in td.constructors:
                     return False
-                subst = dict(zip(td.type_vars, args))
+                subst = dict(zip(td.type_vars, args, strict=False))
                 if len(v.fields) != len(ctor.inputs):
                     return False
-                work.extend((f, substitute(i, subst)) for f, i in zip(v.fields, ctor.inputs))
+                work.extend((f, substitute(i, subst))
+                            for f, i in zip(v.fields, ctor.inputs, strict=True))
             case FuncType():
                 if not isinstance(v, Closure | RecClosure | Constructor | Op):
                     return False

@@ -1,7 +1,10 @@
 """The Relay kernel against jupyter_kernel_test (message-spec validation of every reply).
 
-Not set, because Relay has no way to write to stdout/stderr or clear output:
-``code_hello_world``, ``code_stderr``, ``code_clear_output`` (those tests are skipped).
+Relay has no way to write to stdout/stderr or to clear output, so instead of leaving
+``code_hello_world``, ``code_stderr`` and ``code_clear_output`` unset (which skips those
+tests), the three tests are replaced by what the kernel does promise on those channels:
+commands write to stdout, user errors never go to stderr (they are error replies), and no
+cell clears earlier output.
 """
 
 from __future__ import annotations
@@ -48,6 +51,29 @@ class RelayKernelTests(jkt.KernelTests):
     supported_history_operations = ("tail", "range", "search")
     code_history_pattern = "1 + *"
     code_inspect_sample = "nn.conv2d"
+
+    def _streams(self, code: str) -> tuple[dict, list[dict]]:
+        self.flush_channels()
+        reply, output_msgs = self.execute_helper(code=code)
+        return reply, [m for m in output_msgs if m["msg_type"] == "stream"]
+
+    def test_execute_stdout(self) -> None:
+        reply, streams = self._streams(":prelude")
+        self.assertEqual(reply["content"]["status"], "ok")
+        self.assertEqual([m["content"]["name"] for m in streams], ["stdout"])
+        self.assertIn("prelude: on", streams[0]["content"]["text"])
+
+    def test_execute_stderr(self) -> None:
+        reply, streams = self._streams("%undefined + 1")
+        self.assertEqual(reply["content"]["status"], "error")
+        self.assertEqual([m for m in streams if m["content"]["name"] == "stderr"], [])
+        self.assertIn("In[", "".join(reply["content"]["traceback"]))
+
+    def test_clear_output(self) -> None:
+        self.flush_channels()
+        for code in ("1 + 2", ":who", "Cons(1, Nil)", "%nope"):
+            _, output_msgs = self.execute_helper(code=code)
+            self.assertNotIn("clear_output", [m["msg_type"] for m in output_msgs])
 
 
 class RelayIopubWelcome(jkt.IopubWelcomeTests):

@@ -73,7 +73,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
-from relay_ref.ir.type_text import type_to_text
+from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import free_vars, post_order
 
@@ -446,7 +446,7 @@ class Interpreter:
             return
         what = f"%{var.name_hint}" if var is not None else "the result"
         raise Stuck(f"shape mismatch: {what} is annotated {type_to_text(ty)} but the value "
-                    f"has shape {_shape_text(value.shape)}", span)
+                    f"has shape {shape_to_text(value.shape)}", span)
 
 
 #: The rules that return a value, by expression class, in the grammar's order.
@@ -572,10 +572,6 @@ def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
 # -- arguments ---------------------------------------------------------------------------------
 
 def to_value(arg: Any, ty: Type | None) -> Value:
@@ -610,7 +606,7 @@ def _check_argument(value: Value, param: Var, ty: Type | None, entry: str) -> No
         type(d) is not int or d == n for d, n in zip(ty.shape, value.shape, strict=True))
     if not ok:
         raise Stuck(f"argument %{param.name_hint} of @{entry} has type {type_to_text(ty)}, "
-                    f"got a tensor of shape {_shape_text(value.shape)} and dtype "
+                    f"got a tensor of shape {shape_to_text(value.shape)} and dtype "
                     f"{value.dtype.name}", param.span)
 
 

@@ -26,6 +26,11 @@ def dim_to_text(dim: object) -> str:
     return "?" if isinstance(dim, AnyDim) else str(dim)
 
 
+def shape_to_text(shape: tuple) -> str:
+    """A shape as Relay writes it: ``(2, 3)``, ``(3)`` for one dimension, ``()``, ``(?, 4)``."""
+    return "(" + ", ".join(dim_to_text(d) for d in shape) + ")"
+
+
 def type_to_text(ty: Type | None, names: dict[TypeVar, str] | None = None) -> str:
     """Relay text for ``ty`` (``_`` for a hole or a missing type).
 
@@ -39,8 +44,7 @@ def type_to_text(ty: Type | None, names: dict[TypeVar, str] | None = None) -> st
         case TensorType(shape, dtype):
             if not shape:
                 return dtype
-            dims = ", ".join(dim_to_text(d) for d in shape)
-            return f"Tensor[({dims}), {dtype}]"
+            return f"Tensor[{shape_to_text(shape)}, {dtype}]"
         case TupleType(fields):
             if len(fields) == 1:
                 return f"({type_to_text(fields[0])},)"

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.ir.type_text import shape_to_text
 from relay_ref.ir.types import ANY, AnyDim, IncompleteType, TensorType, TupleType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError
 
@@ -124,7 +125,8 @@ def dim_text(d: Dim) -> str:
 
 
 def shape_text(shape: Shape) -> str:
-    return "(" + ", ".join(dim_text(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    """Relay's shape syntax, as in types: ``(3)``, ``(2, ?)``."""
+    return shape_to_text(tuple(shape))
 
 
 def dim_map(fn: Callable[..., int], *dims: Dim) -> Dim:

@@ -416,6 +416,8 @@ def literal_value(text: str) -> tuple[Any, str]:
         return fvalue, dtype
     if is_decimal:
         raise ValueError(f"an integer literal cannot have a fraction or exponent: {text}")
+    if kind == "i" and not bits:
+        bits = "32"  # TVM: a bare `i` suffix is int32 (`-42i`)
     dtype = ("int" if kind == "i" else "uint") + bits
     if dtype not in _INT_RANGE:
         raise ValueError(f"unknown integer suffix '{suffix}' (use i8/i16/i32/i64 or "

@@ -25,6 +25,7 @@ def lit(text: str) -> np.ndarray:
     ("1e-3f", np.float32(1e-3), "float32"), ("1.0E+1f", 10.0, "float32"),
     ("inff", np.inf, "float32"), ("-inff", -np.inf, "float32"), ("True", True, "bool"),
     ("False", False, "bool"), ("--10", 10, "int32"), ("---10", -10, "int32"),
+    ("-42i", -42, "int32"),
 ])
 def test_literals(text: str, value: object, dtype: str) -> None:
     data = lit(text)
@@ -34,6 +35,7 @@ def test_literals(text: str, value: object, dtype: str) -> None:
 @pytest.mark.parametrize("text,message", [
     ("1.5", "needs an 'f' suffix"), ("300i8", "does not fit int8"), ("1e50f", "float32"),
     ("1i7", "suffix"), ("1.5i32", "integer literal"), ("99999999999999999999", "int64"),
+    ("2147483648i", "does not fit int32"),
 ])
 def test_bad_literals(text: str, message: str) -> None:
     with pytest.raises(rr.ParseError, match=message):

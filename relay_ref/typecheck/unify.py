@@ -204,6 +204,9 @@ class Unifier:
         the result has no type parameters."""
         if not fn.type_params:
             return fn
+        # A declared type's holes may be bound to types that mention its parameters (an
+        # unannotated return `fn (%x: A) -> C {...}`): substitute through the bindings.
+        fn = self.resolve(fn)
         if type_args is None:
             type_args = tuple(self.fresh(tp.kind) for tp in fn.type_params)
         mapping = {tp.uid: arg for tp, arg in zip(fn.type_params, type_args, strict=True)}

@@ -338,3 +338,18 @@ def test_infer_types_leaves_the_input_module_untouched() -> None:
     assert out is not mod and len(mod.checked_types) == 0
     assert rr.astext(out.global_types["main"]) == "fn (bool) -> float32"
     assert not any(isinstance(t, IncompleteType) for t in out.global_types.values())
+
+
+def test_instantiation_sees_through_an_inferred_return_type() -> None:
+    # TVM's prelude: @compose has no return annotation; its inferred return type
+    # fn (A) -> C mentions its type parameters, which a use must instantiate (T-Global, T-App).
+    mod = rr.infer_types(rr.parse("""
+        def @id[A](%x: A) -> A { %x }
+        def @compose[A, B, C](%f: fn(B) -> C, %g: fn(A) -> B) {
+          fn (%x: A) -> C { %f(%g(%x)) }
+        }
+        def @twice[A](%f: fn(A) -> A, %b: bool) -> fn(A) -> A {
+          if (%b) { @compose(%f, %f) } else { @id }
+        }
+    """, prelude=False))
+    assert rr.astext(mod.global_types["twice"]) == "fn [A](fn (A) -> A, bool) -> fn (A) -> A"

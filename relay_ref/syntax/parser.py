@@ -1107,6 +1107,14 @@ class _Resolver:
             args.append((yield self.type(c)))
         return T.TypeCall(gtv, tuple(args), span)
 
+    def _t_empty_type_call(self, t: Tree) -> T.TypeCall:
+        # `T[]`: TVM prints an ADT with no type parameters applied to nothing this way.
+        tok = t.children[0]
+        gtv = self.lookup_type(str(tok))
+        if gtv is None:
+            raise self.error(f"unknown type '{tok}'", tok)
+        return T.TypeCall(gtv, (), self.span(t))
+
     def _t_hole_type(self, t: Tree) -> T.IncompleteType:
         return T.IncompleteType(span=self.span(t))
 

@@ -154,6 +154,15 @@ def test_polymorphic_and_ref_and_hole_types() -> None:
     assert isinstance(parse_type("_"), T.IncompleteType)
 
 
+def test_empty_type_arguments_as_tvm_prints_them() -> None:
+    mod = parse("type U { MkU }\ndef @f(%u: U[]) -> U[] { %u }\ndef @g(%u: U) -> U { %u }")
+    f, g = mod.functions["f"], mod.functions["g"]
+    assert f.params[0].type_annotation == g.params[0].type_annotation
+    assert isinstance(f.ret_type, T.TypeCall) and f.ret_type.args == ()
+    with pytest.raises(rr.ParseError, match="unknown type 'V'"):
+        parse("def @f(%u: V[]) { %u }")
+
+
 def test_version_header_optional_and_checked() -> None:
     assert "main" in parse("def @main() { 1 }")
     assert "main" in parse('#[version = "0.0.5"]\ndef @main() { 1 }')

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import fnmatch
+import sys
 import threading
 import time
 from typing import Any
@@ -32,6 +33,15 @@ from relay_kernel.session import Session
 BANNER = """Relay (TVM text format v0.0.5) -- relay_ref's definitional interpreter.
 Cells hold definitions, `let %x = e;` bindings and an expression; :help lists the rules
 and the :commands."""
+
+SAFE_RECURSION_LIMIT = 1_000_000
+"""Python recursion limit on relay_ref's 1 GiB evaluation thread. With relay_ref's own 2 000 000,
+a non-terminating recursion (``def @loop(%n: int32) -> int32 { @loop(%n + 1) }``) overflows
+the C stack before the limit and aborts the process (the kernel dies); at 1 000 000 it is a
+``RelayRuntimeError`` after a few seconds and ``@count(100000)`` still works."""
+
+STOP_TIMEOUT = 20.0
+"""Seconds an interrupt waits for the cell's thread to stop (it is asked every 0.2 s)."""
 
 # Threads owned by the Jupyter machinery are never interrupted.
 _INFRA_MODULES = ("ipykernel", "zmq", "jupyter", "tornado", "asyncio", "anyio", "IPython",
@@ -100,13 +110,20 @@ class RelayKernel(Kernel):
 
     @staticmethod
     def _warm_up() -> None:
-        """Import the parser, checker, interpreter and op library now, not in cell 1."""
+        """Import the parser, checker, interpreter and op library now, not in cell 1; cap
+        the recursion limit of relay_ref's big-stack threads (see ``SAFE_RECURSION_LIMIT``)."""
         for mod in ("relay_ref.syntax.parser", "relay_ref.typecheck.infer",
                     "relay_ref.interpreter.eval", "relay_ref.ops.registry"):
             try:
                 __import__(mod)
             except Exception:  # reported when a cell needs it
                 pass
+        try:
+            from relay_ref import deepstack
+
+            deepstack.RECURSION_LIMIT = min(deepstack.RECURSION_LIMIT, SAFE_RECURSION_LIMIT)
+        except (ImportError, AttributeError):
+            pass
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -125,12 +142,15 @@ class RelayKernel(Kernel):
         source_name = f"In[{self.execution_count}]"
         ctx = Context(self.relay, source_name, out)
         threads_before = set(threading.enumerate())
-        try:
+        def cell() -> None:
             cmd = split_command(code)
             if cmd is not None:
                 run_command(ctx, *cmd)
             elif code.strip():
                 show_outcome(ctx, self.relay.run(code, source_name))
+
+        try:
+            self._run_deep(cell)
         except KeyboardInterrupt as err:
             self._stop_threads(threads_before)
             return self._error(err, silent)
@@ -147,6 +167,46 @@ class RelayKernel(Kernel):
         if not silent:
             self.send_response(self.iopub_socket, "error", content)
         return {"status": "error", "execution_count": self.execution_count, **content}
+
+    @staticmethod
+    def _run_deep(job: Any) -> Any:
+        """Run the whole cell on one big-stack thread (relay_ref's ``run_deep``), so the
+        parser, checker and interpreter all run inside it and start no threads of their own;
+        on an interrupt, stop that thread and wait until it has really finished.
+
+        Why: after ``Thread.join`` is interrupted by ``KeyboardInterrupt``, CPython 3.11 may
+        report the thread as stopped while it still runs, so ``run_deep`` restores the
+        recursion limit (1000) under a checker or interpreter still thousands of frames deep,
+        and the process aborts ("Cannot recover from stack overflow": the kernel dies).
+        ``stop`` below raises ``KeyboardInterrupt`` in the worker and waits on an event the
+        worker sets itself, before ``run_deep`` lowers the limit."""
+        try:
+            from relay_ref.deepstack import run_deep
+        except ImportError:
+            return job()
+        done = threading.Event()
+        ident: list[int] = []
+
+        def work() -> Any:
+            ident.append(threading.get_ident())
+            try:
+                return job()
+            finally:
+                done.set()
+
+        def running() -> bool:
+            # The worker's own frames, not ``is_alive``/``done`` (the exception may land
+            # inside ``done.set()`` itself).
+            return bool(ident) and not done.is_set() and ident[0] in sys._current_frames()
+
+        def stop() -> None:
+            deadline = time.monotonic() + STOP_TIMEOUT
+            while running() and time.monotonic() < deadline:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(ident[0]), ctypes.py_object(KeyboardInterrupt))
+                done.wait(0.2)
+
+        return run_deep(work, on_interrupt=stop, name="relay-cell")
 
     def _stop_threads(self, before: set[threading.Thread]) -> None:
         """Raise ``KeyboardInterrupt`` in threads the interrupted cell started (the

@@ -142,12 +142,14 @@ class Session:
         out = CellOutcome()
         t0 = time.perf_counter()
         program = self.parse(code, source_name)
+        self._reject_bindings_in_defs(program, code, source_name)
         if trace and program.expr is not None and program.bindings:
             program = _fold_bindings(program)
         t1 = time.perf_counter()
-        checked = self._check_module(program.module)
+        stale = self._check_type_redefinitions(program.module, source_name)
+        checked = self._check_module_noting(program.module, source_name)
         # Type-check the bindings and the expression before evaluating anything (rule 6).
-        var_types = dict(self.var_types)
+        var_types = {v: t for v, t in self.var_types.items() if v not in stale}
         binding_types = []
         for var, expr in program.bindings:
             ty = self._infer(expr, checked, var_types)
@@ -158,6 +160,8 @@ class Session:
             expr_type = self._infer(program.expr, checked, var_types)
         t2 = time.perf_counter()
         out.notes.extend(self._commit_module(checked, source_name, out))
+        if stale:
+            out.notes.append(self._forget(stale))
         for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
             value = self._evaluate(expr, checked)
             if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
@@ -175,6 +179,105 @@ class Session:
         t3 = time.perf_counter()
         out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t2}
         return out
+
+    # -- rules for definitions that meet the session's state ------------------------------
+    def _reject_bindings_in_defs(self, program: Any, code: str, source_name: str) -> None:
+        """A ``def`` cannot use a session binding (``let %x = ...;`` of an earlier cell):
+        globals are closed, and a binding may be replaced later. Raise a ``ParseError`` at
+        the use, with a note saying why."""
+        if not self.scope:
+            return
+        bound = {id(v): name for name, v in self.scope.items()}
+        used: list[str] = []
+        for fn in program.module.functions.values():
+            if _source_of(fn) != source_name:
+                continue
+            for node in _walk(fn):
+                name = bound.get(id(node))
+                if name is not None and name not in used:
+                    used.append(name)
+        if not used:
+            return
+        from relay_ref.diagnostics import Diagnostic, Note, ParseError
+        from relay_ref.syntax.parser import parse_program
+
+        why = (f"%{used[0]} is a session binding (a top-level `let` of an earlier cell); a "
+               f"def cannot use session bindings -- pass %{used[0]} as a parameter, or make "
+               "it a global (def @name() { ... })")
+        try:
+            parse_program(code, source_name, base_module=self.module, scope={},
+                          prelude=self.prelude)
+        except ParseError as err:
+            first = err.diagnostics[0]
+            diag = Diagnostic(first.level, first.message, first.span,
+                              (*first.notes, Note(why, self.scope[used[0]].span)))
+            raise ParseError([diag, *err.diagnostics[1:]]) from None
+        raise ParseError(why, self.scope[used[0]].span)
+
+    def _check_type_redefinitions(self, mod: IRModule, source_name: str) -> set[Any]:
+        """For every type this cell redefines: refuse the cell if a global it does not
+        redefine uses the old type's constructors (they would be confused with the new
+        ones); return the session bindings whose type mentions a redefined type (they hold
+        values of the old type and are forgotten when the cell is committed)."""
+        old_types = self.module.type_definitions
+        redefined = [name for name, td in mod.type_definitions.items()
+                     if name in old_types and old_types[name] is not td
+                     and _source_of(td) == source_name]
+        if not redefined:
+            return set()
+        old_ctors = {id(c) for n in redefined for c in old_types[n].constructors}
+        users = [(name, fn) for name, fn in mod.functions.items()
+                 if _source_of(fn) != source_name
+                 and any(id(node) in old_ctors for node in _walk(fn))]
+        if users:
+            from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+
+            names = ", ".join(f"@{n}" for n, _ in users)
+            what = ", ".join(redefined)
+            td = mod.type_definitions[redefined[0]]
+            notes = tuple(Note(f"@{n} uses the old {what} here", fn.span) for n, fn in users)
+            notes += (Note(f"define {names} again in this cell, after the new type (or "
+                           ":reset first); nothing was changed"),)
+            raise RelayTypeError(Diagnostic(
+                "error", f"cannot redefine type {what}: {names} still use"
+                f"{'s' if len(users) == 1 else ''} its old constructors", td.span, notes))
+        return {var for var in self.scope.values()
+                if _mentions_type(self.var_types.get(var), set(redefined))}
+
+    def _check_module_noting(self, mod: IRModule, source_name: str) -> IRModule:
+        """``_check_module``; when the error lies in an earlier cell's definition (this cell
+        redefined something it uses), add a note saying so."""
+        from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+
+        try:
+            return self._check_module(mod)
+        except RelayTypeError as err:
+            first = err.diagnostics[0]
+            span = first.span
+            if span is None or span.source.name == source_name:
+                raise
+            mine = [f"@{n}" for n, fn in mod.functions.items()
+                    if _source_of(fn) == source_name]
+            mine += [n for n, td in mod.type_definitions.items()
+                     if _source_of(td) == source_name]
+            if not mine:
+                raise
+            note = Note(f"this error is in an earlier definition ({span.source.name}) that "
+                        f"uses {', '.join(mine)}, which this cell (re)defines; the cell was "
+                        "not run and the session is unchanged -- define both together in one "
+                        "cell")
+            diag = Diagnostic(first.level, first.message, first.span, (*first.notes, note))
+            raise type(err)([diag, *err.diagnostics[1:]]) from None
+
+    def _forget(self, stale: set[Any]) -> str:
+        names = [name for name, var in self.scope.items() if var in stale]
+        for name in names:
+            var = self.scope.pop(name)
+            self.env.pop(var, None)
+            self.var_types.pop(var, None)
+        listed = ", ".join(f"%{n}" for n in names)
+        return (f"note: forgot {listed}: {'its' if len(names) == 1 else 'their'} type "
+                "mentions a type this cell redefined")
 
     def _commit_module(self, checked: IRModule, source_name: str,
                        out: CellOutcome) -> list[str]:
@@ -266,6 +369,35 @@ def _prelude_types() -> dict[str, str]:
     from relay_kernel.editor import prelude_names
 
     return prelude_names()[1]
+
+
+def _walk(root: Any):
+    """Every IR node reachable from ``root`` (dataclass fields, tuples, lists), each once;
+    iterative, so deep programs are fine."""
+    import dataclasses
+
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, (tuple, list)):
+            stack.extend(obj)
+            continue
+        if not dataclasses.is_dataclass(obj) or isinstance(obj, type) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        yield obj
+        for f in dataclasses.fields(obj):
+            if f.name != "span":
+                stack.append(getattr(obj, f.name, None))
+
+
+def _mentions_type(ty: Any, names: set[str]) -> bool:
+    """Whether the type ``ty`` mentions an ADT named in ``names``."""
+    from relay_ref.ir.types import GlobalTypeVar
+
+    return ty is not None and any(isinstance(node, GlobalTypeVar) and node.name in names
+                                  for node in _walk(ty))
 
 
 def _split_trace(result: Any) -> tuple[Any, list[Any]]:

@@ -223,12 +223,51 @@ def complete(code: str, cursor_pos: int, session: Session | None) -> dict[str, A
     if word.startswith(":") and code[: cursor_pos - len(word)].strip():
         word = word[1:]  # a `:` inside code (a type annotation), not a command
     start = cursor_pos - len(word)
+    attrs = _attr_candidates(code[:cursor_pos], word)
+    if attrs is not None:
+        return {"status": "ok", "matches": attrs, "cursor_start": start,
+                "cursor_end": cursor_pos, "metadata": {}}
     matches = [c for c in candidates(session, code, word) if c.startswith(word) and c != word] \
         if word else []
     if word and not matches:
         matches = [c for c in candidates(session, code, word) if c == word]
     return {"status": "ok", "matches": matches, "cursor_start": start,
             "cursor_end": cursor_pos, "metadata": {}}
+
+
+def _attr_candidates(before: str, word: str) -> list[str] | None:
+    """``name=`` for the attributes of the operator whose call's argument list the cursor is
+    in (``nn.conv2d(%x, %w, pad|`` -> ``padding=``), when the word being typed is a bare
+    name (or nothing, right after ``(`` or ``,``); None when that is not the situation."""
+    import dataclasses
+
+    if word and not re.fullmatch(r"[A-Za-z_]\w*", word):
+        return None
+    prefix = before[: len(before) - len(word)]
+    if word == "" and not re.search(r"[(,]\s*$", prefix):
+        return None
+    depth, i = 0, len(prefix) - 1
+    while i >= 0:  # find the unclosed `(` of the innermost call
+        ch = prefix[i]
+        if ch in ")]}":
+            depth += 1
+        elif ch in "([{":
+            if depth == 0:
+                if ch != "(":
+                    return None
+                break
+            depth -= 1
+        i -= 1
+    if i < 0:
+        return None
+    m = re.search(r"([A-Za-z_][\w.]*)\s*$", prefix[:i])
+    op = _op(m.group(1)) if m else None
+    if op is None or not dataclasses.is_dataclass(op.attrs):
+        return None
+    given = set(re.findall(r"(\w+)\s*=", prefix[i:]))
+    names = [f.name for f in dataclasses.fields(op.attrs)
+             if f.name.startswith(word) and f.name not in given]
+    return [n + "=" for n in names] or None
 
 
 # -- inspect -----------------------------------------------------------------------------
@@ -269,7 +308,7 @@ def describe(word: str, session: Session | None) -> str | None:
             try:
                 from relay_ref import astext
 
-                lines += ["", astext(session.module.functions[name])]
+                lines += ["", _strip_header(astext(session.module.functions[name]))]
             except Exception:
                 pass
         return "\n".join(lines)
@@ -303,7 +342,7 @@ def describe(word: str, session: Session | None) -> str | None:
             try:
                 from relay_ref import astext
 
-                return astext(_module_with_type(session, word)).strip()
+                return _strip_header(astext(_module_with_type(session, word)))
             except Exception:
                 return f"type {word}"
     if word in pctors:
@@ -315,6 +354,14 @@ def describe(word: str, session: Session | None) -> str | None:
     if word == "Tensor":
         return "Tensor[(d1, ..., dn), dtype]: an n-dimensional tensor type; ? is a dynamic dim"
     return None
+
+
+def _strip_header(text: str) -> str:
+    """Relay text without the ``#[version = "0.0.5"]`` line ``astext`` puts on modules."""
+    lines = text.strip().splitlines()
+    if lines and lines[0].startswith("#[version"):
+        lines = lines[1:]
+    return "\n".join(lines).strip()
 
 
 def _module_with_type(session: Session, name: str) -> Any:

@@ -283,3 +283,86 @@ def test_silent_execution_publishes_nothing_and_keeps_no_history(k):
     assert run_ok(k, "@quiet()").value == "9"
     tail = k.request("history", hist_access_type="tail", n=1, output=False, raw=True)
     assert "@quiet()" == tail["history"][-1][2]  # the visible cell, not the silent one
+
+
+# -- definitions meeting the session's state ------------------------------------------------
+
+def test_redefining_a_type_used_by_globals_is_refused(k):
+    run_ok(k, "type Hue { Ruby, Jade }\ndef @mkhue() -> Hue { Ruby }\n"
+              "def @isruby(%c: Hue) -> bool { match (%c) { Ruby => True, _ => False } }")
+    res = run_err(k, "type Hue { Jade, Ruby }", "RelayTypeError")
+    assert "cannot redefine type Hue: @mkhue, @isruby still use its old constructors" \
+        in res.error
+    assert "define @mkhue, @isruby again in this cell" in res.error
+    assert run_ok(k, "@isruby(Ruby)").value == "True"  # nothing changed
+    assert run_ok(k, "@isruby(@mkhue())").value == "True"
+
+
+def test_redefining_a_type_forgets_bindings_of_the_old_type(k):
+    run_ok(k, "type Tint { Pale, Dark }\nlet %t = Pale;")
+    run_ok(k, "let %tf = fn (%x: Tint) { match (%x) { Pale => 1, Dark => 2 } };\n"
+              "let %tn = 7;")
+    res = run_ok(k, "type Tint { Dusk(int32) }")
+    assert "note: forgot %t, %tf: their type mentions a type this cell redefined" in res.stdout
+    run_err(k, "%t", "ParseError")
+    assert run_ok(k, "%tn").value == "7"
+    assert run_ok(k, "match (Dusk(3)) { Dusk(%n) => %n }").value == "3"
+
+
+def test_redefinition_that_breaks_a_caller_says_why(k):
+    run_ok(k, "def @inc1(%x: int32) -> int32 { %x + 1 }\n"
+              "def @twice1(%x: int32) -> int32 { @inc1(%x) * 2 }")
+    res = run_err(k, "def @inc1(%x: float32) -> float32 { %x + 1f }", "RelayTypeError")
+    assert "this error is in an earlier definition" in res.error
+    assert "uses @inc1, which this cell (re)defines" in res.error
+    assert run_ok(k, "@twice1(3)").value == "8"
+
+
+def test_a_def_cannot_use_a_session_binding(k):
+    run_ok(k, "let %offset = 5;")
+    res = run_err(k, "def @shift(%y: int32) -> int32 { %y + %offset }", "ParseError")
+    lines = res.error.splitlines()
+    assert re.match(r"In\[\d+\]:1:39: error: unbound local variable %offset", lines[0])
+    assert "%offset is a session binding" in res.error
+    assert "pass %offset as a parameter" in res.error
+
+
+def test_endless_recursion_is_an_error_not_a_dead_kernel(k):
+    run_ok(k, "def @forever(%n: int32) -> int32 { @forever(%n + 1) }")
+    res = run_err(k, "@forever(0)", "RelayRuntimeError")
+    assert "nested too deeply" in res.error
+    assert run_ok(k, "1 + 1").value == "2"
+
+
+def test_completion_of_attributes_inside_an_op_call(k):
+    code = "nn.conv2d(%x, %w, pad"
+    reply = k.request("complete", code, len(code))
+    assert reply["matches"] == ["padding="]
+    assert reply["cursor_start"] == len(code) - 3
+    code = 'ones(shape=[2], dt'
+    assert k.request("complete", code, len(code))["matches"] == ["dtype="]
+    code = "nn.conv2d(%x, %w, strides=[1, 1], "
+    matches = k.request("complete", code, len(code))["matches"]
+    assert "padding=" in matches and "strides=" not in matches
+
+
+def test_inspect_of_a_type_has_no_version_header(k):
+    run_ok(k, "type Fruit { Apple, Pear(int32) }")
+    reply = k.request("inspect", "Fruit", 2)
+    assert reply["found"]
+    assert reply["data"]["text/plain"].startswith("type Fruit {")
+
+
+def test_interrupting_the_type_checker_of_a_huge_program_keeps_the_kernel(k):
+    # Interrupts landing in parsing or deep in the checker used to abort the kernel
+    # process ("Cannot recover from stack overflow").
+    body = " + ".join(["%x"] * 20000)
+    code = "def @huge(%x: int32) -> int32 { " + body + " }\n@huge(1)"
+    for delay in (0.7, 1.2):
+        msg_id = k.kc.execute(code)
+        time.sleep(delay)
+        k.km.interrupt_kernel()
+        res = k.collect(msg_id, timeout=30)
+        assert res.reply["status"] in ("ok", "error")
+        assert k.km.is_alive()
+    assert run_ok(k, "1 + 2").value == "3"

@@ -218,6 +218,10 @@ def _defined_in(node: Any, source_name: str) -> bool:
     return span is not None and span.source.name == source_name
 
 
+WHO_MAX_BINDINGS = 200
+""":who lists at most this many bindings (the most recent)."""
+
+
 @command("who", "", "List the globals, types and bindings defined in this session.")
 def _who(ctx: Context, arg: str) -> None:
     s = ctx.session
@@ -233,7 +237,11 @@ def _who(ctx: Context, arg: str) -> None:
         lines.append(f"@{name} : {pretty_type(s.global_type(name))}")
     from relay_kernel.display import value_text
 
-    for name, ty, value in s.bindings:
+    bindings = s.bindings
+    if len(bindings) > WHO_MAX_BINDINGS:
+        lines.append(f"... {len(bindings) - WHO_MAX_BINDINGS} earlier bindings not shown")
+        bindings = bindings[-WHO_MAX_BINDINGS:]
+    for name, ty, value in bindings:
         shown = " ".join(value_text(value).split())
         if len(shown) > 60:
             shown = shown[:57] + "..."
@@ -347,11 +355,12 @@ def _load(ctx: Context, arg: str) -> None:
 
 # -- the AST view --------------------------------------------------------------------------
 
-def ast_text(node: Any, max_nodes: int = 2000) -> str:
+def ast_text(node: Any, max_nodes: int = 2000, max_chars: int = 100_000) -> str:
     """An indented tree of the IR node's dataclass fields (spans omitted; iterative).
 
     Expressions show their class and fields; types, ops and globals are shown inline in
-    Relay text; tensors as their literal. At most ``max_nodes`` nodes are printed."""
+    Relay text; tensors as their literal. At most ``max_nodes`` nodes and about
+    ``max_chars`` characters are printed (a deeply nested tree is mostly indentation)."""
     import numpy as np
 
     from relay_kernel.display import scalar_literal, type_text
@@ -359,12 +368,14 @@ def ast_text(node: Any, max_nodes: int = 2000) -> str:
     from relay_ref.ir.types import TensorType, Type
 
     lines: list[str] = []
+    used = 0
     stack: list[tuple[str, str, Any]] = [("", "", node)]
     while stack:
         indent, label, obj = stack.pop()
-        if len(lines) >= max_nodes:
-            lines.append(f"{indent}...")
+        if len(lines) >= max_nodes or used > max_chars:
+            lines.append(f"... (cut: more than {max_nodes} nodes or {max_chars} characters)")
             break
+        used += len(lines[-1]) + 1 if lines else 0
         prefix = f"{indent}{label}: " if label else indent
         if isinstance(obj, Type):
             lines.append(prefix + type_text(obj))

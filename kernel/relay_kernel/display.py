@@ -15,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 import html
+import re
 import traceback as pytraceback
 from typing import Any
 
@@ -30,6 +31,12 @@ EDGE_ITEMS = 3
 
 TABLE_MAX = 12
 """Rows/columns of a 1-d/2-d tensor shown in full in the HTML table (else edges + ``⋯``)."""
+
+TEXT_MAX = 20_000
+"""ADT values, closures and tuples whose Relay text is longer than this are cut."""
+
+SOURCE_LINE_MAX = 160
+"""Source lines in error messages longer than this are shown around the carets only."""
 
 MONO = "font-family: var(--jp-code-font-family, monospace);"
 
@@ -233,6 +240,9 @@ def value_bundle(value: Any, ty: Any = None) -> dict[str, str]:
     Tensors get a table; a tuple of tensors one table per field; everything else (ADT
     values, closures, references) its Relay text, highlighted."""
     plain = value_text(value)
+    if len(plain) > TEXT_MAX and not isinstance(value, np.ndarray):
+        plain = (plain[:TEXT_MAX] + f" … ({len(plain) - TEXT_MAX} more characters; "
+                 "bind the value with `let` and take it apart to see the rest)")
     type_line = ""
     if ty is not None:
         type_line = (f'<div style="{MONO} color: #888;">: '
@@ -287,7 +297,7 @@ def error_content(err: BaseException) -> dict[str, Any]:
     from relay_ref.diagnostics import RelayError
 
     if isinstance(err, RelayError):
-        lines = err.render(colour=True).splitlines()
+        lines = _window_long_lines(err.render(colour=True).splitlines())
         return {"ename": type(err).__name__, "evalue": err.message, "traceback": lines}
     if isinstance(err, KeyboardInterrupt):
         return {"ename": "KeyboardInterrupt", "evalue": "interrupted",
@@ -305,6 +315,33 @@ def error_content(err: BaseException) -> dict[str, Any]:
             "program; please report it with the cell that caused it")
     return {"ename": type(err).__name__, "evalue": str(err),
             "traceback": [head, *"".join(tb).splitlines()]}
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_SOURCE_LINE = re.compile(r"^( +\d+ \| )(.*)$")
+_CARET_LINE = re.compile(r"^( +\| )(.*)$")
+
+
+def _window_long_lines(lines: list[str]) -> list[str]:
+    """Diagnostic lines with each over-long quoted source line (and its caret line) cut to a
+    window of ``SOURCE_LINE_MAX`` characters around the carets, ``…`` marking the cuts."""
+    out = list(lines)
+    for i in range(len(out) - 1):
+        src, car = _SOURCE_LINE.match(out[i]), _CARET_LINE.match(_ANSI.sub("", out[i + 1]))
+        if not src or not car or len(src.group(2)) <= SOURCE_LINE_MAX:
+            continue
+        text, carets = src.group(2), car.group(2)
+        first = len(carets) - len(carets.lstrip(" "))
+        width = len(carets.strip())
+        lo = max(0, min(first - 40, len(text) - SOURCE_LINE_MAX))
+        hi = min(len(text), lo + SOURCE_LINE_MAX)
+        left = "…" if lo > 0 else ""
+        right = "…" if hi < len(text) else ""
+        shown = min(width, hi - first)
+        out[i] = src.group(1) + left + text[lo:hi] + right
+        out[i + 1] = (car.group(1) + " " * (len(left) + first - lo)
+                      + "\x1b[1;32m" + "^" * max(shown, 1) + "\x1b[0m")
+    return out
 
 
 class CommandError(Exception):

@@ -366,3 +366,13 @@ def test_interrupting_the_type_checker_of_a_huge_program_keeps_the_kernel(k):
         assert res.reply["status"] in ("ok", "error")
         assert k.km.is_alive()
     assert run_ok(k, "1 + 2").value == "3"
+
+
+def test_huge_outputs_are_cut(k):
+    res = run_ok(k, "let %long = " + "Cons(1, " * 5000 + "Nil" + ")" * 5000 + ";\n%long")
+    assert len(res.value) < 21_000 and "more characters" in res.value
+    res = run_ok(k, ":ast " + "1 + " * 3000 + "1")
+    assert len(res.value) < 110_000 and res.value.endswith("characters)")
+    res = run_err(k, "1 + " * 2000 + "1f", "RelayTypeError")
+    source_line = res.error.splitlines()[1]
+    assert len(source_line) < 200 and source_line.endswith("…")

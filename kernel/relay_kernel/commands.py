@@ -111,7 +111,8 @@ Cells hold Relay text (the TVM v0.0.5 text format; the #[version] header is opti
   1. definitions -- `def @f(...) { ... }`, `type T[A] { C(A), ... }` -- accumulate in the
      session; defining a name again replaces it (a note says so);
   2. top-level bindings -- `let %x = e;` with nothing after the `;` -- evaluate `e` and keep
-     %x (its value and type) for later cells;
+     %x (its value and type) for later cells' bindings and expressions (not for defs:
+     pass a value to a def as a parameter);
   3. a trailing expression is type-checked and evaluated; its value is the cell's Out[n].
 Any of the three may be missing; those present come in this order. The prelude (List,
 Option, Tree, nat, @map, @foldl, @nth, ...) is available unless `:prelude off`; a

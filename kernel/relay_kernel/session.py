@@ -29,6 +29,7 @@ names defined by cells (not pulled in from the prelude), in definition order.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,11 +89,33 @@ class Session:
     # -- the pipeline ----------------------------------------------------------------------
     def parse(self, code: str, source_name: str) -> Any:
         """Parse a cell against the session; returns the parser's ``Program``."""
+        from relay_ref.diagnostics import Diagnostic, Note, ParseError
         from relay_ref.syntax.parser import parse_program
 
         self.sources[source_name] = code
-        return parse_program(code, source_name, base_module=self.module,
-                             scope=dict(self.scope), prelude=self.prelude)
+        try:
+            return parse_program(code, source_name, base_module=self.module,
+                                 scope=dict(self.scope), prelude=self.prelude)
+        except ParseError as err:
+            span = err.span
+            if span is None or span.line == 1 or span.source.name != source_name:
+                raise
+            lines = code.splitlines()
+            line = lines[span.line - 1] if span.line <= len(lines) else ""
+            if not re.match(r"\s*(def\s*@|type\s+\w|extern\s+type\b)", line):
+                raise
+            from relay_kernel.editor import scan_brackets
+
+            still_open, _, _ = scan_brackets("\n".join(lines[: span.line - 1]))
+            if still_open:  # inside an unclosed definition: a different mistake
+                raise
+            first = err.diagnostics[0]
+            note = Note("definitions (def, type) come first in a cell, before its `let` "
+                        "bindings and its expression; move this one up, or into a cell of "
+                        "its own")
+            raise ParseError([Diagnostic(first.level, first.message, first.span,
+                                         (*first.notes, note)),
+                              *err.diagnostics[1:]]) from None
 
     def parse_expr(self, code: str, source_name: str) -> Any:
         """Parse ``code`` as one expression in the session's scope (for ``:ast``)."""

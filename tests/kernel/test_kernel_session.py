@@ -376,3 +376,10 @@ def test_huge_outputs_are_cut(k):
     res = run_err(k, "1 + " * 2000 + "1f", "RelayTypeError")
     source_line = res.error.splitlines()[1]
     assert len(source_line) < 200 and source_line.endswith("…")
+
+
+def test_a_definition_after_an_expression_gets_a_hint(k):
+    res = run_err(k, "1 + 2\ndef @late() -> int32 { 1 }", "ParseError")
+    assert "definitions (def, type) come first in a cell" in res.error
+    res = run_err(k, "def @open() -> int32 {\n  1\n\ndef @next() -> int32 { 2 }", "ParseError")
+    assert "come first" not in res.error

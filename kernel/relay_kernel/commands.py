@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -180,7 +181,10 @@ def _fmt(ctx: Context, arg: str) -> None:
         for var, expr in program.bindings:
             parts.append(f"let %{var.name_hint} = {astext(expr).strip()};")
         if program.expr is not None:
-            parts.append(astext(program.expr).strip())
+            bound = {v.name_hint for v, _ in program.bindings} | set(ctx.session.scope)
+            parts.append("\n".join(
+                line for line in astext(program.expr).strip().splitlines()
+                if not (m := re.match(r"free_var %(\w+)", line)) or m.group(1) not in bound))
         text = "\n".join(parts)
     else:
         mod = ctx.session.user_module()

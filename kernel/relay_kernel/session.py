@@ -29,6 +29,7 @@ names defined by cells (not pulled in from the prelude), in definition order.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -155,6 +156,11 @@ class Session:
         return evaluate(expr, module=mod, env=dict(self.env))
 
     def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
+        """Run one cell; see ``_run``."""
+        with self._explaining_shadowed_prelude():
+            return self._run(code, source_name, trace=trace)
+
+    def _run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
         """Run one cell under the rules in the module docstring.
 
         With ``trace=True`` (``:trace``) the cell's bindings are folded into ``let``s around
@@ -292,6 +298,40 @@ class Session:
             diag = Diagnostic(first.level, first.message, first.span, (*first.notes, note))
             raise type(err)([diag, *err.diagnostics[1:]]) from None
 
+    @contextlib.contextmanager
+    def _explaining_shadowed_prelude(self) -> Any:
+        """A type error that involves the prelude's text while the session shadows a prelude
+        type (``type List ...``) gets a note: the prelude's functions and constructors are
+        written against its own types and cannot be used with yours."""
+        from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+
+        try:
+            yield
+        except RelayTypeError as err:
+            shadowed = [n for n in self.user_types if n in _prelude_types()]
+            spans = [d.span for d in err.diagnostics] + [
+                n.span for d in err.diagnostics for n in d.notes]
+            if not shadowed or not any(
+                    sp is not None and sp.source.name.endswith("prelude.relay") for sp in spans):
+                raise
+            names = ", ".join(shadowed)
+            note = Note(f"your type{'s' if len(shadowed) > 1 else ''} {names} shadow"
+                        f"{'' if len(shadowed) > 1 else 's'} the prelude's; the prelude's "
+                        "functions and constructors (@map, Cons, Some, ...) are written for "
+                        "its own types and cannot be used with yours -- define your own, "
+                        "rename your type, or :reset")
+            first = err.diagnostics[0]
+            rest = list(err.diagnostics[1:])
+            in_prelude = [d for d in rest
+                          if d.span is not None and d.span.source.name.endswith("prelude.relay")]
+            if in_prelude and first.span is not None \
+                    and first.span.source.name.endswith("prelude.relay"):
+                rest = [d for d in rest if d not in in_prelude]
+                note = Note(f"{note.message} ({len(in_prelude)} more error"
+                            f"{'s' if len(in_prelude) > 1 else ''} in the prelude not shown)")
+            diag = Diagnostic(first.level, first.message, first.span, (*first.notes, note))
+            raise RelayTypeError([diag, *rest]) from None
+
     def _forget(self, stale: set[Any]) -> str:
         names = [name for name, var in self.scope.items() if var in stale]
         for name in names:
@@ -343,6 +383,10 @@ class Session:
     # -- queries used by commands ----------------------------------------------------------
     def type_of(self, code: str, source_name: str) -> Any:
         """The type of the cell's trailing expression, without evaluating or committing."""
+        with self._explaining_shadowed_prelude():
+            return self._type_of(code, source_name)
+
+    def _type_of(self, code: str, source_name: str) -> Any:
         program = self.parse_with_expr(code, source_name)
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)

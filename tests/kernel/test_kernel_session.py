@@ -383,3 +383,23 @@ def test_a_definition_after_an_expression_gets_a_hint(k):
     assert "definitions (def, type) come first in a cell" in res.error
     res = run_err(k, "def @open() -> int32 {\n  1\n\ndef @next() -> int32 { 2 }", "ParseError")
     assert "come first" not in res.error
+
+
+def test_shadowing_a_prelude_type_explains_prelude_errors():
+    kernel = RelayKernel()  # its own session: it shadows List and Option
+    try:
+        run_ok(kernel, "type Option[A] { Nope, Yep(A) }")
+        res = run_err(kernel, "Some(1)", "RelayTypeError")
+        assert "your type Option shadows the prelude's" in res.error
+        run_ok(kernel, "type List[A] { MyNil, MyCons(A, List[A]) }")
+        res = run_err(kernel, "@map", "RelayTypeError")
+        assert "shadow the prelude's" in res.error and "not shown" in res.error
+        assert res.error.count("error:") == 1
+        assert run_ok(kernel, "MyCons(1, MyNil)").value == "MyCons(1, MyNil)"
+    finally:
+        kernel.shutdown()
+
+
+def test_fmt_of_code_with_bindings_has_no_free_vars(k):
+    res = run_ok(k, ":fmt let %fz = 1; %fz + 1")
+    assert res.value == "let %fz = 1;\nadd(%fz, 1)"

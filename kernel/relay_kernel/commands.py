@@ -82,7 +82,10 @@ def split_command(code: str) -> tuple[str, str] | None:
 
     ``?add`` is ``("page", "add")`` (``:doc`` shown in the pager); aliases are resolved
     (``:t`` is ``:type``)."""
-    text = code.lstrip()
+    lines = code.lstrip().splitlines()
+    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("//")):
+        lines.pop(0)  # comment lines above a command
+    text = "\n".join(lines).lstrip()
     if text.startswith("?"):
         return "page", text[1:].strip()
     if not text.startswith(":"):
@@ -96,10 +99,14 @@ def split_command(code: str) -> tuple[str, str] | None:
 def run_command(ctx: Context, name: str, arg: str) -> None:
     """Run ``:name arg``; unknown names and missing arguments raise ``CommandError``."""
     cmd = PAGE if name == "page" else COMMANDS.get(name)
+    if not name:
+        raise CommandError("a command name must follow ':' (:help lists the commands)")
     if cmd is None:
         known = " ".join(":" + c for c in COMMANDS)
         raise CommandError(f"unknown command :{name} (commands: {known}; :help explains them)")
     if cmd.needs_arg and not arg:
+        if cmd is PAGE:
+            raise CommandError("usage: ?NAME (or :doc NAME)")
         raise CommandError(f"usage: :{cmd.name} {cmd.usage}")
     cmd.run(ctx, arg)
 

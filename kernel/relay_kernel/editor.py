@@ -104,8 +104,9 @@ def _end_position(code: str) -> tuple[int, int]:
 
 def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
     """The ``is_complete_reply`` content for ``code`` (see the module docstring)."""
-    text = code.strip()
-    if not text or text.startswith((":", "?")):
+    from relay_kernel.commands import split_command
+
+    if not code.strip() or split_command(code) is not None:
         return {"status": "complete"}
     stack, bad, unterminated = scan_brackets(code)
     if bad:

@@ -200,3 +200,24 @@ def test_installed_package_ships_spec_and_lexer():
     installed = Path(sys.prefix) / "share" / "jupyter" / "kernels" / "relay" / "kernel.json"
     assert installed.exists(), "the wheel's shared-data kernelspec is missing"
     assert json.loads(installed.read_text())["language"] == "relay"
+
+
+def test_command_cells_may_start_with_comments_and_bare_sigils_are_explained():
+    from relay_kernel.commands import Context, run_command
+    from relay_kernel.display import CommandError
+    from relay_kernel.editor import is_complete
+
+    assert split_command("// list them\n:who") == ("who", "")
+    assert split_command("1 // :who") is None
+    assert is_complete("// note\n:type (") == {"status": "complete"}
+    class _Collect:
+        def stream(self, text: str, name: str = "stdout") -> None: ...
+        def display(self, bundle: dict) -> None: ...
+        def result(self, bundle: dict) -> None: ...
+        def page(self, text: str) -> None: ...
+
+    ctx = Context(Session(), "In[1]", _Collect())
+    with pytest.raises(CommandError, match="a command name must follow"):
+        run_command(ctx, *split_command(":"))
+    with pytest.raises(CommandError, match=r"usage: \?NAME"):
+        run_command(ctx, *split_command("?"))

@@ -248,6 +248,8 @@ def value_bundle(value: Any, ty: Any = None) -> dict[str, str]:
         type_line = (f'<div style="{MONO} color: #888;">: '
                      f"{html.escape(type_text(ty))}</div>")
     if isinstance(value, np.ndarray) and value.ndim > 0:
+        if value.size > SUMMARY_THRESHOLD:  # summarised: say what was summarised
+            plain = f"{tensor_type_text(value)}\n{plain}"
         return {"text/plain": plain, "text/html": tensor_html(value)}
     if isinstance(value, tuple) and value and _tensors_in(value) \
             and all(isinstance(v, np.ndarray) for v in value):

@@ -204,6 +204,7 @@ def test_large_tensor_is_summarised(k):
     res = run_ok(k, "zeros(shape=[300, 400], dtype=\"float32\")")
     data = res.of("execute_result")[0]["data"]
     assert "..." in data["text/plain"] and len(data["text/plain"]) < 2000
+    assert data["text/plain"].startswith("Tensor[(300, 400), float32]\n[[0f, 0f, 0f, ...")
     assert "⋯" in data["text/html"] and len(data["text/html"]) < 30000
     assert "120000 elements" in data["text/html"]
 

@@ -161,11 +161,14 @@ def annotate_graph_bindings(text: str) -> tuple[str, int]:
 @pytest.mark.parametrize("name", [
     "printed_resnet_block.relay", "printed_mobilenet_head.relay",
     "printed_span_comments.relay", "printed_while_loop_metadata.relay",
-    "printed_tensor_array_adt.relay",
+    "printed_tensor_array_adt.relay", "printed_strided_slice_tuple.relay",
+    "printed_fused_functions.relay", "printed_quantized_dense.relay",
+    "printed_nhwc_pipeline.relay", "printed_layer_norm_gelu.relay",
+    "printed_dynamic_batch.relay",
 ])
 def test_printed_types_agree_with_inference(name: str) -> None:
     text, count = annotate_graph_bindings(_text(name))
-    assert count >= 3
+    assert count >= 1
     rr.infer_types(rr.parse(text))
 
 

@@ -76,6 +76,7 @@ class Session:
         self.user_globals: list[str] = []
         self.user_types: list[str] = []
         self.sources: dict[str, str] = {}
+        self.forgotten: dict[str, str] = {}  # binding name -> the cell that forgot it
 
     @property
     def bindings(self) -> list[tuple[str, Any, Any]]:
@@ -98,6 +99,15 @@ class Session:
             return parse_program(code, source_name, base_module=self.module,
                                  scope=dict(self.scope), prelude=self.prelude)
         except ParseError as err:
+            forgot = re.match(r"unbound local variable %(\w+)", err.message)
+            if forgot and forgot.group(1) in self.forgotten:
+                first = err.diagnostics[0]
+                note = Note(f"%{forgot.group(1)} was forgotten by "
+                            f"{self.forgotten[forgot.group(1)]}, which replaced a definition "
+                            "it was made with; bind it again")
+                raise ParseError([Diagnostic(first.level, first.message, first.span,
+                                             (*first.notes, note)),
+                                  *err.diagnostics[1:]]) from None
             span = err.span
             if span is None or span.line == 1 or span.source.name != source_name:
                 raise
@@ -177,6 +187,7 @@ class Session:
         t1 = time.perf_counter()
         stale = self._check_type_redefinitions(program.module, source_name)
         checked = self._check_module_noting(program.module, source_name)
+        stale |= self._stale_closures(checked, source_name)
         # Type-check the bindings and the expression before evaluating anything (rule 6).
         var_types = {v: t for v, t in self.var_types.items() if v not in stale}
         binding_types = []
@@ -190,7 +201,7 @@ class Session:
         t2 = time.perf_counter()
         out.notes.extend(self._commit_module(checked, source_name, out))
         if stale:
-            out.notes.append(self._forget(stale))
+            out.notes.append(self._forget(stale, source_name))
         for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
             value = self._evaluate(expr, checked)
             if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
@@ -199,6 +210,7 @@ class Session:
             self.var_types[var] = ty
             self.scope.pop(var.name_hint, None)
             self.scope[var.name_hint] = var
+            self.forgotten.pop(var.name_hint, None)
             out.bound.append(var.name_hint)
         if program.expr is not None:
             result = self._evaluate(program.expr, checked, trace=trace)
@@ -332,15 +344,28 @@ class Session:
             diag = Diagnostic(first.level, first.message, first.span, (*first.notes, note))
             raise RelayTypeError([diag, *rest]) from None
 
-    def _forget(self, stale: set[Any]) -> str:
+    def _forget(self, stale: set[Any], source_name: str) -> str:
         names = [name for name, var in self.scope.items() if var in stale]
         for name in names:
+            self.forgotten[name] = source_name
             var = self.scope.pop(name)
             self.env.pop(var, None)
             self.var_types.pop(var, None)
         listed = ", ".join(f"%{n}" for n in names)
-        return (f"note: forgot {listed}: {'its' if len(names) == 1 else 'their'} type "
-                "mentions a type this cell redefined")
+        return (f"note: forgot {listed}: made with a definition this cell replaces (a type "
+                "it redefines, or a global whose type it changes)")
+
+    def _stale_closures(self, checked: IRModule, source_name: str) -> set[Any]:
+        """Session bindings holding functions that call a global this cell redefines with a
+        different type (a closure calls globals by name, so it would call the new one)."""
+        old = self.module
+        changed = {name for name, fn in checked.functions.items()
+                   if _source_of(fn) == source_name and name in old.global_types
+                   and old.global_types.get(name) != checked.global_types.get(name)}
+        if not changed or not self.scope:
+            return set()
+        return {var for var in self.scope.values()
+                if _value_calls(self.env.get(var), changed)}
 
     def _commit_module(self, checked: IRModule, source_name: str,
                        out: CellOutcome) -> list[str]:
@@ -457,6 +482,39 @@ def _walk(root: Any):
         for f in dataclasses.fields(obj):
             if f.name != "span":
                 stack.append(getattr(obj, f.name, None))
+
+
+def _value_calls(value: Any, names: set[str]) -> bool:
+    """Whether ``value`` holds a function (closure) whose code mentions a global in
+    ``names``; walks ADT fields, tuples, references and captured environments."""
+    import numpy as np
+
+    from relay_ref.ir.expr import GlobalVar
+
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is None or isinstance(v, np.ndarray) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, (tuple, list)):
+            stack.extend(v)
+            continue
+        kind = type(v).__name__
+        if kind == "ConstructorValue":
+            stack.extend(v.fields)
+        elif kind == "RefValue":
+            stack.append(v.value)
+        elif kind == "RecClosure":
+            stack.append(v.closure)
+        elif kind == "Closure":
+            if v.global_name in names or any(
+                    isinstance(node, GlobalVar) and node.name in names
+                    for node in _walk(v.func)):
+                return True
+            stack.extend(v.env.values())
+    return False
 
 
 def _mentions_type(ty: Any, names: set[str]) -> bool:

@@ -304,7 +304,7 @@ def test_redefining_a_type_forgets_bindings_of_the_old_type(k):
     run_ok(k, "let %tf = fn (%x: Tint) { match (%x) { Pale => 1, Dark => 2 } };\n"
               "let %tn = 7;")
     res = run_ok(k, "type Tint { Dusk(int32) }")
-    assert "note: forgot %t, %tf: their type mentions a type this cell redefined" in res.stdout
+    assert "note: forgot %t, %tf: made with a definition this cell replaces" in res.stdout
     run_err(k, "%t", "ParseError")
     assert run_ok(k, "%tn").value == "7"
     assert run_ok(k, "match (Dusk(3)) { Dusk(%n) => %n }").value == "3"
@@ -404,3 +404,15 @@ def test_shadowing_a_prelude_type_explains_prelude_errors():
 def test_fmt_of_code_with_bindings_has_no_free_vars(k):
     res = run_ok(k, ":fmt let %fz = 1; %fz + 1")
     assert res.value == "let %fz = 1;\nadd(%fz, 1)"
+
+
+def test_changing_a_globals_type_forgets_closures_that_call_it(k):
+    run_ok(k, "def @scale(%x: float32) -> float32 { %x * 2f }")
+    run_ok(k, "let %sc = fn (%x: float32) { @scale(%x) };\nlet %plain = fn (%x: float32) { %x };")
+    run_ok(k, "def @scale(%x: float32) -> float32 { %x * 3f }")  # same type: late binding
+    assert run_ok(k, "%sc(1f)").value == "3f"
+    res = run_ok(k, "def @scale(%x: int32) -> int32 { %x }")
+    assert "note: forgot %sc: made with a definition this cell replaces" in res.stdout
+    res = run_err(k, "%sc(2f)", "ParseError")
+    assert re.search(r"%sc was forgotten by In\[\d+\]", res.error)
+    assert run_ok(k, "%plain(2f)").value == "2f"

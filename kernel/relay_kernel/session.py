@@ -7,9 +7,14 @@ The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
    missing, but they come in this order.
 2. Definitions accumulate in the session module. Defining a name again replaces the old
    definition; the kernel says so in a note (and shows the old and new types). Defining a
-   name the prelude defines shadows the prelude's, with a note too.
+   name the prelude defines shadows the prelude's, with a note too. A redefinition that
+   breaks an earlier definition using the name is refused (with a note saying why); a type
+   is not redefined while a definition the cell keeps uses its old constructors; bindings
+   of a redefined type, or holding closures that call a global whose type changed, are
+   forgotten (with a note).
 3. ``let %x = e;`` at the top of a cell, with nothing after the ``;`` binding it, evaluates
-   ``e`` and binds ``%x`` for later cells (its value and type are kept).
+   ``e`` and binds ``%x`` for later cells (its value and type are kept). Bindings are not
+   visible in ``def``s (a clear error at the use).
 4. The trailing expression is type-checked and evaluated; its value is the cell's result
    (``Out[n]``).
 5. The prelude (``List``, ``Option``, ``@map``, ``@foldl`` ...) is available: a name the

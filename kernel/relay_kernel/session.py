@@ -208,7 +208,9 @@ class Session:
         if stale:
             out.notes.append(self._forget(stale, source_name))
         for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
-            value = self._evaluate(expr, checked)
+            # As `let %x = e; %x`, so a recursive function (`let %f = fn ... { %f(...) }`)
+            # gets its recursive closure (E-App-Rec), exactly as inside an expression.
+            value = self._evaluate(_let_of(var, expr), checked)
             if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
                 continue
             self.env[var] = value
@@ -535,6 +537,13 @@ def _split_trace(result: Any) -> tuple[Any, list[Any]]:
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], list):
         return result[0], result[1]
     return result, []
+
+
+def _let_of(var: Any, value: Any) -> Any:
+    """``let %var = value; %var``."""
+    from relay_ref.ir.expr import Let
+
+    return Let(var, value, var, span=getattr(value, "span", None))
 
 
 def _fold_bindings(program: Any) -> Any:

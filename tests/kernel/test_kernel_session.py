@@ -416,3 +416,10 @@ def test_changing_a_globals_type_forgets_closures_that_call_it(k):
     res = run_err(k, "%sc(2f)", "ParseError")
     assert re.search(r"%sc was forgotten by In\[\d+\]", res.error)
     assert run_ok(k, "%plain(2f)").value == "2f"
+
+
+def test_a_recursive_top_level_let_works_in_later_cells(k):
+    res = run_ok(k, "let %down = fn (%n: int32) -> int32 {\n"
+                    "  if (%n == 0) { 0 } else { 1 + %down(%n - 1) }\n};\n%down(10)")
+    assert res.value == "10"
+    assert run_ok(k, "%down(7)").value == "7"

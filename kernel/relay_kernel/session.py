@@ -197,7 +197,7 @@ class Session:
         var_types = {v: t for v, t in self.var_types.items() if v not in stale}
         binding_types = []
         for var, expr in program.bindings:
-            ty = self._infer(expr, checked, var_types)
+            ty = self._infer(_let_of(var, expr), checked, var_types)
             var_types[var] = ty
             binding_types.append(ty)
         expr_type = None
@@ -423,7 +423,7 @@ class Session:
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
-            var_types[var] = self._infer(expr, checked, var_types)
+            var_types[var] = self._infer(_let_of(var, expr), checked, var_types)
         return self._infer(program.expr, checked, var_types)
 
     def check(self, code: str | None, source_name: str) -> IRModule:
@@ -436,7 +436,7 @@ class Session:
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
-            var_types[var] = self._infer(expr, checked, var_types)
+            var_types[var] = self._infer(_let_of(var, expr), checked, var_types)
         if program.expr is not None:
             self._infer(program.expr, checked, var_types)
         return checked

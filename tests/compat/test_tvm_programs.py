@@ -56,6 +56,11 @@ PARSER_EXPRS = [
     "fn (%x: Tensor[(2, 3), float32], Primitive=1, relay.reshape_only=1) -> Tensor[(6), float32]"
     " {\n  reshape(%x, newshape=[-1])\n}",
     "free_var %x: Tensor[(3, 4), float32]; clip(%x, a_min=-inff, a_max=inff)",
+    # an expression as TVM prints it (`print(expr)`): free_var lines, graph bindings, comments
+    "free_var %x: Tensor[(2, 2), float32];\nfree_var %y: Tensor[(2, 2), float32];\n"
+    "%0 = add(%x, %y) /* ty=Tensor[(2, 2), float32] */;\n"
+    "%1 = multiply(%0, %0) /* ty=Tensor[(2, 2), float32] */;\n"
+    "(%0, %1) /* ty=(Tensor[(2, 2), float32], Tensor[(2, 2), float32]) */",
 ]
 
 

@@ -946,7 +946,10 @@ class _Resolver:
             try:
                 value, dtype = literal_value(str(tok))
             except ValueError as err:
-                raise self.error(str(err), tok) from None
+                try:
+                    return float(str(tok))  # S-Attrs: a bare decimal (`alpha=0.5`) is a float
+                except ValueError:
+                    raise self.error(str(err), tok) from None
             return float(value) if dtype.startswith("float") else int(value)
         if kind == "av_string":
             return str(t.children[0])[1:-1]

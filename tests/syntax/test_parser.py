@@ -109,6 +109,15 @@ def test_call_attrs_none_and_nested_lists_7003() -> None:
     assert e.attrs.channels == 4
 
 
+def test_bare_decimal_attribute_is_a_float() -> None:
+    # spec/syntax.md S-Attrs: accepted beyond TVM, which prints `alpha=0.1f`
+    e = parse_expr("free_var %x: Tensor[(3), float32]; nn.leaky_relu(%x, alpha=0.1)")
+    assert e.attrs.alpha == 0.1
+    assert rr.alpha_equal(e, parse_expr(rr.astext(e)))
+    with pytest.raises(rr.ParseError, match="does not fit int8"):
+        parse_expr("free_var %x: Tensor[(3), float32]; nn.leaky_relu(%x, alpha=300i8)")
+
+
 def test_function_attributes_and_type_args() -> None:
     e = parse_expr("fn [A](%x: A, Primitive=1, Compiler=\"dnnl\", Inline=True) -> A { %x }")
     assert e.attrs == (("Primitive", 1), ("Compiler", "dnnl"), ("Inline", True))

@@ -8,8 +8,13 @@ Invariants:
 * The recursion limit is raised only while at least one deep worker runs and is restored
   when the last one ends, so callers (and test frameworks) never observe a changed limit.
 * A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep).
-* The caller waits in short slices, so ``KeyboardInterrupt`` reaches it promptly; it then
-  calls ``on_interrupt`` (which should make the worker stop), waits briefly, and re-raises.
+* The caller waits in short slices on an event the worker sets when it is done (not on
+  ``Thread.join``, whose interrupted form can report a live thread as finished on 3.11), so
+  ``KeyboardInterrupt`` reaches it promptly; it then calls ``on_interrupt`` (which should make
+  the worker stop), waits briefly, and re-raises. A worker still running then is abandoned:
+  it restores the recursion limit itself when it ends, never the caller under its feet.
+* ``RECURSION_LIMIT`` is low enough that Python's own ``RecursionError`` comes before the C
+  stack of ``STACK_BYTES`` overflows (endless Relay recursion is an error, not an abort).
 * If the platform refuses a big-stack thread, ``job`` runs on the caller's thread with the
   default limit (shallower programs still work; deep ones raise ``RecursionError``).
 """
@@ -22,7 +27,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 STACK_BYTES = 1 << 30
-RECURSION_LIMIT = 2_000_000
+RECURSION_LIMIT = 1_000_000
 
 _R = TypeVar("_R")
 _lock = threading.Lock()
@@ -58,6 +63,8 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     if in_deep_worker():
         return job()
     box: dict[str, object] = {}
+    done = threading.Event()
+    state = {"abandoned": False}
 
     def target() -> None:
         _local.deep = True
@@ -65,6 +72,11 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
             box["value"] = job()
         except BaseException as err:  # noqa: BLE001 - handed to the caller
             box["error"] = err
+        finally:
+            with _lock:
+                done.set()
+                if state["abandoned"]:
+                    _leave()
 
     with _lock:
         old = threading.stack_size()
@@ -85,16 +97,20 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     if worker is None:
         return job()
     try:
-        while worker.is_alive():
-            worker.join(0.05)
+        while not done.wait(0.05):
+            pass
     except KeyboardInterrupt:
         if on_interrupt is not None:
             on_interrupt()
-        worker.join(2.0)
-        raise
-    finally:
+        done.wait(2.0)
         with _lock:
-            _leave()
+            if done.is_set():
+                _leave()
+            else:
+                state["abandoned"] = True  # the worker restores the limit when it ends
+        raise
+    with _lock:
+        _leave()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]

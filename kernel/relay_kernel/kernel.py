@@ -34,12 +34,6 @@ BANNER = """Relay (TVM text format v0.0.5) -- relay_ref's definitional interpret
 Cells hold definitions, `let %x = e;` bindings and an expression; :help lists the rules
 and the :commands."""
 
-SAFE_RECURSION_LIMIT = 1_000_000
-"""Python recursion limit on relay_ref's 1 GiB evaluation thread. With relay_ref's own 2 000 000,
-a non-terminating recursion (``def @loop(%n: int32) -> int32 { @loop(%n + 1) }``) overflows
-the C stack before the limit and aborts the process (the kernel dies); at 1 000 000 it is a
-``RelayRuntimeError`` after a few seconds and ``@count(100000)`` still works."""
-
 STOP_TIMEOUT = 20.0
 """Seconds an interrupt waits for the cell's thread to stop (it is asked every 0.2 s)."""
 
@@ -110,20 +104,15 @@ class RelayKernel(Kernel):
 
     @staticmethod
     def _warm_up() -> None:
-        """Import the parser, checker, interpreter and op library now, not in cell 1; cap
-        the recursion limit of relay_ref's big-stack threads (see ``SAFE_RECURSION_LIMIT``)."""
+        """Import the parser, checker, interpreter and op library now, not in cell 1.
+        (relay_ref.deepstack keeps its recursion limit below what its 1 GiB stack holds, so
+        a non-terminating recursion is a ``RelayRuntimeError``, not a dead kernel.)"""
         for mod in ("relay_ref.syntax.parser", "relay_ref.typecheck.infer",
                     "relay_ref.interpreter.eval", "relay_ref.ops.registry"):
             try:
                 __import__(mod)
             except Exception:  # reported when a cell needs it
                 pass
-        try:
-            from relay_ref import deepstack
-
-            deepstack.RECURSION_LIMIT = min(deepstack.RECURSION_LIMIT, SAFE_RECURSION_LIMIT)
-        except (ImportError, AttributeError):
-            pass
 
     @property
     def kernel_info(self) -> dict[str, Any]:

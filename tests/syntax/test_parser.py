@@ -118,6 +118,13 @@ def test_bare_decimal_attribute_is_a_float() -> None:
         parse_expr("free_var %x: Tensor[(3), float32]; nn.leaky_relu(%x, alpha=300i8)")
 
 
+def test_let_in_argument_position_as_tvm_prints_it() -> None:
+    # TVM's printer inlines a let used once: `add(let %a = 1f;\n%a, 2f)` (S-Call)
+    e = parse_expr("add(let %a = 1f;\n%a, 2f)")
+    assert isinstance(e, E.Call) and isinstance(e.args[0], E.Let)
+    assert rr.alpha_equal(e, parse_expr("add((let %a = 1f; %a), 2f)"))
+
+
 def test_function_attributes_and_type_args() -> None:
     e = parse_expr("fn [A](%x: A, Primitive=1, Compiler=\"dnnl\", Inline=True) -> A { %x }")
     assert e.attrs == (("Primitive", 1), ("Compiler", "dnnl"), ("Inline", True))

@@ -157,6 +157,8 @@ class Interpreter:
             if step is None:
                 raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
             expr = step(self, expr, env)
+            if self.tracing:  # a trace shows the step's premise as a sub-derivation
+                return self.eval(expr, env)
 
     # -- the rules (spec/semantics.md section 3), in the grammar's order ---------------------
     def e_var(self, expr: Var, env: dict) -> Value:
@@ -233,7 +235,8 @@ class Interpreter:
         # E-App-* (3.8): the callee, then the arguments. A global, variable or constructor
         # callee is an atom (never shared): its rule is applied directly.
         kind = type(callee)
-        fn_value = (self.e_global(callee, env) if kind is GlobalVar else
+        fn_value = (self.eval(callee, env) if self.tracing else  # its own trace line
+                    self.e_global(callee, env) if kind is GlobalVar else
                     self.e_var(callee, env) if kind is Var else
                     self.e_ctor(callee, env) if kind is Constructor else self.eval(callee, env))
         return self.apply(fn_value, self.eval_args(expr.args, env), expr)
@@ -486,20 +489,38 @@ class TracingInterpreter(Interpreter):
         super().__init__(module, roots)
         self.events: list[TraceEvent] = []
         self.depth = 0
+        self._slots: list[int] = []
         self._event = TraceEvent
 
     def emit(self, rule: str, expr: Expr) -> None:
-        self.events.append(self._event(rule, expr, self.depth))
+        # The rule of the innermost ``eval`` fills the slot reserved when it began, so events
+        # come in derivation order (a conclusion before its premises) even for rules chosen
+        # only after their premises were evaluated (E-If-*, E-App-*, E-Match...).
+        event = self._event(rule, expr, self.depth)
+        slot = self._slots[-1] if self._slots else -1
+        if slot >= 0 and self.events[slot] is None:
+            self.events[slot] = event
+        else:
+            self.events.append(event)
 
     def eval_args(self, args: tuple[Expr, ...], env: dict) -> list[Value]:
         return [self.eval(a, env) for a in args]
 
     def eval(self, expr: Expr, env: dict) -> Value:
         self.depth += 1
+        self._slots.append(len(self.events))
+        self.events.append(None)  # type: ignore[arg-type]  # filled by emit
         try:
             return super().eval(expr, env)
         finally:
             self.depth -= 1
+            slot = self._slots.pop()
+            if self.events[slot] is None and slot == len(self.events) - 1:
+                self.events.pop()  # nothing applied here (a shared value reused)
+
+    def trace(self) -> list:
+        """The events recorded so far, in derivation order."""
+        return [e for e in self.events if e is not None]
 
 
 # -- sharing, annotations, operators ---------------------------------------------------------
@@ -740,7 +761,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     finally:
         _relax_gc(-1)
     if trace:
-        return value, interp.events  # type: ignore[attr-defined]
+        return value, interp.trace()  # type: ignore[attr-defined]
     return value
 
 

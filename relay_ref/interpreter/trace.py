@@ -2,10 +2,11 @@
 
 ``rr.evaluate(prog, trace=True)`` returns ``(value, events)``; each ``TraceEvent`` holds the
 rule's name (as in spec/semantics.md: ``E-Let``, ``E-App-Rec``, ``E-Match`` ...), the
-expression it was applied to and the derivation depth. An event is recorded when its rule is
-chosen: for rules whose choice depends on evaluated premises (``E-If-True``/``E-If-False``,
-``E-App-*``, ``E-Match``, ``E-Ref``/``E-Read``/``E-Write``) that is after those premises'
-events. ``format_trace`` renders events one per line, indented by depth::
+expression it was applied to and the derivation depth. Events come in derivation order: a
+rule's event comes before the events of its premises (one level deeper), even for rules
+chosen only once premises are evaluated (``E-If-True``/``E-If-False``, ``E-App-*``,
+``E-Match``, ``E-Ref``...); the body of a ``let`` or the branch of an ``if`` is a premise too.
+``format_trace`` renders events one per line, indented by depth::
 
     E-App-Closure  @main(...)
       E-Let  let %x = 1; ...

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.ir.expr import Constructor, Function, Op, Var
-from relay_ref.ir.type_text import type_to_text
+from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.syntax.printer import scalar_text
 
 Value = Any  # np.ndarray | tuple | ConstructorValue | Closure | RecClosure | RefValue | ...
@@ -151,9 +151,7 @@ def tensor_to_text(arr: np.ndarray, threshold: int = 1000) -> str:
     if arr.ndim == 0:
         return scalar_to_text(arr)
     if arr.size == 0:
-        dims = ", ".join(str(d) for d in arr.shape)
-        dims += "," if arr.ndim == 1 else ""
-        return f"Tensor[({dims}), {arr.dtype.name}]([])"
+        return f"Tensor[{shape_to_text(arr.shape)}, {arr.dtype.name}]([])"
     return np.array2string(arr, separator=", ", threshold=threshold, max_line_width=100,
                            formatter={"all": scalar_to_text})
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.deepstack import run_deep
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
 from relay_ref.ir.expr import children
@@ -48,6 +49,15 @@ def astext(node: IRModule | E.Expr | T.Type, *, show_types: bool = False,
     or a type. ``show_types`` adds ``/* ty=... */`` after calls and constants whose types
     ``module.checked_types`` records. ``omit_prelude`` leaves out the prelude definitions a
     module picked up from the prelude (re-parsing with the prelude on restores them)."""
+    try:
+        return _astext(node, show_types, omit_prelude)
+    except RecursionError:
+        # Types print recursively (type_to_text); a type nested thousands deep gets a big
+        # stack (DESIGN.md 4, Depth). Expressions themselves print iteratively.
+        return run_deep(lambda: _astext(node, show_types, omit_prelude))
+
+
+def _astext(node: IRModule | E.Expr | T.Type, show_types: bool, omit_prelude: bool) -> str:
     if isinstance(node, T.Type):
         return type_to_text(node)
     printer = _Printer(show_types)

@@ -46,3 +46,13 @@ def test_nested_functions_and_binops() -> None:
     assert rr.alpha_equal(parse_expr(astext(e)), e)
     chain = parse_expr("free_var %a: int32; " + " + ".join(["%a"] * 5000))
     assert rr.alpha_equal(parse_expr(astext(chain)), chain)
+
+
+def test_deeply_nested_types_print() -> None:
+    # Was a RecursionError in type_to_text (List[List[...]] and ((...,),) 5 000 deep).
+    n = 5_000
+    for ty in ("List[" * n + "int32" + "]" * n, "(" * n + "int32" + ",)" * n,
+               "fn () -> " * n + "int32"):
+        mod = parse(f"def @main(%x: {ty}) {{ %x }}")
+        assert rr.alpha_equal(parse(astext(mod)), mod)
+        assert astext(mod["main"].params[0].type_annotation).startswith(ty[:20])

@@ -139,3 +139,14 @@ def test_fmt_keeps_prelude_definitions_out_of_the_file(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "@map(" in result.stdout and "def @map" not in result.stdout
     assert "type List" not in result.stdout
+
+
+def test_output_goes_to_the_named_path_or_is_a_usage_error(files, tmp_path):
+    # np.save(path) appended ".npy" to a name without it, so "saved ... to X" was untrue and
+    # "-o DIR" wrote DIR.npy next to it.
+    out = tmp_path / "result.bin"
+    r = relay("run", str(files["good"]), "-o", str(out))
+    assert r.returncode == 0 and out.exists() and not (tmp_path / "result.bin.npy").exists()
+    r = relay("run", str(files["good"]), "-o", str(tmp_path))
+    assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path.parent / (tmp_path.name + ".npy")).exists()

@@ -74,7 +74,8 @@ def run_file(args: argparse.Namespace) -> int:
             return _usage(f"--output: the result is not a tensor, cannot save it to "
                           f"{args.output}")
         try:
-            np.save(args.output, result)
+            with open(args.output, "wb") as out:  # np.save(path) would append ".npy"
+                np.save(out, result)
         except OSError as err:
             return _usage(f"--output: cannot write {args.output}: {err}")
         print(f"saved {result.dtype.name} tensor of shape {tuple(result.shape)} to "

@@ -1074,6 +1074,9 @@ register_op("nn.lrn", attrs=LRNAttrs, num_inputs=1, arg_names=("data",), support
 class PadAttrs:
     pad_width: tuple[tuple[int, ...], ...]
     pad_mode: str = "constant"
+    # Older TVM (before pad_value became an input) printed ``nn.pad(%x, pad_width=...,
+    # pad_value=0f)`` with one input; that form is accepted: the attribute then fills.
+    pad_value: float | None = None
 
     def __post_init__(self) -> None:
         for pair in self.pad_width:
@@ -1087,10 +1090,19 @@ class PadAttrs:
 
 def _pad_rel(arg_types: list[Type], attrs: PadAttrs) -> object:
     op = "nn.pad"
-    args = tensor_args(op, arg_types, 2, ("data", "pad_value"))
-    if args is NOT_YET:
-        return NOT_YET
-    data, value = args
+    if len(arg_types) == 1:  # the older one-input form: the fill value is an attribute
+        args = tensor_args(op, arg_types, 1, ("data",))
+        if args is NOT_YET:
+            return NOT_YET
+        data, value = args[0], TensorType((), args[0].dtype)
+    else:
+        args = tensor_args(op, arg_types, 2, ("data", "pad_value"))
+        if args is NOT_YET:
+            return NOT_YET
+        data, value = args
+        if attrs.pad_value is not None:
+            raise RelationError(f"{op}: pad_value is given both as an input and as an "
+                                "attribute")
     if value.ndim != 0:
         raise RelationError(f"{op}: pad_value must be a scalar, found "
                             f"{shape_text(value.shape)}")
@@ -1111,7 +1123,8 @@ def _pad_rel(arg_types: list[Type], attrs: PadAttrs) -> object:
 
 
 def _pad_ref(args: list, attrs: PadAttrs) -> Array:
-    x, value = np.asarray(args[0]), np.asarray(args[1])
+    x = np.asarray(args[0])
+    value = np.asarray(args[1] if len(args) > 1 else (attrs.pad_value or 0))
     widths = [tuple(p) for p in attrs.pad_width]
     if attrs.pad_mode == "constant":
         out = np.pad(x, widths, constant_values=value.astype(x.dtype))
@@ -1120,11 +1133,12 @@ def _pad_ref(args: list, attrs: PadAttrs) -> Array:
     return as_dtype(out, x.dtype)
 
 
-register_op("nn.pad", attrs=PadAttrs, num_inputs=2, arg_names=("data", "pad_value"),
+register_op("nn.pad", attrs=PadAttrs, num_inputs=-1, arg_names=("data", "pad_value"),
             support_level=2, relation=_pad_rel, reference=_pad_ref,
             doc="Pad every dimension by (before, after); constant mode fills with the scalar "
                 "``pad_value`` input, edge repeats the border, reflect mirrors without "
-                "repeating it.")
+                "repeating it. The older one-input form takes ``pad_value`` as an attribute "
+                "(default 0).")
 
 
 def _batch_flatten_rel(arg_types: list[Type], attrs: object) -> object:

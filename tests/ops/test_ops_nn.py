@@ -260,3 +260,23 @@ DIFF_TESTED = {
     "nn.adaptive_max_pool2d", "nn.batch_norm", "nn.layer_norm", "nn.dropout", "nn.lrn",
     "nn.pad", "nn.batch_flatten",
 }
+
+
+def test_pad_older_one_input_form_takes_pad_value_as_an_attribute():
+    import relay_ref as rr
+    from relay_ref.ir.types import TensorType
+    from relay_ref.ops.registry import RelationError, get_op, make_attrs
+
+    mod = rr.infer_types(rr.parse(
+        "def @main(%x: Tensor[(1, 2), float32]) {\n"
+        "  nn.pad(%x, pad_width=[[0, 0], [1, 2]], pad_value=7f)\n}"))
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(1, 5), float32]"
+    x = np.array([[1, 2]], dtype="float32")
+    np.testing.assert_array_equal(rr.evaluate(mod, x), np.pad(x, [(0, 0), (1, 2)],
+                                                              constant_values=7))
+    op = get_op("nn.pad")
+    both = make_attrs("nn.pad", {"pad_width": ((0, 1),), "pad_value": 1.0})
+    with pytest.raises(RelationError, match="both"):
+        op.relation([TensorType((2,), "float32"), TensorType((), "float32")], both)
+    with pytest.raises(RelationError, match="expected 2 arguments"):
+        op.relation([TensorType((2,), "float32")] * 3, both)

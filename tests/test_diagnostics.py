@@ -41,3 +41,11 @@ def test_runtime_error_keeps_relay_stack():
     err = RelayRuntimeError("no clause matched", None, relay_stack=("main", "nth"))
     assert err.relay_stack == ("main", "nth")
     assert err.render() == "error: no clause matched"
+
+
+def test_source_lines_split_at_newlines_only():
+    # A form feed or U+2028 in a comment made the caret sit under the wrong source line.
+    src = Source("f.relay", "// a\u2028b \x0c c\r\ndef @main() { %y }")
+    text = Diagnostic("error", "unbound local variable %y", Span(src, 2, 15, 2, 17)).render()
+    assert text.splitlines()[1] == " 2 | def @main() { %y }"
+    assert src.line(1) == "// a\u2028b \x0c c" and src.line(3) == ""

@@ -17,9 +17,12 @@ class Source:
     text: str = field(repr=False)
 
     def line(self, lineno: int) -> str:
-        """The 1-based line ``lineno`` without its newline ('' when out of range)."""
-        lines = self.text.splitlines()
-        return lines[lineno - 1] if 1 <= lineno <= len(lines) else ""
+        """The 1-based line ``lineno`` without its newline ('' when out of range).
+
+        Lines end at ``\n`` only, as the lexer counts them (``str.splitlines`` would also
+        split at form feeds and U+2028 inside comments and strings, shifting every line)."""
+        lines = self.text.split("\n")
+        return lines[lineno - 1].removesuffix("\r") if 1 <= lineno <= len(lines) else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opcheck import assert_matches_type, run_op
+from relation_examples_ext import EXTRA_EXAMPLES
 
 from relay_ref.ir.types import (
     ANY,
@@ -77,6 +78,7 @@ EXAMPLES: dict[str, tuple[list, dict]] = {
 for _op in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"):
     EXAMPLES[_op] = ([T(2, 3, dtype="int32")] * 2, {})
 EXAMPLES["bitwise_not"] = ([T(2, 3, dtype="int32")], {})
+EXAMPLES.update(EXTRA_EXAMPLES)
 
 
 def example(name: str) -> tuple[list, object]:

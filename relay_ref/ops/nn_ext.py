@@ -1,0 +1,475 @@
+"""More ``nn.*`` operators (TVM ``src/relay/op/nn/*.cc``): instance/group/L2 normalisation,
+1-d and 3-d convolution, 1-d pooling, upsampling, depth_to_space / space_to_depth.
+
+Kept apart from ``nn.py`` (same conventions; see its docstring) so the two can be edited
+independently. Spatial layouts are any permutation of the canonical one (``NCW``/``OIW``,
+``NCDHW``/``OIDHW``); references transpose to canonical, compute, and transpose back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ops import nn as _nn
+from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
+from relay_ref.ops.relations import (
+    as_dtype,
+    dim_map,
+    dims_compatible,
+    is_any,
+    is_float,
+    normalize_axis,
+    reduce_axes,
+    shape_text,
+    tensor_args,
+)
+
+Array = np.ndarray
+
+
+def _check_layout(layout: str, letters: str, what: str) -> None:
+    if sorted(layout) != sorted(letters):
+        raise AttrError(f"{what} must be a permutation of {letters!r}, found {layout!r}",
+                        what)
+
+
+def _widen(attrs: object, name: str, n: int, minimum: int = 1) -> None:
+    """An ``n``-value attribute; a single value is widened to ``n`` copies."""
+    values = getattr(attrs, name)
+    if values is None:
+        return
+    if len(values) == 1 and n > 1:
+        values = tuple(values) * n
+        object.__setattr__(attrs, name, values)
+    if len(values) != n:
+        raise AttrError(f"{name} must have {n} values, found {len(values)}", name)
+    if any(v < minimum for v in values):
+        raise AttrError(f"{name} values must be >= {minimum}, found {tuple(values)}", name)
+
+
+def _pads(padding: tuple[int, ...], nd: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(before, after) per spatial dim from 1, nd or 2*nd values (TVM get_pad_tuple)."""
+    if len(padding) == 1:
+        return (padding[0],) * nd, (padding[0],) * nd
+    if len(padding) == nd:
+        return tuple(padding), tuple(padding)
+    return tuple(padding[:nd]), tuple(padding[nd:])
+
+
+def _check_pad(padding: tuple[int, ...], nd: int) -> None:
+    if len(padding) not in {1, nd, 2 * nd}:
+        raise AttrError(f"padding must have 1, {nd} or {2 * nd} values, found "
+                        f"{len(padding)}", "padding")
+    if any(p < 0 for p in padding):
+        raise AttrError(f"padding values must be >= 0, found {padding}", "padding")
+
+
+def _perm(layout: str, canonical: str) -> list[int]:
+    return [layout.index(c) for c in canonical]
+
+
+def _to(x: Array, layout: str, canonical: str) -> Array:
+    return x if layout == canonical else np.transpose(x, _perm(layout, canonical))
+
+
+def _from(x: Array, layout: str, canonical: str) -> Array:
+    return x if layout == canonical else np.transpose(x, [canonical.index(c) for c in layout])
+
+
+def _shape_to(shape: tuple, layout: str, canonical: str) -> tuple:
+    return tuple(shape[i] for i in _perm(layout, canonical))
+
+
+def _shape_from(shape: tuple, layout: str, canonical: str) -> tuple:
+    return tuple(shape[canonical.index(c)] for c in layout)
+
+
+def _rank(op: str, t: TensorType, n: int, what: str) -> None:
+    if t.ndim != n:
+        raise RelationError(f"{op}: {what} must have rank {n}, found shape "
+                            f"{shape_text(t.shape)}")
+
+
+def _along(vec: Array, ndim: int, axis: int) -> Array:
+    shape = [1] * ndim
+    shape[axis] = -1
+    return vec.reshape(shape)
+
+
+# -- nn.instance_norm / nn.group_norm ----------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class InstanceNormAttrs:
+    axis: int = 1
+    epsilon: float = 1e-5
+    center: bool = True
+    scale: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class GroupNormAttrs:
+    num_groups: int = 0
+    axis: int = 1
+    epsilon: float = 1e-5
+    center: bool = True
+    scale: bool = True
+
+    def __post_init__(self) -> None:
+        if self.num_groups < 1:
+            raise AttrError(f"num_groups must be >= 1, found {self.num_groups}",
+                            "num_groups")
+
+
+def _norm_rel(op: str) -> object:
+    names = ("data", "gamma", "beta")
+
+    def rel(arg_types: list[Type], attrs: InstanceNormAttrs | GroupNormAttrs) -> object:
+        args = tensor_args(op, arg_types, 3, names)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        if data.ndim < 2:
+            raise RelationError(f"{op}: data must have rank >= 2, found shape "
+                                f"{shape_text(data.shape)}")
+        axis = normalize_axis(op, attrs.axis, data.ndim)
+        c = data.shape[axis]
+        for t, name in zip(args[1:], names[1:], strict=True):
+            if t.ndim != 1 or not dims_compatible(t.shape[0], c):
+                raise RelationError(f"{op}: {name} must have shape ({c},), found "
+                                    f"{shape_text(t.shape)}")
+            if t.dtype != data.dtype:
+                raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
+                                    f"{t.dtype} ({name})")
+        if isinstance(attrs, GroupNormAttrs) and not is_any(c) and c % attrs.num_groups:
+            raise RelationError(f"{op}: channels {c} are not divisible by "
+                                f"num_groups={attrs.num_groups}")
+        if not is_float(data.dtype):
+            raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+        return TensorType(data.shape, data.dtype)
+    return rel
+
+
+def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> Array:
+    mean = np.mean(x, axis=axes, keepdims=True, dtype=x.dtype)
+    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True, dtype=x.dtype)
+    return (x - mean) / np.sqrt(var + np.asarray(eps, x.dtype))
+
+
+def _affine(out: Array, args: list, attrs: object, axis: int) -> Array:
+    if attrs.scale:  # type: ignore[attr-defined]
+        out = out * _along(np.asarray(args[1]), out.ndim, axis)
+    if attrs.center:  # type: ignore[attr-defined]
+        out = out + _along(np.asarray(args[2]), out.ndim, axis)
+    return out
+
+
+def _instance_norm_ref(args: list, attrs: InstanceNormAttrs) -> Array:
+    x = np.asarray(args[0])
+    axis = attrs.axis % x.ndim
+    if x.size == 0:
+        return x.copy()
+    axes = tuple(a for a in range(1, x.ndim) if a != axis)
+    with np.errstate(all="ignore"):
+        out = _affine(_normalize(x, axes, attrs.epsilon), args, attrs, axis)
+    return as_dtype(out, x.dtype)
+
+
+def _group_norm_ref(args: list, attrs: GroupNormAttrs) -> Array:
+    x = np.asarray(args[0])
+    axis = attrs.axis % x.ndim
+    if x.size == 0:
+        return x.copy()
+    g = attrs.num_groups
+    shape = x.shape
+    grouped = x.reshape(shape[:axis] + (g, shape[axis] // g) + shape[axis + 1:])
+    axes = tuple(a for a in range(grouped.ndim) if a not in (0, axis))
+    with np.errstate(all="ignore"):
+        out = _normalize(grouped, axes, attrs.epsilon).reshape(shape)
+        out = _affine(out, args, attrs, axis)
+    return as_dtype(out, x.dtype)
+
+
+register_op("nn.instance_norm", attrs=InstanceNormAttrs, num_inputs=3,
+            arg_names=("data", "gamma", "beta"), support_level=1,
+            relation=_norm_rel("nn.instance_norm"), reference=_instance_norm_ref,
+            doc="Instance normalisation: normalise over every axis except the batch axis 0 "
+                "and ``axis`` (mean and biased variance), then scale by gamma and shift by "
+                "beta along ``axis``.")
+register_op("nn.group_norm", attrs=GroupNormAttrs, num_inputs=3,
+            arg_names=("data", "gamma", "beta"), support_level=1,
+            relation=_norm_rel("nn.group_norm"), reference=_group_norm_ref,
+            doc="Group normalisation: split ``axis`` into ``num_groups`` groups; normalise "
+                "each (batch, group) over the group's channels and every other non-batch "
+                "axis; then per-channel gamma/beta along ``axis``.")
+
+
+# -- nn.l2_normalize ----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class L2NormalizeAttrs:
+    eps: float
+    axis: tuple[int, ...] | None = None
+
+
+def _l2_normalize_rel(arg_types: list[Type], attrs: L2NormalizeAttrs) -> object:
+    op = "nn.l2_normalize"
+    args = tensor_args(op, arg_types, 1)
+    if args is NOT_YET:
+        return NOT_YET
+    data = args[0]
+    reduce_axes(op, data.ndim, attrs.axis or None, False)
+    if not is_float(data.dtype):
+        raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+    return TensorType(data.shape, data.dtype)
+
+
+def _l2_normalize_ref(args: list, attrs: L2NormalizeAttrs) -> Array:
+    x = np.asarray(args[0])
+    axes = tuple(a % x.ndim for a in attrs.axis) if attrs.axis else None
+    with np.errstate(all="ignore"):
+        ss = np.sum(x * x, axis=axes, keepdims=True, dtype=x.dtype)
+        out = x / np.sqrt(np.maximum(ss, np.asarray(attrs.eps, x.dtype)))
+    return as_dtype(out, x.dtype)
+
+
+register_op("nn.l2_normalize", attrs=L2NormalizeAttrs, num_inputs=1, arg_names=("data",),
+            support_level=2, relation=_l2_normalize_rel, reference=_l2_normalize_ref,
+            doc="x / sqrt(max(sum(x * x, axis, keepdims), eps)); ``axis=None`` (or empty) "
+                "reduces over every axis.")
+
+
+# -- nn.conv1d / nn.conv3d ----------------------------------------------------------------
+
+def _conv_attrs_post(attrs: object, nd: int, data: str, kernel: str) -> None:
+    _widen(attrs, "strides", nd)
+    _check_pad(attrs.padding, nd)  # type: ignore[attr-defined]
+    _widen(attrs, "dilation", nd)
+    if attrs.groups < 1:  # type: ignore[attr-defined]
+        raise AttrError(f"groups must be >= 1, found {attrs.groups}", "groups")  # type: ignore
+    _widen(attrs, "kernel_size", nd)
+    _check_layout(attrs.data_layout, data, "data_layout")  # type: ignore[attr-defined]
+    _check_layout(attrs.kernel_layout, kernel, "kernel_layout")  # type: ignore[attr-defined]
+    if attrs.out_layout:  # type: ignore[attr-defined]
+        _check_layout(attrs.out_layout, data, "out_layout")  # type: ignore[attr-defined]
+    if attrs.out_dtype:  # type: ignore[attr-defined]
+        from relay_ref.ops.relations import check_dtype
+        check_dtype(attrs.out_dtype, "out_dtype")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Conv1DAttrs:
+    strides: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0, 0)
+    dilation: tuple[int, ...] = (1,)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCW"
+    kernel_layout: str = "OIW"
+    out_layout: str = ""
+    out_dtype: str = ""
+
+    def __post_init__(self) -> None:
+        _conv_attrs_post(self, 1, "NCW", "OIW")
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3DAttrs:
+    strides: tuple[int, ...] = (1, 1, 1)
+    padding: tuple[int, ...] = (0, 0, 0)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    groups: int = 1
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    data_layout: str = "NCDHW"
+    kernel_layout: str = "OIDHW"
+    out_layout: str = ""
+    out_dtype: str = ""
+
+    def __post_init__(self) -> None:
+        _conv_attrs_post(self, 3, "NCDHW", "OIDHW")
+
+
+def _conv_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
+    def rel(arg_types: list[Type], attrs: Conv1DAttrs | Conv3DAttrs) -> object:
+        args = tensor_args(op, arg_types, 2, ("data", "weight"))
+        if args is NOT_YET:
+            return NOT_YET
+        data, weight = args
+        _rank(op, data, nd + 2, "data")
+        _rank(op, weight, nd + 2, "weight")
+        if data.dtype != weight.dtype and not attrs.out_dtype:
+            raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
+                                f"{weight.dtype} (weight)")
+        n, c, *sp = _shape_to(data.shape, attrs.data_layout, dcanon)
+        o, i, *ks = _shape_to(weight.shape, attrs.kernel_layout, kcanon)
+        g = attrs.groups
+        if not is_any(c) and c % g:
+            raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
+        if not is_any(o) and o % g:
+            raise RelationError(f"{op}: output channels {o} are not divisible by "
+                                f"groups={g}")
+        if not (is_any(c) or is_any(i)) and c != i * g:
+            raise RelationError(f"{op}: input has {c} channels but weight expects {i * g} "
+                                f"(groups={g})")
+        if attrs.channels is not None and not dims_compatible(o, attrs.channels):
+            raise RelationError(f"{op}: channels={attrs.channels} but the weight has {o} "
+                                f"output channels")
+        if attrs.kernel_size is not None and not all(
+                dims_compatible(k, a) for k, a in zip(ks, attrs.kernel_size, strict=True)):
+            raise RelationError(f"{op}: kernel_size={tuple(attrs.kernel_size)} but the "
+                                f"weight's kernel is {shape_text(tuple(ks))}")
+        before, after = _pads(attrs.padding, nd)
+        out = []
+        for j in range(nd):
+            s, d, p = attrs.strides[j], attrs.dilation[j], before[j] + after[j]
+            od = dim_map(lambda n, k, s=s, d=d, p=p: (n + p - ((k - 1) * d + 1)) // s + 1,
+                         sp[j], ks[j])
+            if not is_any(od) and od <= 0:  # type: ignore[operator]
+                raise RelationError(f"{op}: the (dilated) kernel is larger than the padded "
+                                    f"input")
+            out.append(od)
+        return TensorType(_shape_from((n, o, *out), attrs.out_layout or attrs.data_layout,
+                                      dcanon), attrs.out_dtype or data.dtype)
+    return rel
+
+
+def conv_nd(x: Array, w: Array, strides: tuple[int, ...], padding: tuple[int, ...],
+            dilation: tuple[int, ...], groups: int) -> Array:
+    """N-d grouped convolution, x: (N, C, *S), w: (O, C / groups, *K)."""
+    nd = x.ndim - 2
+    before, after = _pads(padding, nd)
+    xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(before, after, strict=True)))
+    n, c = xp.shape[:2]
+    o, i = w.shape[:2]
+    ks = w.shape[2:]
+    ext = [(k - 1) * d + 1 for k, d in zip(ks, dilation, strict=True)]
+    outs = [(xp.shape[2 + j] - ext[j]) // strides[j] + 1 for j in range(nd)]
+    view = sliding_window_view(xp, ext, axis=tuple(range(2, 2 + nd)))
+    idx = ((slice(None), slice(None))
+           + tuple(slice(0, od * s, s) for od, s in zip(outs, strides, strict=True))
+           + tuple(slice(None, None, d) for d in dilation))
+    win = view[idx].reshape(n, groups, c // groups, *outs, *ks)
+    wg = w.reshape(groups, o // groups, i, *ks)
+    sp, kl = "stu"[:nd], "STU"[:nd]
+    out = np.einsum(f"xgc{sp}{kl},goc{kl}->xgo{sp}", win, wg, optimize=True)
+    return out.reshape(n, o, *outs)
+
+
+def _conv_ref(dcanon: str, kcanon: str) -> object:
+    def ref(args: list, attrs: Conv1DAttrs | Conv3DAttrs) -> Array:
+        data, weight = np.asarray(args[0]), np.asarray(args[1])
+        dtype = attrs.out_dtype or data.dtype.name
+        x = _to(data, attrs.data_layout, dcanon).astype(dtype, copy=False)
+        w = _to(weight, attrs.kernel_layout, kcanon).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            out = conv_nd(x, w, attrs.strides, attrs.padding, attrs.dilation, attrs.groups)
+        return as_dtype(_from(out, attrs.out_layout or attrs.data_layout, dcanon), dtype)
+    return ref
+
+
+register_op("nn.conv1d", attrs=Conv1DAttrs, num_inputs=2, arg_names=("data", "weight"),
+            support_level=2, relation=_conv_rel("nn.conv1d", 1, "NCW", "OIW"),
+            reference=_conv_ref("NCW", "OIW"),
+            doc="1-d convolution of ``data`` (NCW) with ``weight`` (OIW, I = C / groups); "
+                "padding: 1 value or (left, right).")
+register_op("nn.conv3d", attrs=Conv3DAttrs, num_inputs=2, arg_names=("data", "weight"),
+            support_level=2, relation=_conv_rel("nn.conv3d", 3, "NCDHW", "OIDHW"),
+            reference=_conv_ref("NCDHW", "OIDHW"),
+            doc="3-d convolution of ``data`` (NCDHW) with ``weight`` (OIDHW, I = C / "
+                "groups); padding: 1, 3 or 6 values (front, top, left, back, bottom, "
+                "right).")
+
+
+# -- nn.max_pool1d / nn.avg_pool1d --------------------------------------------------------
+
+def _pool1d_post(attrs: object) -> None:
+    _widen(attrs, "pool_size", 1)
+    _widen(attrs, "strides", 1)
+    _widen(attrs, "dilation", 1)
+    _check_pad(attrs.padding, 1)  # type: ignore[attr-defined]
+    _check_layout(attrs.layout, "NCW", "layout")  # type: ignore[attr-defined]
+    if attrs.out_layout:  # type: ignore[attr-defined]
+        _check_layout(attrs.out_layout, "NCW", "out_layout")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class MaxPool1DAttrs:
+    pool_size: tuple[int, ...]
+    strides: tuple[int, ...] = (1,)
+    dilation: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0,)
+    layout: str = "NCW"
+    out_layout: str = ""
+    ceil_mode: bool = False
+
+    def __post_init__(self) -> None:
+        _pool1d_post(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AvgPool1DAttrs:
+    pool_size: tuple[int, ...]
+    strides: tuple[int, ...] = (1,)
+    dilation: tuple[int, ...] = (1,)
+    padding: tuple[int, ...] = (0,)
+    layout: str = "NCW"
+    out_layout: str = ""
+    ceil_mode: bool = False
+    count_include_pad: bool = False
+
+    def __post_init__(self) -> None:
+        _pool1d_post(self)
+
+
+def _as_2d(attrs: MaxPool1DAttrs | AvgPool1DAttrs) -> object:
+    (b,), (a,) = _pads(attrs.padding, 1)
+    common = dict(pool_size=(1, attrs.pool_size[0]), strides=(1, attrs.strides[0]),
+                  dilation=(1, attrs.dilation[0]), padding=(0, b, 0, a),
+                  ceil_mode=attrs.ceil_mode)
+    if isinstance(attrs, AvgPool1DAttrs):
+        return _nn.AvgPool2DAttrs(**common, count_include_pad=attrs.count_include_pad)
+    return _nn.MaxPool2DAttrs(**common)
+
+
+def _pool1d_rel(op: str) -> object:
+    inner = _nn._pool_rel(op)
+
+    def rel(arg_types: list[Type], attrs: MaxPool1DAttrs) -> object:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        _rank(op, data, 3, "data")
+        n, c, w = _shape_to(data.shape, attrs.layout, "NCW")
+        out = inner([TensorType((n, c, 1, w), data.dtype)], _as_2d(attrs))  # type: ignore
+        n2, c2, _, ow = out.shape  # type: ignore[attr-defined]
+        return TensorType(_shape_from((n2, c2, ow), attrs.out_layout or attrs.layout, "NCW"),
+                          data.dtype)
+    return rel
+
+
+def _pool1d_ref(kind: str) -> object:
+    inner = _nn._max_pool2d_ref if kind == "max" else _nn._avg_pool2d_ref
+
+    def ref(args: list, attrs: MaxPool1DAttrs) -> Array:
+        x = _to(np.asarray(args[0]), attrs.layout, "NCW")
+        out = inner([x[:, :, None, :]], _as_2d(attrs))[:, :, 0, :]  # type: ignore[operator]
+        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCW"), x.dtype)
+    return ref
+
+
+register_op("nn.max_pool1d", attrs=MaxPool1DAttrs, num_inputs=1, arg_names=("data",),
+            support_level=2, relation=_pool1d_rel("nn.max_pool1d"),
+            reference=_pool1d_ref("max"),
+            doc="1-d max pooling over W (layout NCW); as nn.max_pool2d with one spatial "
+                "axis; padding: 1 value or (left, right).")
+register_op("nn.avg_pool1d", attrs=AvgPool1DAttrs, num_inputs=1, arg_names=("data",),
+            support_level=2, relation=_pool1d_rel("nn.avg_pool1d"),
+            reference=_pool1d_ref("avg"),
+            doc="1-d average pooling over W (layout NCW); as nn.avg_pool2d with one spatial "
+                "axis (count_include_pad counts explicit padding).")

@@ -1,0 +1,26 @@
+"""Example argument types and attrs for the relation tests of the ops added in
+``nn_ext``, ``image``, ``algorithm`` and ``transform_ext`` (merged into
+``test_ops_relations.EXAMPLES``)."""
+
+from __future__ import annotations
+
+from relay_ref.ir.types import TensorType
+
+F = "float32"
+
+
+def T(*shape: object, dtype: str = F) -> TensorType:  # noqa: N802 - reads like the type
+    return TensorType(tuple(shape), dtype)
+
+
+DATA = T(2, 4, 6, 6)
+
+EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
+    "nn.instance_norm": ([DATA, T(4), T(4)], {}),
+    "nn.group_norm": ([DATA, T(4), T(4)], {"num_groups": 2}),
+    "nn.l2_normalize": ([DATA], {"eps": 1e-6, "axis": (1,)}),
+    "nn.conv1d": ([T(2, 4, 6), T(8, 4, 3)], {}),
+    "nn.conv3d": ([T(1, 4, 5, 6, 6), T(8, 2, 3, 3, 3)], {"groups": 2}),
+    "nn.max_pool1d": ([T(2, 4, 6)], {"pool_size": (2,)}),
+    "nn.avg_pool1d": ([T(2, 4, 6)], {"pool_size": (2,)}),
+}

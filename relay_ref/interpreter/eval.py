@@ -616,9 +616,16 @@ def to_value(arg: Any, ty: Type | None) -> Value:
     return arg
 
 
-def _check_argument(value: Value, param: Var, ty: Type | None, entry: str) -> None:
-    """Arguments from the host must have the annotated dtype and shape (``?`` matches any)."""
+def _check_argument(value: Value, param: Var, ty: Type | None, entry: str,
+                    module: IRModule) -> None:
+    """Arguments from the host must inhabit the parameter's type: tensors the annotated dtype
+    and shape (``?`` matches any), tuples, ADT values, functions and refs field by field."""
     if type(ty) is not TensorType:
+        from relay_ref.testing.soundness import value_conforms
+
+        if ty is not None and not value_conforms(value, ty, module):
+            raise Stuck(f"argument %{param.name_hint} of @{entry} has type "
+                        f"{type_to_text(ty)}, got {_short(value_to_text(value))}", param.span)
         return
     if not isinstance(value, np.ndarray):
         raise Stuck(f"argument %{param.name_hint} of @{entry} must be a tensor of type "
@@ -729,7 +736,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
             values = []
             for param, ty, arg in zip(func.params, param_types, args, strict=True):
                 value = to_value(arg, ty)
-                _check_argument(value, param, ty, entry)
+                _check_argument(value, param, ty, entry, program)
                 values.append(value)
             return interp.apply(interp.global_closure(entry, func.span), values, None)
     else:

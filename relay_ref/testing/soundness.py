@@ -10,7 +10,8 @@
   ``Ti``;
 * ``fn (...) -> R``: a function value (closure, recursive closure, constructor, operator);
   functions are not inspected further (their bodies were checked statically);
-* ``ref(T)``: a ``RefValue`` whose current contents conform to ``T``.
+* ``ref(T)``: a ``RefValue`` whose current contents conform to ``T``;
+* a type variable: any value.
 
 The check is iterative, so a 100 000-element list is fine.
 """
@@ -25,6 +26,7 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import (
     AnyDim,
     FuncType,
+    IncompleteType,
     RefType,
     TensorType,
     TupleType,
@@ -87,6 +89,8 @@ def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
                 if not isinstance(v, RefValue):
                     return False
                 work.append((v.value, inner))
+            case TypeVar() | IncompleteType():
+                pass  # a type parameter (or a hole) of a polymorphic global: any value
             case _:
                 return False
     return True

@@ -230,3 +230,18 @@ def test_trace_of_recursion_and_matching():
     _, events = evaluate(mod, trace=True)
     rules = [e.rule for e in events]
     assert rules.count("E-Match") == 2 and "E-App-Ctor" in rules and "E-Global" in rules
+
+
+def test_host_arguments_of_non_tensor_type_are_checked():
+    # A Python list passed for List[int32] ran as a tensor; (1,) for a pair was an IndexError.
+    mod = rr.infer_types(rr.parse(
+        "def @g(%l: List[int32]) { %l } def @t(%p: (int32, bool)) { %p.1 }\n"
+        "def @r(%x: ref(int32)) { ref_read(%x) } def @id[A](%x: A) -> A { %x }\n"
+        "def @main() { Cons(1, Nil) }"))
+    for entry, arg in [("g", [1, 2]), ("g", 1), ("t", (1,)), ("r", 1)]:
+        with pytest.raises(rr.RelayRuntimeError) as info:
+            rr.evaluate(mod, arg, entry=entry)
+        first = info.value.diagnostics[0]
+        assert first.span is not None and "argument %" in first.message
+    lst = rr.evaluate(mod)
+    assert rr.evaluate(mod, lst, entry="g") is lst and rr.evaluate(mod, lst, entry="id") is lst

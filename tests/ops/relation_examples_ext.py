@@ -25,4 +25,7 @@ EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
     "nn.avg_pool1d": ([T(2, 4, 6)], {"pool_size": (2,)}),
     "image.resize2d": ([DATA], {"size": (3, 8)}),
     "nn.upsampling": ([DATA], {"scale_h": 2.0, "scale_w": 1.5}),
+    "cumsum": ([DATA], {"axis": 1}),
+    "cumprod": ([DATA], {}),
+    "topk": ([DATA], {"k": 2, "axis": 1}),
 }

@@ -1,0 +1,89 @@
+"""cumsum / cumprod / sort / argsort / topk vs onnxruntime (CumSum, TopK) and NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from opcheck import close, onnx_run, rand, run_op
+
+from relay_ref.ir.types import ANY, TensorType, TupleType
+from relay_ref.ops.registry import AttrError, RelationError, get_op, make_attrs
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive", [False, True])
+def test_cumsum_vs_onnxruntime(axis: int, exclusive: bool) -> None:
+    x = rand((3, 4, 5))
+    ours = run_op("cumsum", [x], axis=axis, exclusive=exclusive)
+    (theirs,) = onnx_run("CumSum", [x, np.array(axis, np.int64)], exclusive=int(exclusive))
+    close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_cumsum_cumprod_vs_numpy() -> None:
+    x = rand((3, 4), "int32", -3, 3)
+    np.testing.assert_array_equal(run_op("cumsum", [x]), np.cumsum(x.reshape(-1)))
+    out = run_op("cumsum", [x], axis=1, dtype="int64")
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.cumsum(x, axis=1, dtype=np.int64))
+    np.testing.assert_array_equal(run_op("cumprod", [x], axis=0), np.cumprod(x, axis=0))
+    ex = run_op("cumprod", [x], axis=1, exclusive=True)
+    np.testing.assert_array_equal(ex[:, 0], 1)
+    np.testing.assert_array_equal(ex[:, 1:], np.cumprod(x, axis=1)[:, :-1])
+    f = rand((2, 3))
+    close(run_op("cumprod", [f], axis=-1, dtype="float64"), np.cumprod(f.astype("float64"), 1))
+    rel = get_op("cumsum").relation
+    assert rel([TensorType((ANY, 3), "float32")], make_attrs("cumsum", {})) == \
+        TensorType((ANY,), "float32")
+    with pytest.raises(RelationError):
+        rel([TensorType((2, 3), "float32")], make_attrs("cumsum", {"axis": 2}))
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+@pytest.mark.parametrize("ascend", [True, False])
+def test_sort_argsort_vs_numpy(axis: int, ascend: bool) -> None:
+    x = rand((4, 6), "int32", 0, 3)  # many ties
+    idx = run_op("argsort", [x], axis=axis, is_ascend=ascend)
+    vals = run_op("sort", [x], axis=axis, is_ascend=ascend)
+    key = x if ascend else -x
+    want = np.argsort(key, axis=axis, kind="stable")
+    np.testing.assert_array_equal(idx, want)
+    np.testing.assert_array_equal(vals, np.take_along_axis(x, want, axis=axis))
+    f = rand((3, 5))
+    out = run_op("argsort", [f], axis=axis, is_ascend=ascend, dtype="int64")
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, np.argsort(f if ascend else -f, axis=axis,
+                                                  kind="stable"))
+    u = np.array([3, 0, 255, 7, 0], np.uint8)
+    np.testing.assert_array_equal(run_op("sort", [u], is_ascend=False), [255, 7, 3, 0, 0])
+
+
+@pytest.mark.parametrize("k,axis,ascend", [(1, -1, False), (3, -1, False), (2, 0, True),
+                                           (4, 1, True), (5, 1, False)])
+def test_topk_vs_onnxruntime(k: int, axis: int, ascend: bool) -> None:
+    for x in (rand((4, 5, 3)), rand((4, 5, 3), "float32", 0, 0) + rand((4, 5, 3), "int32",
+                                                                        0, 2).astype("f4")):
+        vals, idx = run_op("topk", [x], k=k, axis=axis, is_ascend=ascend, dtype="int64")
+        tv, ti = onnx_run("TopK", [x, np.array([k], np.int64)], n_outputs=2, axis=axis,
+                          largest=int(not ascend), sorted=1)
+        close(vals, tv)
+        np.testing.assert_array_equal(idx, ti)
+
+
+def test_topk_ret_types_and_relation() -> None:
+    x = rand((3, 6))
+    both = run_op("topk", [x], k=2)
+    assert isinstance(both, tuple) and both[1].dtype == np.int32
+    np.testing.assert_array_equal(run_op("topk", [x], k=2, ret_type="values"), both[0])
+    np.testing.assert_array_equal(run_op("topk", [x], k=2, ret_type="indices"), both[1])
+    allk = run_op("topk", [x], k=0, ret_type="values")
+    np.testing.assert_array_equal(allk, -np.sort(-x, axis=-1))
+    rel = get_op("topk").relation
+    assert rel([TensorType((ANY, ANY), "float32")], make_attrs("topk", {"k": 3})) == \
+        TupleType((TensorType((ANY, 3), "float32"), TensorType((ANY, 3), "int32")))
+    with pytest.raises(RelationError):
+        rel([TensorType((2, 2), "float32")], make_attrs("topk", {"k": 3}))
+    with pytest.raises(AttrError):
+        make_attrs("topk", {"ret_type": "all"})
+
+
+DIFF_TESTED = {"cumsum", "cumprod", "sort", "argsort", "topk"}

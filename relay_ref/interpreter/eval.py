@@ -749,6 +749,9 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
                 value = interp.apply(value, [to_value(a, None) for a in args], None)
             return value
 
+    # Errors with no single failing expression point at what was run (the entry's definition).
+    where = func.span if isinstance(program, IRModule) else program.span
+
     def guarded() -> Value:
         try:
             return job()
@@ -756,9 +759,9 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
             raise runtime_error(stuck, source_name) from None
         except RecursionError:
             raise RelayRuntimeError("evaluation nested too deeply (Python recursion limit "
-                                    f"{sys.getrecursionlimit()} reached)") from None
+                                    f"{sys.getrecursionlimit()} reached)", where) from None
         except MemoryError:
-            raise RelayRuntimeError("evaluation ran out of memory") from None
+            raise RelayRuntimeError("evaluation ran out of memory", where) from None
         except Interrupted:
             raise KeyboardInterrupt from None
 

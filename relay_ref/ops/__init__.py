@@ -4,4 +4,13 @@ Each family module registers its operators at import time (attrs schema + type r
 NumPy reference, one place per op); see ``registry.py`` for the protocols.
 """
 
-from relay_ref.ops import algorithm, image, nn, nn_ext, reduce, tensor, transform  # noqa: F401
+from relay_ref.ops import (  # noqa: F401  (registration side effects)
+    algorithm,
+    image,
+    nn,
+    nn_ext,
+    reduce,
+    tensor,
+    transform,
+    transform_ext,
+)

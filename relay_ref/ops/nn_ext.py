@@ -473,3 +473,81 @@ register_op("nn.avg_pool1d", attrs=AvgPool1DAttrs, num_inputs=1, arg_names=("dat
             reference=_pool1d_ref("avg"),
             doc="1-d average pooling over W (layout NCW); as nn.avg_pool2d with one spatial "
                 "axis (count_include_pad counts explicit padding).")
+
+
+# -- nn.depth_to_space / nn.space_to_depth ------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SubPixelAttrs:
+    """``mode`` (depth_to_space only): ``DCR`` (depth-column-row) or ``CRD``."""
+
+    block_size: int = 1
+    layout: str = "NCHW"
+    mode: str = "DCR"
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1:
+            raise AttrError(f"block_size must be >= 1, found {self.block_size}",
+                            "block_size")
+        _check_layout(self.layout, "NCHW", "layout")
+        if self.mode not in ("DCR", "CRD"):
+            raise AttrError(f"mode must be 'DCR' or 'CRD', found {self.mode!r}", "mode")
+
+
+def _subpixel_rel(op: str, to_depth: bool) -> object:
+    def rel(arg_types: list[Type], attrs: SubPixelAttrs) -> object:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        _rank(op, data, 4, "data")
+        n, c, h, w = _shape_to(data.shape, attrs.layout, "NCHW")
+        b = attrs.block_size
+        if to_depth:
+            for d, name in ((h, "height"), (w, "width")):
+                if not is_any(d) and d % b:
+                    raise RelationError(f"{op}: {name} {d} is not divisible by "
+                                        f"block_size={b}")
+            out = (n, dim_map(lambda c: c * b * b, c), dim_map(lambda h: h // b, h),
+                   dim_map(lambda w: w // b, w))
+        else:
+            if not is_any(c) and c % (b * b):
+                raise RelationError(f"{op}: channels {c} are not divisible by "
+                                    f"block_size**2={b * b}")
+            out = (n, dim_map(lambda c: c // (b * b), c), dim_map(lambda h: h * b, h),
+                   dim_map(lambda w: w * b, w))
+        return TensorType(_shape_from(out, attrs.layout, "NCHW"), data.dtype)
+    return rel
+
+
+def _depth_to_space_ref(args: list, attrs: SubPixelAttrs) -> Array:
+    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    if attrs.mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    out = y.reshape(n, c // (b * b), h * b, w * b)
+    return as_dtype(_from(out, attrs.layout, "NCHW").copy(), x.dtype)
+
+
+def _space_to_depth_ref(args: list, attrs: SubPixelAttrs) -> Array:
+    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    out = y.reshape(n, c * b * b, h // b, w // b)
+    return as_dtype(_from(out, attrs.layout, "NCHW").copy(), x.dtype)
+
+
+register_op("nn.depth_to_space", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
+            support_level=5, relation=_subpixel_rel("nn.depth_to_space", False),
+            reference=_depth_to_space_ref,
+            doc="Move channel blocks into b x b spatial blocks: (N, C, H, W) -> "
+                "(N, C / b^2, H * b, W * b); ``mode`` DCR or CRD as in ONNX DepthToSpace.")
+register_op("nn.space_to_depth", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
+            support_level=5, relation=_subpixel_rel("nn.space_to_depth", True),
+            reference=_space_to_depth_ref,
+            doc="Inverse of depth_to_space (DCR): (N, C, H, W) -> (N, C * b^2, H / b, W / b); "
+                "``mode`` is ignored, as in TVM.")

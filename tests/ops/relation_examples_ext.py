@@ -28,4 +28,8 @@ EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
     "cumsum": ([DATA], {"axis": 1}),
     "cumprod": ([DATA], {}),
     "topk": ([DATA], {"k": 2, "axis": 1}),
+    "gather_nd": ([DATA, T(2, 3, 5, dtype="int32")], {}),
+    "nn.depth_to_space": ([DATA], {"block_size": 2}),
+    "nn.space_to_depth": ([DATA], {"block_size": 3}),
+    "layout_transform": ([DATA], {"src_layout": "NCHW", "dst_layout": "NHWC"}),
 }

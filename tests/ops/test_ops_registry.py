@@ -13,6 +13,7 @@ import test_ops_nn
 import test_ops_nn_ext
 import test_ops_reduce
 import test_ops_transform
+import test_ops_transform_ext
 
 from relay_ref.ops.registry import AttrError, all_ops, attrs_items, get_op, make_attrs
 
@@ -44,7 +45,7 @@ def test_every_op_is_differentially_tested() -> None:
     tested = (test_ops_elementwise.DIFF_TESTED | test_ops_reduce.DIFF_TESTED
               | test_ops_nn.DIFF_TESTED | test_ops_transform.DIFF_TESTED
               | test_ops_nn_ext.DIFF_TESTED | test_ops_image.DIFF_TESTED
-              | test_ops_algorithm.DIFF_TESTED)
+              | test_ops_algorithm.DIFF_TESTED | test_ops_transform_ext.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

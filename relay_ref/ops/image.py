@@ -2,8 +2,9 @@
 computes with the same resize kernel).
 
 Layouts: any permutation of ``NCHW`` (``NHWC`` included); the references transpose to
-``NCHW``, resize, and transpose back. Methods: nearest neighbour and (bi)linear; cubic
-is rejected as an attribute error (not implemented here).
+``NCHW``, resize, and transpose back. Methods: nearest neighbour, (bi)linear and
+(bi)cubic (TOPI's spline with ``cubic_alpha``; ``cubic_exclude`` drops and renormalises
+taps outside the input).
 
 Coordinates (TOPI ``get_inx``), with ``scale = in_size / out_size``:
 ``half_pixel``: (x + 0.5) * scale - 0.5; ``align_corners``: x * (in - 1) / (out - 1);
@@ -70,14 +71,40 @@ def _round(x: Array, method: str) -> Array:
     return np.floor(x)
 
 
+def _cubic_taps(src: Array, size: int, alpha: float, exclude: bool) -> tuple[Array, Array]:
+    """Indices (out, 4) and weights (out, 4) of TOPI's cubic spline interpolation."""
+    x0 = np.floor(src)
+    t = (src - x0)[:, None]
+    t2, t3 = t * t, t * t * t
+    w = np.concatenate([alpha * (t3 - 2 * t2 + t),
+                        (alpha + 2) * t3 - (3 + alpha) * t2 + 1,
+                        -(alpha + 2) * t3 + (3 + 2 * alpha) * t2 - alpha * t,
+                        -alpha * t3 + alpha * t2], axis=1)
+    idx = x0[:, None] + np.arange(-1, 3)[None, :]
+    if exclude:
+        w = np.where((idx < 0) | (idx >= size), 0.0, w)
+        w = w / w.sum(axis=1, keepdims=True)
+    return np.clip(idx, 0, size - 1).astype(np.intp), w
+
+
 def resize2d_nchw(x: Array, out_hw: tuple[int, int], method: str, ctm: str,
-                  rounding: str, dtype: str) -> Array:
+                  rounding: str, dtype: str, cubic_alpha: float = -0.5,
+                  cubic_exclude: bool = False) -> Array:
     """Resize an NCHW array to ``out_hw``; the result has dtype ``dtype``."""
     n, c, h, w = x.shape
     oh, ow = out_hw
     sy, sx = _source(oh, h, ctm), _source(ow, w, ctm)
     if h == 0 or w == 0:
         return np.zeros((n, c, oh, ow), dtype)
+    if method == "cubic":
+        iy, wy = _cubic_taps(sy, h, cubic_alpha, cubic_exclude)
+        ix, wx = _cubic_taps(sx, w, cubic_alpha, cubic_exclude)
+        acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.float64)
+        xf = x.astype(acc, copy=False)
+        with np.errstate(all="ignore"):
+            rows = np.einsum("ncykw,yk->ncyw", xf[:, :, iy, :], wy.astype(acc))
+            out = np.einsum("ncyxk,xk->ncyx", rows[:, :, :, ix], wx.astype(acc))
+        return as_dtype(out, dtype)
     if method == "nearest_neighbor":
         rounding = rounding or ("round" if ctm == "align_corners" else "floor")
         iy = np.clip(_round(sy, rounding), 0, h - 1).astype(np.intp)
@@ -123,9 +150,9 @@ class Resize2DAttrs:
             raise AttrError(f"size must be two non-negative integers, found {self.size}",
                             "size")
         _check_layout(self.layout)
-        if self.method not in ("nearest_neighbor", "linear"):
-            raise AttrError(f"method must be 'nearest_neighbor' or 'linear' (cubic is not "
-                            f"supported), found {self.method!r}", "method")
+        if self.method not in ("nearest_neighbor", "linear", "cubic"):
+            raise AttrError(f"method must be 'nearest_neighbor', 'linear' or 'cubic', "
+                            f"found {self.method!r}", "method")
         if self.coordinate_transformation_mode not in _CTMS:
             raise AttrError("coordinate_transformation_mode must be one of "
                             f"{', '.join(_CTMS)}, found "
@@ -166,7 +193,9 @@ def _resize_ref(out_hw: object, method: object, ctm: object, rounding: object) -
         oh, ow = out_hw(attrs, x.shape[2], x.shape[3])  # type: ignore[operator]
         dtype = getattr(attrs, "out_dtype", "") or data.dtype.name
         out = resize2d_nchw(x, (oh, ow), method(attrs), ctm(attrs),  # type: ignore
-                            rounding(attrs), dtype)  # type: ignore[operator]
+                            rounding(attrs), dtype,  # type: ignore[operator]
+                            getattr(attrs, "cubic_alpha", -0.5),
+                            bool(getattr(attrs, "cubic_exclude", 0)))
         return as_dtype(np.transpose(out, ["NCHW".index(ch) for ch in layout]), dtype)
     return ref
 
@@ -200,9 +229,9 @@ class UpSamplingAttrs:
             raise AttrError(f"scale_h and scale_w must be > 0, found {self.scale_h}, "
                             f"{self.scale_w}", "scale_h")
         _check_layout(self.layout)
-        if self.method not in ("nearest_neighbor", "bilinear"):
-            raise AttrError(f"method must be 'nearest_neighbor' or 'bilinear' (bicubic is "
-                            f"not supported), found {self.method!r}", "method")
+        if self.method not in ("nearest_neighbor", "bilinear", "bicubic"):
+            raise AttrError(f"method must be 'nearest_neighbor', 'bilinear' or 'bicubic', "
+                            f"found {self.method!r}", "method")
 
 
 def _scaled(n: int, scale: float) -> int:
@@ -218,9 +247,9 @@ register_op("nn.upsampling", attrs=UpSamplingAttrs, num_inputs=1, arg_names=("da
             support_level=2, relation=_resize_rel("nn.upsampling", _upsampling_size),
             reference=_resize_ref(
                 _upsampling_size,
-                lambda a: "linear" if a.method == "bilinear" else "nearest_neighbor",
+                lambda a: {"bilinear": "linear", "bicubic": "cubic"}.get(a.method, a.method),
                 lambda a: "align_corners" if a.align_corners else "asymmetric",
                 lambda a: ""),
             doc="Upsample H and W to round(H * scale_h), round(W * scale_w): image.resize2d "
                 "with coordinate mode asymmetric (align_corners: align_corners); "
-                "``bilinear`` is linear.")
+                "``bilinear``/``bicubic`` are linear/cubic (alpha -0.5).")

@@ -15,12 +15,14 @@ _NEAREST_MODE = {"": "floor", "floor": "floor", "ceil": "ceil",
 
 
 def _onnx_resize(x: np.ndarray, size: tuple, method: str, ctm: str,
-                 rounding: str = "") -> np.ndarray:
+                 rounding: str = "", alpha: float = -0.5, exclude: int = 0) -> np.ndarray:
     if method == "nearest_neighbor" and not rounding:
         rounding = "round" if ctm == "align_corners" else "floor"
     sizes = np.array(list(x.shape[:2]) + list(size), np.int64)
-    kw = {"mode": "nearest" if method == "nearest_neighbor" else "linear",
+    kw = {"mode": {"nearest_neighbor": "nearest"}.get(method, method),
           "coordinate_transformation_mode": ctm}
+    if method == "cubic":
+        kw.update(cubic_coeff_a=alpha, exclude_outside=exclude)
     if method == "nearest_neighbor":
         kw["nearest_mode"] = _NEAREST_MODE[rounding]
     (out,) = onnx_run("Resize", [x, None, None, sizes], opset=18, **kw)
@@ -66,7 +68,20 @@ def test_resize2d_nhwc_int_and_relation() -> None:
     assert rel([TensorType((ANY, ANY, ANY, 3), "float32")], at) == \
         TensorType((ANY, 8, 9, 3), "float32")
     with pytest.raises(AttrError):
-        make_attrs("image.resize2d", {"size": (2, 2), "method": "cubic"})
+        make_attrs("image.resize2d", {"size": (2, 2), "method": "bicubic"})
+
+
+@pytest.mark.parametrize("size", [(7, 9), (3, 2), (8, 10)])
+@pytest.mark.parametrize("ctm", ["half_pixel", "align_corners", "asymmetric"])
+@pytest.mark.parametrize("alpha,exclude", [(-0.5, 0), (-0.75, 1)])
+def test_resize2d_cubic_vs_onnxruntime(size: tuple, ctm: str, alpha: float,
+                                       exclude: int) -> None:
+    x = rand((1, 2, 4, 5))
+    ours = run_op("image.resize2d", [x], size=size, method="cubic",
+                  coordinate_transformation_mode=ctm, cubic_alpha=alpha,
+                  cubic_exclude=exclude)
+    close(ours, _onnx_resize(x, size, "cubic", ctm, alpha=alpha, exclude=exclude),
+          rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("scale", [(2.0, 2.0), (3.0, 1.0), (1.5, 2.5)])
@@ -74,12 +89,12 @@ def test_upsampling_vs_onnxruntime(scale: tuple) -> None:
     x = rand((1, 2, 4, 4))
     size = (int(round(4 * scale[0])), int(round(4 * scale[1])))
     for method, align in [("nearest_neighbor", False), ("bilinear", False),
-                          ("bilinear", True)]:
+                          ("bilinear", True), ("bicubic", False), ("bicubic", True)]:
         ours = run_op("nn.upsampling", [x], scale_h=scale[0], scale_w=scale[1],
                       method=method, align_corners=align)
         ctm = "align_corners" if align else "asymmetric"
-        m = "linear" if method == "bilinear" else method
-        close(ours, _onnx_resize(x, size, m, ctm))
+        m = {"bilinear": "linear", "bicubic": "cubic"}.get(method, method)
+        close(ours, _onnx_resize(x, size, m, ctm), rtol=1e-4, atol=1e-4)
 
 
 def test_upsampling_nearest_is_repeat() -> None:

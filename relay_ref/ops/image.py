@@ -61,14 +61,37 @@ def _source(out: int, size_in: int, ctm: str) -> Array:
     return x * scale  # asymmetric
 
 
-def _round(x: Array, method: str) -> Array:
-    if method in ("round", "round_prefer_ceil"):
-        return np.floor(x + 0.5)  # ("round" is half away from zero; x >= -0.5 here)
-    if method == "round_prefer_floor":
-        return np.ceil(x - 0.5)
-    if method == "ceil":
-        return np.ceil(x)
-    return np.floor(x)
+def _source_exact(out: int, size_in: int, ctm: str) -> tuple[Array, int]:
+    """``_source`` as exact fractions (numerators, denominator), as TOPI computes nearest
+    indices when the sizes are static (so 3 * 4 / 3 floors to 4, not 3)."""
+    x = np.arange(out, dtype=np.int64)
+    if ctm in ("half_pixel", "pytorch_half_pixel"):
+        if ctm == "pytorch_half_pixel" and out <= 1:
+            return np.zeros_like(x), 1
+        return (2 * x + 1) * size_in - out, 2 * out
+    if ctm == "align_corners":
+        if out <= 1:
+            return np.zeros_like(x), 1
+        return x * (size_in - 1), out - 1
+    if ctm == "tf_half_pixel_for_nn":
+        return (2 * x + 1) * size_in, 2 * out
+    return x * size_in, out  # asymmetric
+
+
+def _nearest(out: int, size_in: int, ctm: str, method: str) -> Array:
+    """Nearest source indices (TOPI ``get_closest_index`` on fractions), clamped."""
+    n, d = _source_exact(out, size_in, ctm)
+    if method == "round":
+        idx = (n + d // 2) // d
+    elif method == "round_prefer_floor":
+        idx = (n + (d - 1) // 2) // d
+    elif method == "round_prefer_ceil":
+        idx = (n + (d + 1) // 2) // d
+    elif method == "ceil":
+        idx = (n + d - 1) // d
+    else:
+        idx = n // d
+    return np.clip(idx, 0, size_in - 1).astype(np.intp)
 
 
 def _cubic_taps(src: Array, size: int, alpha: float, exclude: bool) -> tuple[Array, Array]:
@@ -107,8 +130,7 @@ def resize2d_nchw(x: Array, out_hw: tuple[int, int], method: str, ctm: str,
         return as_dtype(out, dtype)
     if method == "nearest_neighbor":
         rounding = rounding or ("round" if ctm == "align_corners" else "floor")
-        iy = np.clip(_round(sy, rounding), 0, h - 1).astype(np.intp)
-        ix = np.clip(_round(sx, rounding), 0, w - 1).astype(np.intp)
+        iy, ix = _nearest(oh, h, ctm, rounding), _nearest(ow, w, ctm, rounding)
         return as_dtype(x[:, :, iy[:, None], ix[None, :]], dtype)
     acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.float64)
     xf = x.astype(acc, copy=False)

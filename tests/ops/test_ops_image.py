@@ -97,6 +97,19 @@ def test_upsampling_vs_onnxruntime(scale: tuple) -> None:
         close(ours, _onnx_resize(x, size, m, ctm), rtol=1e-4, atol=1e-4)
 
 
+def test_resize2d_nearest_uses_exact_fractions() -> None:
+    # 3 * (4 / 3) is 3.9999999999999996 in floating point; TOPI's fractions give 4
+    x = np.arange(4, dtype="float32").reshape(1, 1, 1, 4)
+    out = run_op("image.resize2d", [x], size=(1, 3), method="nearest_neighbor",
+                 coordinate_transformation_mode="asymmetric")
+    np.testing.assert_array_equal(out.reshape(-1), np.floor(np.arange(3) * 4 / 3 + 1e-9))
+    x = np.arange(10, dtype="float32").reshape(1, 1, 1, 10)
+    out = run_op("image.resize2d", [x], size=(1, 7), method="nearest_neighbor",
+                 coordinate_transformation_mode="asymmetric")
+    want = [(i * 10) // 7 for i in range(7)]
+    np.testing.assert_array_equal(out.reshape(-1), want)
+
+
 def test_upsampling_nearest_is_repeat() -> None:
     x = rand((2, 3, 2, 3))
     out = run_op("nn.upsampling", [x], scale_h=2.0, scale_w=3.0)

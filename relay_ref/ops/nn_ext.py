@@ -1,5 +1,6 @@
 """More ``nn.*`` operators (TVM ``src/relay/op/nn/*.cc``): instance/group/L2 normalisation,
-1-d and 3-d convolution, 1-d pooling, upsampling, depth_to_space / space_to_depth.
+1-d and 3-d convolution, 1-d pooling, depth_to_space / space_to_depth (``nn.upsampling``
+is in ``image.py``, with the resize kernel it shares).
 
 Kept apart from ``nn.py`` (same conventions; see its docstring) so the two can be edited
 independently. Spatial layouts are any permutation of the canonical one (``NCW``/``OIW``,
@@ -18,6 +19,7 @@ from relay_ref.ops import nn as _nn
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
+    check_dtype,
     dim_map,
     dims_compatible,
     is_any,
@@ -256,7 +258,6 @@ def _conv_attrs_post(attrs: object, nd: int, data: str, kernel: str) -> None:
     if attrs.out_layout:  # type: ignore[attr-defined]
         _check_layout(attrs.out_layout, data, "out_layout")  # type: ignore[attr-defined]
     if attrs.out_dtype:  # type: ignore[attr-defined]
-        from relay_ref.ops.relations import check_dtype
         check_dtype(attrs.out_dtype, "out_dtype")  # type: ignore[attr-defined]
 
 

@@ -96,6 +96,11 @@ def _lark() -> Lark:
 
 # ---- public entry points --------------------------------------------------------------------
 
+def _source(text: str, source_name: str) -> Source:
+    """The source to parse; a leading byte-order mark (invisible, zero-width) is dropped."""
+    return Source(source_name, text[1:] if text.startswith("\ufeff") else text)
+
+
 def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
           base_module: IRModule | None = None) -> IRModule:
     """Parse a module. The version header is optional (when present it must be "0.0.5").
@@ -104,7 +109,7 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
     definitions plus the new ones (a redefinition replaces). With ``prelude=True`` globals,
     types and constructors used but not defined come from the prelude (with the transitive
     closure of what they use). Raises ``ParseError``; never type-checks."""
-    source = Source(source_name, text)
+    source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_module")
         r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
@@ -118,7 +123,7 @@ def parse_program(text: str, source_name: str = "<string>", *,
 
     Definitions come first, then top-level ``let``s / graph bindings / ``e;`` statements,
     then an optional final expression (spec/syntax.md, S-Program)."""
-    source = Source(source_name, text)
+    source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_program")
         r = _Resolver(source, meta, prelude=prelude, base_module=base_module, scope=scope)
@@ -138,7 +143,7 @@ def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | N
 
     ``module`` supplies globals, types and constructors; ``scope`` pre-binds local names
     (``"x"`` -> the ``Var`` that ``%x`` denotes)."""
-    source = Source(source_name, text)
+    source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_expr")
         r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
@@ -151,7 +156,7 @@ def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | N
 def parse_type(text: str, source_name: str = "<string>", *,
                module: IRModule | None = None) -> T.Type:
     """Parse a type. Free type-variable names become fresh ``TypeVar``s (one per name)."""
-    source = Source(source_name, text)
+    source = _source(text, source_name)
     tree, meta = _parse_tree(source, "start_type")
     r = _Resolver(source, meta, prelude=True, base_module=module)
     r.free_type_vars = {}

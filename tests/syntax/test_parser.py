@@ -277,3 +277,13 @@ def test_error_rendering_points_at_the_source() -> None:
     rendered = info.value.render()
     assert rendered.splitlines()[0] == "prog.relay:2:8: error: unbound local variable %y"
     assert "  %x + %y" in rendered and "^^" in rendered
+
+
+def test_a_leading_byte_order_mark_is_ignored():
+    import relay_ref as rr
+
+    mod = rr.parse("\ufeff#[version = \"0.0.5\"]\ndef @main() -> int32 { 1 }\n")
+    assert "main" in mod.functions
+    with pytest.raises(rr.ParseError) as info:
+        rr.parse("\ufeffdef @main() { %y }")
+    assert (info.value.span.line, info.value.span.column) == (1, 15)

@@ -29,6 +29,8 @@ def test_cumsum_cumprod_vs_numpy() -> None:
     ex = run_op("cumprod", [x], axis=1, exclusive=True)
     np.testing.assert_array_equal(ex[:, 0], 1)
     np.testing.assert_array_equal(ex[:, 1:], np.cumprod(x, axis=1)[:, :-1])
+    flat = run_op("cumsum", [x], exclusive=True)
+    np.testing.assert_array_equal(flat, np.concatenate([[0], np.cumsum(x)[:-1]]))
     f = rand((2, 3))
     close(run_op("cumprod", [f], axis=-1, dtype="float64"), np.cumprod(f.astype("float64"), 1))
     rel = get_op("cumsum").relation

@@ -131,6 +131,26 @@ def test_conv3d_vs_onnxruntime(dshape: tuple, wshape: tuple, attrs: dict) -> Non
     close(ours, theirs, rtol=1e-4, atol=1e-4)
 
 
+def test_conv3d_ndhwc_and_int8_out_dtype() -> None:
+    x, w = rand((1, 2, 4, 4, 3)), rand((3, 2, 2, 2, 2))
+    want = run_op("nn.conv3d", [x, w], padding=(1,))
+    got = run_op("nn.conv3d", [x.transpose(0, 2, 3, 4, 1), w.transpose(2, 3, 4, 1, 0)],
+                 padding=(1,), data_layout="NDHWC", kernel_layout="DHWIO")
+    close(got.transpose(0, 4, 1, 2, 3), want, rtol=1e-5, atol=1e-5)
+    xi, wi = rand((1, 2, 3, 3, 3), "int8", -100, 100), rand((2, 2, 2, 2, 2), "int8", -100, 100)
+    out = run_op("nn.conv3d", [xi, wi], out_dtype="int32")
+    ref = run_op("nn.conv3d", [xi.astype("int32"), wi.astype("int32")])
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_norms_channels_last() -> None:
+    x, g, b = rand((2, 4, 3, 5)), rand((4,)), rand((4,))
+    for name, kw in (("nn.instance_norm", {}), ("nn.group_norm", {"num_groups": 2})):
+        want = run_op(name, [x, g, b], **kw)
+        got = run_op(name, [x.transpose(0, 2, 3, 1), g, b], axis=-1, **kw)
+        close(got.transpose(0, 3, 1, 2), want, rtol=1e-4, atol=1e-4)
+
+
 POOL1D_CASES = [
     {"pool_size": (3,)},
     {"pool_size": (2,), "strides": (2,), "padding": (1,)},

@@ -552,3 +552,125 @@ register_op("nn.space_to_depth", attrs=SubPixelAttrs, num_inputs=1, arg_names=("
             reference=_space_to_depth_ref,
             doc="Inverse of depth_to_space (DCR): (N, C, H, W) -> (N, C * b^2, H / b, W / b); "
                 "``mode`` is ignored, as in TVM.")
+
+
+# -- nn.max_pool3d / nn.avg_pool3d ----------------------------------------------------------
+
+def _pool3d_post(attrs: object) -> None:
+    _widen(attrs, "pool_size", 3)
+    _widen(attrs, "strides", 3)
+    _widen(attrs, "dilation", 3)
+    _check_pad(attrs.padding, 3)  # type: ignore[attr-defined]
+    _check_layout(attrs.layout, "NCDHW", "layout")  # type: ignore[attr-defined]
+    if attrs.out_layout:  # type: ignore[attr-defined]
+        _check_layout(attrs.out_layout, "NCDHW", "out_layout")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class MaxPool3DAttrs:
+    pool_size: tuple[int, ...]
+    strides: tuple[int, ...] = (1, 1, 1)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    padding: tuple[int, ...] = (0, 0, 0)
+    layout: str = "NCDHW"
+    out_layout: str = ""
+    ceil_mode: bool = False
+
+    def __post_init__(self) -> None:
+        _pool3d_post(self)
+
+
+@dataclass(frozen=True, slots=True)
+class AvgPool3DAttrs:
+    pool_size: tuple[int, ...]
+    strides: tuple[int, ...] = (1, 1, 1)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    padding: tuple[int, ...] = (0, 0, 0)
+    layout: str = "NCDHW"
+    out_layout: str = ""
+    ceil_mode: bool = False
+    count_include_pad: bool = False
+
+    def __post_init__(self) -> None:
+        _pool3d_post(self)
+
+
+def _pool3d_rel(op: str) -> object:
+    def rel(arg_types: list[Type], attrs: MaxPool3DAttrs) -> object:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        _rank(op, data, 5, "data")
+        n, c, *sp = _shape_to(data.shape, attrs.layout, "NCDHW")
+        before, after = _pads(attrs.padding, 3)
+        out = []
+        for j in range(3):
+            od = _nn._pool_out(sp[j], attrs.pool_size[j], attrs.strides[j],
+                               before[j] + after[j], attrs.dilation[j], attrs.ceil_mode)
+            if not is_any(od) and od <= 0:  # type: ignore[operator]
+                raise RelationError(f"{op}: the pooling window is larger than the padded "
+                                    f"input {shape_text(data.shape)}")
+            out.append(od)
+        return TensorType(_shape_from((n, c, *out), attrs.out_layout or attrs.layout,
+                                      "NCDHW"), data.dtype)
+    return rel
+
+
+def _nd_windows(xp: Array, attrs: MaxPool3DAttrs, outs: list[int]) -> Array:
+    nd = len(outs)
+    ext = [(k - 1) * d + 1 for k, d in zip(attrs.pool_size, attrs.dilation, strict=True)]
+    view = sliding_window_view(xp, ext, axis=tuple(range(xp.ndim - nd, xp.ndim)))
+    lead = (slice(None),) * (xp.ndim - nd)
+    idx = (lead + tuple(slice(0, o * s, s) for o, s in zip(outs, attrs.strides, strict=True))
+           + tuple(slice(None, None, d) for d in attrs.dilation))
+    return view[idx]
+
+
+def _pool3d_ref(kind: str) -> object:
+    def ref(args: list, attrs: MaxPool3DAttrs | AvgPool3DAttrs) -> Array:
+        x = _to(np.asarray(args[0]), attrs.layout, "NCDHW")
+        sp = x.shape[2:]
+        before, after = _pads(attrs.padding, 3)
+        outs, extra = [], []
+        for j in range(3):
+            k, s, d = attrs.pool_size[j], attrs.strides[j], attrs.dilation[j]
+            o = _nn._pool_out(sp[j], k, s, before[j] + after[j], d, attrs.ceil_mode)
+            need = (o - 1) * s + (k - 1) * d + 1  # type: ignore[operator]
+            outs.append(o)
+            extra.append(max(0, need - (sp[j] + before[j] + after[j])))
+        pads = [(b, a + e) for b, a, e in zip(before, after, extra, strict=True)]
+        axes = (-3, -2, -1)
+        if kind == "max":
+            xp = np.pad(x, [(0, 0), (0, 0)] + pads, constant_values=_nn._lowest(x.dtype))
+            out = _nd_windows(xp, attrs, outs).max(axis=axes)  # type: ignore[arg-type]
+        else:
+            acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
+            xp = np.pad(x.astype(acc, copy=False), [(0, 0), (0, 0)] + pads)
+            total = _nd_windows(xp, attrs, outs).sum(axis=axes, dtype=acc)  # type: ignore
+            if attrs.count_include_pad:  # type: ignore[union-attr]
+                region = np.pad(np.ones([s + b + a for s, b, a in
+                                         zip(sp, before, after, strict=True)], np.int64),
+                                [(0, e) for e in extra])
+            else:
+                region = np.pad(np.ones(sp, np.int64), pads)
+            count = np.maximum(_nd_windows(region, attrs, outs).sum(axis=axes), 1)  # type: ignore
+            with np.errstate(all="ignore"):
+                if is_float(x.dtype.name):
+                    out = total / count.astype(x.dtype)
+                else:
+                    out = _nn._trunc_div(total, count)
+        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCDHW"), x.dtype)
+    return ref
+
+
+register_op("nn.max_pool3d", attrs=MaxPool3DAttrs, num_inputs=1, arg_names=("data",),
+            support_level=2, relation=_pool3d_rel("nn.max_pool3d"),
+            reference=_pool3d_ref("max"),
+            doc="3-d max pooling over D, H, W (layout NCDHW); as nn.max_pool2d with three "
+                "spatial axes; padding: 1, 3 or 6 values.")
+register_op("nn.avg_pool3d", attrs=AvgPool3DAttrs, num_inputs=1, arg_names=("data",),
+            support_level=2, relation=_pool3d_rel("nn.avg_pool3d"),
+            reference=_pool3d_ref("avg"),
+            doc="3-d average pooling over D, H, W (layout NCDHW); as nn.avg_pool2d with "
+                "three spatial axes (count_include_pad counts explicit padding).")

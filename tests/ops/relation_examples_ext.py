@@ -23,6 +23,8 @@ EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
     "nn.conv3d": ([T(1, 4, 5, 6, 6), T(8, 2, 3, 3, 3)], {"groups": 2}),
     "nn.max_pool1d": ([T(2, 4, 6)], {"pool_size": (2,)}),
     "nn.avg_pool1d": ([T(2, 4, 6)], {"pool_size": (2,)}),
+    "nn.max_pool3d": ([T(1, 4, 5, 6, 6)], {"pool_size": (2, 2, 2)}),
+    "nn.avg_pool3d": ([T(1, 4, 5, 6, 6)], {"pool_size": (2, 3, 2), "padding": (1,)}),
     "image.resize2d": ([DATA], {"size": (3, 8)}),
     "nn.upsampling": ([DATA], {"scale_h": 2.0, "scale_w": 1.5}),
     "cumsum": ([DATA], {"axis": 1}),

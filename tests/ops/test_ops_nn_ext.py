@@ -184,5 +184,46 @@ def test_pool1d_nwc() -> None:
     close(got.transpose(0, 2, 1), want)
 
 
+POOL3D_CASES = [
+    {"pool_size": (2, 2, 2)},
+    {"pool_size": (3, 2, 3), "strides": (2, 1, 2), "padding": (1,)},
+    {"pool_size": (3, 3, 2), "strides": (2, 2, 2), "padding": (1, 0, 1, 0, 1, 0),
+     "ceil_mode": True},
+    {"pool_size": (2, 3, 3), "strides": (2, 2, 1), "padding": (1, 1, 1),
+     "count_include_pad": True},
+]
+
+
+@pytest.mark.parametrize("attrs", POOL3D_CASES)
+def test_pool3d_vs_onnxruntime(attrs: dict) -> None:
+    x = rand((1, 2, 5, 6, 5))
+    p = attrs.get("padding", (0, 0, 0))
+    p = p * 6 if len(p) == 1 else (p * 2 if len(p) == 3 else p)
+    common = dict(kernel_shape=list(attrs["pool_size"]),
+                  strides=list(attrs.get("strides", (1, 1, 1))), pads=list(p),
+                  ceil_mode=int(attrs.get("ceil_mode", False)))
+    if "count_include_pad" not in attrs:
+        ours = run_op("nn.max_pool3d", [x], **attrs)
+        (theirs,) = onnx_run("MaxPool", [x], **common)
+        close(ours, theirs)
+    ours = run_op("nn.avg_pool3d", [x], **attrs)
+    (theirs,) = onnx_run("AveragePool", [x], **common,
+                         count_include_pad=int(attrs.get("count_include_pad", False)))
+    close(ours, theirs)
+
+
+def test_pool3d_ndhwc_and_int() -> None:
+    x = rand((1, 2, 4, 4, 4))
+    want = run_op("nn.max_pool3d", [x], pool_size=(2,), strides=(2,))
+    got = run_op("nn.max_pool3d", [x.transpose(0, 2, 3, 4, 1)], pool_size=(2,), strides=(2,),
+                 layout="NDHWC")
+    close(got.transpose(0, 4, 1, 2, 3), want)
+    xi = rand((1, 1, 2, 2, 2), "int32", -9, 9)
+    out = run_op("nn.avg_pool3d", [xi], pool_size=(2,))
+    assert out.dtype == np.int32 and out.shape == (1, 1, 1, 1, 1)
+    assert out.item() == int(np.fix(xi.sum() / 8))
+
+
 DIFF_TESTED = {"nn.instance_norm", "nn.group_norm", "nn.l2_normalize", "nn.conv1d",
-               "nn.conv3d", "nn.max_pool1d", "nn.avg_pool1d"}
+               "nn.conv3d", "nn.max_pool1d", "nn.avg_pool1d", "nn.max_pool3d",
+               "nn.avg_pool3d"}

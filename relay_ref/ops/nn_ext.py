@@ -447,7 +447,12 @@ def _pool1d_rel(op: str) -> object:
         data = args[0]
         _rank(op, data, 3, "data")
         n, c, w = _shape_to(data.shape, attrs.layout, "NCW")
-        out = inner([TensorType((n, c, 1, w), data.dtype)], _as_2d(attrs))  # type: ignore
+        as_2d = TensorType((n, c, 1, w), data.dtype)
+        try:
+            out = inner([as_2d], _as_2d(attrs))  # type: ignore[operator]
+        except RelationError as err:  # speak of the 1-d input, not its 2-d stand-in
+            raise RelationError(str(err).replace(shape_text(as_2d.shape),
+                                                 shape_text(data.shape))) from None
         n2, c2, _, ow = out.shape  # type: ignore[attr-defined]
         return TensorType(_shape_from((n2, c2, ow), attrs.out_layout or attrs.layout, "NCW"),
                           data.dtype)

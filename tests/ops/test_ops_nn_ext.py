@@ -227,3 +227,13 @@ def test_pool3d_ndhwc_and_int() -> None:
 DIFF_TESTED = {"nn.instance_norm", "nn.group_norm", "nn.l2_normalize", "nn.conv1d",
                "nn.conv3d", "nn.max_pool1d", "nn.avg_pool1d", "nn.max_pool3d",
                "nn.avg_pool3d"}
+
+
+def test_pool1d_errors_speak_of_the_1d_input():
+    from relay_ref.ir.types import TensorType
+    from relay_ref.ops.registry import RelationError, get_op, make_attrs
+
+    op = get_op("nn.max_pool1d")
+    with pytest.raises(RelationError, match=r"padded input \(1, 1, 2\)$"):
+        op.relation([TensorType((1, 1, 2), "float32")],
+                    make_attrs("nn.max_pool1d", {"pool_size": (9,)}))

@@ -16,6 +16,15 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops import nn as _nn
+from relay_ref.ops.nn import (  # the layout helpers are shared with the 2-d family
+    _along,
+    _check_layout,
+    _from,
+    _rank,
+    _shape_from,
+    _shape_to,
+    _to,
+)
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
@@ -31,12 +40,6 @@ from relay_ref.ops.relations import (
 )
 
 Array = np.ndarray
-
-
-def _check_layout(layout: str, letters: str, what: str) -> None:
-    if sorted(layout) != sorted(letters):
-        raise AttrError(f"{what} must be a permutation of {letters!r}, found {layout!r}",
-                        what)
 
 
 def _widen(attrs: object, name: str, n: int, minimum: int = 1) -> None:
@@ -68,38 +71,6 @@ def _check_pad(padding: tuple[int, ...], nd: int) -> None:
                         f"{len(padding)}", "padding")
     if any(p < 0 for p in padding):
         raise AttrError(f"padding values must be >= 0, found {padding}", "padding")
-
-
-def _perm(layout: str, canonical: str) -> list[int]:
-    return [layout.index(c) for c in canonical]
-
-
-def _to(x: Array, layout: str, canonical: str) -> Array:
-    return x if layout == canonical else np.transpose(x, _perm(layout, canonical))
-
-
-def _from(x: Array, layout: str, canonical: str) -> Array:
-    return x if layout == canonical else np.transpose(x, [canonical.index(c) for c in layout])
-
-
-def _shape_to(shape: tuple, layout: str, canonical: str) -> tuple:
-    return tuple(shape[i] for i in _perm(layout, canonical))
-
-
-def _shape_from(shape: tuple, layout: str, canonical: str) -> tuple:
-    return tuple(shape[canonical.index(c)] for c in layout)
-
-
-def _rank(op: str, t: TensorType, n: int, what: str) -> None:
-    if t.ndim != n:
-        raise RelationError(f"{op}: {what} must have rank {n}, found shape "
-                            f"{shape_text(t.shape)}")
-
-
-def _along(vec: Array, ndim: int, axis: int) -> Array:
-    shape = [1] * ndim
-    shape[axis] = -1
-    return vec.reshape(shape)
 
 
 # -- nn.instance_norm / nn.group_norm ----------------------------------------------------

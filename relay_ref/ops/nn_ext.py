@@ -359,14 +359,16 @@ register_op("nn.conv3d", attrs=Conv3DAttrs, num_inputs=2, arg_names=("data", "we
 
 # -- nn.max_pool1d / nn.avg_pool1d --------------------------------------------------------
 
-def _pool1d_post(attrs: object) -> None:
-    _widen(attrs, "pool_size", 1)
-    _widen(attrs, "strides", 1)
-    _widen(attrs, "dilation", 1)
-    _check_pad(attrs.padding, 1)  # type: ignore[attr-defined]
-    _check_layout(attrs.layout, "NCW", "layout")  # type: ignore[attr-defined]
+def _pool_post(attrs: object, canonical: str) -> None:
+    """Validate the attrs of a pool over ``len(canonical) - 2`` spatial dimensions."""
+    nd = len(canonical) - 2
+    _widen(attrs, "pool_size", nd)
+    _widen(attrs, "strides", nd)
+    _widen(attrs, "dilation", nd)
+    _check_pad(attrs.padding, nd)  # type: ignore[attr-defined]
+    _check_layout(attrs.layout, canonical, "layout")  # type: ignore[attr-defined]
     if attrs.out_layout:  # type: ignore[attr-defined]
-        _check_layout(attrs.out_layout, "NCW", "out_layout")  # type: ignore[attr-defined]
+        _check_layout(attrs.out_layout, canonical, "out_layout")  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +382,7 @@ class MaxPool1DAttrs:
     ceil_mode: bool = False
 
     def __post_init__(self) -> None:
-        _pool1d_post(self)
+        _pool_post(self, "NCW")
 
 
 @dataclass(frozen=True, slots=True)
@@ -395,7 +397,7 @@ class AvgPool1DAttrs:
     count_include_pad: bool = False
 
     def __post_init__(self) -> None:
-        _pool1d_post(self)
+        _pool_post(self, "NCW")
 
 
 def _as_2d(attrs: MaxPool1DAttrs | AvgPool1DAttrs) -> object:
@@ -532,16 +534,6 @@ register_op("nn.space_to_depth", attrs=SubPixelAttrs, num_inputs=1, arg_names=("
 
 # -- nn.max_pool3d / nn.avg_pool3d ----------------------------------------------------------
 
-def _pool3d_post(attrs: object) -> None:
-    _widen(attrs, "pool_size", 3)
-    _widen(attrs, "strides", 3)
-    _widen(attrs, "dilation", 3)
-    _check_pad(attrs.padding, 3)  # type: ignore[attr-defined]
-    _check_layout(attrs.layout, "NCDHW", "layout")  # type: ignore[attr-defined]
-    if attrs.out_layout:  # type: ignore[attr-defined]
-        _check_layout(attrs.out_layout, "NCDHW", "out_layout")  # type: ignore[attr-defined]
-
-
 @dataclass(frozen=True, slots=True)
 class MaxPool3DAttrs:
     pool_size: tuple[int, ...]
@@ -553,7 +545,7 @@ class MaxPool3DAttrs:
     ceil_mode: bool = False
 
     def __post_init__(self) -> None:
-        _pool3d_post(self)
+        _pool_post(self, "NCDHW")
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,7 +560,7 @@ class AvgPool3DAttrs:
     count_include_pad: bool = False
 
     def __post_init__(self) -> None:
-        _pool3d_post(self)
+        _pool_post(self, "NCDHW")
 
 
 def _pool3d_rel(op: str) -> object:

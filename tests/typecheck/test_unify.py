@@ -148,4 +148,6 @@ def test_instantiate_with_explicit_arguments() -> None:
 
 def test_bare_adt_name_equals_nullary_type_call() -> None:
     nat = GlobalTypeVar("nat")
-    Unifier().unify(nat, TypeCall(nat, ()))
+    Unifier().unify(nat, TypeCall(nat, ()))  # would raise UnifyError if they differed
+    with pytest.raises(UnifyError):
+        Unifier().unify(nat, TypeCall(GlobalTypeVar("other"), ()))

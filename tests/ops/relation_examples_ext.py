@@ -35,3 +35,9 @@ EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
     "nn.space_to_depth": ([DATA], {"block_size": 3}),
     "layout_transform": ([DATA], {"src_layout": "NCHW", "dst_layout": "NHWC"}),
 }
+
+EXTRA_EXAMPLES.update({
+    "annotation.compiler_begin": ([DATA], {"compiler": "dnnl"}),
+    "annotation.compiler_end": ([DATA], {"compiler": "dnnl"}),
+    "device_copy": ([DATA], {"src_dev_type": 1, "dst_dev_type": 2}),
+})

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 import test_ops_algorithm
+import test_ops_annotation
 import test_ops_elementwise
 import test_ops_image
 import test_ops_nn
@@ -45,7 +46,8 @@ def test_every_op_is_differentially_tested() -> None:
     tested = (test_ops_elementwise.DIFF_TESTED | test_ops_reduce.DIFF_TESTED
               | test_ops_nn.DIFF_TESTED | test_ops_transform.DIFF_TESTED
               | test_ops_nn_ext.DIFF_TESTED | test_ops_image.DIFF_TESTED
-              | test_ops_algorithm.DIFF_TESTED | test_ops_transform_ext.DIFF_TESTED)
+              | test_ops_algorithm.DIFF_TESTED | test_ops_transform_ext.DIFF_TESTED
+              | test_ops_annotation.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

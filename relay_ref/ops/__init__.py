@@ -7,6 +7,7 @@ NumPy reference, one place per op); see ``registry.py`` for the protocols.
 from relay_ref.ops import (  # noqa: F401  (registration side effects)
     algorithm,
     annotation,
+    dyn,
     image,
     nn,
     nn_ext,

@@ -41,3 +41,14 @@ EXTRA_EXAMPLES.update({
     "annotation.compiler_end": ([DATA], {"compiler": "dnnl"}),
     "device_copy": ([DATA], {"src_dev_type": 1, "dst_dev_type": 2}),
 })
+
+_I64 = "int64"
+EXTRA_EXAMPLES.update({
+    "dyn.reshape": ([DATA, T(3, dtype=_I64)], {}),
+    "dyn.broadcast_to": ([T(4, 1, 6), T(4, dtype=_I64)], {}),
+    "dyn.zeros": ([T(3, dtype=_I64)], {"dtype": "int32"}),
+    "dyn.ones": ([T(2, dtype="int32")], {}),
+    "dyn.full": ([T(), T(3, dtype=_I64)], {}),
+    "dyn.tile": ([T(2, 3), T(3, dtype=_I64)], {}),
+    "dyn.strided_slice": ([DATA, T(2, dtype=_I64), T(2, dtype=_I64), T(2, dtype=_I64)], {}),
+})

@@ -11,6 +11,7 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     image,
     nn,
     nn_ext,
+    qnn,
     reduce,
     tensor,
     transform,

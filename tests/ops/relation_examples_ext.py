@@ -52,3 +52,16 @@ EXTRA_EXAMPLES.update({
     "dyn.tile": ([T(2, 3), T(3, dtype=_I64)], {}),
     "dyn.strided_slice": ([DATA, T(2, dtype=_I64), T(2, dtype=_I64), T(2, dtype=_I64)], {}),
 })
+
+_S, _Z, _Q = T(), T(dtype="int32"), T(2, 4, 6, 6, dtype="int8")
+EXTRA_EXAMPLES.update({
+    "qnn.quantize": ([DATA, T(6), _Z], {}),
+    "qnn.dequantize": ([_Q, _S, T(6, dtype="int32")], {}),
+    "qnn.requantize": ([T(2, 4, 6, 6, dtype="int32"), T(4), _Z, _S, _Z], {"axis": 1}),
+    "qnn.add": ([_Q, T(6, 6, dtype="int8"), _S, _Z, _S, _Z, _S, _Z], {}),
+    "qnn.mul": ([_Q, T(1, 6, dtype="int8"), _S, _Z, _S, _Z, _S, _Z], {}),
+    "qnn.dense": ([T(3, 6, dtype="uint8"), T(5, 6, dtype="int8"), _Z, T(5, dtype="int32"),
+                   _S, T(5)], {"units": 5}),
+    "qnn.conv2d": ([_Q, T(8, 4, 3, 3, dtype="int8"), _Z, _Z, _S, T(8)],
+                   {"out_dtype": "int32"}),
+})

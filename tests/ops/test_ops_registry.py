@@ -13,6 +13,7 @@ import test_ops_elementwise
 import test_ops_image
 import test_ops_nn
 import test_ops_nn_ext
+import test_ops_qnn
 import test_ops_reduce
 import test_ops_transform
 import test_ops_transform_ext
@@ -48,7 +49,8 @@ def test_every_op_is_differentially_tested() -> None:
               | test_ops_nn.DIFF_TESTED | test_ops_transform.DIFF_TESTED
               | test_ops_nn_ext.DIFF_TESTED | test_ops_image.DIFF_TESTED
               | test_ops_algorithm.DIFF_TESTED | test_ops_transform_ext.DIFF_TESTED
-              | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED)
+              | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED
+              | test_ops_qnn.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

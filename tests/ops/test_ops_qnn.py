@@ -1,0 +1,149 @@
+"""qnn.* vs onnxruntime (QuantizeLinear, DequantizeLinear, MatMulInteger, ConvInteger) and,
+where ONNX has no match (requantize, add, mul), independent float formulas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from opcheck import onnx_run, rand, run_op
+
+from relay_ref.ir.types import TensorType
+from relay_ref.ops.registry import AttrError, RelationError, get_op, make_attrs
+
+F32, I32 = np.float32, np.int32
+
+
+@pytest.mark.parametrize("out_dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_quantize_dequantize_vs_onnxruntime(out_dtype: str, per_channel: bool) -> None:
+    x = rand((2, 3, 4), low=-40, high=40)
+    scale = np.array([0.3, 0.25, 0.7], F32) if per_channel else np.array(0.37, F32)
+    zp = (np.array([3, -2, 0]) if per_channel else np.array(5)).astype(out_dtype if
+                                                                    out_dtype == "int8"
+                                                                    else "int32")
+    zp = np.abs(zp) if out_dtype == "uint8" else zp
+    axis = 1 if per_channel else -1
+    q = run_op("qnn.quantize", [x, scale, zp.astype(I32)], out_dtype=out_dtype, axis=axis)
+    (theirs,) = onnx_run("QuantizeLinear", [x, scale, zp.astype(out_dtype)], axis=axis,
+                         opset=13)
+    np.testing.assert_array_equal(q, theirs)
+    dq = run_op("qnn.dequantize", [q, scale, zp.astype(I32)], axis=axis)
+    (theirs,) = onnx_run("DequantizeLinear", [q, scale, zp.astype(out_dtype)], axis=axis,
+                         opset=13)
+    np.testing.assert_allclose(dq, theirs, rtol=1e-6)
+
+
+def test_quantize_rounds_half_away_from_zero() -> None:
+    x = np.array([0.5, 1.5, -0.5, -2.5, 300.0, -300.0], F32)
+    q = run_op("qnn.quantize", [x, np.array(1.0, F32), np.array(0, I32)])
+    np.testing.assert_array_equal(q, [1, 2, -1, -3, 127, -128])
+
+
+@pytest.mark.parametrize("rounding", ["UPWARD", "TONEAREST"])
+def test_requantize_vs_formula(rounding: str) -> None:
+    q = rand((3, 5), "int32", -1000, 1000)
+    args = [q, np.array(0.05, F32), np.array(7, I32), np.array(0.3, F32), np.array(-3, I32)]
+    out = run_op("qnn.requantize", args, rounding=rounding, out_dtype="int8")
+    real = (q.astype(np.float64) - 7) * np.float64(F32(0.05)) / np.float64(F32(0.3))
+    r = np.floor(real + 0.5) if rounding == "UPWARD" else np.sign(real) * np.floor(
+        np.abs(real) + 0.5)
+    np.testing.assert_array_equal(out, np.clip(r - 3, -128, 127).astype("int8"))
+    ties = np.array([1, -1, 3, -3], I32)
+    half = [ties, np.array(0.5, F32), np.array(0, I32), np.array(1.0, F32), np.array(0, I32)]
+    want = {"UPWARD": [1, 0, 2, -1], "TONEAREST": [1, -1, 2, -2]}[rounding]
+    np.testing.assert_array_equal(run_op("qnn.requantize", half, rounding=rounding), want)
+
+
+def test_requantize_per_channel_and_default_rounding() -> None:
+    q = rand((2, 3), "int8", -100, 100)
+    scales = np.array([0.1, 0.2, 0.4], F32)
+    out = run_op("qnn.requantize", [q, scales, np.array(0, I32), np.array(0.2, F32),
+                                    np.array(10, I32)], axis=1, out_dtype="uint8")
+    real = q * scales.astype(np.float64) / np.float64(F32(0.2))
+    np.testing.assert_array_equal(out, np.clip(np.floor(real + 0.5) + 10, 0, 255))
+
+
+def _qparams(ls: float, lz: int, rs: float, rz: int, os_: float, oz: int) -> list:
+    return [np.array(ls, F32), np.array(lz, I32), np.array(rs, F32), np.array(rz, I32),
+            np.array(os_, F32), np.array(oz, I32)]
+
+
+@pytest.mark.parametrize("op", ["qnn.add", "qnn.mul"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_qnn_binary_vs_float(op: str, dtype: str) -> None:
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    a, b = rand((3, 4), dtype, lo, hi), rand((4,), dtype, lo, hi)
+    params = _qparams(0.05, 3, 0.08, -4, 0.1, 2) if op == "qnn.add" else \
+        _qparams(0.05, 3, 0.08, -4, 1.5, 2)
+    out = run_op(op, [a, b] + params)
+    ls, lz, rs, rz, os_, oz = (float(p) for p in params)
+    fa, fb = ls * (a.astype(np.float64) - lz), rs * (b.astype(np.float64) - rz)
+    real = fa + fb if op == "qnn.add" else fa * fb
+    want = np.clip(np.floor(real / os_ + 0.5) + oz, lo, hi)
+    assert np.abs(out.astype(np.int64) - want).max() <= 1  # add rounds twice
+    # equal scales and zero points: qnn.add is exact integer addition
+    same = run_op("qnn.add", [a, b] + _qparams(0.1, 1, 0.1, 1, 0.1, 1))
+    np.testing.assert_array_equal(same, np.clip(a.astype(int) + b - 1, lo, hi))
+
+
+@pytest.mark.parametrize("wdtype", ["uint8", "int8"])
+def test_qnn_dense_vs_matmulinteger(wdtype: str) -> None:
+    x = rand((4, 6), "uint8", 0, 255)
+    w = rand((5, 6), wdtype, 0 if wdtype == "uint8" else -128, 127)
+    xz, wz = np.array(12, "uint8"), np.array(3, wdtype)
+    out = run_op("qnn.dense", [x, w, xz.astype(I32), wz.astype(I32), np.array(0.1, F32),
+                               np.array(0.2, F32)], units=5, out_dtype="int32")
+    (theirs,) = onnx_run("MatMulInteger", [x, np.ascontiguousarray(w.T), xz, wz])
+    np.testing.assert_array_equal(out, theirs)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"padding": (1, 1), "strides": (2, 2)},
+                                   {"groups": 2, "dilation": (2, 1), "padding": (1, 0)}])
+def test_qnn_conv2d_vs_convinteger(attrs: dict) -> None:
+    g = attrs.get("groups", 1)
+    x = rand((1, 4, 7, 6), "uint8", 0, 255)
+    w = rand((6, 4 // g, 3, 3), "uint8", 0, 255)
+    xz, wz = np.array(100, "uint8"), np.array(7, "uint8")
+    out = run_op("qnn.conv2d", [x, w, xz.astype(I32), wz.astype(I32), np.array(0.1, F32),
+                                np.array(0.2, F32)], out_dtype="int32", **attrs)
+    p = attrs.get("padding", (0, 0))
+    (theirs,) = onnx_run("ConvInteger", [x, w, xz, wz], group=g,
+                         strides=list(attrs.get("strides", (1, 1))),
+                         dilations=list(attrs.get("dilation", (1, 1))),
+                         pads=[p[0], p[1], p[0], p[1]])
+    np.testing.assert_array_equal(out, theirs)
+
+
+def test_qnn_conv2d_per_channel_zero_point_vs_numpy() -> None:
+    x = rand((1, 2, 5, 5), "int8", -128, 127)
+    w = rand((3, 2, 2, 2), "int8", -128, 127)
+    wz = np.array([1, -2, 3], I32)
+    out = run_op("qnn.conv2d", [x, w, np.array(-5, I32), wz, np.array(0.1, F32),
+                                np.array([0.2, 0.3, 0.4], F32)])
+    ref = run_op("nn.conv2d", [(x.astype(np.int64) + 5),
+                               w.astype(np.int64) - wz[:, None, None, None]])
+    np.testing.assert_array_equal(out, ref.astype(I32))
+    assert out.dtype == np.int32
+
+
+def test_qnn_relation_errors() -> None:
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    rel = get_op("qnn.quantize").relation
+    at = make_attrs("qnn.quantize", {"axis": 1})
+    assert rel([TensorType((2, 3), "float32"), TensorType((3,), "float32"), z], at) == \
+        TensorType((2, 3), "int8")
+    for bad in [[TensorType((2, 3), "int8"), s, z], [TensorType((2, 3), "float32"), z, z],
+                [TensorType((2, 3), "float32"), TensorType((4,), "float32"), z]]:
+        with pytest.raises(RelationError):
+            rel(bad, at)
+    with pytest.raises(RelationError):
+        get_op("qnn.dense").relation([TensorType((2, 3), "int8"), TensorType((4, 5), "int8"),
+                                      z, z, s, s], make_attrs("qnn.dense", {}))
+    for name, bad in [("qnn.quantize", {"out_dtype": "float32"}),
+                      ("qnn.requantize", {"rounding": "DOWN"})]:
+        with pytest.raises(AttrError):
+            make_attrs(name, bad)
+
+
+DIFF_TESTED = {"qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.add", "qnn.mul",
+               "qnn.dense", "qnn.conv2d"}

@@ -50,12 +50,13 @@ class CompilerAttrs:
 
 @dataclass(frozen=True, slots=True)
 class OnDeviceAttrs:
-    """``virtual_device`` is kept as an opaque printed value. ``device_type`` and
-    ``is_fixed`` are the older (TVM <= 0.8) spellings, accepted and ignored."""
+    """``virtual_device`` is kept as an opaque printed value. ``se_scope``, ``device_type``
+    and ``is_fixed`` are older TVM spellings, accepted and ignored."""
 
     virtual_device: object = None
     constrain_result: bool = False
     constrain_body: bool = True
+    se_scope: object = None
     device_type: int | None = None
     is_fixed: bool = False
 
@@ -63,10 +64,13 @@ class OnDeviceAttrs:
 @dataclass(frozen=True, slots=True)
 class DeviceCopyAttrs:
     """Newer TVM prints ``src_virtual_device``/``dst_virtual_device`` (opaque here); older
-    TVM prints ``src_dev_type``/``dst_dev_type`` (ints). Either spelling is accepted."""
+    TVM prints ``src_se_scope``/``dst_se_scope`` (opaque) or ``src_dev_type``/
+    ``dst_dev_type`` (ints). Any of these spellings is accepted."""
 
     src_virtual_device: object = None
     dst_virtual_device: object = None
+    src_se_scope: object = None
+    dst_se_scope: object = None
     src_dev_type: int | None = None
     dst_dev_type: int | None = None
 

@@ -49,6 +49,9 @@ def test_printed_attr_spellings() -> None:
     assert (b.src_dev_type, b.dst_dev_type) == (1, 2)
     c = make_attrs("device_copy", {"src_virtual_device": "cpu", "dst_virtual_device": "gpu"})
     assert c.dst_virtual_device == "gpu"
+    d = make_attrs("device_copy", {"src_se_scope": "GPU", "dst_se_scope": "CPU"})
+    assert d.src_se_scope == "GPU"
+    assert make_attrs("on_device", {"se_scope": "GPU", "is_fixed": True}).is_fixed
     with pytest.raises(AttrError):
         make_attrs("device_copy", {"src_device": 1})
 

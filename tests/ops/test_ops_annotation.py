@@ -56,4 +56,22 @@ def test_printed_attr_spellings() -> None:
         make_attrs("device_copy", {"src_device": 1})
 
 
+def test_printed_program_parses_and_runs() -> None:
+    import relay_ref
+
+    src = '''#[version = "0.0.5"]
+def @main(%x: Tensor[(2, 3), float32], %s: Tensor[(2), int64]) {
+  %0 = qnn.quantize(%x, 0.5f, 3, out_dtype="uint8", axis=1);
+  %1 = qnn.dequantize(%0, 0.5f, 3);
+  %2 = on_device(%1, constrain_result=True);
+  %3 = annotation.stop_fusion(%2);
+  %4 = device_copy(%3, src_dev_type=1, dst_dev_type=2);
+  dyn.reshape(%4, %s, newshape=[])
+}
+'''
+    x = np.arange(6, dtype="float32").reshape(2, 3)
+    out = relay_ref.evaluate(relay_ref.parse(src), x, np.array([3, 2]))
+    np.testing.assert_array_equal(np.asarray(out), x.reshape(3, 2))
+
+
 DIFF_TESTED = set(NAMES)

@@ -114,8 +114,12 @@ def _quantize_rel(arg_types: list[Type], attrs: QuantizeAttrs) -> object:
 
 
 def _quantize_ref(args: list, attrs: QuantizeAttrs) -> Array:
-    x = np.asarray(args[0]).astype(np.float64)
-    scale, zp = _f64(args[1], x.ndim, attrs.axis), _i64(args[2], x.ndim, attrs.axis)
+    # divide in the data's precision (at least float32), as TVM and onnxruntime do
+    x = np.asarray(args[0])
+    ftype = np.promote_types(x.dtype, np.float32)
+    x = x.astype(ftype)
+    scale = _param(args[1], x.ndim, attrs.axis).astype(ftype)
+    zp = _i64(args[2], x.ndim, attrs.axis)
     with np.errstate(all="ignore"):
         q = _round(x / scale, "TONEAREST") + zp
     return _saturate(np.nan_to_num(q), attrs.out_dtype)

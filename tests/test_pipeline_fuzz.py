@@ -48,13 +48,13 @@ def mutated_sources(draw) -> str:
     return "".join(text)
 
 
-def _located(err: rr.RelayError) -> None:
+def _check_located(err: rr.RelayError) -> None:
     assert err.diagnostics, f"{type(err).__name__} without diagnostics"
     assert err.diagnostics[0].span is not None, err.render()
     err.render()
 
 
-def _pipeline(mod: rr.IRModule, run: bool) -> None:
+def _check_pipeline(mod: rr.IRModule, run: bool) -> None:
     again = rr.parse(rr.astext(mod), "<printed>")
     assert rr.alpha_equal(mod, again), rr.astext(mod)
     typed = rr.infer_types(mod)
@@ -73,15 +73,15 @@ def _no_self_calls(text: str) -> bool:
 def test_mutated_golden_programs_raise_only_located_relay_errors(text: str) -> None:
     try:
         mod = rr.parse(text, "mutated.relay")
-        _pipeline(mod, run=_no_self_calls(text))
+        _check_pipeline(mod, run=_no_self_calls(text))
     except rr.RelayError as err:
-        _located(err)
+        _check_located(err)
 
 
 @given(modules(max_depth=3))
 def test_generated_modules_raise_only_located_relay_errors(mod: rr.IRModule) -> None:
     try:
-        _pipeline(mod, run=False)  # generated globals may recurse without end
+        _check_pipeline(mod, run=False)  # generated globals may recurse without end
     except rr.RelayError as err:
         # Generated nodes carry no spans; the error must still be a RelayError.
         assert err.diagnostics and err.render()
@@ -90,4 +90,4 @@ def test_generated_modules_raise_only_located_relay_errors(mod: rr.IRModule) -> 
 @given(well_typed_modules())
 def test_well_typed_modules_survive_the_whole_pipeline(case) -> None:
     mod, _ = case
-    _pipeline(mod, run=True)
+    _check_pipeline(mod, run=True)

@@ -22,7 +22,7 @@ TOKENS = ["(", ")", "{", "}", "[", "]", ",", ";", ":", "=", "=>", "->", "%x", "%
 _TOKEN_RE = re.compile(r"\s+|[A-Za-z_%@][\w/.]*|\d+\w*|.", re.S)
 
 
-def _parse_only_parse_errors(text: str) -> None:
+def _check_parse_raises_only_parse_errors(text: str) -> None:
     try:
         rr.parse(text, "fuzz.relay")
     except rr.ParseError as err:
@@ -46,7 +46,7 @@ def test_byte_mutations(index: int, data: st.DataObject) -> None:
             text[pos:pos] = data.draw(st.binary(min_size=1, max_size=4))
         else:
             text[pos:pos] = text[pos: pos + data.draw(st.integers(1, 16))]
-    _parse_only_parse_errors(text.decode("utf-8", errors="replace"))
+    _check_parse_raises_only_parse_errors(text.decode("utf-8", errors="replace"))
 
 
 @settings(max_examples=150)
@@ -65,9 +65,9 @@ def test_token_mutations(index: int, data: st.DataObject) -> None:
         elif tokens:
             other = data.draw(st.integers(0, len(tokens) - 1))
             tokens[pos], tokens[other] = tokens[other], tokens[pos]
-    _parse_only_parse_errors("".join(tokens))
+    _check_parse_raises_only_parse_errors("".join(tokens))
 
 
 def test_golden_error_programs_raise_parse_errors_only() -> None:
     for text in TEXTS:
-        _parse_only_parse_errors(text)
+        _check_parse_raises_only_parse_errors(text)

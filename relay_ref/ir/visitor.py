@@ -39,30 +39,25 @@ def post_order(expr: Expr) -> Iterator[Expr]:
 
 
 def free_vars(expr: Expr) -> list[Var]:
-    """Local variables occurring free in ``expr`` (first occurrence order, no repeats)."""
-    # Walk with an explicit stack of (node, set of vars bound around it).
-    result: list[Var] = []
-    found: set[Var] = set()
-    stack: list[tuple[Expr, frozenset[Var]]] = [(expr, frozenset())]
-    while stack:
-        node, bound = stack.pop()
+    """Local variables occurring free in ``expr`` (first occurrence order, no repeats).
+
+    Linear in the number of distinct nodes: every reachable node is visited once (shared
+    nodes too), the variables used are collected in first-use order, and those bound
+    anywhere inside ``expr`` (let, function parameters, pattern variables) are dropped.
+    This relies on the IR's binding invariant: a ``Var`` object is bound by at most one
+    binder and used only in that binder's scope (what the parser builds and the type
+    checker enforces), as TVM's ``FreeVars`` does."""
+    used: list[Var] = []
+    bound: set[Var] = set()
+    for node in post_order(expr):
         match node:
             case Var():
-                if node not in bound and node not in found:
-                    found.add(node)
-                    result.append(node)
-            case Let(var, value, body):
-                inner = bound | {var}
-                stack.append((body, inner))
-                # A let-bound function may refer to itself.
-                stack.append((value, inner if isinstance(value, Function) else bound))
-            case Function(params, body):
-                stack.append((body, bound | set(params)))
-            case Match(data, clauses):
-                for clause in reversed(clauses):
-                    stack.append((clause.rhs, bound | set(pattern_vars(clause.lhs))))
-                stack.append((data, bound))
-            case _:
-                for kid in reversed(list(children(node))):
-                    stack.append((kid, bound))
-    return result
+                used.append(node)
+            case Let(var):
+                bound.add(var)
+            case Function(params):
+                bound.update(params)
+            case Match(_, clauses):
+                for clause in clauses:
+                    bound.update(pattern_vars(clause.lhs))
+    return [v for v in used if v not in bound]

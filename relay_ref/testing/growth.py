@@ -1,0 +1,114 @@
+"""Programs shaped like real networks, and a machine-independent measure of cost.
+
+Real networks are DAGs with heavy sharing: every residual block uses its input twice, so a
+chain of ``n`` blocks has ``2**n`` paths from the output to the input. A traversal that
+walks paths instead of nodes (a missing ``visited`` set) is exponential on them. The
+generators here build such programs as text, in the form TVM prints them (graph bindings
+``%i = ...;``) and as ``let`` chains; ``call_count`` measures the work of a phase as the
+number of Python function calls it makes, which, unlike time, is the same on every machine
+and every run, so tests can assert that the work grows linearly.
+
+    >>> text = residual_chain(1000)
+    >>> calls = call_count(lambda: rr.parse(text))
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = [
+    "SHAPES", "branching_chain", "call_count", "closure_chain", "doubling_chain",
+    "let_residual_chain", "residual_chain",
+]
+
+
+def residual_chain(n: int, shape: str = "(8)") -> str:
+    """``%i = add(%i-1, nn.relu(%i-1))``: ``n`` ResNet-style blocks, each node used twice."""
+    lines = [f"def @main(%x: Tensor[{shape}, float32]) {{", "  %0 = add(%x, nn.relu(%x));"]
+    lines += [f"  %{i} = add(%{i - 1}, nn.relu(%{i - 1}));" for i in range(1, n)]
+    lines += [f"  %{n - 1}", "}"]
+    return "\n".join(lines)
+
+
+def doubling_chain(n: int) -> str:
+    """``%k = add(%k-1, %k-1)``: ``2**n`` paths through ``n`` nodes (a scalar result)."""
+    lines = ["def @main(%x: float32) {", "  %0 = add(%x, %x);"]
+    lines += [f"  %{i} = add(%{i - 1}, %{i - 1});" for i in range(1, n)]
+    lines += [f"  %{n - 1}", "}"]
+    return "\n".join(lines)
+
+
+def let_residual_chain(n: int, shape: str = "(8)") -> str:
+    """The residual chain written with ``let``: each bound variable used twice."""
+    lines = [f"def @main(%x0: Tensor[{shape}, float32]) {{"]
+    lines += [f"  let %x{i} = add(%x{i - 1}, nn.relu(%x{i - 1}));" for i in range(1, n + 1)]
+    lines += [f"  %x{n}", "}"]
+    return "\n".join(lines)
+
+
+def branching_chain(n: int, shape: str = "(8)") -> str:
+    """Each node adds the three before it (DenseNet-like fan-in): each used three times."""
+    lines = [f"def @main(%x: Tensor[{shape}, float32]) {{",
+             "  %0 = nn.relu(%x);", "  %1 = add(%0, %x);", "  %2 = add(%1, %0);"]
+    lines += [f"  %{i} = add(add(%{i - 1}, %{i - 2}), multiply(%{i - 3}, 0.5f));"
+              for i in range(3, n)]
+    lines += [f"  %{n - 1}", "}"]
+    return "\n".join(lines)
+
+
+def closure_chain(n: int, shape: str = "(8)") -> str:
+    """Residual blocks computed inside closures that capture the shared running value:
+    every block is ``let %fi = fn () { add(%xi, nn.relu(%xi)) }; let %x(i+1) = %fi();``."""
+    lines = [f"def @main(%x0: Tensor[{shape}, float32]) {{"]
+    for i in range(n):
+        lines.append(f"  let %f{i} = fn () {{ add(%x{i}, nn.relu(%x{i})) }};")
+        lines.append(f"  let %x{i + 1} = %f{i}();")
+    lines += [f"  %x{n}", "}"]
+    return "\n".join(lines)
+
+
+#: The shapes above by name, each a function from a size to program text with one tensor
+#: (or, for ``doubling``, scalar) float32 parameter.
+SHAPES: dict[str, Callable[[int], str]] = {
+    "residual": residual_chain,
+    "doubling": doubling_chain,
+    "let_residual": let_residual_chain,
+    "branching": branching_chain,
+    "closure": closure_chain,
+}
+
+
+class _CallCounter:
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            self.calls += 1
+
+
+_profile_lock = threading.Lock()
+
+
+def call_count(fn: Callable[[], Any]) -> int:
+    """The number of Python function calls (frames entered) while ``fn()`` runs, on this
+    thread and on threads started meanwhile (``evaluate`` runs on a deep-stack thread).
+
+    Deterministic for deterministic code, so a test can compare it across sizes. Calls of
+    C functions are not counted (a NumPy kernel counts as the Python call that made it)."""
+    counter = _CallCounter()
+    with _profile_lock:
+        previous = sys.getprofile()
+        threading.setprofile(counter)
+        sys.setprofile(counter)
+        try:
+            fn()
+        finally:
+            sys.setprofile(previous)
+            threading.setprofile(None)  # type: ignore[arg-type]
+    return counter.calls

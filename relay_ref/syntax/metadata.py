@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -35,34 +37,63 @@ _CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat"}
 
 
 class MetadataError(Exception):
-    """A malformed ``#[metadata]`` section (message in plain words)."""
+    """A malformed ``#[metadata]`` section (message in plain words).
+
+    ``offset``, when known, is the position in the section's text where the problem is (the
+    parser turns it into a located ``ParseError``); otherwise the error is about the whole
+    section."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.offset = offset
 
 
-def _decode_ndarray(blob: bytes) -> np.ndarray:
-    try:
-        magic, _reserved, _dev_type, _dev_id, ndim = struct.unpack_from("<QQiii", blob, 0)
-        if magic != _MAGIC:
-            raise MetadataError("an array has a bad magic number")
-        code, bits, lanes = struct.unpack_from("<BBH", blob, 28)
-        offset = 32
-        shape = struct.unpack_from(f"<{ndim}q", blob, offset)
-        offset += 8 * ndim
-        (size,) = struct.unpack_from("<q", blob, offset)
-        offset += 8
-        data = blob[offset: offset + size]
-    except struct.error:
-        raise MetadataError("an array is truncated") from None
+# NumPy's limit on the number of dimensions (NPY_MAXDIMS); TVM arrays are never deeper.
+_MAX_NDIM = 64
+_HEADER = struct.Struct("<QQiiiBBH")  # magic, reserved, device type, device id, ndim, dtype
+
+
+def _decode_ndarray(blob: bytes, where: str) -> np.ndarray:
+    """Decode one NDArray blob; ``where`` names it in messages (``b64ndarrays[0]``).
+
+    Every field is checked against the blob's length before anything is allocated, so a
+    corrupt header can never make us reserve more memory than the blob holds."""
+    if len(blob) < _HEADER.size:
+        raise MetadataError(f"{where} is truncated: {len(blob)} bytes, shorter than the "
+                            f"{_HEADER.size}-byte array header")
+    magic, _reserved, _dev_type, _dev_id, ndim, code, bits, lanes = _HEADER.unpack_from(blob)
+    if magic != _MAGIC:
+        raise MetadataError(f"{where} is not a TVM array (bad magic number {magic:#x})")
+    if not 0 <= ndim <= _MAX_NDIM:
+        raise MetadataError(f"{where} has {ndim} dimensions (at most {_MAX_NDIM} are "
+                            "supported)")
     if lanes != 1:
-        raise MetadataError("vector (multi-lane) arrays are not supported")
+        raise MetadataError(f"{where} is a vector (multi-lane) array, which is not supported")
     if (code == 1 and bits == 1) or code == 6:
         dtype = np.dtype("bool")
     elif code in (0, 1, 2) and bits in (8, 16, 32, 64) and not (code == 2 and bits == 8):
         dtype = np.dtype(f"{_CODES[code]}{bits}")
     else:
-        raise MetadataError(f"unsupported array element type (code {code}, {bits} bits)")
-    count = int(np.prod(shape)) if shape else 1
-    if len(data) != count * dtype.itemsize or size != len(data):
-        raise MetadataError("an array's byte size does not match its shape")
+        raise MetadataError(f"{where} has an unsupported element type (type code {code}, "
+                            f"{bits} bits)")
+    offset = _HEADER.size
+    if len(blob) < offset + 8 * ndim + 8:
+        raise MetadataError(f"{where} is truncated inside its shape ({ndim} dimensions "
+                            "announced)")
+    shape = struct.unpack_from(f"<{ndim}q", blob, offset)
+    offset += 8 * ndim
+    (size,) = struct.unpack_from("<q", blob, offset)
+    offset += 8
+    if any(d < 0 for d in shape):
+        raise MetadataError(f"{where} has a negative dimension in its shape {shape}")
+    count = math.prod(shape)  # exact: Python integers do not overflow
+    if size != count * dtype.itemsize:
+        raise MetadataError(f"{where}: its byte size {size} does not match its shape {shape} "
+                            f"of {dtype.name} ({count * dtype.itemsize} bytes)")
+    if len(blob) - offset < size:
+        raise MetadataError(f"{where} is truncated: {size} data bytes announced, "
+                            f"{len(blob) - offset} present")
+    data = blob[offset: offset + size]
     return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
 
 
@@ -83,57 +114,128 @@ def _encode_ndarray(array: np.ndarray) -> str:
 
 
 def load_metadata(text: str) -> dict[str, list]:
-    """Parse the JSON after ``#[metadata]`` into {type key: [objects]}."""
+    """Parse the JSON after ``#[metadata]`` into {type key: [objects]}.
+
+    Raises ``MetadataError`` (never anything else) on any malformed input: bad JSON (also
+    nested too deeply for Python's parser), values of the wrong JSON type, node or array
+    indices out of range, undecodable or inconsistent arrays. Nothing is allocated beyond
+    what the text itself holds."""
     try:
         graph = json.loads(text)
     except json.JSONDecodeError as err:
-        raise MetadataError(f"invalid JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(graph, dict) or "nodes" not in graph:
-        raise MetadataError("expected TVM's JSON graph format with a 'nodes' list")
+        raise MetadataError(f"invalid JSON: {err.msg}", err.pos) from None
+    except RecursionError:
+        raise MetadataError("the JSON is nested too deeply to read") from None
+    except ValueError:  # an integer with more digits than Python converts (4300)
+        raise MetadataError("invalid JSON: a number has too many digits to read") from None
+    if not isinstance(graph, dict):
+        raise MetadataError(f"expected a JSON object (TVM's graph format), found "
+                            f"{_kind(graph)}")
+    if "nodes" not in graph:
+        raise MetadataError("the JSON object has no 'nodes' list (TVM's graph format)")
     nodes = graph["nodes"]
     arrays = graph.get("b64ndarrays", [])
-    if not isinstance(nodes, list) or not isinstance(arrays, list):
-        raise MetadataError("'nodes' and 'b64ndarrays' must be lists")
+    if not isinstance(nodes, list):
+        raise MetadataError(f"'nodes' must be a list, found {_kind(nodes)}")
+    if not isinstance(arrays, list):
+        raise MetadataError(f"'b64ndarrays' must be a list, found {_kind(arrays)}")
+    if not isinstance(graph.get("attrs", {}), dict):
+        raise MetadataError(f"'attrs' must be an object, found {_kind(graph['attrs'])}")
     decoded: dict[int, np.ndarray] = {}
     built: dict[int, object] = {}
 
-    def node(i: object) -> dict:
-        if not isinstance(i, int) or not 0 <= i < len(nodes) or not isinstance(nodes[i], dict):
-            raise MetadataError(f"bad node reference {i!r}")
-        return nodes[i]
+    def index(value: object, what: str, limit: int, noun: str = "nodes") -> int:
+        """``value`` as an index below ``limit`` (TVM writes some indices as strings)."""
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
+            value = int(value)
+        if type(value) is not int:
+            raise MetadataError(f"{what} must be an integer index, found {_kind(value)}")
+        if not 0 <= value < limit:
+            raise MetadataError(f"{what} is {value}, out of range (there are {limit} {noun})")
+        return value
 
-    def build(i: int) -> object:
-        if i in built:
-            return built[i]
-        n = node(i)
+    def node(i: object, what: str) -> dict:
+        k = index(i, what, len(nodes))
+        if not isinstance(nodes[k], dict):
+            raise MetadataError(f"node {k} must be an object, found {_kind(nodes[k])}")
+        return nodes[k]
+
+    def field(n: dict, key: str, kind: type, default: object, k: int) -> Any:
+        value = n.get(key, default)
+        if not isinstance(value, kind):
+            raise MetadataError(f"node {k}: '{key}' must be {_KIND_NAMES[kind]}, found "
+                                f"{_kind(value)}")
+        return value
+
+    def build(i: object, what: str) -> object:
+        n = node(i, what)
+        k = index(i, what, len(nodes))  # the same checks again: cannot fail now
+        if k in built:
+            return built[k]
+        obj: object = n
         if n.get("type_key") == "relay.Constant":
-            try:
-                k = int(n.get("attrs", {}).get("data"))
-                blob = base64.b64decode(arrays[k], validate=True)
-            except (TypeError, ValueError, IndexError):
-                raise MetadataError("a relay.Constant has no valid 'data' array") from None
-            if k not in decoded:
-                decoded[k] = _decode_ndarray(blob)
-            obj: object = Constant(decoded[k])
-        else:
-            obj = n
-        built[i] = obj
+            attrs = field(n, "attrs", dict, {}, k)
+            if "data" not in attrs:
+                raise MetadataError(f"node {k} (a relay.Constant) has no 'data' array")
+            j = index(attrs["data"], f"the 'data' of node {k} (a relay.Constant)",
+                      len(arrays), "b64ndarrays")
+            if j not in decoded:
+                decoded[j] = _decode_ndarray(_b64(arrays[j], j), f"b64ndarrays[{j}]")
+            obj = Constant(decoded[j])
+        built[k] = obj
         return obj
 
-    root = node(graph.get("root", 1))
+    root_index = graph.get("root", 1)
+    root = node(root_index, "'root'")
     if root.get("type_key") not in ("Map", "StrMap"):
-        raise MetadataError("the root of the metadata must be a map")
-    keys, data = root.get("keys", []), root.get("data", [])
-    if not isinstance(keys, list) or not isinstance(data, list) or len(keys) != len(data):
-        raise MetadataError("the metadata map is malformed")
+        raise MetadataError(f"the root node must be a Map, found {_type_key(root)}")
+    k = index(root_index, "'root'", len(nodes))
+    keys, data = field(root, "keys", list, [], k), field(root, "data", list, [], k)
+    if len(keys) != len(data):
+        raise MetadataError(f"the root map has {len(keys)} keys but {len(data)} values")
     table: dict[str, list] = {}
-    for key, index in zip(keys, data, strict=True):
-        arr = node(index)
-        items = arr.get("data", [])
-        if arr.get("type_key") != "Array" or not isinstance(items, list):
-            raise MetadataError(f"metadata entry {key!r} is not an array")
-        table[str(key)] = [build(j) for j in items]
+    for key, value in zip(keys, data, strict=True):
+        if not isinstance(key, str):
+            raise MetadataError(f"the root map's keys must be strings, found {_kind(key)}")
+        where = f"the value of metadata entry {key!r}"
+        arr = node(value, where)
+        if arr.get("type_key") != "Array":
+            raise MetadataError(f"{where} must be an Array node, found {_type_key(arr)}")
+        items = field(arr, "data", list, [], index(value, where, len(nodes)))
+        table[key] = [build(j, f"element {m} of metadata entry {key!r}")
+                      for m, j in enumerate(items)]
     return table
+
+
+def _b64(value: object, j: int) -> bytes:
+    if not isinstance(value, str):
+        raise MetadataError(f"b64ndarrays[{j}] must be a base64 string, found {_kind(value)}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:  # binascii.Error, or non-ASCII text
+        raise MetadataError(f"b64ndarrays[{j}] is not valid base64") from None
+
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _kind(value: object) -> str:
+    """A JSON value's kind in plain words: 'a string', 'the number 3', 'null'..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'}"
+    if isinstance(value, int | float):
+        text = repr(value)
+        return f"the number {text if len(text) <= 24 else text[:20] + '...'}"
+    if isinstance(value, str):
+        return f"the string {value!r}" if len(value) <= 24 else "a string"
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
+def _type_key(n: dict) -> str:
+    key = n.get("type_key")
+    return f"a {key} node" if isinstance(key, str) and key else "a node without a type_key"
 
 
 def dump_metadata(constants: list[np.ndarray]) -> str:

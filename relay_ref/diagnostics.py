@@ -12,6 +12,8 @@ Every user mistake that reaches the public API is a ``RelayError`` subclass; ren
 
 from __future__ import annotations
 
+import unicodedata
+
 from dataclasses import dataclass, field
 
 from relay_ref.ir.span import Span
@@ -63,14 +65,38 @@ def _render_one(level: str, message: str, span: Span | None, colour: bool) -> st
     pad = " " * len(gutter)
     start = max(span.column - 1, 0)
     if span.end_line == span.line:
-        width = max(span.end_column - span.column, 1)
+        end = start + max(span.end_column - span.column, 1)
     else:
-        width = max(len(text) - start, 1)
+        end = max(len(text), start + 1)
+    # Columns count characters; the quoted line is shown with tabs expanded and the carets
+    # placed by display width, so they line up under tabs and wide characters.
+    shown = text.replace("\t", " " * _TAB)
+    indent = _display_width(text[:start])
+    width = max(_display_width(text[start:end]), 1)
     carets = "^" * width
     if colour:
         carets = f"{_GREEN}{carets}{_RESET}"
-    caret_line = " " * start + carets
-    return f"{head}\n {gutter} | {text}\n {pad} | {caret_line}"
+    caret_line = " " * indent + carets
+    return f"{head}\n {gutter} | {shown}\n {pad} | {caret_line}"
+
+
+_TAB = 4  # columns a tab is shown as in quoted source lines
+
+
+def _display_width(text: str) -> int:
+    """Terminal columns of ``text`` as quoted: tabs ``_TAB`` wide, East Asian wide and
+    full-width characters 2, combining marks 0, everything else 1."""
+    width = 0
+    for ch in text:
+        if ch == "\t":
+            width += _TAB
+        elif ch.isascii():
+            width += 1
+        elif unicodedata.combining(ch):
+            continue
+        else:
+            width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+    return width
 
 
 class RelayError(Exception):

@@ -326,6 +326,29 @@ def _previous_token(text: str, line: int, col: int) -> str | None:
     return text[i]
 
 
+_BRACKETS = {"}": "{", ")": "(", "]": "["}
+
+
+def _unclosed_bracket(clean: str) -> int | None:
+    """Offset of the innermost bracket that ``clean`` (comments blanked) opens and never
+    closes, or None. Strings are skipped; a mismatched closer pops nothing."""
+    stack: list[int] = []
+    i, n = 0, len(clean)
+    while i < n:
+        c = clean[i]
+        if c == '"':
+            j = clean.find('"', i + 1)
+            if j < 0:
+                break
+            i = j
+        elif c in "{([":
+            stack.append(i)
+        elif c in _BRACKETS and stack and clean[stack[-1]] == _BRACKETS[c]:
+            stack.pop()
+        i += 1
+    return stack[-1] if stack else None
+
+
 def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseError:
     line, col = err.line, err.column
     if line is None or line < 1:
@@ -340,6 +363,10 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
             lines = clean.split("\n")
             line = len(lines)
             col = len(lines[-1]) + 1
+            opener = _unclosed_bracket(clean)
+            if opener is not None:
+                notes = (Note(f"this '{clean[opener]}' is never closed",
+                              _offset_span(source, opener, opener + 1)),)
         else:
             length = max(len(str(tok.value)), 1)
         what = _describe_expected(expected)

@@ -182,8 +182,9 @@ def _result_of(expr: Expr) -> Expr:
 
 
 def _use_span(node: object, parent: object) -> Span | None:
-    """Where ``node`` is used: a variable's node is its binder, so use ``parent``'s span."""
-    if isinstance(node, Var):
+    """Where ``node`` is used: a variable's node is its binder (a constructor's its
+    definition), so use ``parent``'s span."""
+    if isinstance(node, Var | Constructor):
         return _span(parent) or _span(node)
     return _span(node)
 
@@ -299,11 +300,17 @@ class _Checker:
     # -- reporting ------------------------------------------------------------------------
     def error(self, where: object, message: str, rule: str,
               notes: tuple[Note, ...] = (), parent: object | None = None) -> None:
-        """Report at ``where``; a variable has no span of its own at a use (its node is its
-        binder), so an error about a variable is reported at ``parent``, the expression
-        using it, with a note at the binder."""
-        if isinstance(where, Var) and parent is not None and _span(parent) is not None:
-            notes = (*notes, Note(f"%{where.name_hint} is declared here", _span(where)))
+        """Report at ``where``. A variable or a constructor has no span of its own at a use
+        (its node is its binder, or its definition, possibly in the prelude), so an error
+        about one is reported at ``parent``, the expression using it, with a note at the
+        binder or definition."""
+        if isinstance(where, Var | Constructor) and parent is not None \
+                and _span(parent) is not None:
+            note = (Note(f"%{where.name_hint} is declared here", _span(where))
+                    if isinstance(where, Var) else
+                    Note(f"constructor {where.name} is defined here", _span(where)))
+            if note not in notes:
+                notes = (*notes, note)
             where = parent
         self.diagnostics.append(_diag(message, rule, where, notes))
 

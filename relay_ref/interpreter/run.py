@@ -6,19 +6,35 @@ without a suffix takes the parameter's dtype when it fits exactly (``3`` for an 
 parameter). Exit codes follow ``relay_ref.cli``: 0 ok, 1 an error in the program or its
 arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor for
 ``--output``).
+
+Malformed input is never an internal error:
+
+* A literal argument is Relay text: bad syntax is a ``ParseError``, an ill-typed literal a
+  ``RelayTypeError`` (it is type-checked against the parameter before it is evaluated), a
+  failing one a ``RelayRuntimeError``; each located in ``<argument N>`` (exit 1).
+* A ``.npy`` argument that cannot be read is a usage error (exit 2) naming the file and what
+  is wrong with it: ``relay: error: x.npy: cannot load argument 1: it is truncated: ...``.
+  The file is the problem, not the program, so there is nothing to locate in Relay text.
+  ``load_npy`` checks the header against the file's size before reading: a header that
+  promises more data than the file holds is refused without allocating anything; pickled
+  (object) arrays are never loaded.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.lib.format as npy_format
 
-from relay_ref.diagnostics import RelayError
+from relay_ref.diagnostics import RelayError, RelayTypeError
+from relay_ref.ir.expr import Expr
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, Type
 
@@ -44,8 +60,14 @@ def run_file(args: argparse.Namespace) -> int:
 
     try:
         text = Path(args.file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        return _usage(f"{args.file}: cannot read: {err}")
+    except FileNotFoundError:
+        return _usage(f"{args.file}: no such file")
+    except IsADirectoryError:
+        return _usage(f"{args.file}: is a directory")
+    except UnicodeDecodeError as err:
+        return _usage(f"{args.file}: not UTF-8 text (byte {err.start})")
+    except OSError as err:
+        return _usage(f"{args.file}: cannot read: {err.strerror or err}")
     try:
         mod = rr.infer_types(rr.parse(text, args.file, prelude=not args.no_prelude))
         entry = mod.functions.get(args.entry)
@@ -57,7 +79,7 @@ def run_file(args: argparse.Namespace) -> int:
                           f"{len(args.args)} given")
         values = []
         for i, (arg, param) in enumerate(zip(args.args, entry.params, strict=True)):
-            value = _argument(arg, i, mod, param.type_annotation)
+            value = _argument(arg, i, mod, param.type_annotation, param.name_hint)
             if isinstance(value, int):  # an exit code
                 return value
             values.append(value)
@@ -85,18 +107,59 @@ def run_file(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _argument(arg: str, index: int, mod: IRModule, ty: Type | None) -> Any:
+def _argument(arg: str, index: int, mod: IRModule, ty: Type | None, name: str = "arg") -> Any:
     """The value of command-line argument ``arg`` (an exit code int on usage errors)."""
     import relay_ref as rr
 
     if arg.endswith(".npy"):
         try:
-            return np.load(arg, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            return _usage(f"argument {index + 1}: cannot load {arg}: {err}")
+            return load_npy(arg)
+        except NpyError as err:
+            return _usage(f"{arg}: cannot load argument {index + 1}: {err}")
     expr = rr.parse_expr(arg, f"<argument {index + 1}>", module=mod)
-    value = rr.evaluate(expr, module=mod)
+    ctx = _with_prelude_types(mod)  # `Cons(1, Nil)` may name ADTs the program does not use
+    value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx)
     return _adapt_literal(arg, value, ty)
+
+
+def _with_prelude_types(mod: IRModule) -> IRModule:
+    """``mod`` plus the prelude's ADTs it does not define (its own ``List`` wins), keeping
+    its recorded types: the context in which an argument's constructors are checked."""
+    from dataclasses import replace
+
+    from relay_ref.prelude import load_prelude
+
+    types = {**load_prelude().type_definitions, **mod.type_definitions}
+    return replace(mod, type_definitions=types)
+
+
+def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Expr:
+    """``expr`` type-checked before it is evaluated (the interpreter assumes well-typed code).
+
+    Checked first as ``let %x: ty = expr; %x`` (``%x`` the parameter), so that ``Nil`` or
+    ``fn (%a) { %a }`` take the parameter's type (that let is what is then evaluated);
+    failing that, on its own (``3`` for an ``int64`` parameter is an ``int32`` literal,
+    adapted afterwards). Raises ``RelayTypeError`` when both fail: the error of ``expr``
+    alone, unless that is only "cannot infer the type", then the mismatch with ``ty``."""
+    from relay_ref.ir.expr import Let, Var
+    from relay_ref.typecheck.infer import infer_expr
+
+    in_context: RelayTypeError | None = None
+    if ty is not None:
+        var = Var(name, ty, expr.span)
+        wrapped = Let(var, expr, var, expr.span)
+        try:
+            infer_expr(wrapped, mod)
+            return wrapped
+        except RelayTypeError as err:
+            in_context = err
+    try:
+        infer_expr(expr, mod)
+    except RelayTypeError as err:
+        if in_context is not None and err.message.startswith("cannot infer the type"):
+            raise in_context from None
+        raise
+    return expr
 
 
 def _adapt_literal(text: str, value: Any, ty: Type | None) -> Any:
@@ -110,3 +173,86 @@ def _adapt_literal(text: str, value: Any, ty: Type | None) -> Any:
         if cast == value:
             return cast
     return value
+
+
+class NpyError(Exception):
+    """A ``.npy`` argument that cannot be read (message in plain words, without the path)."""
+
+
+_NPY_KINDS = "biuf"  # bool, signed, unsigned, float: the element types Relay tensors have
+
+
+def load_npy(path: str) -> np.ndarray:
+    """Read the array in the ``.npy`` file ``path``; raise ``NpyError`` on any failure.
+
+    The header is read and checked first (magic string, version, dtype, shape) and the array's
+    byte size is compared with what the file actually holds, so a corrupt or hostile header
+    never makes this allocate more than the file's size. Object (pickled) arrays are refused,
+    as are dtypes no Relay tensor has (complex, strings, records, dates)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise NpyError("no such file") from None
+    except OSError as err:
+        raise NpyError(f"cannot read it ({err.strerror or err})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise NpyError("is a directory, not a .npy file")
+    if not stat.S_ISREG(info.st_mode):
+        raise NpyError("is not a regular file")
+    try:
+        with open(path, "rb") as f:
+            return _read_npy(f, info.st_size)
+    except OSError as err:
+        raise NpyError(f"cannot read it ({err.strerror or err})") from None
+    except MemoryError:
+        raise NpyError("the array is too large to load into memory") from None
+
+
+def _read_npy(f: Any, file_size: int) -> np.ndarray:
+    if file_size == 0:
+        raise NpyError("the file is empty (not a .npy file)")
+    try:
+        version = npy_format.read_magic(f)
+    except (ValueError, EOFError):
+        raise NpyError("not a .npy file (it does not start with NumPy's magic string)") \
+            from None
+    try:
+        if version == (1, 0):
+            shape, fortran, dtype = npy_format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = npy_format.read_array_header_2_0(f)
+        else:
+            raise NpyError(f"unsupported .npy format version {version[0]}.{version[1]}")
+    except NpyError:
+        raise
+    except Exception as err:  # noqa: BLE001 - NumPy raises several kinds on a bad header
+        raise NpyError(f"its header is not valid ({_first_line(err)})") from None
+    if dtype.hasobject:
+        raise NpyError("it holds Python objects (a pickled array), which are never loaded; "
+                       "save a numeric array instead")
+    if dtype.kind not in _NPY_KINDS or dtype.subdtype is not None or dtype.names:
+        raise NpyError(f"its element type {dtype} is not one a Relay tensor can have "
+                       "(bool, int, uint, float)")
+    if any(d < 0 for d in shape):
+        raise NpyError(f"its header has a negative dimension in shape {tuple(shape)}")
+    count = math.prod(shape)  # exact: Python integers do not overflow
+    nbytes = count * dtype.itemsize
+    held = file_size - f.tell()
+    if nbytes > held:
+        raise NpyError(f"it is truncated: the header promises a {dtype.name} array of shape "
+                       f"{tuple(shape)} ({nbytes} bytes) but the file holds {held} bytes of "
+                       "data")
+    buffer = bytearray(nbytes)
+    if f.readinto(buffer) != nbytes:
+        raise NpyError("it is truncated (it changed while being read)")
+    array = np.frombuffer(buffer, dtype=dtype)
+    if fortran:
+        array = array.reshape(tuple(reversed(shape))).transpose()
+    else:
+        array = array.reshape(shape)
+    return array.astype(dtype.newbyteorder("="), copy=False)
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip().split("\n")[0] or type(err).__name__
+    return text if len(text) <= 120 else text[:117] + "..."

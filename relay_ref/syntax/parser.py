@@ -254,7 +254,11 @@ def _parse_tree(source: Source, start: str) -> tuple[Tree, dict[str, list]]:
         try:
             meta = load_metadata(meta_text)
         except MetadataError as err:
-            raise ParseError(f"bad #[metadata] section: {err}", meta_span) from None
+            span = meta_span
+            if err.offset is not None:  # e.g. a JSON syntax error: point at it
+                at = len(source.text) - len(meta_text) + err.offset
+                span = _offset_span(source, at, min(at + 1, len(source.text)))
+            raise ParseError(f"bad #[metadata] section: {err}", span) from None
     return tree, meta
 
 

@@ -8,6 +8,9 @@ Invariants:
 * A module is treated as immutable: ``with_*`` methods return a new module sharing nodes.
 * ``checked_types`` is filled by ``relay_ref.infer_types``: an identity-keyed map from every
   expression of the module to its type, and ``global_types`` maps global names to types.
+* ``comments`` is the parser's side table of the text's comments (a
+  ``relay_ref.syntax.comments.CommentTable``, keyed by node identity; spec/syntax.md
+  P-Comments), or None. Comments are trivia: no equality or hash looks at them.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class IRModule:
     checked_types: dict[Expr, Type] = field(default_factory=dict, repr=False)
     global_types: dict[str, Type] = field(default_factory=dict, repr=False)
     source_name: str = "<string>"
+    comments: object | None = field(default=None, repr=False)
 
     # -- lookups -----------------------------------------------------------------------
     def __getitem__(self, name: str | GlobalVar) -> Function:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from relay_ref.ir import types as T
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
 from relay_ref.syntax._walk import no_gc, run
+from relay_ref.syntax.comments import Anchor, attach
 from relay_ref.syntax.metadata import MetadataError, load_metadata
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
@@ -94,6 +95,25 @@ def _lark() -> Lark:
                 propagate_positions=False, maybe_placeholders=True)
 
 
+@functools.cache
+def _lark_positions() -> Lark:
+    """The same parser recording every subtree's extent (closing brackets included), used
+    only for texts with comments, which need the extents to attach them (P-Comments)."""
+    return Lark(_grammar_path().read_text(), parser="lalr", lexer="contextual",
+                start=["start_module"], propagate_positions=True, maybe_placeholders=True)
+
+
+class _Trivia:
+    """Comments of a text (P-Comments): their ``(start, end)`` offsets, found by
+    ``_prescan``, and the comment-free text the grammar saw."""
+
+    __slots__ = ("spans", "clean")
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[int, int]] = []
+        self.clean = ""
+
+
 # ---- public entry points --------------------------------------------------------------------
 
 def _source(text: str, source_name: str) -> Source:
@@ -110,10 +130,24 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
     types and constructors used but not defined come from the prelude (with the transitive
     closure of what they use). Raises ``ParseError``; never type-checks."""
     source = _source(text, source_name)
+    trivia = _Trivia()
     with no_gc():
-        tree, meta = _parse_tree(source, "start_module")
+        tree, meta = _parse_tree(source, "start_module", trivia)
         r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
-        return r.module_from(tree.children, [], None)[0]
+        if trivia.spans:  # P-Comments: anchors for attaching comments
+            r.anchors = []
+            r.clean = trivia.clean
+        module = r.module_from(tree.children, [], None)[0]
+        table = base_module.comments if base_module is not None else None
+        if r.anchors is not None:
+            for c in tree.children:
+                if isinstance(c, Tree) and c.data == "header":
+                    r.anchor(c, ("header",))
+            new = attach(source.text, trivia.spans, r.anchors, len(trivia.clean))
+            table = new if table is None else table.merged(new)
+        if table is not None:
+            module = replace(module, comments=table)
+        return module
 
 
 def parse_program(text: str, source_name: str = "<string>", *,
@@ -174,11 +208,13 @@ _METADATA = re.compile(r"#\[\s*metadata\s*\]")
 _NEST = re.compile(r"/\*|\*/")
 
 
-def _prescan(source: Source) -> tuple[str, str | None, Span | None]:
+def _prescan(source: Source, found: list[tuple[int, int]] | None = None
+             ) -> tuple[str, str | None, Span | None]:
     """Blank comments (keeping newlines) and split off ``#[metadata]``.
 
     Returns (text for the grammar, metadata text or None, span of the ``#[metadata]`` line).
-    Strings are skipped, so ``"//"`` inside a string is not a comment."""
+    Strings are skipped, so ``"//"`` inside a string is not a comment. Each comment's
+    ``(start, end)`` offsets are appended to ``found`` when given (P-Comments)."""
     text = source.text
     pieces: list[str] = []
     start = 0  # text[start:] is not yet copied to pieces
@@ -208,6 +244,8 @@ def _prescan(source: Source) -> tuple[str, str | None, Span | None]:
             j = n if j < 0 else j
             pieces.append(text[start:i])
             pieces.append(" " * (j - i))
+            if found is not None:
+                found.append((i, j))
             start = pos = j
         elif text.startswith("/*", i):
             depth = 0
@@ -224,6 +262,8 @@ def _prescan(source: Source) -> tuple[str, str | None, Span | None]:
                     break
             pieces.append(text[start:i])
             pieces.append(re.sub(r"[^\n]", " ", text[i:k]))
+            if found is not None:
+                found.append((i, k))
             start = pos = k
         else:
             pos = i + 1
@@ -240,10 +280,15 @@ def _offset_span(source: Source, start: int, end: int) -> Span:
     return Span(source, line, col, end_line, end_col)
 
 
-def _parse_tree(source: Source, start: str) -> tuple[Tree, dict[str, list]]:
-    clean, meta_text, meta_span = _prescan(source)
+def _parse_tree(source: Source, start: str, trivia: _Trivia | None = None
+                ) -> tuple[Tree, dict[str, list]]:
+    clean, meta_text, meta_span = _prescan(source, None if trivia is None else trivia.spans)
     try:
-        tree = _lark().parse(clean, start=start)
+        if trivia is not None and trivia.spans:
+            trivia.clean = clean
+            tree = _lark_positions().parse(clean, start=start)
+        else:
+            tree = _lark().parse(clean, start=start)
     except UnexpectedInput as err:
         raise _syntax_error(source, clean, err) from None
     except LarkError as err:  # pragma: no cover - defensive: any other Lark failure
@@ -498,6 +543,10 @@ class _Resolver:
         self.global_uses: dict[str, Span] = {}
         self._first: dict[int, Token | None] = {}
         self._last: dict[int, Token | None] = {}
+        # P-Comments: anchors for attaching comments (only when the text has comments).
+        self.anchors: list[Anchor] | None = None
+        self.clean = ""
+        self._seqs: dict[int, tuple[Anchor, Anchor]] = {}
         self.handlers = {name[3:]: getattr(self, name) for name in dir(self) if
                          name.startswith("_e_")}
         self.type_handlers = {name[3:]: getattr(self, name) for name in dir(self) if
@@ -541,6 +590,48 @@ class _Resolver:
         for t in path:
             memo[id(t)] = found
         return found
+
+    # -- comment anchors (P-Comments) --------------------------------------------------------
+    def anchor(self, t: Tree, key: Any, *, item: bool = True, has_end: bool = False,
+               value: Any = None, extent: tuple[int, int] | None = None) -> Anchor | None:
+        """Record construct ``t`` (Lark extent, or ``extent``) as a place for comments;
+        ``value``: a statement's value tree, whose end is where ``semi`` comments start."""
+        if self.anchors is None:
+            return None
+        start, end = extent or (t.meta.start_pos, t.meta.end_pos)
+        vend = value.meta.end_pos if isinstance(value, Tree) else None
+        a = Anchor(start, end, key, item=item, has_end=has_end, vend=vend)
+        self.anchors.append(a)
+        return a
+
+    def _around(self, t: Tree, pairs: tuple[str, ...]) -> tuple[int, int]:
+        """``t``'s extent, widened to the brackets directly around it (one of ``pairs``,
+        like ``"{}"``) if there are any."""
+        text = self.clean
+        i = t.meta.start_pos - 1
+        while i >= 0 and text[i] in " \t\r\n\f":
+            i -= 1
+        j = t.meta.end_pos
+        while j < len(text) and text[j] in " \t\r\n\f":
+            j += 1
+        if i >= 0 and j < len(text) and text[i] + text[j] in pairs:
+            return i, j + 1
+        return t.meta.start_pos, t.meta.end_pos
+
+    def own(self, seq: Tree, owner: Any) -> None:
+        """Anchor sequence ``seq`` as the body ``("body", owner)`` with its result
+        ``("result", owner)`` (a later call, from the construct around it, wins)."""
+        if self.anchors is None:
+            return
+        pair = self._seqs.get(id(seq))
+        if pair is None:
+            body = self.anchor(seq, None, item=False, has_end=True,
+                               extent=self._around(seq, ("{}", "()")))
+            result = self.anchor(seq.children[-1], None)
+            assert body is not None and result is not None
+            pair = self._seqs[id(seq)] = (body, result)
+        pair[0].key = ("body", owner)
+        pair[1].key = ("result", owner)
 
     def error(self, message: str, node: Tree | Token | Span | None,
               *notes: Note) -> ParseError:
@@ -646,6 +737,7 @@ class _Resolver:
             self.graph = {}
             self.free = {}
             functions[name] = run(self.func_def(d))
+            self.anchor(d, ("def", functions[name]))
         # Statements and the trailing expression (parse_program only, S-Program).
         bindings: list[tuple[E.Var, E.Expr]] = []
         expr = None
@@ -707,8 +799,15 @@ class _Resolver:
                 self.local_ctors[name] = ctor
                 ctors.append(ctor)
         self.type_scopes.pop()
-        return TypeData(header, tuple(tvars), tuple(ctors), d.data == "extern_type",
-                        self.span(d))
+        td = TypeData(header, tuple(tvars), tuple(ctors), d.data == "extern_type",
+                      self.span(d))
+        if self.anchors is not None:
+            self.anchor(d, ("type", td), has_end=d.data == "type_def")
+            ctor_defs = d.children[3] if d.data == "type_def" else None
+            for cd, ctor in zip(ctor_defs.children if ctor_defs is not None else (), ctors,
+                                strict=True):
+                self.anchor(cd, ("ctor", ctor))
+        return td
 
     def type_params(self, tree: Tree | None, kind: T.Kind = T.Kind.Type) -> list[T.TypeVar]:
         if tree is None:
@@ -735,6 +834,7 @@ class _Resolver:
         vars_: list[E.Var] = []
         attrs: list[tuple[str, object]] = []
         scope: dict[str, E.Var] = {}
+        param_trees: list[Tree] = []
         for p in params.children if params is not None else ():
             if p.data == "param":
                 if attrs:
@@ -745,6 +845,7 @@ class _Resolver:
                 var = yield self.new_var(tok, ann)
                 scope[var.name_hint] = var
                 vars_.append(var)
+                param_trees.append(p)
             else:
                 key, value = yield self.kwarg(p)
                 attrs.append((key, value))
@@ -753,8 +854,16 @@ class _Resolver:
         result = yield self.expr(body)
         self.scopes.pop()
         self.type_scopes.pop()
-        return E.Function(tuple(vars_), result, ret_type, tuple(tvars), tuple(attrs),
-                          self.span(node))
+        fn = E.Function(tuple(vars_), result, ret_type, tuple(tvars), tuple(attrs),
+                        self.span(node))
+        if self.anchors is not None:
+            self.own(body, fn)
+            if params is not None:
+                self.anchor(params, ("params", fn), item=False, has_end=True,
+                            extent=self._around(params, ("()",)))
+                for p, var in zip(param_trees, vars_, strict=True):
+                    self.anchor(p, ("param", var))
+        return fn
 
     # -- statements and sequences (S-Seq, S-Let, S-Graph, S-FreeVar) --------------------------
     def stmt(self, st: Tree) -> Iterator[Any]:
@@ -786,15 +895,25 @@ class _Resolver:
         kids = t.children
         self.scopes.append({})
         lets: list[tuple[E.Var, E.Expr, Span | None]] = []
+        marks = [] if self.anchors is not None and len(kids) > 1 else None
         for st in kids[:-1]:
             kind, var, value = yield self.stmt(st)
             if kind == "let":
                 lets.append((var, value, self.span(st)))
+            if marks is not None:  # P-Comments: a let's key (its Let) is filled in below
+                key = None if kind == "let" else value if kind == "graph" else ("free", var)
+                a = self.anchor(st, key, value=None if kind == "free" else st.children[-1])
+                if kind == "let":
+                    marks.append(a)
         result = yield self.expr(kids[-1])
         self.scopes.pop()
         end = self.span(kids[-1])
         for var, value, span in reversed(lets):
             result = E.Let(var, value, result, span.merge(end) if span else end)
+            if marks:
+                marks.pop().key = result
+        if marks is not None and lets:
+            self.own(t, result)  # a `{ let ...; e }` block: owned by its first Let
         return result
 
     # -- expressions ---------------------------------------------------------------------------
@@ -1014,7 +1133,11 @@ class _Resolver:
         cond = yield self.expr(c)
         then = yield self.expr(a)
         else_ = yield self.expr(b)
-        return E.If(cond, then, else_, self.span(t))
+        node = E.If(cond, then, else_, self.span(t))
+        if self.anchors is not None:
+            self.own(a, (node, 0))
+            self.own(b, (node, 1))
+        return node
 
     def _e_ref_new(self, t: Tree) -> Iterator[Any]:
         return E.RefCreate((yield self.expr(t.children[1])), self.span(t))
@@ -1040,7 +1163,15 @@ class _Resolver:
             rhs = yield self.expr(rhs_t)
             self.scopes.pop()
             clauses.append(E.Clause(pat, rhs, self.span(c)))
-        return E.Match(data, tuple(clauses), str(kw) == "match", self.span(t))
+            if self.anchors is not None:
+                self.anchor(c, ("clause", clauses[-1]))
+                if rhs_t.data == "block":
+                    self.own(rhs_t.children[0], clauses[-1])
+                else:
+                    self.anchor(rhs_t, ("result", clauses[-1]))
+        node = E.Match(data, tuple(clauses), str(kw) == "match", self.span(t))
+        self.anchor(t, ("match", node), item=False, has_end=True)
+        return node
 
     # -- patterns (S-Pattern) -----------------------------------------------------------------
     def pattern(self, t: Tree, scope: dict[str, E.Var]) -> Iterator[Any]:

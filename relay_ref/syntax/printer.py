@@ -15,6 +15,12 @@ Invariants (checked by tests/syntax):
   ``#[metadata]`` section in TVM's JSON format (P-Meta).
 * Local names are made unique per definition (``%x``, ``%x1``, ...), so printed scopes never
   capture.
+* Comments recorded by the parser (``module.comments``) print next to the construct they
+  were attached to (P-Comments, ``relay_ref/syntax/comments.py``): leading ones on the lines
+  before it, trailing ones at the end of its last line, ``semi`` ones before a statement's
+  ``;``, end ones before a closing ``}``. Each key's comments print once, at the first place
+  that asks; a definition's comments that found no place print before it, so no comment of
+  a printed definition is lost. Look-ups are dict look-ups by node identity.
 * Output is produced into nested fragment lists by generator handlers run by a trampoline,
   and flattened once at the end: linear time, constant Python stack depth.
 """
@@ -35,6 +41,7 @@ from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.visitor import free_vars
 from relay_ref.syntax._walk import no_gc, run
+from relay_ref.syntax.comments import Attached, CommentTable
 from relay_ref.syntax.metadata import dump_metadata
 
 __all__ = ["astext", "scalar_text", "attr_value_text"]
@@ -138,14 +145,49 @@ def attr_value_text(value: object) -> str:
 # ---- the printer ---------------------------------------------------------------------------
 
 class _Body:
-    """A sequence context: its lines (fragment lists) and indentation level."""
+    """A sequence context: its lines (fragment lists) and indentation level; ``pending``:
+    comment lines waiting to print before the next line (P-Comments)."""
 
-    __slots__ = ("level", "indent", "lines")
+    __slots__ = ("level", "indent", "lines", "pending")
 
     def __init__(self, level: int) -> None:
         self.level = level
         self.indent = "  " * min(level, _MAX_INDENT)
         self.lines: list[Any] = []
+        self.pending: list[Any] = []
+
+
+# ---- comments (P-Comments) -------------------------------------------------------------------
+
+def _lead(dst: list[Any], texts: list[str], indent: str) -> None:
+    """Comment lines (``""``: a blank line) appended to ``dst``."""
+    for t in texts:
+        dst.append(indent + t + "\n" if t else "\n")
+
+
+def _line_end(line: list[Any], texts: list[str], indent: str) -> None:
+    """Comments at the end of a line. After a ``//`` comment (which would swallow what
+    follows) or one spanning lines, the rest go on lines of their own: where a re-parse
+    reads them as leading the next construct, which prints them the same way."""
+    own_line = False
+    for t in texts:
+        line.append(("\n" + indent if own_line else " ") + t)
+        own_line = own_line or t.startswith("//") or "\n" in t
+
+
+def _close(line: list[Any], a: Attached, term: str, indent: str) -> None:
+    """End ``line`` with ``a``'s semi comments, ``term`` (``;`` or ``,``), its trailing
+    comments and a newline. Block semi comments stay before ``term`` (TVM's
+    ``%0 = f(%x) /* ty=... */;``); a ``//`` one cannot, so it moves after ``term``."""
+    ends = a.trail
+    if a.semi:
+        if any(t.startswith("//") for t in a.semi):
+            ends = a.semi + a.trail
+        else:
+            line.append(" " + " ".join(a.semi))
+    line.append(term)
+    _line_end(line, ends, indent)
+    line.append("\n")
 
 
 def _is_atomic(e: E.Expr) -> bool:
@@ -158,6 +200,9 @@ def _is_atomic(e: E.Expr) -> bool:
 class _Printer:
     def __init__(self, show_types: bool) -> None:
         self.show_types = show_types
+        self.cm: dict[Any, Attached] = {}
+        self.by_def: dict[Any, list[Any]] = {}
+        self.done: set[Any] = set()
         self.checked: dict[E.Expr, T.Type] = {}
         self.meta: list[np.ndarray] = []
         self.meta_index: dict[int, int] = {}
@@ -175,6 +220,51 @@ class _Printer:
 
     def ty(self, t: T.Type | None) -> str:
         return type_to_text(t, self.tnames)
+
+    # -- comments (P-Comments) ---------------------------------------------------------------
+    def take(self, key: Any) -> Attached | None:
+        """``key``'s comments, the first time they are asked for (then never again)."""
+        a = self.cm.get(key)
+        if a is None or key in self.done:
+            return None
+        self.done.add(key)
+        return a
+
+    def gather(self, keys: list[Any]) -> Attached | None:
+        """The comments of several keys as one (a flattened nest of sequences)."""
+        found = [a for a in map(self.take, keys) if a is not None]
+        if len(found) <= 1:
+            return found[0] if found else None
+        out = Attached()
+        for a in found:
+            out.lead += a.lead
+            out.trail += a.trail
+            out.semi += a.semi
+            out.end += a.end
+        return out
+
+    def leftovers(self, def_key: Any) -> list[str]:
+        """Comments attached inside a definition that no printed construct took."""
+        texts: list[str] = []
+        for key in self.by_def.get(def_key, ()):
+            a = self.take(key)
+            if a is not None:
+                texts += a.texts()
+        return texts
+
+    def put(self, body: _Body, line: list[Any], a: Attached | None, term: str) -> None:
+        """Append a line (``term``, its terminator, not yet written) to ``body``: first any
+        pending comment lines, then ``a``'s leading comments, the line, its trailing ones."""
+        lines = body.lines
+        if body.pending:
+            lines.extend(body.pending)
+            body.pending = []
+        if a is None:
+            line.append(term + "\n")
+        else:
+            _lead(lines, a.lead, body.indent)
+            _close(line, a, term, body.indent)
+        lines.append(line)
 
     def tparams(self, tvs: tuple[T.TypeVar, ...]) -> str:
         """``[A, B]`` for binders, renaming one that would shadow a name already in use."""
@@ -195,12 +285,23 @@ class _Printer:
     def module(self, mod: IRModule, omit_prelude: bool) -> str:
         if self.show_types:
             self.checked = mod.checked_types
+        if isinstance(mod.comments, CommentTable):
+            self.cm = mod.comments.attached
+            self.by_def = mod.comments.by_def
         prelude = None
         if omit_prelude:
             from relay_ref.prelude import load_prelude
 
             prelude = load_prelude()
-        out: list[Any] = ['#[version = "0.0.5"]\n']
+        out: list[Any] = []
+        header = self.take(("header",)) if self.cm else None
+        if header is None:
+            out.append('#[version = "0.0.5"]\n')
+        else:
+            _lead(out, header.lead, "")
+            out.append('#[version = "0.0.5"]')
+            _line_end(out, header.trail, "")
+            out.append("\n")
         for name, td in mod.type_definitions.items():
             if prelude is not None and prelude.type_definitions.get(name) is td:
                 continue
@@ -211,6 +312,9 @@ class _Printer:
             self._reset()
             self._count(fn)
             out.append(run(self.def_(name, fn)))
+        tail = self.take(("module",)) if self.cm else None
+        if tail is not None:
+            _lead(out, tail.end, "")
         return self._finish(out)
 
     def top_expr(self, e: E.Expr) -> str:
@@ -267,22 +371,46 @@ class _Printer:
     # -- definitions -----------------------------------------------------------------------
     def type_def(self, td: TypeData) -> str:
         tps = "[" + ", ".join(tv.name for tv in td.type_vars) + "]" if td.type_vars else ""
+        a = self.take(("type", td)) if self.cm else None
+        lines: list[Any] = []
         if td.is_extern:
-            return f"extern type {td.name}{tps}\n\n"
-        lines = [f"type {td.name}{tps} {{\n"]
-        for ctor in td.constructors:
-            fields = ""
-            if ctor.inputs:
-                fields = "(" + ", ".join(type_to_text(t) for t in ctor.inputs) + ")"
-            lines.append(f"  {ctor.name}{fields},\n")
-        lines.append("}\n\n")
-        return "".join(lines)
+            lines.append(f"extern type {td.name}{tps}")
+        else:
+            lines.append(f"type {td.name}{tps} {{\n")
+            for ctor in td.constructors:
+                fields = ""
+                if ctor.inputs:
+                    fields = "(" + ", ".join(type_to_text(t) for t in ctor.inputs) + ")"
+                line: list[Any] = [f"  {ctor.name}{fields}"]
+                ca = self.take(("ctor", ctor)) if self.cm else None
+                if ca is None:
+                    line.append(",\n")
+                else:
+                    _lead(lines, ca.lead, "  ")
+                    _close(line, ca, ",", "  ")
+                lines.append(line)
+            if a is not None:
+                _lead(lines, a.end, "  ")
+            lines.append("}")
+        if a is not None:
+            _line_end(lines, a.trail, "")
+        lines.append("\n\n")
+        head: list[Any] = []
+        if self.cm:
+            _lead(head, (a.lead if a is not None else []) + self.leftovers(("type", td)), "")
+        return _flatten([head, lines])
 
     def def_(self, name: str, fn: E.Function) -> Any:
-        out: list[Any] = [f"def @{name}"]
+        head: list[Any] = []
+        out: list[Any] = [head, f"def @{name}"]
         body = _Body(1)
         frees = free_vars(fn)
         yield self.fn_rest(fn, out, body, frees)
+        if self.cm:
+            a = self.take(("def", fn))
+            if a is not None:
+                _line_end(out, a.trail, "")
+            _lead(head, (a.lead if a is not None else []) + self.leftovers(("def", fn)), "")
         out.append("\n\n")
         return out
 
@@ -295,25 +423,48 @@ class _Printer:
             out.append(" ")
         items = [self.binder(p) for p in fn.params]
         items += [f"{k}={attr_value_text(v)}" for k, v in fn.attrs]
-        out.append("(" + ", ".join(items) + ")")
+        close = "  " * min(outer.level - 1, _MAX_INDENT)
+        inner = _Body(outer.level)
+        notes = [self.take(("param", p)) for p in fn.params] if self.cm else []
+        end = self.take(("params", fn)) if self.cm else None
+        if end is not None or any(notes):
+            # P-Comments: parameters with comments print one per line.
+            notes += [None] * len(fn.attrs)
+            plist = _Body(outer.level)
+            plist.lines.append("(\n")
+            for i, (item, a) in enumerate(zip(items, notes, strict=True)):
+                sep = "," if i < len(items) - 1 else ""
+                self.put(plist, [plist.indent, item], a, sep)
+            if end is not None:
+                _lead(plist.lines, end.end, plist.indent)
+            plist.lines.append(close + ")")
+            out.append(plist.lines)
+        else:
+            out.append("(" + ", ".join(items) + ")")
         if fn.ret_type is not None:
             out.append(" -> " + self.ty(fn.ret_type))
         out.append(" {\n")
-        inner = _Body(outer.level)
         for var in frees:
-            inner.lines.append([inner.indent, "free_var ", self.binder(var), ";\n"])
-        yield self.body_into(fn.body, inner)
+            a = self.take(("free", var)) if self.cm else None
+            self.put(inner, [inner.indent, "free_var ", self.binder(var)], a, ";")
+        yield self.body_into(fn.body, inner, owner=fn)
         out.append(inner.lines)
-        out.append("  " * min(outer.level - 1, _MAX_INDENT) + "}")
+        out.append(close + "}")
 
     # -- bodies (P-Let) ----------------------------------------------------------------------
-    def body_into(self, e: E.Expr, body: _Body, own: bool = False) -> Any:
+    def body_into(self, e: E.Expr, body: _Body, own: bool = False, owner: Any = None) -> Any:
         """Print ``e`` as a sequence into ``body``: flat let chain, then the result.
         ``own``: ``e`` is a let being printed as the right-hand side of its own graph
-        binding, so it prints as a chain even though it is shared."""
+        binding, so it prints as a chain even though it is shared. ``owner``: the body's key
+        for comments (P-Comments); the results and ends of ``{ let ...; e }`` blocks that
+        the chain flattens print with this body's."""
         ind = body.indent
+        owners = [owner]
         while isinstance(e, E.Let) and (own or self.refs.get(id(e), 0) <= 1):
             own = False
+            if self.cm and e is not owner and (("result", e) in self.cm
+                                               or ("body", e) in self.cm):
+                owners.append(e)
             var = e.var
             line: list[Any] = [ind]
             if var.name_hint == "_" and self.refs.get(id(var), 0) == 0 \
@@ -322,19 +473,25 @@ class _Printer:
             else:
                 line.append("let " + self.binder(var) + " = ")
                 yield self.expr(e.value, line, body, "arg")
-            line.append(";\n")
-            body.lines.append(line)
+            self.put(body, line, self.take(e) if self.cm else None, ";")
             e = e.body
         line = [ind]
         yield self.expr(e, line, body, "arg")
-        line.append("\n")
-        body.lines.append(line)
+        if not self.cm:
+            line.append("\n")
+            body.lines.append(line)
+            return
+        self.put(body, line, self.gather([("result", o) for o in owners]), "")
+        for o in reversed(owners):
+            a = self.take(("body", o))
+            if a is not None:
+                _lead(body.lines, a.end, ind)
 
-    def nested_body(self, e: E.Expr, out: list[Any], body: _Body) -> Any:
+    def nested_body(self, e: E.Expr, out: list[Any], body: _Body, owner: Any = None) -> Any:
         """``{`` newline, ``e`` as a body one level deeper, closing ``}``."""
         inner = _Body(body.level + 1)
         out.append("{\n")
-        yield self.body_into(e, inner)
+        yield self.body_into(e, inner, owner=owner)
         out.append(inner.lines)
         out.append(body.indent + "}")
 
@@ -352,10 +509,15 @@ class _Printer:
                 yield self.inner(e, frags, body, "arg")
                 name = f"%{self.counter}"
                 self.counter += 1
-                body.lines.append([body.indent, name, " = ", frags, ";\n"])
+                a = self.take(e) if self.cm else None  # a `%N = e;` statement's comments
+                self.put(body, [body.indent, name, " = ", frags], a, ";")
                 self.graph[id(e)] = name
             out.append(name)
             return None
+        if self.cm and not isinstance(e, E.Let):
+            a = self.take(e)  # a graph binding printed inline: comments before the line
+            if a is not None:
+                _lead(body.pending, a.texts(), body.indent)
         return (yield self.inner(e, out, body, pos))
 
     def inner(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
@@ -391,7 +553,7 @@ class _Printer:
             case E.Let():
                 out.append("(\n")
                 inner = _Body(body.level + 1)
-                yield self.body_into(e, inner, own=True)
+                yield self.body_into(e, inner, own=True, owner=e)
                 out.append(inner.lines)
                 out.append(body.indent + ")")
             case E.Call(op, args, attrs, type_args):
@@ -426,9 +588,9 @@ class _Printer:
                 out.append("if (")
                 yield self.expr(cond, out, body, "arg")
                 out.append(") ")
-                yield self.nested_body(then, out, body)
+                yield self.nested_body(then, out, body, (e, 0))
                 out.append(" else ")
-                yield self.nested_body(else_, out, body)
+                yield self.nested_body(else_, out, body, (e, 1))
             case E.Match(data, clauses, complete):
                 paren = pos == "postfix"
                 out.append("(" if paren else "")
@@ -445,10 +607,18 @@ class _Printer:
                 out.append(") {\n")
                 arm = _Body(body.level + 1)
                 for clause in clauses:
+                    a = self.take(("clause", clause)) if self.cm else None
                     line: list[Any] = [arm.indent, self.pattern(clause.lhs), " => "]
-                    yield self.nested_body(clause.rhs, line, arm)
-                    line.append(",\n")
+                    yield self.nested_body(clause.rhs, line, arm, clause)
+                    if a is None:
+                        line.append(",\n")
+                    else:
+                        _lead(out, a.lead, arm.indent)
+                        _close(line, a, ",", arm.indent)
                     out.append(line)
+                end = self.take(("match", e)) if self.cm else None
+                if end is not None:
+                    _lead(out, end.end, arm.indent)
                 out.append(body.indent + "}")
                 out.append(")" if paren else "")
             case E.RefCreate(value):

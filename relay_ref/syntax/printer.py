@@ -145,16 +145,18 @@ def attr_value_text(value: object) -> str:
 # ---- the printer ---------------------------------------------------------------------------
 
 class _Body:
-    """A sequence context: its lines (fragment lists) and indentation level; ``pending``:
-    comment lines waiting to print before the next line (P-Comments)."""
+    """A sequence context: its lines (fragment lists) and indentation level. For comments
+    (P-Comments): ``pending``, comment lines waiting to print before the next line; ``open``,
+    the lines being printed, innermost last, each ``[comments, span, lead printed]``."""
 
-    __slots__ = ("level", "indent", "lines", "pending")
+    __slots__ = ("level", "indent", "lines", "pending", "open")
 
     def __init__(self, level: int) -> None:
         self.level = level
         self.indent = "  " * min(level, _MAX_INDENT)
         self.lines: list[Any] = []
         self.pending: list[Any] = []
+        self.open: list[list[Any]] = []
 
 
 # ---- comments (P-Comments) -------------------------------------------------------------------
@@ -165,29 +167,32 @@ def _lead(dst: list[Any], texts: list[str], indent: str) -> None:
         dst.append(indent + t + "\n" if t else "\n")
 
 
-def _line_end(line: list[Any], texts: list[str], indent: str) -> None:
-    """Comments at the end of a line. After a ``//`` comment (which would swallow what
-    follows) or one spanning lines, the rest go on lines of their own: where a re-parse
-    reads them as leading the next construct, which prints them the same way."""
-    own_line = False
-    for t in texts:
-        line.append(("\n" + indent if own_line else " ") + t)
-        own_line = own_line or t.startswith("//") or "\n" in t
+def _line_end(line: list[Any], texts: list[str]) -> list[str]:
+    """Append comments to the end of a line while they can share it: a ``//`` comment, or
+    one spanning lines, must be the last. Returns the ones that cannot; the caller prints
+    them as leading the same construct (where a re-parse puts them too)."""
+    for i, t in enumerate(texts):
+        line.append(" " + t)
+        if t.startswith("//") or "\n" in t:
+            return texts[i + 1:]
+    return []
 
 
-def _close(line: list[Any], a: Attached, term: str, indent: str) -> None:
+def _close(line: list[Any], a: Attached, term: str) -> list[str]:
     """End ``line`` with ``a``'s semi comments, ``term`` (``;`` or ``,``), its trailing
-    comments and a newline. Block semi comments stay before ``term`` (TVM's
-    ``%0 = f(%x) /* ty=... */;``); a ``//`` one cannot, so it moves after ``term``."""
+    comments and a newline; returns the comments that must lead the line instead. Block
+    semi comments stay before ``term`` (TVM's ``%0 = f(%x) /* ty=... */;``); a ``//`` one
+    cannot, so it moves after ``term``."""
     ends = a.trail
     if a.semi:
-        if any(t.startswith("//") for t in a.semi):
-            ends = a.semi + a.trail
-        else:
-            line.append(" " + " ".join(a.semi))
+        block = [t for t in a.semi if not t.startswith("//")]
+        if block:
+            line.append(" " + " ".join(block))
+        ends = [t for t in a.semi if t.startswith("//")] + a.trail
     line.append(term)
-    _line_end(line, ends, indent)
+    rest = _line_end(line, ends)
     line.append("\n")
+    return rest
 
 
 def _is_atomic(e: E.Expr) -> bool:
@@ -252,9 +257,11 @@ class _Printer:
                 texts += a.texts()
         return texts
 
-    def put(self, body: _Body, line: list[Any], a: Attached | None, term: str) -> None:
-        """Append a line (``term``, its terminator, not yet written) to ``body``: first any
-        pending comment lines, then ``a``'s leading comments, the line, its trailing ones."""
+    def put(self, body: _Body, line: list[Any], a: Attached | None, term: str,
+            lead_done: bool = False) -> None:
+        """Append a line (``term``, its terminator, not yet written) to ``body``, with any
+        pending comment lines and ``a``'s leading comments (unless ``lead_done``) before it
+        and its trailing ones after it."""
         lines = body.lines
         if body.pending:
             lines.extend(body.pending)
@@ -262,9 +269,41 @@ class _Printer:
         if a is None:
             line.append(term + "\n")
         else:
-            _lead(lines, a.lead, body.indent)
-            _close(line, a, term, body.indent)
+            rest = _close(line, a, term)
+            _lead(lines, rest if lead_done else a.lead + rest, body.indent)
         lines.append(line)
+
+    def begin(self, body: _Body, a: Attached | None, node: E.Expr) -> list[Any] | None:
+        """Open the line of statement ``node`` (comments ``a``) before printing it. A graph
+        binding printed for a part of it (``enter``) first takes its leading comments, so
+        they stay above all the lines the statement prints."""
+        if not self.cm:
+            return None
+        if body.open:
+            self.enter(body, node)
+        entry = [a, node.span, False]
+        body.open.append(entry)
+        return entry
+
+    def enter(self, body: _Body, node: E.Expr) -> None:
+        top = body.open[-1]
+        a, span = top[0], top[1]
+        if a is None or top[2] or not a.lead:
+            return
+        inner = node.span
+        if span is not None and inner is not None and (inner.line, inner.column) >= (
+                span.line, span.column):  # part of the statement's own text
+            _lead(body.lines, a.lead, body.indent)
+            top[2] = True
+
+    def end(self, body: _Body, line: list[Any], entry: list[Any] | None, term: str) -> None:
+        """Close the line ``begin`` opened."""
+        if entry is None:
+            line.append(term + "\n")
+            body.lines.append(line)
+            return
+        body.open.pop()
+        self.put(body, line, entry[0], term, entry[2])
 
     def tparams(self, tvs: tuple[T.TypeVar, ...]) -> str:
         """``[A, B]`` for binders, renaming one that would shadow a name already in use."""
@@ -298,9 +337,10 @@ class _Printer:
         if header is None:
             out.append('#[version = "0.0.5"]\n')
         else:
-            _lead(out, header.lead, "")
-            out.append('#[version = "0.0.5"]')
-            _line_end(out, header.trail, "")
+            line: list[Any] = ['#[version = "0.0.5"]']
+            rest = _line_end(line, header.trail)
+            _lead(out, header.lead + rest, "")
+            out += line
             out.append("\n")
         for name, td in mod.type_definitions.items():
             if prelude is not None and prelude.type_definitions.get(name) is td:
@@ -386,18 +426,19 @@ class _Printer:
                 if ca is None:
                     line.append(",\n")
                 else:
-                    _lead(lines, ca.lead, "  ")
-                    _close(line, ca, ",", "  ")
+                    rest = _close(line, ca, ",")
+                    _lead(lines, ca.lead + rest, "  ")
                 lines.append(line)
             if a is not None:
                 _lead(lines, a.end, "  ")
             lines.append("}")
+        lead: list[str] = []
         if a is not None:
-            _line_end(lines, a.trail, "")
+            lead = a.lead + _line_end(lines, a.trail)
         lines.append("\n\n")
         head: list[Any] = []
         if self.cm:
-            _lead(head, (a.lead if a is not None else []) + self.leftovers(("type", td)), "")
+            _lead(head, lead + self.leftovers(("type", td)), "")
         return _flatten([head, lines])
 
     def def_(self, name: str, fn: E.Function) -> Any:
@@ -408,9 +449,8 @@ class _Printer:
         yield self.fn_rest(fn, out, body, frees)
         if self.cm:
             a = self.take(("def", fn))
-            if a is not None:
-                _line_end(out, a.trail, "")
-            _lead(head, (a.lead if a is not None else []) + self.leftovers(("def", fn)), "")
+            lead = [] if a is None else a.lead + _line_end(out, a.trail)
+            _lead(head, lead + self.leftovers(("def", fn)), "")
         out.append("\n\n")
         return out
 
@@ -467,21 +507,24 @@ class _Printer:
                 owners.append(e)
             var = e.var
             line: list[Any] = [ind]
+            entry = self.begin(body, self.take(e), e) if self.cm else None
             if var.name_hint == "_" and self.refs.get(id(var), 0) == 0 \
                     and var.type_annotation is None:
                 yield self.expr(e.value, line, body, "stmt")  # S-Seq
             else:
                 line.append("let " + self.binder(var) + " = ")
                 yield self.expr(e.value, line, body, "arg")
-            self.put(body, line, self.take(e) if self.cm else None, ";")
+            self.end(body, line, entry, ";")
             e = e.body
         line = [ind]
-        yield self.expr(e, line, body, "arg")
         if not self.cm:
+            yield self.expr(e, line, body, "arg")
             line.append("\n")
             body.lines.append(line)
             return
-        self.put(body, line, self.gather([("result", o) for o in owners]), "")
+        entry = self.begin(body, self.gather([("result", o) for o in owners]), e)
+        yield self.expr(e, line, body, "arg")
+        self.end(body, line, entry, "")
         for o in reversed(owners):
             a = self.take(("body", o))
             if a is not None:
@@ -506,11 +549,12 @@ class _Printer:
             name = self.graph.get(id(e))
             if name is None:  # P-Graph: bind at first use, in the current body
                 frags: list[Any] = []
+                # a `%N = e;` statement's comments
+                entry = self.begin(body, self.take(e), e) if self.cm else None
                 yield self.inner(e, frags, body, "arg")
                 name = f"%{self.counter}"
                 self.counter += 1
-                a = self.take(e) if self.cm else None  # a `%N = e;` statement's comments
-                self.put(body, [body.indent, name, " = ", frags], a, ";")
+                self.end(body, [body.indent, name, " = ", frags], entry, ";")
                 self.graph[id(e)] = name
             out.append(name)
             return None
@@ -613,8 +657,8 @@ class _Printer:
                     if a is None:
                         line.append(",\n")
                     else:
-                        _lead(out, a.lead, arm.indent)
-                        _close(line, a, ",", arm.indent)
+                        rest = _close(line, a, ",")
+                        _lead(out, a.lead + rest, arm.indent)
                     out.append(line)
                 end = self.take(("match", e)) if self.cm else None
                 if end is not None:

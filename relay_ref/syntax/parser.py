@@ -3,7 +3,9 @@
 Pipeline, each stage iterative so that deep programs never hit the recursion limit:
 
 1. ``_prescan`` (S-Comment, S-Metadata): blanks comments (``//``, nesting ``/* */``) with
-   spaces, keeping every line and column, and cuts off the ``#[metadata]`` section.
+   spaces, keeping every line and column, and cuts off the ``#[metadata]`` section. ``parse``
+   keeps the comments: the resolver records anchors and ``syntax/comments.py`` attaches each
+   comment to one, in ``module.comments`` (P-Comments).
 2. Lark's LALR parser with the contextual lexer (``grammar/relay.lark``) builds a parse tree;
    the LALR driver loop is iterative. Lark exceptions become located ``ParseError``s with
    messages in Relay terms (``_syntax_error``).

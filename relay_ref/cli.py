@@ -8,8 +8,11 @@ in relay_ref: reported with a short message, the traceback only with ``RELAY_DEB
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import stat
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -40,54 +43,93 @@ def _read(path: str) -> str:
         raise _Usage(f"{path}: cannot read: {err}") from None
 
 
+def _write_in_place(path: str, text: str) -> None:
+    """Replace the file's text atomically: through a symlink (the link stays, its target gets
+    the text), keeping the target's permission bits. The text goes to a temporary file in
+    the target's directory, which then replaces the target (``os.replace``), so an error
+    never leaves a half-written file."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fmt-tmp",
+                                   dir=target.parent)
+    except OSError as err:
+        raise _Usage(f"{path}: cannot write: {err}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise _Usage(f"{path}: cannot write: {err}") from None
+        raise
+
+
+def _each_file(paths: list[str], work) -> int:
+    """``work(path)`` for every path, reporting a missing or unreadable file as a usage
+    error without stopping; the exit status is the worst of the results (2 > 1 > 0)."""
+    status = EXIT_OK
+    for path in paths:
+        try:
+            result = work(path)
+        except _Usage as err:
+            print(f"relay: error: {err}", file=sys.stderr)
+            result = EXIT_USAGE
+        status = max(status, result)
+    return status
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     import relay_ref as rr
     from relay_ref.ir.type_text import type_to_text
 
-    status = EXIT_OK
-    for path in args.files:
+    def check(path: str) -> int:
+        source = _read(path)
         try:
-            mod = rr.parse(_read(path), path, prelude=not args.no_prelude)
+            mod = rr.parse(source, path, prelude=not args.no_prelude)
             mod = rr.infer_types(mod)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
-            status = EXIT_USER
-            continue
+            return EXIT_USER
         if args.types:
             for name in mod.functions:
                 print(f"@{name} : {type_to_text(mod.global_types.get(name))}")
         elif not args.quiet:
             print(f"{path}: ok", file=sys.stderr)
-    return status
+        return EXIT_OK
+
+    return _each_file(args.files, check)
 
 
 def _cmd_fmt(args: argparse.Namespace) -> int:
     import relay_ref as rr
 
-    status = EXIT_OK
-    for path in args.files:
+    def fmt(path: str) -> int:
         source = _read(path)
         try:
-            # Prelude definitions the file uses are resolved but not printed into it.
+            # Prelude definitions the file uses are resolved but not printed into it; the
+            # file's comments are kept (spec/syntax.md, P-Comments).
             text = rr.astext(rr.parse(source, path), omit_prelude=True)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
-            status = EXIT_USER
-            continue
+            return EXIT_USER
         if not text.endswith("\n"):
             text += "\n"
         if args.check:
             if text != source:
                 print(f"{path}: would reformat", file=sys.stderr)
-                status = EXIT_USER
+                return EXIT_USER
         elif args.in_place:
             if text != source:
-                tmp = Path(path).with_name(Path(path).name + ".relay-fmt.tmp")
-                tmp.write_text(text, encoding="utf-8")
-                os.replace(tmp, path)  # atomic: never a half-written file
+                _write_in_place(path, text)
         else:
             sys.stdout.write(text)
-    return status
+        return EXIT_OK
+
+    return _each_file(args.files, fmt)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:

@@ -15,6 +15,10 @@ Invariants:
   it restores the recursion limit itself when it ends, never the caller under its feet.
 * ``RECURSION_LIMIT`` is low enough that Python's own ``RecursionError`` comes before the C
   stack of ``STACK_BYTES`` overflows (endless Relay recursion is an error, not an abort).
+  A caller may ask for a higher limit (``recursion_limit``) when its deep recursion is
+  Python calling Python, which CPython 3.11+ runs without growing the C stack (the
+  interpreter: 10^6 nested Relay calls need ~3-8 million frames); the limit then stays the
+  highest asked for until the last worker ends.
 * If the platform refuses a big-stack thread, ``job`` runs on the caller's thread with the
   default limit (shallower programs still work; deep ones raise ``RecursionError``).
 """
@@ -41,12 +45,12 @@ def in_deep_worker() -> bool:
     return getattr(_local, "deep", False)
 
 
-def _enter() -> None:
+def _enter(limit: int) -> None:
     global _workers, _saved_limit
     if _workers == 0:
         _saved_limit = sys.getrecursionlimit()
-        if _saved_limit < RECURSION_LIMIT:
-            sys.setrecursionlimit(RECURSION_LIMIT)
+    if sys.getrecursionlimit() < limit:
+        sys.setrecursionlimit(limit)
     _workers += 1
 
 
@@ -58,8 +62,10 @@ def _leave() -> None:
 
 
 def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None = None,
-             name: str = "relay-deep") -> _R:
-    """Run ``job()`` on a big-stack thread; see the module docstring."""
+             name: str = "relay-deep", recursion_limit: int = RECURSION_LIMIT) -> _R:
+    """Run ``job()`` on a big-stack thread; see the module docstring. ``recursion_limit``
+    may raise the limit above ``RECURSION_LIMIT`` for work whose Python frames do not
+    recurse in C (the interpreter's calls); it is never lowered below it."""
     if in_deep_worker():
         return job()
     box: dict[str, object] = {}
@@ -87,7 +93,7 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
         except (RuntimeError, ValueError, MemoryError):
             worker = None
         if worker is not None:
-            _enter()
+            _enter(max(recursion_limit, RECURSION_LIMIT))
             try:
                 worker.start()
             except (RuntimeError, MemoryError):

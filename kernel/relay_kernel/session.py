@@ -166,9 +166,10 @@ class Session:
     def _evaluate(self, expr: Any, mod: IRModule, trace: bool = False) -> Any:
         from relay_ref.interpreter.eval import evaluate
 
+        # The cell was type-checked with the session's variable types (rule 6): no re-check.
         if trace:
-            return evaluate(expr, module=mod, env=dict(self.env), trace=True)
-        return evaluate(expr, module=mod, env=dict(self.env))
+            return evaluate(expr, module=mod, env=dict(self.env), trace=True, typecheck=False)
+        return evaluate(expr, module=mod, env=dict(self.env), typecheck=False)
 
     def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
         """Run one cell; see ``_run``."""

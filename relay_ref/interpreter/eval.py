@@ -29,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 import gc
-import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -39,6 +38,7 @@ import numpy as np
 
 from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayRuntimeError
+from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.values import (
     Closure,
     ConstructorValue,
@@ -74,10 +74,10 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
-from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import free_vars, post_order
 
-__all__ = ["Interpreter", "evaluate"]
+__all__ = ["MAX_DEPTH", "Interpreter", "checked_module", "evaluate"]
 
 
 class Stuck(Exception):
@@ -85,10 +85,11 @@ class Stuck(Exception):
     ``RelayRuntimeError``. ``frames`` collects ``(global name, call-site span)`` pairs while
     the exception unwinds through calls of globals, innermost first."""
 
-    def __init__(self, message: str, span: Span | None) -> None:
+    def __init__(self, message: str, span: Span | None, notes: tuple[Note, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
+        self.notes = notes
         self.frames: list[tuple[str, Span | None]] = []
 
 
@@ -118,8 +119,12 @@ class Interpreter:
 
     tracing = False
 
-    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = ()) -> None:
+    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = (),
+                 max_depth: int | None = None) -> None:
         self.module = module if module is not None else IRModule()
+        #: Nesting of function applications (closures) now; at most ``max_depth``.
+        self.calls = 0
+        self.max_depth = MAX_DEPTH if max_depth is None else max_depth
         self.globals: dict[str, Closure] = {}
         self.fn_info: dict[Function, _FnInfo] = {}
         self.op_calls: dict[Expr, tuple[Callable[..., Any], object]] = {}
@@ -193,7 +198,11 @@ class Interpreter:
         """E-Proj (3.5): a field of the tuple's value."""
         if self.tracing:
             self.emit("E-Proj", expr)
-        return self.eval(expr.tuple_value, env)[expr.index]
+        value = self.eval(expr.tuple_value, env)
+        if type(value) is tuple and expr.index < len(value):
+            return value[expr.index]
+        raise Stuck(f"cannot take field {expr.index} of "                 # Stuck-Proj (4)
+                    f"{_short(value_to_text(value))}: not a tuple with that field", expr.span)
 
     def e_let(self, expr: Let, env: dict) -> Expr:
         """E-Let-Rec / E-Let (3.6), a step: bind the variable, continue with the body."""
@@ -226,7 +235,7 @@ class Interpreter:
                 self.emit("E-App-Op", expr)
             cached = self.op_calls.get(expr)             # the reference, once per node
             if cached is None:
-                cached = self.op_calls[expr] = _op_reference(callee.name, expr.attrs)
+                cached = self.op_calls[expr] = _op_reference(callee.name, expr.attrs, expr)
             reference, attrs = cached
             try:
                 return reference(values, attrs)
@@ -290,6 +299,8 @@ class Interpreter:
     def e_read(self, expr: RefRead, env: dict) -> Value:
         """E-Read (3.16): the cell's content."""
         cell = self.eval(expr.ref, env)
+        if type(cell) is not RefValue:                                     # Stuck-Ref (4)
+            raise _not_a_ref("ref_read", cell, expr)
         if self.tracing:
             self.emit("E-Read", expr)
         return cell.value
@@ -297,6 +308,8 @@ class Interpreter:
     def e_write(self, expr: RefWrite, env: dict) -> Value:
         """E-Write (3.17): the cell, then the value stored in it; unit."""
         cell = self.eval(expr.ref, env)
+        if type(cell) is not RefValue:                                     # Stuck-Ref (4)
+            raise _not_a_ref("ref_write", cell, expr)
         cell.value = self.eval(expr.value, env)
         if self.tracing:
             self.emit("E-Write", expr)
@@ -376,6 +389,9 @@ class Interpreter:
             frame[callee.var] = callee
             rule = "E-App-Rec"
         elif kind is Constructor:                        # E-App-Ctor (3.8)
+            if len(args) != len(callee.inputs):          # Stuck-Arity (4)
+                raise Stuck(f"{callee.name} takes {len(callee.inputs)} argument(s), "
+                            f"got {len(args)}", _span(call))
             if self.tracing:
                 self.emit("E-App-Ctor", call)
             return ConstructorValue(callee, tuple(args))
@@ -383,13 +399,16 @@ class Interpreter:
             if self.tracing:
                 self.emit("E-App-Op", call)
             return self.run_op(callee.name, args, None, call)
-        else:
+        else:                                            # Stuck-App (4)
             raise Stuck(f"cannot call {_short(value_to_text(callee))}: not a function",
                         _span(call))
         if self.tracing:
             self.emit(rule, call)
+        depth = self.calls + 1
+        if depth > self.max_depth:                       # Stuck-Depth (4)
+            raise Stuck(f"recursion deeper than {self.max_depth} calls", _span(call))
         params = func.params
-        if len(params) != len(args):
+        if len(params) != len(args):                     # Stuck-Arity (4)
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
                         _span(call) or func.span)
         frame.update(zip(params, args, strict=True))  # lengths checked above
@@ -397,6 +416,7 @@ class Interpreter:
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
         name = callee.global_name if type(callee) is Closure else None
+        self.calls = depth
         try:
             result = self.eval(func.body, frame)
             if info.ret_check is not None:
@@ -405,10 +425,18 @@ class Interpreter:
             if name is not None:
                 stuck.frames.append((name, _span(call)))
             raise
+        except RecursionError:                           # Stuck-Depth (4), Python's stack
+            stuck = Stuck(f"evaluation nested too deeply for Python's stack at {depth} "
+                          f"nested calls (the limit is {self.max_depth} calls; expressions "
+                          "nested inside each call use the stack too)", _span(call))
+            if name is not None:
+                stuck.frames.append((name, _span(call)))
+            raise stuck from None
+        self.calls = depth - 1  # on a Stuck the evaluation is over: no need to restore
         return result
 
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
-        reference, attrs = _op_reference(name, attrs)
+        reference, attrs = _op_reference(name, attrs, call)
         try:
             return reference(args, attrs)
         except Exception as err:
@@ -418,8 +446,17 @@ class Interpreter:
         """Does ``value`` match ``pattern``? Binds the pattern's variables in ``env``."""
         match pattern:
             case PatternConstructor(constructor=ctor, patterns=pats):   # P-Ctor (3.13)
-                if value.constructor.tag != ctor.tag:
-                    return False
+                if type(value) is not ConstructorValue:                 # Stuck-Match (4)
+                    raise _no_match_shape(pattern, ctor.belong_to.name, value)
+                vctor = value.constructor
+                if vctor is not ctor:
+                    if vctor.belong_to.name != ctor.belong_to.name:     # Stuck-Match (4)
+                        raise _no_match_shape(pattern, ctor.belong_to.name, value)
+                    if vctor.tag != ctor.tag:
+                        return False
+                if len(pats) != len(value.fields):                      # Stuck-Match (4)
+                    raise Stuck(f"pattern {ctor.name} has {len(pats)} field(s), the value "
+                                f"{len(value.fields)}", _span(pattern))
                 for sub, field_value in zip(pats, value.fields, strict=True):
                     if type(sub) is PatternVar:          # P-Var, inlined (the usual case)
                         env[sub.var] = field_value
@@ -432,6 +469,8 @@ class Interpreter:
             case PatternWildcard():                                     # P-Wild
                 return True
             case PatternTuple(patterns=pats):                           # P-Tuple
+                if type(value) is not tuple or len(value) != len(pats):  # Stuck-Match (4)
+                    raise _no_match_shape(pattern, f"a {len(pats)}-tuple", value)
                 for sub, field_value in zip(pats, value, strict=True):
                     if not self.match_pattern(sub, field_value, env):
                         return False
@@ -483,10 +522,11 @@ class TracingInterpreter(Interpreter):
 
     tracing = True
 
-    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = ()) -> None:
+    def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = (),
+                 max_depth: int | None = None) -> None:
         from relay_ref.interpreter.trace import TraceEvent
 
-        super().__init__(module, roots)
+        super().__init__(module, roots, max_depth)
         self.events: list[TraceEvent] = []
         self.depth = 0
         self._slots: list[int] = []
@@ -562,13 +602,14 @@ def _static_tensor_type(ty: Type | None) -> TensorType | None:
     return None
 
 
-def _op_reference(name: str, attrs: object) -> tuple[Callable[..., Any], object]:
+def _op_reference(name: str, attrs: object,
+                  call: Call | None) -> tuple[Callable[..., Any], object]:
     from relay_ref.ops.registry import get_op
 
     try:
         opdef = get_op(name)
     except KeyError:
-        raise Stuck(f"unknown operator {name}", None) from None
+        raise Stuck(f"unknown operator {name}", _span(call)) from None
     if attrs is None:
         attrs = opdef.attrs()
     return opdef.reference, attrs
@@ -589,53 +630,30 @@ def _span(node: object) -> Span | None:
     return getattr(node, "span", None)
 
 
+def _not_a_ref(what: str, value: Value, expr: Expr) -> Stuck:
+    return Stuck(f"{what} needs a reference, got {_short(value_to_text(value))}", expr.span)
+
+
+def _no_match_shape(pattern: Pattern, expected: str, value: Value) -> Stuck:
+    """Stuck-Match: a pattern met a value of another shape (only in ill-typed programs)."""
+    return Stuck(f"the pattern expects {expected}, got {_short(value_to_text(value))}",
+                 _span(pattern))
+
+
 def _short(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# -- arguments ---------------------------------------------------------------------------------
+# -- arguments (spec/semantics.md 4.1) -------------------------------------------------------
 
-def to_value(arg: Any, ty: Type | None) -> Value:
-    """A Python argument as a Relay value: scalars and lists become arrays of ``ty``'s dtype
-    (int32 / float32 / bool by default), tuples convert field by field, values pass."""
-    if isinstance(arg, bool | int | float | np.generic | list):
-        if type(ty) is TensorType:
-            dtype = ty.dtype
-        elif isinstance(arg, np.generic):
-            dtype = arg.dtype
-        else:
-            sample = arg
-            while isinstance(sample, list) and sample:
-                sample = sample[0]
-            dtype = ("bool" if isinstance(sample, bool | np.bool_) else
-                     "int32" if isinstance(sample, int) else "float32")
-        return np.asarray(arg, dtype=dtype)
-    if isinstance(arg, tuple):
-        fields = ty.fields if type(ty) is TupleType and len(ty.fields) == len(arg) else None
-        return tuple(to_value(a, fields[i] if fields else None) for i, a in enumerate(arg))
-    return arg
-
-
-def _check_argument(value: Value, param: Var, ty: Type | None, entry: str,
-                    module: IRModule) -> None:
-    """Arguments from the host must inhabit the parameter's type: tensors the annotated dtype
-    and shape (``?`` matches any), tuples, ADT values, functions and refs field by field."""
-    if type(ty) is not TensorType:
-        from relay_ref.testing.soundness import value_conforms
-
-        if ty is not None and not value_conforms(value, ty, module):
-            raise Stuck(f"argument %{param.name_hint} of @{entry} has type "
-                        f"{type_to_text(ty)}, got {_short(value_to_text(value))}", param.span)
-        return
-    if not isinstance(value, np.ndarray):
-        raise Stuck(f"argument %{param.name_hint} of @{entry} must be a tensor of type "
-                    f"{type_to_text(ty)}, got {_short(value_to_text(value))}", param.span)
-    ok = value.dtype.name == ty.dtype and value.ndim == len(ty.shape) and all(
-        type(d) is not int or d == n for d, n in zip(ty.shape, value.shape, strict=True))
-    if not ok:
-        raise Stuck(f"argument %{param.name_hint} of @{entry} has type {type_to_text(ty)}, "
-                    f"got a tensor of shape {shape_to_text(value.shape)} and dtype "
-                    f"{value.dtype.name}", param.span)
+def _host_argument(arg: Any, ty: Type | None, module: IRModule, what: str,
+                   span: Span | None, check_functions: bool = True) -> Value:
+    """``arg`` converted by the argument rule (A-*, ``relay_ref.interpreter.args``); a
+    violation is stuck at ``span`` (the parameter), ``what`` naming it."""
+    try:
+        return convert_argument(arg, ty, module, check_functions=check_functions)
+    except ArgumentError as err:
+        raise Stuck(f"{what}: {err.message}", span, err.notes) from None
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -670,7 +688,7 @@ def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeE
     call from ``source_name`` led there, the innermost such call site becomes the primary
     location and the failing expression a note: the user's own code is what to fix."""
     stack = tuple(name for name, _ in reversed(stuck.frames))  # outermost first
-    span, message, notes = stuck.span, stuck.message, []
+    span, message, notes = stuck.span, stuck.message, list(stuck.notes)
     if span is not None and source_name is not None and span.source.name != source_name:
         for name, site in stuck.frames:
             if site is not None and site.source.name == source_name:
@@ -703,50 +721,126 @@ def _compress(names: tuple[str, ...]) -> str:
     return " -> ".join(parts)
 
 
+#: Default of ``evaluate(..., max_depth=...)``: how many function applications may be nested
+#: (Stuck-Depth, spec/semantics.md 4). Each nested Relay call keeps ~1.5 KB alive, so the
+#: default allows ~1.5 GB of evaluation state before endless recursion is reported.
+MAX_DEPTH = 1_000_000
+#: Python frames allowed per nested Relay call: ``apply``, ``eval`` and the rule of each
+#: expression the call sits in (3 for ``@f(%x)`` in tail position, 6 for the recursive call
+#: of ``@map``). The evaluation thread's recursion limit is ``max_depth`` times this (plus
+#: slack); a call nested inside more expressions than that may exhaust it first, and is then
+#: reported as nested too deeply for Python's stack (still located, still Relay words).
+FRAMES_PER_CALL = 8
+
+_CHECKED: weakref.WeakKeyDictionary[IRModule, IRModule] = weakref.WeakKeyDictionary()
+
+
+def checked_module(module: IRModule) -> IRModule:
+    """``module`` type-checked (T-Module), once: a module returned by ``infer_types`` (every
+    global has a recorded type) is already checked; otherwise the checked copy is cached
+    on the module (weakly) so repeated evaluations do not check it again. Raises
+    ``RelayTypeError``."""
+    if module.functions.keys() <= module.global_types.keys() and (
+            module.checked_types or not module.functions):
+        return module
+    checked = _CHECKED.get(module)
+    if checked is None:
+        from relay_ref.typecheck.infer import infer_types
+
+        checked = _CHECKED[module] = infer_types(module)
+    return checked
+
+
+def _require(value: Any, kinds: type | tuple[type, ...], name: str, expected: str) -> None:
+    """A public argument of the wrong Python type is a ``TypeError`` naming it."""
+    if not isinstance(value, kinds):
+        raise TypeError(f"evaluate: {name} must be {expected}, not {type(value).__name__}")
+
+
 def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
              module: IRModule | None = None, env: dict[Var, Value] | None = None,
-             trace: bool = False) -> Any:
+             trace: bool = False, typecheck: bool = True,
+             max_depth: int | None = None) -> Any:
     """Evaluate ``program`` with the definitional interpreter.
 
-    * A module: apply ``@entry`` to ``args`` (NumPy arrays, Python scalars -- converted to
-      0-d arrays of the parameter's annotated dtype, else int32/float32/bool -- tuples or
-      values). Tensor arguments must match the annotated dtype and static dimensions.
+    * A module: apply ``@entry`` to ``args``, each converted by the argument rule against
+      the parameter's type (spec/semantics.md 4.1, ``relay_ref.interpreter.args``): Python
+      ints, floats, bools and nested lists go to the parameter's dtype when it holds them
+      exactly, arrays must already have its dtype and shape, tuples/ADTs/refs/functions are
+      checked field by field (a closure is type-checked against a function type).
     * An expression: its value, with ``module`` supplying globals and constructors and
       ``env`` the values of free variables (a REPL's bindings; it is not modified). With
-      ``args`` the value is then applied to them.
+      ``args`` the value is then applied to them (converted against a closure's parameter
+      annotations).
+
+    With ``typecheck=True`` (the default) a module that was never type-checked is checked
+    first (once: the result is cached on the module; a module from ``rr.infer_types`` is
+    not checked again), and so is an expression. ``typecheck=False`` skips that; an
+    ill-typed node then gets stuck at run time as a located ``RelayRuntimeError``.
+    ``max_depth`` (default ``MAX_DEPTH``, 10^6) bounds the nesting of function calls:
+    deeper recursion is a ``RelayRuntimeError`` at the call, with the Relay call stack.
 
     Returns the value; with ``trace=True`` returns ``(value, events)``, the list of
     ``relay_ref.interpreter.trace.TraceEvent`` in the order the rules were applied.
-    Raises ``RelayRuntimeError`` when evaluation gets stuck; ``KeyboardInterrupt``
-    stops it promptly."""
+    Raises ``RelayTypeError`` (an ill-typed program), ``RelayRuntimeError`` (an unknown
+    entry, a wrong number of arguments, an argument that does not fit its parameter, a
+    stuck evaluation), ``TypeError`` for parameters of the wrong Python type;
+    ``KeyboardInterrupt`` stops it promptly."""
+    _require(program, (IRModule, Expr), "program", "an IRModule or an Expr")
+    _require(entry, str, "entry", "a str")
+    _require(module, (IRModule, type(None)), "module", "an IRModule or None")
+    _require(env, (dict, type(None)), "env", "a dict of Var to value or None")
+    if max_depth is not None and (type(max_depth) is not int or max_depth < 1):
+        raise TypeError(f"evaluate: max_depth must be a positive int, not {max_depth!r}")
     cls = TracingInterpreter if trace else Interpreter
-    source_name = program.source_name if isinstance(program, IRModule) else (
-        module.source_name if module is not None else None)
     if isinstance(program, IRModule):
-        interp = cls(program)
+        source_name = program.source_name
         func = program.functions.get(entry)
         if func is None:
             raise RelayRuntimeError(f"the module has no function @{entry}")
         if len(args) != len(func.params):
             raise RelayRuntimeError(f"@{entry} takes {len(func.params)} argument(s), "
                                     f"{len(args)} given", func.span)
+        if typecheck:
+            program = checked_module(program)
+            func = program.functions[entry]
+        interp = cls(program, max_depth=max_depth)
         param_types = _param_types(program, entry, func)
+        mod = program
 
         def job() -> Value:
-            values = []
-            for param, ty, arg in zip(func.params, param_types, args, strict=True):
-                value = to_value(arg, ty)
-                _check_argument(value, param, ty, entry, program)
-                values.append(value)
+            values = [_host_argument(arg, ty, mod, f"argument %{param.name_hint} of @{entry}",
+                                     param.span)
+                      for param, ty, arg in zip(func.params, param_types, args, strict=True)]
             return interp.apply(interp.global_closure(entry, func.span), values, None)
     else:
-        interp = cls(module, (program,))
-        frame = {var: to_value(v, var.type_annotation) for var, v in (env or {}).items()}
+        source_name = module.source_name if module is not None else None
+        if typecheck:
+            from relay_ref.typecheck.infer import infer_expr
+
+            module = checked_module(module) if module is not None else None
+            infer_expr(program, module, {v: v.type_annotation for v in (env or {})
+                                         if isinstance(v, Var) and v.type_annotation})
+        interp = cls(module, (program,), max_depth=max_depth)
+        ctx = interp.module
 
         def job() -> Value:
+            frame = {var: _host_argument(v, var.type_annotation, ctx,
+                                         f"free variable %{var.name_hint}", var.span,
+                                         check_functions=False)
+                     for var, v in (env or {}).items()}
             value = interp.eval(program, frame)
             if args:
-                value = interp.apply(value, [to_value(a, None) for a in args], None)
+                params: tuple[Var, ...] = ()
+                if type(value) is Closure or type(value) is RecClosure:
+                    fn = value.func if type(value) is Closure else value.closure.func
+                    params = fn.params if len(fn.params) == len(args) else ()
+                converted = [_host_argument(a, p.type_annotation, ctx,
+                                            f"argument %{p.name_hint}", p.span)
+                             for a, p in zip(args, params, strict=True)] if params else \
+                    [_host_argument(a, None, ctx, f"argument {i + 1}", program.span)
+                     for i, a in enumerate(args)]
+                value = interp.apply(value, converted, None)
             return value
 
     # Errors with no single failing expression point at what was run (the entry's definition).
@@ -758,16 +852,21 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         except Stuck as stuck:
             raise runtime_error(stuck, source_name) from None
         except RecursionError:
-            raise RelayRuntimeError("evaluation nested too deeply (Python recursion limit "
-                                    f"{sys.getrecursionlimit()} reached)", where) from None
+            raise RelayRuntimeError("evaluation nested too deeply for Python's stack",
+                                    where) from None
         except MemoryError:
             raise RelayRuntimeError("evaluation ran out of memory", where) from None
         except Interrupted:
             raise KeyboardInterrupt from None
+        except Exception as err:  # noqa: BLE001 - no internal exception may escape
+            raise RelayRuntimeError(f"internal error in the interpreter ({type(err).__name__}"
+                                    f": {err}); this is a bug in relay_ref", where) from err
 
+    limit = interp.max_depth * FRAMES_PER_CALL + 100_000
     _relax_gc(+1)
     try:
-        value = run_deep(guarded, on_interrupt=interp.request_stop, name="relay-eval")
+        value = run_deep(guarded, on_interrupt=interp.request_stop, name="relay-eval",
+                         recursion_limit=limit)
     finally:
         _relax_gc(-1)
     if trace:

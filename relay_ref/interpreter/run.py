@@ -36,6 +36,7 @@ import numpy.lib.format as npy_format
 from relay_ref.diagnostics import RelayError, RelayTypeError
 from relay_ref.ir.expr import Expr
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type
 
 EXIT_OK, EXIT_USER, EXIT_USAGE = 0, 1, 2
@@ -119,7 +120,7 @@ def _argument(arg: str, index: int, mod: IRModule, ty: Type | None, name: str = 
     expr = rr.parse_expr(arg, f"<argument {index + 1}>", module=mod)
     ctx = _with_prelude_types(mod)  # `Cons(1, Nil)` may name ADTs the program does not use
     value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx)
-    return _adapt_literal(arg, value, ty)
+    return _adapt_literal(arg, value, ty, expr.span, f"argument {index + 1} (%{name})")
 
 
 def _with_prelude_types(mod: IRModule) -> IRModule:
@@ -162,16 +163,25 @@ def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Exp
     return expr
 
 
-def _adapt_literal(text: str, value: Any, ty: Type | None) -> Any:
-    """An unsuffixed scalar literal takes the parameter's dtype when the value is exact."""
+def _adapt_literal(text: str, value: Any, ty: Type | None, span: Span | None = None,
+                   what: str = "the argument") -> Any:
+    """An unsuffixed integer literal (``3``, ``-7``, ``1099511627776``) is a number written
+    without a dtype: it converts to the parameter's annotated tensor type by the one
+    argument rule of every entry point (spec/semantics.md 4.1,
+    ``relay_ref.interpreter.args.convert_argument``) -- as the Python int would in
+    ``rr.evaluate`` -- so ``3`` is an ``int64`` or a ``float32`` where the parameter says so,
+    and ``1099511627776`` for an ``int32`` parameter is a ``RelayRuntimeError`` at ``span``
+    (the argument's text). Suffixed literals and other values keep their dtype, which
+    ``rr.evaluate`` then requires to be the parameter's."""
+    from relay_ref.diagnostics import RelayRuntimeError
+    from relay_ref.interpreter.args import ArgumentError, convert_argument
+
     if (type(ty) is TensorType and isinstance(value, np.ndarray) and value.ndim == 0
-            and value.dtype.name != ty.dtype and not any(c.isalpha() for c in text)):
+            and value.dtype.kind in "iu" and not any(c.isalpha() for c in text)):
         try:
-            cast = value.astype(ty.dtype)
-        except (TypeError, ValueError):
-            return value
-        if cast == value:
-            return cast
+            return convert_argument(value.item(), ty)
+        except ArgumentError as err:
+            raise RelayRuntimeError(f"{what}: {err.message}", span) from None
     return value
 
 

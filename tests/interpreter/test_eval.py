@@ -247,10 +247,11 @@ def test_host_arguments_of_non_tensor_type_are_checked():
     assert rr.evaluate(mod, lst, entry="g") is lst and rr.evaluate(mod, lst, entry="id") is lst
 
 
-def test_endless_recursion_is_located_at_the_entry():
+def test_endless_recursion_is_located_at_the_recursive_call():
     mod = rr.infer_types(rr.parse(
         "def @f(%n: int32) -> int32 { add(1, @f(%n)) }\ndef @main() { @f(1) }", "loop.relay"))
     with pytest.raises(rr.RelayRuntimeError) as info:
-        rr.evaluate(mod)
+        rr.evaluate(mod, max_depth=2000)
     first = info.value.diagnostics[0]
-    assert "nested too deeply" in first.message and (first.span.line, first.span.column) == (2, 1)
+    assert "recursion deeper than 2000 calls" in first.message
+    assert (first.span.line, first.span.column) == (1, 37)

@@ -36,14 +36,35 @@ __all__ = [
 ]
 
 
+def _require(func: str, name: str, value: Any, kinds: type | tuple[type, ...],
+             expected: str) -> None:
+    """Public functions given the wrong Python type raise a ``TypeError`` naming the
+    parameter (``parse: text must be a str, not bytes``), never an internal error."""
+    if not isinstance(value, kinds) or (kinds is str and isinstance(value, bool)):
+        raise TypeError(f"{func}: {name} must be {expected}, not {type(value).__name__}")
+
+
+def _ir_kinds() -> tuple[type, ...]:
+    from relay_ref.ir.expr import Expr, Pattern
+    from relay_ref.ir.module import TypeData
+    from relay_ref.ir.types import Type
+
+    return (IRModule, Expr, Type, Pattern, TypeData)
+
+
 def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
           base_module: IRModule | None = None) -> IRModule:
     """Parse a module in the Relay text format (v0.0.5; the version header is optional).
 
     With ``prelude=True`` globals, types and constructors that the text uses but does not
     define are taken from the prelude. ``base_module``'s definitions are visible and kept
-    (a redefinition replaces). Raises ``ParseError`` with located diagnostics."""
+    (a redefinition replaces). Raises ``ParseError`` with located diagnostics, ``TypeError``
+    for arguments of the wrong Python type."""
     from relay_ref.syntax.parser import parse as _parse
+
+    _require("parse", "text", text, str, "a str")
+    _require("parse", "source_name", source_name, str, "a str")
+    _require("parse", "base_module", base_module, (IRModule, type(None)), "an IRModule or None")
 
     return _parse(text, source_name, prelude=prelude, base_module=base_module)
 
@@ -52,12 +73,21 @@ def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):
     """Parse one expression (no type checking)."""
     from relay_ref.syntax.parser import parse_expr as _parse_expr
 
+    _require("parse_expr", "text", text, str, "a str")
+    _require("parse_expr", "source_name", source_name, str, "a str")
+    _require("parse_expr", "module", kwargs.get("module"), (IRModule, type(None)),
+             "an IRModule or None")
+
     return _parse_expr(text, source_name, **kwargs)
 
 
 def astext(node: Any, **kwargs: Any) -> str:
     """Canonical Relay text of a module, expression or type."""
+    from relay_ref.ir.expr import Expr
+    from relay_ref.ir.types import Type
     from relay_ref.syntax.printer import astext as _astext
+
+    _require("astext", "node", node, (IRModule, Expr, Type), "an IRModule, an Expr or a Type")
 
     return _astext(node, **kwargs)
 
@@ -66,12 +96,19 @@ def alpha_equal(a: Any, b: Any) -> bool:
     """Structural equality of modules, expressions or types modulo bound-variable names."""
     from relay_ref.ir.equal import alpha_equal as _alpha_equal
 
+    kinds, expected = _ir_kinds(), "an IRModule, Expr, Type, Pattern or TypeData"
+    _require("alpha_equal", "a", a, kinds, expected)
+    _require("alpha_equal", "b", b, kinds, expected)
+
     return _alpha_equal(a, b)
 
 
 def structural_hash(node: Any) -> int:
     """A hash consistent with ``alpha_equal``."""
     from relay_ref.ir.equal import structural_hash as _structural_hash
+
+    _require("structural_hash", "node", node, _ir_kinds(),
+             "an IRModule, Expr, Type, Pattern or TypeData")
 
     return _structural_hash(node)
 
@@ -80,11 +117,18 @@ def infer_types(mod: IRModule) -> IRModule:
     """Infer and check the types of every global of ``mod`` (raises ``RelayTypeError``)."""
     from relay_ref.typecheck.infer import infer_types as _infer_types
 
+    _require("infer_types", "mod", mod, IRModule, "an IRModule")
+
     return _infer_types(mod)
 
 
 def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> Any:
-    """Run ``@entry`` of a module (or an expression) with the definitional interpreter."""
+    """Run ``@entry`` of a module (or an expression) with the definitional interpreter.
+
+    Arguments are converted by one rule (spec/semantics.md 4.1); an unchecked module is
+    type-checked first, once (``typecheck=False`` opts out); ``max_depth`` bounds call
+    nesting (default ``relay_ref.interpreter.eval.MAX_DEPTH``, 10^6). See
+    ``relay_ref.interpreter.eval.evaluate``."""
     from relay_ref.interpreter.eval import evaluate as _evaluate
 
     return _evaluate(program, *args, entry=entry, **kwargs)

@@ -175,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="save the resulting tensor to a .npy file")
     run.add_argument("--no-prelude", action="store_true",
                      help="do not supply prelude definitions")
+    run.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
+                     help="report recursion deeper than N nested calls (default 1000000)")
     run.set_defaults(func=_cmd_run)
 
     fmt = sub.add_parser("fmt", help="print files in canonical form",
@@ -186,6 +188,17 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("-i", "--in-place", action="store_true", help="rewrite files in place")
     fmt.set_defaults(func=_cmd_fmt)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    """argparse type for ``--max-depth``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

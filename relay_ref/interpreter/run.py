@@ -84,7 +84,8 @@ def run_file(args: argparse.Namespace) -> int:
             if isinstance(value, int):  # an exit code
                 return value
             values.append(value)
-        result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace)
+        result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace,
+                             max_depth=getattr(args, "max_depth", None))
     except RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER

@@ -7,7 +7,8 @@ runs, and returns its result or re-raises its exception in the caller.
 Invariants:
 * The recursion limit is raised only while at least one deep worker runs and is restored
   when the last one ends, so callers (and test frameworks) never observe a changed limit.
-* A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep).
+* A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep),
+  raising the recursion limit first if it asks for a higher one.
 * The caller waits in short slices on an event the worker sets when it is done (not on
   ``Thread.join``, whose interrupted form can report a live thread as finished on 3.11), so
   ``KeyboardInterrupt`` reaches it promptly; it then calls ``on_interrupt`` (which should make
@@ -67,7 +68,15 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     may raise the limit above ``RECURSION_LIMIT`` for work whose Python frames do not
     recurse in C (the interpreter's calls); it is never lowered below it."""
     if in_deep_worker():
-        return job()
+        if recursion_limit <= sys.getrecursionlimit():
+            return job()
+        with _lock:  # already on a big stack; only the limit needs raising
+            _enter(recursion_limit)
+        try:
+            return job()
+        finally:
+            with _lock:
+                _leave()
     box: dict[str, object] = {}
     done = threading.Event()
     state = {"abandoned": False}

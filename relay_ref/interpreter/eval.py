@@ -74,7 +74,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import free_vars, post_order
 
 __all__ = ["MAX_DEPTH", "Interpreter", "checked_module", "evaluate"]
@@ -120,8 +120,11 @@ class Interpreter:
     tracing = False
 
     def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = (),
-                 max_depth: int | None = None) -> None:
+                 max_depth: int | None = None, checked: bool = True) -> None:
         self.module = module if module is not None else IRModule()
+        #: Whether the program was type-checked; if not, operator calls check their
+        #: arguments first (the other stuck states are cheap enough to check always).
+        self.checked = checked
         #: Nesting of function applications (closures) now; at most ``max_depth``.
         self.calls = 0
         self.max_depth = MAX_DEPTH if max_depth is None else max_depth
@@ -235,7 +238,8 @@ class Interpreter:
                 self.emit("E-App-Op", expr)
             cached = self.op_calls.get(expr)             # the reference, once per node
             if cached is None:
-                cached = self.op_calls[expr] = _op_reference(callee.name, expr.attrs, expr)
+                cached = self.op_calls[expr] = self.op_reference(callee.name, expr.attrs,
+                                                                 expr)
             reference, attrs = cached
             try:
                 return reference(values, attrs)
@@ -436,11 +440,29 @@ class Interpreter:
         return result
 
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
-        reference, attrs = _op_reference(name, attrs, call)
+        reference, attrs = self.op_reference(name, attrs, call)
         try:
             return reference(args, attrs)
         except Exception as err:
             raise _op_failure(name, err, call) from None
+
+    def op_reference(self, name: str, attrs: object,
+                     call: Call | None) -> tuple[Callable[..., Any], object]:
+        """The operator's NumPy reference and attributes (E-App-Op). For a program that was
+        not type-checked the reference first checks its arguments against the operator's
+        type relation (Stuck-Op): NumPy would happily add a tuple to a tensor."""
+        reference, attrs = _op_reference(name, attrs, call)
+        if self.checked:
+            return reference, attrs
+        from relay_ref.ops.registry import get_op
+
+        opdef = get_op(name)
+
+        def checked_reference(values: list[Value], attrs: object) -> Value:
+            _check_op_arguments(opdef, values, attrs, call)
+            return reference(values, attrs)
+
+        return checked_reference, attrs
 
     def match_pattern(self, pattern: Pattern, value: Value, env: dict) -> bool:
         """Does ``value`` match ``pattern``? Binds the pattern's variables in ``env``."""
@@ -523,10 +545,10 @@ class TracingInterpreter(Interpreter):
     tracing = True
 
     def __init__(self, module: IRModule | None = None, roots: tuple[Expr, ...] = (),
-                 max_depth: int | None = None) -> None:
+                 max_depth: int | None = None, checked: bool = True) -> None:
         from relay_ref.interpreter.trace import TraceEvent
 
-        super().__init__(module, roots, max_depth)
+        super().__init__(module, roots, max_depth, checked)
         self.events: list[TraceEvent] = []
         self.depth = 0
         self._slots: list[int] = []
@@ -615,10 +637,49 @@ def _op_reference(name: str, attrs: object,
     return opdef.reference, attrs
 
 
-def _op_failure(name: str, err: Exception, call: Call | None) -> Stuck:
+def _check_op_arguments(opdef: Any, values: list[Value], attrs: object,
+                        call: Call | None) -> None:
+    """Stuck-Op for unchecked programs: the argument values' types must satisfy the
+    operator's arity and type relation (T-App-Op, checked at run time)."""
+    from relay_ref.ops.registry import RelationError
+
+    name = opdef.name
+    if opdef.num_inputs >= 0 and len(values) != opdef.num_inputs:
+        raise Stuck(f"operator {name} takes {opdef.num_inputs} argument(s), got "
+                    f"{len(values)}", _span(call))
+    types = []
+    for v in values:
+        ty = _value_type(v)
+        if ty is None:
+            raise Stuck(f"operator {name} cannot take {_short(value_to_text(v))}: its "
+                        "arguments are tensors or tuples of tensors", _span(call))
+        types.append(ty)
+    try:
+        opdef.relation(types, attrs)
+    except RelationError as err:
+        message = str(err)
+        raise Stuck(message if message.startswith(name) else f"{name}: {message}",
+                    _span(call)) from None
+    except Exception as err:  # noqa: BLE001 - a relation failing on odd types is stuck
+        raise Stuck(f"{name}: arguments of types "
+                    f"{', '.join(type_to_text(t) for t in types)} are not accepted "
+                    f"({type(err).__name__}: {err})", _span(call)) from None
+
+
+def _value_type(value: Value) -> Type | None:
+    """The type of a tensor or (nested) tuple of tensors; None for other values."""
+    if type(value) is np.ndarray:
+        return TensorType(tuple(value.shape), value.dtype.name)
+    if type(value) is tuple:
+        fields = [_value_type(v) for v in value]
+        return None if any(f is None for f in fields) else TupleType(tuple(fields))
+    return None
+
+
+def _op_failure(name: str, err: Exception, call: Call | None) -> Exception:
     from relay_ref.ops.registry import OpRuntimeError
 
-    if isinstance(err, Stuck):
+    if isinstance(err, Stuck | RecursionError):  # RecursionError: Stuck-Depth in apply
         return err
     message = str(err) if isinstance(err, OpRuntimeError) else f"{name}: {err}"
     if not message.startswith(name):
@@ -804,7 +865,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         if typecheck:
             program = checked_module(program)
             func = program.functions[entry]
-        interp = cls(program, max_depth=max_depth)
+        interp = cls(program, max_depth=max_depth, checked=typecheck)
         param_types = _param_types(program, entry, func)
         mod = program
 
@@ -821,7 +882,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
             module = checked_module(module) if module is not None else None
             infer_expr(program, module, {v: v.type_annotation for v in (env or {})
                                          if isinstance(v, Var) and v.type_annotation})
-        interp = cls(module, (program,), max_depth=max_depth)
+        interp = cls(module, (program,), max_depth=max_depth, checked=typecheck)
         ctx = interp.module
 
         def job() -> Value:

@@ -1,0 +1,117 @@
+"""Ill-typed nodes reached with ``typecheck=False`` are located ``RelayRuntimeError``s
+(spec/semantics.md 4, Stuck-*), never Python exceptions; checked by default they are
+``RelayTypeError``s. Endless recursion is Stuck-Depth at the recursive call."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import relay_ref as rr
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# (program, (line, column) of the stuck node, words of the message)
+ILL_TYPED = [
+    ("def @main() { (1, 2).5 }", (1, 16), "cannot take field 5"),                 # Stuck-Proj
+    ("def @main() { let %x = ref(1); %x.0 }", (1, 32), "not a tuple"),            # Stuck-Proj
+    ("def @main() { ref_read(1) }", (1, 15), "ref_read needs a reference"),       # Stuck-Ref
+    ("def @main() { ref_write(1, 2) }", (1, 15), "ref_write needs a reference"),  # Stuck-Ref
+    ("def @main() { match (1) { Cons(%x, _) => 1, Nil => 0 } }", (1, 27),         # Stuck-Match
+     "the pattern expects List, got 1"),
+    ("def @main() { match (Some(1)) { Cons(%x, _) => 1, _ => 0 } }", (1, 33),
+     "the pattern expects List, got Some(1)"),
+    ("def @main() { match ((1, 2)) { (%a, %b, %c) => %a } }", (1, 32),
+     "expects a 3-tuple"),
+    ("def @main() { match (1) { (%a, %b) => %a } }", (1, 27), "expects a 2-tuple"),
+    ("def @main() { let %f = 1; %f(2) }", (1, 27), "cannot call 1: not a function"),
+    ("def @main() { (1, 2)(3) }", (1, 16), "not a function"),                     # Stuck-App
+    ("def @g(%x: int32) { %x }\ndef @main() { @g(1, 2) }", (2, 15),               # Stuck-Arity
+     "expects 1 arguments, got 2"),
+    ("def @main() { (fn (%x: int32) { %x })(1, 2) }", (1, 16), "expects 1 arguments"),
+    ("def @main() { let %c = Cons; %c(1) }", (1, 30), "Cons takes 2 argument(s), got 1"),
+    ("def @main() { if ((1, 2)) { 1 } else { 2 } }", (1, 20), "bool scalar"),      # Stuck-If
+    ("def @main() { add((1, 2), 3) }", (1, 15), "must be a tensor"),               # Stuck-Op
+    ("def @main() { add(1, 2f) }", (1, 15), "dtypes differ"),
+    ("def @main() { nn.relu(Nil) }", (1, 15), "cannot take Nil"),
+]
+
+
+@pytest.mark.parametrize("text,where,words", ILL_TYPED, ids=[c[0] for c in ILL_TYPED])
+def test_ill_typed_node_is_stuck_at_its_location(text, where, words):
+    mod = rr.parse(text, "bad.relay")
+    with pytest.raises(rr.RelayRuntimeError) as info:
+        rr.evaluate(mod, typecheck=False)
+    first = info.value.diagnostics[0]
+    assert words in first.message
+    assert first.span is not None and first.span.source.name == "bad.relay"
+    assert (first.span.line, first.span.column) == where
+    with pytest.raises(rr.RelayTypeError):
+        rr.evaluate(mod)  # the default checks the module first
+
+
+def test_typecheck_runs_once_per_module_and_never_on_checked_modules(monkeypatch):
+    import relay_ref.typecheck.infer as infer
+
+    calls = []
+    real = infer.infer_types
+    monkeypatch.setattr(infer, "infer_types", lambda m: calls.append(m) or real(m))
+    mod = rr.parse("def @main(%x: int32) -> int32 { add(%x, 1) }")
+    assert rr.evaluate(mod, 1) == 2 and rr.evaluate(mod, 2) == 3
+    assert len(calls) == 1  # cached on the module
+    checked = real(rr.parse("def @main() -> int32 { 1 }"))
+    assert rr.evaluate(checked) == 1 and len(calls) == 1  # from infer_types: not again
+    assert rr.evaluate(rr.parse("def @main() { 5 }"), typecheck=False) == 5
+    assert len(calls) == 1
+
+
+def test_unchecked_expression_is_checked_by_default():
+    expr = rr.parse_expr("(1, 2).3")
+    with pytest.raises(rr.RelayTypeError):
+        rr.evaluate(expr)
+    with pytest.raises(rr.RelayRuntimeError):
+        rr.evaluate(expr, typecheck=False)
+
+
+LOOP = "def @f(%x: int32) -> int32 { @f(%x) }\ndef @main() { @f(1) }\n"
+
+
+def test_endless_recursion_is_reported_at_the_recursive_call_with_a_relay_stack():
+    mod = rr.parse(LOOP, "loop.relay")
+    with pytest.raises(rr.RelayRuntimeError) as info:
+        rr.evaluate(mod, max_depth=1000)
+    err = info.value
+    first = err.diagnostics[0]
+    assert first.message == "recursion deeper than 1000 calls"
+    assert (first.span.line, first.span.column, first.span.end_column) == (1, 30, 35)
+    notes = [n.message for n in first.notes]
+    assert any("Relay call stack" in n and "@main -> @f (x999)" in n for n in notes), notes
+    assert err.relay_stack == ("main",) + ("f",) * 999
+    assert "Python" not in str(err)
+    # a depth that suffices is not an error
+    ok = rr.parse("def @down(%n: int32) -> int32 { if (%n == 0) { 0 } else { @down(%n - 1) } }"
+                  "\ndef @main() { @down(998) }")  # 1000 nested calls, @main's included
+    assert rr.evaluate(ok, max_depth=1000) == 0
+    with pytest.raises(rr.RelayRuntimeError, match="deeper than 999 calls"):
+        rr.evaluate(ok, max_depth=999)
+
+
+def test_default_depth_limit_is_at_least_a_million():
+    from relay_ref.interpreter.eval import MAX_DEPTH, Interpreter
+
+    assert MAX_DEPTH >= 10**6 and Interpreter().max_depth == MAX_DEPTH
+
+
+def test_relay_run_reports_endless_recursion(tmp_path):
+    prog = tmp_path / "loop.relay"
+    prog.write_text(LOOP)
+    out = subprocess.run([sys.executable, "-m", "relay_ref", "run", str(prog),
+                          "--max-depth", "500"], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin",
+                                        "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 1, out.stderr
+    assert "loop.relay:1:30: error: recursion deeper than 500 calls" in out.stderr
+    assert "@main -> @f (x499)" in out.stderr and "Traceback" not in out.stderr

@@ -19,7 +19,13 @@ Invariants:
 * Rules whose conclusion is the value of a sub-expression evaluated in the same frame
   (E-Let, E-If-*, E-Match) continue the loop with that sub-expression instead of recursing,
   so long ``let`` chains do not deepen the Python stack. Calls do recurse; ``evaluate`` runs
-  the interpreter on a thread with a large stack so 100 000 nested calls are fine.
+  the interpreter on a thread with a large stack and a recursion limit sized for
+  ``max_depth`` (default ``MAX_DEPTH`` = 10^6) nested calls; ``apply`` counts them and a
+  deeper one is stuck at the call (Stuck-Depth, spec 4).
+* Ill-typed programs (``evaluate(..., typecheck=False)``) get stuck, located, at the node
+  that cannot proceed (Stuck-Proj, -App, -Arity, -If, -Match, -Ref, -Op; spec 4): the
+  checks are type tests on values the rule already has in hand, except Stuck-Op, which
+  checks operator arguments against the type relation only when ``checked`` is false.
 * A stuck evaluation (no clause matched, an operator failing at run time, a shape that
   contradicts an annotation) raises ``RelayRuntimeError`` with the expression's span and
   the Relay call stack of globals; nothing else escapes ``evaluate`` for a well-typed

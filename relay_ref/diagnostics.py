@@ -13,7 +13,6 @@ Every user mistake that reaches the public API is a ``RelayError`` subclass; ren
 from __future__ import annotations
 
 import unicodedata
-
 from dataclasses import dataclass, field
 
 from relay_ref.ir.span import Span

@@ -818,6 +818,34 @@ def checked_module(module: IRModule) -> IRModule:
     return checked
 
 
+def _check_expression(expr: Expr, module: IRModule | None,
+                      env: dict[Var, Value] | None) -> None:
+    """Type-check an expression before it runs (raises ``RelayTypeError``).
+
+    The context is ``module`` plus the prelude's ADTs (the parser resolves ``Nil`` or
+    ``Cons`` in an expression to the prelude's constructors; a module's own ``List`` wins);
+    a free variable has its annotation's type, else its tensor value's. Types nothing
+    determines (``fn (%x) { %x }``, a free variable bound to a closure) stay unknown: the
+    interpreter needs none, and a wrong use still gets stuck, located, at run time."""
+    from dataclasses import replace
+
+    from relay_ref.prelude import load_prelude
+    from relay_ref.typecheck.infer import infer_expr
+
+    base = module if module is not None else IRModule()
+    types = {**load_prelude().type_definitions, **base.type_definitions}
+    context = replace(base, type_definitions=types)
+    var_types: dict[Var, Type] = {}
+    for var, value in (env or {}).items():
+        if not isinstance(var, Var):
+            continue
+        if var.type_annotation is not None:
+            var_types[var] = var.type_annotation
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            var_types[var] = TensorType(tuple(value.shape), value.dtype.name)
+    infer_expr(expr, context, var_types, allow_unknown=True)
+
+
 def _require(value: Any, kinds: type | tuple[type, ...], name: str, expected: str) -> None:
     """A public argument of the wrong Python type is a ``TypeError`` naming it."""
     if not isinstance(value, kinds):
@@ -883,11 +911,8 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     else:
         source_name = module.source_name if module is not None else None
         if typecheck:
-            from relay_ref.typecheck.infer import infer_expr
-
             module = checked_module(module) if module is not None else None
-            infer_expr(program, module, {v: v.type_annotation for v in (env or {})
-                                         if isinstance(v, Var) and v.type_annotation})
+            _check_expression(program, module, env)
         interp = cls(module, (program,), max_depth=max_depth, checked=typecheck)
         ctx = interp.module
 

@@ -141,15 +141,19 @@ def infer_types(mod: IRModule) -> IRModule:
 
 
 def infer_expr(expr: Expr, mod: IRModule | None = None,
-               var_types: dict[Var, Type] | None = None) -> tuple[Type, TypeMap]:
+               var_types: dict[Var, Type] | None = None, *,
+               allow_unknown: bool = False) -> tuple[Type, TypeMap]:
     """Infer the type of ``expr`` using the globals and ADTs of ``mod``; free variables take
     their types from ``var_types`` (else their annotation, else they are inferred).
 
     Returns (the resolved type of ``expr``, the types of all its nodes). Globals of ``mod``
     have the types in ``mod.global_types`` when it was checked, else their annotations.
+    ``allow_unknown``: types nothing determines (``fn (%x) { %x }``) are left as holes
+    instead of being reported (spec 6.3); the interpreter needs no types to run.
     Raises ``RelayTypeError`` only."""
     checker = _Checker(mod if mod is not None else IRModule(), free_vars_ok=True)
-    return run_deep(lambda: _guarded(lambda c: c.check_expr(expr, var_types or {}), checker))
+    return run_deep(lambda: _guarded(
+        lambda c: c.check_expr(expr, var_types or {}, allow_unknown), checker))
 
 
 def _guarded(body: Callable[[_Checker], _R], checker: _Checker) -> _R:
@@ -369,7 +373,8 @@ class _Checker:
         global_types = {name: self.unifier.resolve(t) for name, t in self.headers.items()}
         return mod.with_types(self.types, global_types)  # type: ignore[arg-type]
 
-    def check_expr(self, expr: Expr, var_types: dict[Var, Type]) -> tuple[Type, TypeMap]:
+    def check_expr(self, expr: Expr, var_types: dict[Var, Type],
+                   allow_unknown: bool = False) -> tuple[Type, TypeMap]:
         """Infer one expression (``infer_expr``)."""
         for name, fn in self.mod.functions.items():
             known = self.mod.global_types.get(name)
@@ -377,15 +382,15 @@ class _Checker:
         for var, ty in var_types.items():
             self.bind_var(var, ty)
         ty = self.infer(expr)
-        self.finish()
+        self.finish(report_unknowns=not allow_unknown)
         return self.unifier.resolve(ty), self.types
 
-    def finish(self) -> None:
+    def finish(self, report_unknowns: bool = True) -> None:
         """Reach the fixpoint, resolve every node's type, report what is still unknown
-        (spec 6.3) and raise if anything went wrong."""
+        (spec 6.3, unless ``report_unknowns`` is off) and raise if anything went wrong."""
         self.solver.solve()
         self.resolve_all()
-        if not self.diagnostics:
+        if not self.diagnostics and report_unknowns:
             self.report_unknowns()
         if self.diagnostics:
             raise RelayTypeError(self.diagnostics)

@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref.ir.visitor import free_vars
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,6 +76,26 @@ def test_unchecked_expression_is_checked_by_default():
         rr.evaluate(expr)
     with pytest.raises(rr.RelayRuntimeError):
         rr.evaluate(expr, typecheck=False)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Nil", "Nil"),                                    # prelude constructors in context
+    ("Cons(1, Nil)", "Cons(1, Nil)"),
+    ("fn (%x) { %x }", "<closure fn (%x)>"),           # unknown types are not errors
+    ("let %f = fn (%x) { %x }; %f(4)", "4"),
+])
+def test_checked_expressions_need_no_annotations(text, expected):
+    from relay_ref.interpreter.values import value_to_text
+
+    assert value_to_text(rr.evaluate(rr.parse_expr(text))) == expected
+
+
+def test_free_variables_take_their_values_types_when_checked():
+    expr = rr.parse_expr("free_var %a; add(%a, 1f)")
+    (var,) = free_vars(expr)
+    assert float(rr.evaluate(expr, env={var: np.array(2, "float32")})) == 3.0
+    with pytest.raises(rr.RelayTypeError, match="dtypes differ"):
+        rr.evaluate(expr, env={var: np.array(2, "int32")})
 
 
 LOOP = "def @f(%x: int32) -> int32 { @f(%x) }\ndef @main() { @f(1) }\n"

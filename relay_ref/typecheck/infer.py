@@ -74,6 +74,7 @@ from relay_ref.ir.types import (
     TypeCall,
 )
 from relay_ref.ops.registry import NOT_YET, OpDef, RelationError, get_op
+from relay_ref.syntax._walk import no_gc
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
@@ -136,8 +137,12 @@ def infer_types(mod: IRModule) -> IRModule:
     Returns ``mod.with_types(checked_types, global_types)``: ``checked_types`` maps every
     expression node (by identity) to its fully resolved type, ``global_types`` each global
     name to its ``FuncType`` (with ``type_params`` for polymorphic definitions). Raises
-    ``RelayTypeError`` carrying every diagnostic found; never any other exception."""
-    return run_deep(lambda: _guarded(lambda c: c.check_module(mod), _Checker(mod)))
+    ``RelayTypeError`` carrying every diagnostic found; never any other exception.
+    The cyclic collector is paused meanwhile (``no_gc``): checking allocates objects that
+    stay alive to the end, and repeated full collections over them cost more than the
+    checking itself on programs of thousands of nodes."""
+    with no_gc():
+        return run_deep(lambda: _guarded(lambda c: c.check_module(mod), _Checker(mod)))
 
 
 def infer_expr(expr: Expr, mod: IRModule | None = None,

@@ -168,8 +168,8 @@ class Session:
 
         # The cell was type-checked with the session's variable types (rule 6): no re-check.
         if trace:
-            return evaluate(expr, module=mod, env=dict(self.env), trace=True, typecheck=False)
-        return evaluate(expr, module=mod, env=dict(self.env), typecheck=False)
+            return evaluate(expr, module=mod, env=dict(self.env), trace=True, typecheck="done")
+        return evaluate(expr, module=mod, env=dict(self.env), typecheck="done")
 
     def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
         """Run one cell; see ``_run``."""

@@ -854,7 +854,7 @@ def _require(value: Any, kinds: type | tuple[type, ...], name: str, expected: st
 
 def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
              module: IRModule | None = None, env: dict[Var, Value] | None = None,
-             trace: bool = False, typecheck: bool = True,
+             trace: bool = False, typecheck: bool | str = True,
              max_depth: int | None = None) -> Any:
     """Evaluate ``program`` with the definitional interpreter.
 
@@ -871,7 +871,11 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     With ``typecheck=True`` (the default) a module that was never type-checked is checked
     first (once: the result is cached on the module; a module from ``rr.infer_types`` is
     not checked again), and so is an expression. ``typecheck=False`` skips that; an
-    ill-typed node then gets stuck at run time as a located ``RelayRuntimeError``.
+    ill-typed node then gets stuck at run time as a located ``RelayRuntimeError`` (operator
+    calls check their arguments against the type relation, which costs about as much as
+    the operator on small tensors). ``typecheck="done"``: the caller has already checked
+    the program in the context it runs in (a REPL checks each cell with its bindings'
+    types), so neither the check nor the run-time guards are repeated.
     ``max_depth`` (default ``MAX_DEPTH``, 10^6) bounds the nesting of function calls:
     deeper recursion is a ``RelayRuntimeError`` at the call, with the Relay call stack.
 
@@ -885,6 +889,10 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     _require(entry, str, "entry", "a str")
     _require(module, (IRModule, type(None)), "module", "an IRModule or None")
     _require(env, (dict, type(None)), "env", "a dict of Var to value or None")
+    if typecheck not in (True, False, "done"):
+        raise TypeError(f"evaluate: typecheck must be True, False or 'done', not {typecheck!r}")
+    checked = bool(typecheck)  # True or "done": no run-time guards
+    typecheck = typecheck is True
     if max_depth is not None and (type(max_depth) is not int or max_depth < 1):
         raise TypeError(f"evaluate: max_depth must be a positive int, not {max_depth!r}")
     cls = TracingInterpreter if trace else Interpreter
@@ -899,7 +907,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         if typecheck:
             program = checked_module(program)
             func = program.functions[entry]
-        interp = cls(program, max_depth=max_depth, checked=typecheck)
+        interp = cls(program, max_depth=max_depth, checked=checked)
         param_types = _param_types(program, entry, func)
         mod = program
 
@@ -913,7 +921,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         if typecheck:
             module = checked_module(module) if module is not None else None
             _check_expression(program, module, env)
-        interp = cls(module, (program,), max_depth=max_depth, checked=typecheck)
+        interp = cls(module, (program,), max_depth=max_depth, checked=checked)
         ctx = interp.module
 
         def job() -> Value:

@@ -137,3 +137,18 @@ def test_relay_run_reports_endless_recursion(tmp_path):
     assert out.returncode == 1, out.stderr
     assert "loop.relay:1:30: error: recursion deeper than 500 calls" in out.stderr
     assert "@main -> @f (x499)" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_typecheck_done_skips_the_check_and_the_run_time_guards():
+    from relay_ref.testing.growth import call_count, residual_chain
+
+    mod = rr.parse(residual_chain(50))
+    checked = rr.infer_types(mod)
+    x = np.full(8, 0.5, "float32")
+    expected = rr.evaluate(checked, x)
+    np.testing.assert_array_equal(rr.evaluate(checked, x, typecheck="done"), expected)
+    guarded = call_count(lambda: rr.evaluate(checked, x, typecheck=False))
+    trusted = call_count(lambda: rr.evaluate(checked, x, typecheck="done"))
+    assert trusted < 0.8 * guarded  # no relation run per operator call
+    with pytest.raises(TypeError, match="typecheck must be"):
+        rr.evaluate(checked, x, typecheck="yes")

@@ -244,8 +244,12 @@ def _read_npy(f: Any, file_size: int) -> np.ndarray:
     if dtype.kind not in _NPY_KINDS or dtype.subdtype is not None or dtype.names:
         raise NpyError(f"its element type {dtype} is not one a Relay tensor can have "
                        "(bool, int, uint, float)")
+    if not isinstance(shape, tuple) or any(type(d) is not int for d in shape):
+        raise NpyError(f"its header's shape {shape!r} is not a tuple of integers")
     if any(d < 0 for d in shape):
         raise NpyError(f"its header has a negative dimension in shape {tuple(shape)}")
+    if len(shape) > 64:
+        raise NpyError(f"its header has {len(shape)} dimensions (NumPy supports at most 64)")
     count = math.prod(shape)  # exact: Python integers do not overflow
     nbytes = count * dtype.itemsize
     held = file_size - f.tell()
@@ -253,14 +257,21 @@ def _read_npy(f: Any, file_size: int) -> np.ndarray:
         raise NpyError(f"it is truncated: the header promises a {dtype.name} array of shape "
                        f"{tuple(shape)} ({nbytes} bytes) but the file holds {held} bytes of "
                        "data")
+    if math.prod(max(d, 1) for d in shape) * dtype.itemsize >= 2 ** 63:
+        # NumPy refuses such shapes even with a zero dimension (its extent overflows).
+        raise NpyError(f"its header's shape {tuple(shape)} is too large for any array")
     buffer = bytearray(nbytes)
     if f.readinto(buffer) != nbytes:
         raise NpyError("it is truncated (it changed while being read)")
     array = np.frombuffer(buffer, dtype=dtype)
-    if fortran:
-        array = array.reshape(tuple(reversed(shape))).transpose()
-    else:
-        array = array.reshape(shape)
+    try:
+        if fortran:
+            array = array.reshape(tuple(reversed(shape))).transpose()
+        else:
+            array = array.reshape(shape)
+    except ValueError as err:  # any shape NumPy still refuses
+        raise NpyError(f"its shape {tuple(shape)} cannot be built ({_first_line(err)})") \
+            from None
     return array.astype(dtype.newbyteorder("="), copy=False)
 
 

@@ -93,8 +93,15 @@ def _decode_ndarray(blob: bytes, where: str) -> np.ndarray:
     if len(blob) - offset < size:
         raise MetadataError(f"{where} is truncated: {size} data bytes announced, "
                             f"{len(blob) - offset} present")
+    if math.prod(max(d, 1) for d in shape) * dtype.itemsize >= 2 ** 63:
+        # NumPy refuses such shapes even with a zero dimension (its extent overflows).
+        raise MetadataError(f"{where} has a shape {shape} too large for any array")
     data = blob[offset: offset + size]
-    return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    try:
+        return np.frombuffer(data, dtype=dtype).reshape(shape).copy()
+    except ValueError as err:  # any shape NumPy still refuses
+        raise MetadataError(f"{where} has a shape {shape} NumPy cannot build ({err})") \
+            from None
 
 
 def _encode_ndarray(array: np.ndarray) -> str:

@@ -80,6 +80,9 @@ NPY_CASES = {
     "truncated": (GOOD[:-5], "it is truncated"),
     "pickled": (_pickled(), "it holds Python objects (a pickled array)"),
     "magic": (b"XXXXXX" + GOOD[6:], "not a .npy file"),
+    "zero_extent": (_header_only((0, 2**62, 2**62)), "too large for any array"),
+    "ndim100": (_header_only((1,) * 100), "100 dimensions"),
+    "bool_shape": (_header_only((True,)), "is not a tuple of integers"),
     "directory": ("dir", "is a directory"),
     "missing": (None, "no such file"),
 }

@@ -106,6 +106,10 @@ NAMED = {
     "byte size overflows": (
         lambda g: g["b64ndarrays"].__setitem__(0, _blob(shape=(2**61, 2), size=0, data=b"")),
         "does not match its shape"),
+    "zero dim, huge extent": (
+        lambda g: g["b64ndarrays"].__setitem__(0, _blob(ndim=3, shape=(0, 2**62, 2**62),
+                                                         data=b"")),
+        "too large for any array"),
     "negative dims": (
         lambda g: g["b64ndarrays"].__setitem__(0, _blob(shape=(-1, -1), data=b"\0" * 4)),
         "negative dimension"),

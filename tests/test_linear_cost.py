@@ -3,7 +3,7 @@
 Real networks are DAGs: a chain of ``n`` residual blocks has ``2**n`` paths through ``n``
 nodes. Every phase (parse, check, evaluate, print, alpha-equality, hashing, free variables)
 must cost work proportional to the nodes, not the paths. Work is measured as the number of
-Python calls (``relay_ref.testing.growth.call_count``), which is deterministic: the tests
+Python lines executed (``relay_ref.testing.growth.step_count``), which is deterministic: the tests
 assert that doubling the program size at most doubles it (plus a small constant), never
 on time. Timings are in ``benchmarks/growth.py``.
 """
@@ -22,7 +22,7 @@ import relay_ref as rr
 from relay_ref.interpreter.eval import _RULES, Interpreter
 from relay_ref.ir import expr as E
 from relay_ref.ir.visitor import free_vars, post_order
-from relay_ref.testing.growth import SHAPES, call_count, doubling_chain, residual_chain
+from relay_ref.testing.growth import SHAPES, doubling_chain, residual_chain, step_count
 
 _ARG = np.full(8, 1e-3, "float32")
 
@@ -32,19 +32,19 @@ def _argument(shape: str) -> np.ndarray:
 
 
 def _phase_costs(text: str, arg: np.ndarray) -> dict[str, int]:
-    """Python calls made by each phase on ``text``."""
+    """Python lines executed by each phase on ``text``."""
     box: dict[str, object] = {}
-    costs = {"parse": call_count(lambda: box.__setitem__("mod", rr.parse(text)))}
+    costs = {"parse": step_count(lambda: box.__setitem__("mod", rr.parse(text)))}
     mod = box["mod"]
-    costs["check"] = call_count(lambda: box.__setitem__("mod", rr.infer_types(mod)))
+    costs["check"] = step_count(lambda: box.__setitem__("mod", rr.infer_types(mod)))
     mod = box["mod"]
-    costs["evaluate"] = call_count(lambda: rr.evaluate(mod, arg))
-    costs["print"] = call_count(lambda: box.__setitem__("text", rr.astext(mod)))
+    costs["evaluate"] = step_count(lambda: rr.evaluate(mod, arg))
+    costs["print"] = step_count(lambda: box.__setitem__("text", rr.astext(mod)))
     again = rr.parse(box["text"])
-    costs["alpha_equal"] = call_count(lambda: box.__setitem__("eq", rr.alpha_equal(mod, again)))
+    costs["alpha_equal"] = step_count(lambda: box.__setitem__("eq", rr.alpha_equal(mod, again)))
     assert box["eq"] is True
-    costs["hash"] = call_count(lambda: rr.structural_hash(mod))
-    costs["free_vars"] = call_count(lambda: free_vars(mod.functions["main"]))
+    costs["hash"] = step_count(lambda: rr.structural_hash(mod))
+    costs["free_vars"] = step_count(lambda: free_vars(mod.functions["main"]))
     return costs
 
 

@@ -217,6 +217,7 @@ class _Printer:
     def _reset(self) -> None:
         self.names: dict[E.Var, str] = {}
         self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.graph: dict[int, str] = {}
         self.counter = 0
         self.refs: dict[int, int] = {}
@@ -394,10 +395,11 @@ class _Printer:
         if not (base[0].isalpha() or base[0] == "_"):
             base = "v" + base
         name = base
-        k = 1
+        k = self.next_suffix.get(base, 1)  # suffixes below k are taken: linear, not n^2
         while name in self.used:
             name = f"{base}{k}"
             k += 1
+        self.next_suffix[base] = k
         self.used.add(name)
         self.names[var] = "%" + name
         return "%" + name

@@ -4,12 +4,12 @@ Real networks are DAGs with heavy sharing: every residual block uses its input t
 chain of ``n`` blocks has ``2**n`` paths from the output to the input. A traversal that
 walks paths instead of nodes (a missing ``visited`` set) is exponential on them. The
 generators here build such programs as text, in the form TVM prints them (graph bindings
-``%i = ...;``) and as ``let`` chains; ``call_count`` measures the work of a phase as the
-number of Python function calls it makes, which, unlike time, is the same on every machine
+``%i = ...;``) and as ``let`` chains; ``step_count`` measures the work of a phase as the
+number of Python lines it executes, which, unlike time, is the same on every machine
 and every run, so tests can assert that the work grows linearly.
 
     >>> text = residual_chain(1000)
-    >>> calls = call_count(lambda: rr.parse(text))
+    >>> calls = step_count(lambda: rr.parse(text))
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "SHAPES", "branching_chain", "call_count", "closure_chain", "doubling_chain",
-    "let_residual_chain", "residual_chain",
+    "SHAPES", "branching_chain", "step_count", "closure_chain", "doubling_chain",
+    "let_residual_chain", "residual_chain", "shadowing_chain",
 ]
 
 
@@ -46,6 +46,15 @@ def let_residual_chain(n: int, shape: str = "(8)") -> str:
     lines = [f"def @main(%x0: Tensor[{shape}, float32]) {{"]
     lines += [f"  let %x{i} = add(%x{i - 1}, nn.relu(%x{i - 1}));" for i in range(1, n + 1)]
     lines += [f"  %x{n}", "}"]
+    return "\n".join(lines)
+
+
+def shadowing_chain(n: int, shape: str = "(8)") -> str:
+    """The residual chain with every ``let`` rebinding the same name ``%x`` (as converters
+    and hand-written code often do): a printer must rename ``n`` binders in linear time."""
+    lines = [f"def @main(%x: Tensor[{shape}, float32]) {{"]
+    lines += ["  let %x = add(%x, nn.relu(%x));"] * n
+    lines += ["  %x", "}"]
     return "\n".join(lines)
 
 
@@ -76,39 +85,44 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "residual": residual_chain,
     "doubling": doubling_chain,
     "let_residual": let_residual_chain,
+    "shadowing": shadowing_chain,
     "branching": branching_chain,
     "closure": closure_chain,
 }
 
 
-class _CallCounter:
-    __slots__ = ("calls",)
+class _StepCounter:
+    """A trace function counting the lines executed (``line`` events) in every frame."""
+
+    __slots__ = ("steps",)
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.steps = 0
 
-    def __call__(self, frame: Any, event: str, arg: Any) -> None:
-        if event == "call":
-            self.calls += 1
+    def __call__(self, frame: Any, event: str, arg: Any) -> Any:
+        self.steps += 1
+        return self
 
 
 _profile_lock = threading.Lock()
 
 
-def call_count(fn: Callable[[], Any]) -> int:
-    """The number of Python function calls (frames entered) while ``fn()`` runs, on this
-    thread and on threads started meanwhile (``evaluate`` runs on a deep-stack thread).
+def step_count(fn: Callable[[], Any]) -> int:
+    """The work ``fn()`` does, as the number of Python lines it executes (and frames it
+    enters), on this thread and on threads started meanwhile (``evaluate`` runs on a
+    deep-stack thread).
 
-    Deterministic for deterministic code, so a test can compare it across sizes. Calls of
-    C functions are not counted (a NumPy kernel counts as the Python call that made it)."""
-    counter = _CallCounter()
+    Deterministic for deterministic code, so a test can compare it across sizes; unlike a
+    count of calls it also sees a loop that goes quadratic inside one function. Work done
+    in C (a NumPy kernel, a ``dict`` look-up) counts as the line that asked for it."""
+    counter = _StepCounter()
     with _profile_lock:
-        previous = sys.getprofile()
-        threading.setprofile(counter)
-        sys.setprofile(counter)
+        previous = sys.gettrace()
+        threading.settrace(counter)
+        sys.settrace(counter)
         try:
             fn()
         finally:
-            sys.setprofile(previous)
-            threading.setprofile(None)  # type: ignore[arg-type]
-    return counter.calls
+            sys.settrace(previous)
+            threading.settrace(None)  # type: ignore[arg-type]
+    return counter.steps

@@ -140,15 +140,15 @@ def test_relay_run_reports_endless_recursion(tmp_path):
 
 
 def test_typecheck_done_skips_the_check_and_the_run_time_guards():
-    from relay_ref.testing.growth import call_count, residual_chain
+    from relay_ref.testing.growth import residual_chain, step_count
 
     mod = rr.parse(residual_chain(50))
     checked = rr.infer_types(mod)
     x = np.full(8, 0.5, "float32")
     expected = rr.evaluate(checked, x)
     np.testing.assert_array_equal(rr.evaluate(checked, x, typecheck="done"), expected)
-    guarded = call_count(lambda: rr.evaluate(checked, x, typecheck=False))
-    trusted = call_count(lambda: rr.evaluate(checked, x, typecheck="done"))
+    guarded = step_count(lambda: rr.evaluate(checked, x, typecheck=False))
+    trusted = step_count(lambda: rr.evaluate(checked, x, typecheck="done"))
     assert trusted < 0.8 * guarded  # no relation run per operator call
     with pytest.raises(TypeError, match="typecheck must be"):
         rr.evaluate(checked, x, typecheck="yes")

@@ -775,16 +775,37 @@ def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeE
     return RelayRuntimeError([diag], relay_stack=stack)
 
 
-def _compress(names: tuple[str, ...]) -> str:
-    """``@main -> @foldl (x99999) -> @hd``: runs of one name collapsed."""
+def _compress(names: tuple[str, ...], max_period: int = 8, max_parts: int = 24) -> str:
+    """``@main -> @foldl (x99999) -> @hd``: a call stack as one short line.
+
+    Consecutive repeats of a cycle of up to ``max_period`` globals are collapsed (direct
+    recursion ``@f (x9999)``, mutual recursion ``(@g -> @h) (x5000)``), preferring the cycle
+    that covers the most calls, then the shortest; if more than ``max_parts`` parts remain,
+    the middle ones are elided with their count."""
     parts: list[str] = []
-    i = 0
-    while i < len(names):
-        j = i
-        while j < len(names) and names[j] == names[i]:
-            j += 1
-        parts.append(f"@{names[i]}" + (f" (x{j - i})" if j - i > 1 else ""))
-        i = j
+    i, n = 0, len(names)
+    while i < n:
+        best_p, best_reps = 1, 1
+        for p in range(1, max_period + 1):
+            if i + 2 * p > n:
+                break
+            if best_reps > 1 and p % best_p == 0:
+                continue  # a multiple of a repeating cycle covers no more
+            reps = 1
+            while i + (reps + 1) * p <= n and \
+                    names[i + reps * p: i + (reps + 1) * p] == names[i: i + p]:
+                reps += 1
+            if reps > 1 and reps * p > best_reps * best_p:
+                best_p, best_reps = p, reps
+        cycle = " -> ".join(f"@{name}" for name in names[i: i + best_p])
+        if best_reps == 1:
+            parts.append(cycle)
+        else:
+            parts.append((cycle if best_p == 1 else f"({cycle})") + f" (x{best_reps})")
+        i += best_p * best_reps
+    if len(parts) > max_parts:
+        half = max_parts // 2
+        parts = [*parts[:half], f"... ({len(parts) - 2 * half} more) ...", *parts[-half:]]
     return " -> ".join(parts)
 
 

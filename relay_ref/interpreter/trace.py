@@ -63,13 +63,25 @@ class TraceEvent:
 
 def format_trace(events: list[TraceEvent], limit: int | None = None) -> str:
     """One line per event, indented two spaces per depth level; at most ``limit`` lines
-    (then a line saying how many were left out)."""
+    (then a line saying how many were left out). Beyond ``MAX_INDENT`` levels the depth is
+    written as a number (``[depth 812]``) instead, so the output stays linear in the
+    number of events however deep the derivation."""
     shown = events if limit is None else events[:limit]
     base = min((e.depth for e in shown), default=0)
-    lines = [f"{'  ' * (e.depth - base)}{e.rule}  {e.text}" for e in shown]
+    lines = [_indent(e.depth - base) + f"{e.rule}  {e.text}" for e in shown]
     if limit is not None and len(events) > limit:
         lines.append(f"... {len(events) - limit} more steps")
     return "\n".join(lines)
+
+
+MAX_INDENT = 40
+"""Depth levels shown as indentation in ``format_trace``; deeper ones are numbered."""
+
+
+def _indent(depth: int) -> str:
+    if depth <= MAX_INDENT:
+        return "  " * depth
+    return "  " * MAX_INDENT + f"[depth {depth}] "
 
 
 def short_text(expr: Expr | None, width: int = 70) -> str:

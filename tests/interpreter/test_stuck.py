@@ -121,6 +121,43 @@ def test_endless_recursion_is_reported_at_the_recursive_call_with_a_relay_stack(
         rr.evaluate(ok, max_depth=999)
 
 
+def test_mutual_recursion_stack_is_one_short_line():
+    mod = rr.parse("def @g(%x: int32) -> int32 { @h(%x) }\n"
+                   "def @h(%x: int32) -> int32 { @g(%x) }\n"
+                   "def @main() -> int32 { @g(1) }\n", "mut.relay")
+    with pytest.raises(rr.RelayRuntimeError) as info:
+        rr.evaluate(mod, max_depth=2000)
+    stack = [n.message for n in info.value.diagnostics[0].notes if "call stack" in n.message]
+    assert stack == ["Relay call stack (innermost last): @main -> (@g -> @h) (x999) -> @g"]
+    assert len(str(info.value)) < 2000
+
+
+@pytest.mark.parametrize("names, text", [
+    (("main", "a", "b", "c") * 3, "(@main -> @a -> @b -> @c) (x3)"),
+    (("main", "f", "g", "f", "g", "k"), "@main -> (@f -> @g) (x2) -> @k"),
+    (tuple(f"f{i}" for i in range(30)), "@f0 -> @f1 -> @f2 -> @f3 -> @f4 -> @f5 -> @f6 -> "
+     "@f7 -> @f8 -> @f9 -> @f10 -> @f11 -> ... (6 more) ... -> @f18 -> @f19 -> @f20 -> "
+     "@f21 -> @f22 -> @f23 -> @f24 -> @f25 -> @f26 -> @f27 -> @f28 -> @f29"),
+])
+def test_call_stacks_collapse_cycles_and_elide_the_middle(names, text):
+    from relay_ref.interpreter.eval import _compress
+
+    assert _compress(names) == text
+
+
+def test_traces_of_deep_derivations_stay_linear():
+    from relay_ref.interpreter.trace import MAX_INDENT, format_trace
+    from relay_ref.testing.growth import residual_chain
+
+    mod = rr.infer_types(rr.parse(residual_chain(300)))
+    _, events = rr.evaluate(mod, np.ones(8, "float32"), trace=True)
+    lines = format_trace(events).splitlines()
+    assert len(lines) == len(events)
+    assert max(e.depth for e in events) > MAX_INDENT  # deep enough to be numbered
+    assert max(len(line) for line in lines) < 2 * MAX_INDENT + 120
+    assert any("[depth " in line for line in lines)
+
+
 def test_default_depth_limit_is_at_least_a_million():
     from relay_ref.interpreter.eval import MAX_DEPTH, Interpreter
 

@@ -318,19 +318,34 @@ def _function_mismatch(v: object, ty: FuncType, mod: IRModule
             return (f"expected a function of type {type_to_text(ty)}, got the constructor "
                     f"{v.name} of type {type_to_text(sig)} ({err.reason})"), ()
         return None
-    func: Function = v.closure.func if isinstance(v, RecClosure) else v.func  # type: ignore
+    closure = v.closure if isinstance(v, RecClosure) else v
+    func: Function = closure.func  # type: ignore[union-attr]
+    captured = _captured_types(closure.env)  # type: ignore[union-attr]
     arg = Var("arg", ty)
     try:
-        infer_expr(Let(arg, func, arg, func.span), mod)
+        infer_expr(Let(arg, func, arg, func.span), mod, captured)
         return None
     except RelayTypeError as err:
         notes = tuple(Note(d.message, d.span) for d in err.diagnostics[:3])
     try:
-        own, _ = infer_expr(func, mod)
+        own, _ = infer_expr(func, mod, captured)
         got = f"a function of type {type_to_text(own)}"
     except RelayTypeError:
         got = "a function that does not have that type"
     return f"expected a function of type {type_to_text(ty)}, got {got}", notes
+
+
+def _captured_types(env: dict[Var, Value]) -> dict[Var, Type]:
+    """Types of a closure's captured variables: the annotation, else a tensor value's own
+    type (``let %k = 5; fn (%x: int32) { add(%x, %k) }`` captures an int32); others are
+    left to inference from their uses."""
+    out: dict[Var, Type] = {}
+    for var, value in env.items():
+        if var.type_annotation is not None:
+            out[var] = var.type_annotation
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+            out[var] = TensorType(tuple(value.shape), value.dtype.name)
+    return out
 
 
 #: Where in an argument a check is, innermost first: ``(constructor name or None for a tuple,

@@ -125,6 +125,17 @@ def test_unannotated_closure_takes_the_parameter_type():
     assert rr.evaluate(mod, ident) == 3
 
 
+def test_closure_captures_are_typed_by_their_values():
+    mod = rr.parse(FN_PARAM)
+    adds_k = rr.evaluate(rr.parse_expr("let %k = 5; fn (%x: int32) { add(%x, %k) }"))
+    assert rr.evaluate(mod, adds_k) == 8
+    adds_f = rr.evaluate(rr.parse_expr("let %k = 5f; fn (%x: int32) { %x }"))
+    assert rr.evaluate(mod, adds_f) == 3  # an unused capture of another dtype is fine
+    wrong = rr.evaluate(rr.parse_expr("let %k = 5f; fn (%x: float32) { add(%x, %k) }"))
+    with pytest.raises(rr.RelayRuntimeError, match="expected a function of type"):
+        rr.evaluate(mod, wrong)
+
+
 def test_constructor_as_a_function_argument():
     mod = rr.infer_types(rr.parse(
         "def @main(%c: fn (int32, List[int32]) -> List[int32]) { @length(%c(1, Nil)) }\n"

@@ -105,11 +105,16 @@ def test_carets_line_up_under_tabs_and_wide_characters(line: str) -> None:
     assert count == len("add(%x, 1f)")
 
 
-def test_type_error_on_a_tab_indented_line_lines_up(tmp_path: Path) -> None:
-    prog = tmp_path / "tab.relay"
-    prog.write_text("def @main(%x: int32) {\n\t\tadd(%x, 1f)\n}\n")
+def _relay_check(prog: Path, text: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """Write ``text`` to ``prog`` and run ``relay check`` on it in a subprocess."""
+    prog.write_text(text)
     proc = subprocess.run([sys.executable, "-m", "relay_ref", "check", str(prog)],
                           capture_output=True, text=True, timeout=120)
+    return prog, proc
+
+
+def test_type_error_on_a_tab_indented_line_lines_up(tmp_path: Path) -> None:
+    _, proc = _relay_check(tmp_path / "tab.relay", "def @main(%x: int32) {\n\t\tadd(%x, 1f)\n}\n")
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     at = next(i for i, ln in enumerate(lines) if "dtypes differ" in ln)
@@ -119,10 +124,7 @@ def test_type_error_on_a_tab_indented_line_lines_up(tmp_path: Path) -> None:
 
 
 def test_cli_reports_prelude_misuse_in_the_users_file(tmp_path: Path) -> None:
-    prog = tmp_path / "ctor.relay"
-    prog.write_text("def @main() {\n  Cons(1, Cons)\n}\n")
-    proc = subprocess.run([sys.executable, "-m", "relay_ref", "check", str(prog)],
-                          capture_output=True, text=True, timeout=120)
+    prog, proc = _relay_check(tmp_path / "ctor.relay", "def @main() {\n  Cons(1, Cons)\n}\n")
     assert proc.returncode == 1
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"{prog}:2:3: error:")

@@ -120,7 +120,8 @@ def _argument(arg: str, index: int, mod: IRModule, ty: Type | None, name: str = 
             return _usage(f"{arg}: cannot load argument {index + 1}: {err}")
     expr = rr.parse_expr(arg, f"<argument {index + 1}>", module=mod)
     ctx = _with_prelude_types(mod)  # `Cons(1, Nil)` may name ADTs the program does not use
-    value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx)
+    # _typed_literal has just checked it in this context: evaluate need not check again.
+    value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx, typecheck="done")
     return _adapt_literal(arg, value, ty, expr.span, f"argument {index + 1} (%{name})")
 
 

@@ -362,6 +362,14 @@ def test_interrupting_the_type_checker_of_a_huge_program_keeps_the_kernel(k):
     code = "def @huge(%x: int32) -> int32 { " + body + " }\n@huge(1)"
     for delay in (0.7, 1.2):
         msg_id = k.kc.execute(code)
+        # Interrupt only once the kernel has started the cell: an interrupt that lands in
+        # ipykernel's dispatch before ``do_execute`` is logged and the request gets no
+        # reply (ipykernel's behaviour, not ours), which made this test flaky under load.
+        while True:
+            msg = k.kc.get_iopub_msg(timeout=30)
+            if (msg["parent_header"].get("msg_id") == msg_id
+                    and msg["msg_type"] == "execute_input"):
+                break
         time.sleep(delay)
         k.km.interrupt_kernel()
         res = k.collect(msg_id, timeout=30)

@@ -13,7 +13,7 @@ import numpy as np
 
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.registry import NOT_YET, NoAttrs, RelationError, register_op
-from relay_ref.ops.relations import check_arity, contains_hole, describe
+from relay_ref.ops.relations import check_arity, contains_hole, describe, output_is_input
 
 
 def _passthrough_rel(op: str):  # noqa: ANN202 - a relation
@@ -94,4 +94,5 @@ _DOCS = {
 for _name, (_attrs, _doc) in _DOCS.items():
     register_op(_name, attrs=_attrs, num_inputs=1, arg_names=("data",), support_level=10,
                 relation=_passthrough_rel(_name), reference=_passthrough_ref,
+                predicate=output_is_input(_passthrough_rel(_name)), relation_name="Identity",
                 doc=_doc + " Output type = input type (tensor or tuple of tensors).")

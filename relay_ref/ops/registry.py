@@ -14,6 +14,18 @@ Relation protocol (spec/typing.md, "T-Call-Op"):
       ``RelationError`` with a plain-words message when the arguments can never satisfy it.
     A relation never raises anything but ``RelationError``.
 
+Predicate protocol (spec/typing.md 3.9 T-App-Op and 6.2, the paper's relations):
+    ``predicate(types: list[Type], attrs) -> Solved | NOT_YET``
+    * ``types`` are the argument types followed by the result type, any of them holes.
+    * return ``Solved(assign, done)``: unify each ``types[i]`` with the given type (in either
+      direction: an output may fix an input), and say whether the relation now holds for
+      good (``done``) or must run again when one of its holes is filled; ``NOT_YET`` when
+      nothing can be said yet; raise ``RelationError`` when it can never hold.
+    An op registered without a predicate uses its relation forward only (``OpDef.solve``):
+    the result is assigned once every argument is known. A relation factory that knows how
+    to run backwards attaches its predicate to the function it returns (``rel.predicate``)
+    and ``register_op`` picks it up.
+
 Reference protocol (spec/semantics.md, "E-App-Op"):
     ``reference(args: list[value], attrs) -> value`` with ``numpy.ndarray`` tensors (tuples
     of arrays for tuple-typed arguments and results); it raises ``OpRuntimeError`` for
@@ -63,6 +75,15 @@ class AttrError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Solved:
+    """A predicate's answer: ``assign`` pairs (position, type), position ``len(args)`` being
+    the result; ``done`` says the relation holds whatever the remaining holes become."""
+
+    assign: tuple[tuple[int, object], ...]
+    done: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class NoAttrs:
     """Attributes of an operator that takes none."""
 
@@ -80,6 +101,23 @@ class OpDef:
     support_level: int = 10
     doc: str = ""
     kernels: dict[str, Callable[..., object]] = field(default_factory=dict)
+    predicate: Callable[..., object] | None = None
+    relation_name: str = ""
+
+    @property
+    def bidirectional(self) -> bool:
+        """True when type information may flow from the result back to the arguments."""
+        return self.predicate is not None
+
+    def solve(self, types: list, attrs: object) -> object:
+        """Run the relation as a predicate over ``types`` (arguments, then the result):
+        ``Solved`` or ``NOT_YET`` (see the module docstring); raises ``RelationError``."""
+        if self.predicate is not None:
+            return self.predicate(types, attrs)
+        out = self.relation(types[:-1], attrs)
+        if out is NOT_YET:
+            return NOT_YET
+        return Solved(((len(types) - 1, out),))
 
 
 _REGISTRY: dict[str, OpDef] = {}
@@ -89,16 +127,25 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
                 num_inputs: int, attrs: type = NoAttrs, arg_names: tuple[str, ...] = (),
                 support_level: int = 10, doc: str = "",
                 kernels: dict[str, Callable[..., object]] | None = None,
-                override: bool = False) -> OpDef:
-    """Register (or, with ``override=True``, replace) an operator. Usable by end users."""
+                override: bool = False,
+                predicate: Callable[..., object] | None = None,
+                relation_name: str | None = None) -> OpDef:
+    """Register (or, with ``override=True``, replace) an operator. Usable by end users.
+    ``predicate`` (default: the relation's own ``predicate`` attribute, if any) makes the
+    relation bidirectional; ``relation_name`` names it in types (``where Broadcast(...)``;
+    default: the relation's ``relation_name`` attribute, else the op's name)."""
     if name in _REGISTRY and not override:
         raise ValueError(f"operator {name!r} is already registered")
     if not dataclasses.is_dataclass(attrs):
         raise TypeError("attrs must be a dataclass type")
     if not arg_names and num_inputs > 0:
         arg_names = tuple("data" if num_inputs == 1 else f"x{i}" for i in range(num_inputs))
+    if predicate is None:
+        predicate = getattr(relation, "predicate", None)
+    if relation_name is None:
+        relation_name = getattr(relation, "relation_name", None) or name
     op = OpDef(name, num_inputs, relation, reference, attrs, arg_names, support_level, doc,
-               dict(kernels or {}))
+               dict(kernels or {}), predicate, relation_name)
     _REGISTRY[name] = op
     return op
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from relay_ref.ir.type_text import shape_to_text
 from relay_ref.ir.types import ANY, AnyDim, IncompleteType, TensorType, TupleType, Type
-from relay_ref.ops.registry import NOT_YET, AttrError, RelationError
+from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, Solved
 
 Dim = int | AnyDim
 Shape = tuple[Dim, ...]
@@ -199,16 +199,83 @@ def reduce_axes(op: str, ndim: int, axis: Sequence[int] | None, exclude: bool) -
     return sorted(seen)
 
 
+# -- predicates: relations that also run backwards (spec/typing.md 3.9, 6.2) -----------
+
+Relation = Callable[[list[Type], object], Any]
+
+
+def output_is_input(forward: Relation, index: int = 0) -> Callable[[list[Type], object], Any]:
+    """The predicate of a relation whose result type *is* argument ``index``'s type (TVM's
+    ``IdentityRel``: ``Assign(out, in)``, which unifies in both directions).
+
+    While that argument is a hole, the predicate unifies it with the result (whatever is
+    known of either flows to the other) and waits; once it is known, ``forward`` checks the
+    arguments and computes the result as usual. So ``fn (%x) -> Tensor[(3), float32]
+    { nn.relu(%x) }`` infers ``%x``, and the op's own checks (tensor, dtype) still apply."""
+    def pred(types: list[Type], attrs: object) -> Any:
+        if isinstance(types[index], IncompleteType):
+            return Solved(((index, types[-1]),), done=False)
+        out = forward(types[:-1], attrs)
+        if out is NOT_YET:
+            return NOT_YET
+        return Solved(((len(types) - 1, out),))
+    return pred
+
+
+def broadcast_operand(other: Shape, out: Shape) -> Shape | None:
+    """The one shape ``x`` with ``broadcast(x, other) == out``, when there is exactly one:
+    ``other`` is all ones (a scalar, ``(1)``, ``(1, 1)``...) and ``x`` cannot be of lower
+    rank (``other`` is shorter than ``out``, or ``out``'s first dimension is not 1). Then
+    every dimension of ``x`` is ``out``'s. Otherwise ``None`` (``(3)`` broadcast with ``x``
+    gives ``(4, 3)`` for ``x`` of shape ``(4, 3)`` or ``(4, 1)``: not unique)."""
+    if len(other) > len(out) or any(is_any(d) or d != 1 for d in other):
+        return None
+    if len(other) == len(out) and out and out[0] == 1:
+        return None
+    return tuple(out)
+
+
+def broadcast_pred(forward: Relation) -> Callable[[list[Type], object], Any]:
+    """The predicate of a broadcasting relation (``lhs``, ``rhs``, result).
+
+    Forward as TVM's ``BroadcastRel`` once both operands are known. Backward where the
+    answer is unique: one operand a hole, the other known and all ones, the result known
+    (``add(%x, 1f) : Tensor[(2, 3), float32]`` gives ``%x : Tensor[(2, 3), float32]``; the
+    dtype is the known operand's, which must equal the other's). TVM's relation is
+    forward-only; it leaves ``%x`` uninferred there."""
+    def pred(types: list[Type], attrs: object) -> Any:
+        lhs, rhs, out = types
+        for hole, other in ((0, rhs), (1, lhs)):
+            if (isinstance(types[hole], IncompleteType) and isinstance(other, TensorType)
+                    and isinstance(out, TensorType)):
+                shape = broadcast_operand(other.shape, out.shape)
+                if shape is not None:
+                    return Solved(((hole, TensorType(shape, other.dtype)),), done=False)
+        result = forward([lhs, rhs], attrs)
+        if result is NOT_YET:
+            return NOT_YET
+        return Solved(((2, result),))
+    return pred
+
+
+def _named(rel: Any, name: str, predicate: Any = None) -> Any:
+    rel.relation_name = name
+    if predicate is not None:
+        rel.predicate = predicate
+    return rel
+
+
 # -- generic relations ---------------------------------------------------------------
 
 def identity_rel(op: str) -> Callable[[list[Type], object], Type | Any]:
-    """Output type = the single input's type (TVM ``IdentityRel``)."""
+    """Output type = the single input's type (TVM ``IdentityRel``); bidirectional
+    (``output_is_input``)."""
     def rel(arg_types: list[Type], attrs: object) -> Type | Any:
         args = tensor_args(op, arg_types, 1)
         if args is NOT_YET:
             return NOT_YET
         return TensorType(args[0].shape, args[0].dtype)
-    return rel
+    return _named(rel, "Identity", output_is_input(rel))
 
 
 def identity_bool_rel(op: str) -> Callable[[list[Type], object], Type | Any]:
@@ -218,7 +285,8 @@ def identity_bool_rel(op: str) -> Callable[[list[Type], object], Type | Any]:
         if args is NOT_YET:
             return NOT_YET
         return TensorType(args[0].shape, "bool")
-    return rel
+    # forward only: a known bool result does not say the input's dtype
+    return _named(rel, "IdentityComp")
 
 
 def broadcast_rel(op: str, out_dtype: str | None = None,
@@ -240,7 +308,8 @@ def broadcast_rel(op: str, out_dtype: str | None = None,
                 raise RelationError(f"{op}: {problem}")
         shape = broadcast_shapes(op, lhs.shape, rhs.shape)
         return TensorType(shape, out_dtype or lhs.dtype)
-    return rel
+    return _named(rel, "BroadcastComp" if out_dtype == "bool" else "Broadcast",
+                  broadcast_pred(rel))
 
 
 # -- reference helpers ---------------------------------------------------------------

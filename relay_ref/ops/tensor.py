@@ -25,6 +25,7 @@ from relay_ref.ops.relations import (
     identity_bool_rel,
     identity_rel,
     is_float,
+    output_is_input,
 )
 
 try:  # scipy is optional at run time; erf falls back to math.erf
@@ -283,6 +284,7 @@ def _bitwise_not_rel(arg_types: list, attrs: object) -> object:
 
 register_op("bitwise_not", num_inputs=1, arg_names=("data",), support_level=4,
             relation=_bitwise_not_rel, reference=_unary_ref("bitwise_not", np.invert),
+            predicate=output_is_input(_bitwise_not_rel), relation_name="Identity",
             doc="Elementwise bitwise not.\n\nType relation: identity (integer or bool).")
 
 for _name, _fn, _doc in (("isnan", np.isnan, "True where ``x`` is NaN."),

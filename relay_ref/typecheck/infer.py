@@ -73,7 +73,7 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
 )
-from relay_ref.ops.registry import NOT_YET, OpDef, RelationError, get_op
+from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
 from relay_ref.syntax._walk import no_gc
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
@@ -201,38 +201,66 @@ def _use_span(node: object, parent: object) -> Span | None:
 # -- constraints -------------------------------------------------------------------------
 
 class _OpRelation(Constraint):
-    """T-App-Op: ``out = relation(args, attrs)`` for one operator call."""
+    """T-App-Op: the operator's relation, a predicate over the argument types and the
+    result type ``out`` (spec 3.9), re-run when one of their holes is filled (spec 6.2).
+    ``use`` is the call, or the operator node when the op is used as a value (T-Op)."""
 
-    def __init__(self, call: Call, op: OpDef, attrs: object, args: list[Type], out: Type,
+    def __init__(self, call: Expr, op: OpDef, attrs: object, args: list[Type], out: Type,
                  owner: str | None) -> None:
         self.expr, self.op, self.attrs, self.args, self.out = call, op, attrs, args, out
         self.owner = owner
 
     def run(self, unifier: Unifier) -> list[IncompleteType] | None:
-        args = [unifier.resolve(t) for t in self.args]
+        # A predicate that assigned something but is not done runs again at once when no
+        # hole is left to wait on; a third such answer is a bug in the predicate.
+        for _ in range(3):
+            types = [unifier.resolve(t) for t in (*self.args, self.out)]
+            answer = self._ask(types)
+            if answer is NOT_YET:
+                return [h for t in types for h in unifier.holes(t)]
+            for index, ty in answer.assign:
+                self._assign(unifier, index, ty)
+            if answer.done:
+                return None
+            holes = [h for t in (*self.args, self.out) for h in unifier.holes(t)]
+            if holes:
+                return holes
+        raise Failure(_diag(f"the type relation of operator {self.op.name} does not decide "
+                            "on known types", "T-App-Op", self.expr))
+
+    def _ask(self, types: list[Type]) -> Solved | object:
         try:
-            result = self.op.relation(args, self.attrs)
+            answer = self.op.solve(types, self.attrs)
         except RelationError as err:
             raise Failure(_diag(f"{err}", "T-App-Op", self.expr)) from None
         except Exception as err:  # noqa: BLE001 - a buggy relation is still a located error
             raise Failure(_diag(f"the type relation of operator {self.op.name} failed "
                                 f"({type(err).__name__}: {err})", "T-App-Op",
                                 self.expr)) from None
-        if result is NOT_YET:
-            return [h for t in args for h in unifier.holes(t)]
-        if not isinstance(result, Type):
+        if answer is not NOT_YET and not (
+                isinstance(answer, Solved)
+                and all(isinstance(t, Type) and 0 <= i < len(types) for i, t in answer.assign)):
             raise Failure(_diag(f"the type relation of operator {self.op.name} returned "
-                                f"{result!r}, not a type", "T-App-Op", self.expr))
+                                f"{answer!r}, not a type", "T-App-Op", self.expr))
+        return answer
+
+    def _assign(self, unifier: Unifier, index: int, ty: Type) -> None:
+        target = self.out if index == len(self.args) else self.args[index]
         try:
-            unifier.unify(result, self.out)
+            unifier.unify(ty, target)
         except UnifyError as err:
+            what = ("the result" if index == len(self.args)
+                    else f"{self.op.arg_names[index] if index < len(self.op.arg_names) else ''}"
+                         f" (argument {index})".lstrip())
             raise Failure(_diag(
-                f"the result of {self.op.name}: cannot unify {show(result)} with "
-                f"{show(unifier.resolve(self.out))}: {err.reason}", "T-App-Op",
+                f"{what} of {self.op.name}: cannot unify {show(ty)} with "
+                f"{show(unifier.resolve(target))}: {err.reason}", "T-App-Op",
                 self.expr)) from None
-        return None
 
     def describe(self) -> str:
+        if isinstance(self.expr, Op):
+            return (f"cannot infer the type of operator {self.op.name} used as a value: "
+                    "call it, or annotate the function it is bound to")
         return (f"cannot infer the type of this call to {self.op.name}: its type relation "
                 "needs the argument types; add an annotation")
 
@@ -406,7 +434,8 @@ class _Checker:
         for constraint in self.solver.unsolved():
             holes = [h.uid for t in constraint.pending_types() for h in self.unifier.holes(t)]
             if any(uid not in reported for uid in holes) or not holes:
-                rule = "T-App-Op" if isinstance(constraint, _OpRelation) else "T-Proj"
+                rule = ("T-Proj" if not isinstance(constraint, _OpRelation)
+                        else "T-Op" if isinstance(constraint.expr, Op) else "T-App-Op")
                 self.error(constraint.expr, constraint.describe(), rule)
             reported.update(holes)
         for expr, ty in self.types.pairs():
@@ -538,11 +567,8 @@ class _Checker:
                     self.unify(r, RefType(v), ref, "T-WriteRef",
                                "ref_write needs a reference: ", parent=expr)
                 return UNIT
-            case Op(name):  # T-Op (spec/typing.md 3.10): operators are not values
-                self.error(expr, f"operator {name} must be called (it is not a value); "
-                           f"wrap it in a function, e.g. fn (%x, %y) {{ {name}(%x, %y) }}",
-                           "T-Op")
-                return self.poison()
+            case Op():  # T-Op (spec/typing.md 3.10): an operator used as a value
+                return self.infer_op_value(expr)
         self.error(expr, f"not a Relay expression: {type(expr).__name__}", "T-Expr")
         return self.poison()
 
@@ -650,6 +676,30 @@ class _Checker:
         self.solver.add(_OpRelation(call, opdef, attrs, args, out, self.owner))
         self.solver.solve()
         return out
+
+    def infer_op_value(self, op: Op) -> Type:
+        """T-Op: ``op : fn[t1…tn, t](t1…tn) -> t where R_op(t1…tn, t)`` with the op's default
+        attributes, instantiated here with fresh holes (each use of the op gets its own),
+        the relation queued over them like a call's (T-App-Op)."""
+        try:
+            opdef = get_op(op.name)
+        except KeyError:
+            self.error(op, f"unknown operator {op.name}", "T-Op")
+            return self.poison()
+        attrs = _default_attrs(opdef)
+        if attrs is None and opdef.attrs is not NoAttrs:
+            self.error(op, f"operator {op.name} has attributes without defaults, so it can "
+                       f"only be called (with them), not used as a value", "T-Op")
+            return self.poison()
+        if opdef.num_inputs < 0:
+            self.error(op, f"operator {op.name} takes a variable number of arguments, so it "
+                       "can only be called, not used as a value", "T-Op")
+            return self.poison()
+        args = [self.unifier.fresh() for _ in range(opdef.num_inputs)]
+        out = self.unifier.fresh()
+        self.solver.add(_OpRelation(op, opdef, attrs, args, out, self.owner))
+        self.solver.solve()
+        return FuncType(tuple(args), out)
 
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh

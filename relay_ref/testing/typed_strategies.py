@@ -3,8 +3,10 @@
 * ``well_typed_modules()``: a hypothesis strategy of ``(IRModule, expected type of @main)``.
   Generation is type-directed: pick a type, then an expression of that type from the rules
   of spec/typing.md (T-Let, T-If, T-Tuple, T-Proj, T-Fn/T-App, T-App-Op, T-Constructor,
-  T-Match, T-Ref...). Every binder is annotated (lets, parameters, return types), so every
-  generated program's types are fully determined; its ``@main`` has exactly the chosen type.
+  T-Match, T-Ref, T-Op...). Every binder is annotated (lets, parameters, return types) except
+  a ``let`` bound to a reference or to an operator used as a value, whose types follow from
+  their values; so every generated program's types are fully determined, and its ``@main``
+  has exactly the chosen type.
 * ``let_chain_module(n)``, ``graph_chain_module(n)``, ``resnet_like_module()``: large
   programs for the depth tests and ``benchmarks/typecheck.py``.
 
@@ -193,6 +195,12 @@ def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
     return draw(_intro(ty, ctx, max(sub, 0)))
 
 
+#: operators whose type, used as a value, is ``fn(T) -> T`` for a tensor type ``T``
+#: (Identity relation; spec/typing.md 3.10).
+_UNARY_FLOAT = ("nn.relu", "negative", "abs", "copy", "ones_like", "zeros_like", "tanh")
+_UNARY_INT = ("negative", "abs", "copy", "zeros_like", "ones_like")
+
+
 def _header(ctx: _Ctx) -> GlobalTypeVar | None:
     return ctx.box.header if ctx.box is not None else None
 
@@ -205,10 +213,21 @@ def _intro(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
             if ty.dtype == "float32" and depth > 0 and draw(st.booleans()):
                 a = draw(_expr(ty, ctx, depth - 1))
                 b = draw(_expr(ty, ctx, depth - 1))
-                return _op(draw(st.sampled_from(("add", "multiply", "maximum"))), (a, b))
+                name = draw(st.sampled_from(("add", "multiply", "maximum")))
+                if draw(st.booleans()):
+                    return _op(name, (a, b))
+                # T-Op: the operator as a value, bound by an unannotated let, then called
+                ctx.counter[0] += 1
+                f = Var(f"f{ctx.counter[0]}")
+                return Let(f, Op(name), Call(f, (a, b)))
             return _constant(ty, draw(st.integers(0, 100)))
         case TupleType(fields):
             return Tuple(tuple(draw(_expr(f, ctx, depth - 1)) for f in fields))
+        case FuncType((arg,), ret) if (arg == ret and isinstance(arg, TensorType)
+                                       and draw(st.booleans())):
+            # T-Op: an identity-like operator as the function value itself
+            names = _UNARY_FLOAT if arg.dtype == "float32" else _UNARY_INT
+            return Op(draw(st.sampled_from(names)))
         case FuncType((arg,), ret):
             param = ctx.fresh("a", arg)
             return Function((param,), draw(_expr(ret, ctx.bind(param, arg), depth - 1)),

@@ -10,10 +10,11 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     dyn,
     image,
     nn,
-    nn_ext,
+    nn_nd,
+    nn_norm,
     qnn,
     reduce,
     tensor,
     transform,
-    transform_ext,
+    transform_layout,
 )

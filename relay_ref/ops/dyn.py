@@ -22,10 +22,10 @@ from relay_ref.ops.registry import (
 from relay_ref.ops.relations import check_dtype, describe, is_any, is_int, tensor_args
 from relay_ref.ops.transform import (
     StridedSliceAttrs,
-    _cast_value,
-    _fresh,
-    _strided_slice_ref,
+    cast_value,
+    fresh,
     reshape_shape,
+    strided_slice_ref,
 )
 
 Array = np.ndarray
@@ -91,7 +91,7 @@ def _dyn_reshape_ref(args: list, attrs: DynReshapeAttrs) -> Array:
     x, newshape = np.asarray(args[0]), _values(args[1])
     if any(v < -1 for v in newshape):
         raise OpRuntimeError(f"{op}: newshape values must be >= -1, found {newshape}")
-    return _fresh(x).reshape(reshape_shape(op, x.shape, newshape, attrs.allowzero))
+    return fresh(x).reshape(reshape_shape(op, x.shape, newshape, attrs.allowzero))
 
 
 register_op("dyn.reshape", attrs=DynReshapeAttrs, num_inputs=2,
@@ -130,7 +130,7 @@ def _dyn_broadcast_to_rel(arg_types: list[Type], attrs: DynInitOpAttrs) -> objec
 
 def _dyn_broadcast_to_ref(args: list, attrs: DynInitOpAttrs) -> Array:
     x = np.asarray(args[0])
-    return _fresh(np.broadcast_to(x, _shape_values("dyn.broadcast_to", args[1])))
+    return fresh(np.broadcast_to(x, _shape_values("dyn.broadcast_to", args[1])))
 
 
 register_op("dyn.broadcast_to", attrs=DynInitOpAttrs, num_inputs=2,
@@ -175,7 +175,7 @@ def _dyn_full_rel(arg_types: list[Type], attrs: DynInitOpAttrs) -> object:
 def _dyn_full_ref(args: list, attrs: DynInitOpAttrs) -> Array:
     fill = np.asarray(args[0])
     dtype = attrs.dtype or fill.dtype.name
-    return np.full(_shape_values("dyn.full", args[1]), _cast_value(fill, dtype), dtype=dtype)
+    return np.full(_shape_values("dyn.full", args[1]), cast_value(fill, dtype), dtype=dtype)
 
 
 register_op("dyn.full", attrs=DynInitOpAttrs, num_inputs=2,
@@ -206,7 +206,7 @@ def _dyn_tile_ref(args: list, attrs: DynTileAttrs) -> Array:
     reps = _values(args[1])
     if any(r < 0 for r in reps):
         raise OpRuntimeError(f"dyn.tile: reps must be >= 0, found {reps}")
-    return _fresh(np.tile(np.asarray(args[0]), reps))
+    return fresh(np.tile(np.asarray(args[0]), reps))
 
 
 register_op("dyn.tile", attrs=DynTileAttrs, num_inputs=2, arg_names=("data", "reps"),
@@ -253,7 +253,7 @@ def _dyn_strided_slice_ref(args: list, attrs: DynStridedSliceAttrs) -> Array:
     static = StridedSliceAttrs(begin=_values(args[1]), end=_values(args[2]),
                                strides=_values(args[3]) or None,
                                slice_mode=attrs.slice_mode, axes=attrs.axes)
-    return _strided_slice_ref([args[0]], static)
+    return strided_slice_ref([args[0]], static)
 
 
 register_op("dyn.strided_slice", attrs=DynStridedSliceAttrs, num_inputs=4,

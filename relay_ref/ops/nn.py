@@ -20,6 +20,15 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ops.layout import (
+    along,
+    check_layout,
+    check_rank,
+    from_canonical,
+    shape_from,
+    shape_to,
+    to_canonical,
+)
 from relay_ref.ops.registry import (
     NOT_YET,
     AttrError,
@@ -47,10 +56,6 @@ Array = np.ndarray
 
 # -- shared helpers -----------------------------------------------------------------
 
-def _check_layout(layout: str, letters: str, what: str) -> None:
-    if sorted(layout) != sorted(letters):
-        raise AttrError(f"{what} must be a permutation of {letters!r}, found {layout!r}",
-                        what)
 
 
 def _check_out_dtype(dtype: str) -> None:
@@ -92,34 +97,16 @@ def pad4(padding: tuple[int, ...]) -> tuple[int, int, int, int]:
     return tuple(padding)  # type: ignore[return-value]
 
 
-def _perm(layout: str, canonical: str) -> list[int]:
-    """Axes of ``layout`` in ``canonical`` order: ``x.transpose(perm)`` is canonical."""
-    return [layout.index(c) for c in canonical]
 
 
-def _shape_to(shape: tuple, layout: str, canonical: str) -> tuple:
-    return tuple(shape[i] for i in _perm(layout, canonical))
 
 
-def _shape_from(shape: tuple, layout: str, canonical: str) -> tuple:
-    """Inverse of ``_shape_to``: a canonical-order shape written in ``layout``."""
-    return tuple(shape[canonical.index(c)] for c in layout)
 
 
-def _to(x: Array, layout: str, canonical: str) -> Array:
-    return x if layout == canonical else np.transpose(x, _perm(layout, canonical))
 
 
-def _from(x: Array, layout: str, canonical: str) -> Array:
-    if layout == canonical:
-        return x
-    return np.transpose(x, [canonical.index(c) for c in layout])
 
 
-def _rank(op: str, t: TensorType, n: int, what: str) -> None:
-    if t.ndim != n:
-        raise RelationError(f"{op}: {what} must have rank {n}, found shape "
-                            f"{shape_text(t.shape)}")
 
 
 def _out_dtype(attrs: object, default: str) -> str:
@@ -137,7 +124,8 @@ def _windows(x: Array, kernel: tuple[int, int], strides: tuple[int, int],
     return view[:, :, ::sh, ::sw, ::dh, ::dw][:, :, :oh, :ow]
 
 
-def _trunc_div(a: Array, b: Array) -> Array:
+def trunc_div(a: Array, b: Array) -> Array:
+    """Integer division rounding towards zero (C semantics, as TOPI's integer mean)."""
     r = np.fmod(a, b)
     return np.floor_divide(a - r, b)
 
@@ -167,10 +155,10 @@ class Conv2DAttrs:
         if self.groups < 1:
             raise AttrError(f"groups must be >= 1, found {self.groups}", "groups")
         _pair(self, "kernel_size")
-        _check_layout(self.data_layout, "NCHW", "data_layout")
-        _check_layout(self.kernel_layout, "OIHW", "kernel_layout")
+        check_layout(self.data_layout, "NCHW", "data_layout")
+        check_layout(self.kernel_layout, "OIHW", "kernel_layout")
         if self.out_layout:
-            _check_layout(self.out_layout, "NCHW", "out_layout")
+            check_layout(self.out_layout, "NCHW", "out_layout")
         _check_out_dtype(self.out_dtype)
 
 
@@ -178,16 +166,17 @@ def _conv_out(n: object, k: object, s: int, p: int, d: int) -> object:
     return dim_map(lambda n, k: (n + p - ((k - 1) * d + 1)) // s + 1, n, k)
 
 
-def _conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
+def conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
+    """The ``nn.conv2d`` relation (TVM ``Conv2DRel``); shared by ``qnn.conv2d``."""
     op = "nn.conv2d"
     args = tensor_args(op, arg_types, 2, ("data", "weight"))
     if args is NOT_YET:
         return NOT_YET
     data, weight = args
-    _rank(op, data, 4, "data")
-    _rank(op, weight, 4, "weight")
-    n, c, h, w = _shape_to(data.shape, attrs.data_layout, "NCHW")
-    o, i, kh, kw = _shape_to(weight.shape, attrs.kernel_layout, "OIHW")
+    check_rank(op, data, 4, "data")
+    check_rank(op, weight, 4, "weight")
+    n, c, h, w = shape_to(data.shape, attrs.data_layout, "NCHW")
+    o, i, kh, kw = shape_to(weight.shape, attrs.kernel_layout, "OIHW")
     g = attrs.groups
     if not is_any(c) and c % g:
         raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
@@ -212,7 +201,7 @@ def _conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
             raise RelationError(f"{op}: the (dilated) kernel is larger than the padded "
                                 f"input (output {name} would be {d})")
     out = (n, o, oh, ow)
-    return TensorType(_shape_from(out, attrs.out_layout or attrs.data_layout, "NCHW"),
+    return TensorType(shape_from(out, attrs.out_layout or attrs.data_layout, "NCHW"),
                       _out_dtype(attrs, data.dtype))
 
 
@@ -232,19 +221,20 @@ def conv2d_nchw(x: Array, w: Array, strides: tuple[int, ...], padding: tuple[int
     return out.reshape(n, o, oh, ow)
 
 
-def _conv2d_ref(args: list, attrs: Conv2DAttrs) -> Array:
+def conv2d_ref(args: list, attrs: Conv2DAttrs) -> Array:
+    """The ``nn.conv2d`` reference in any layout; shared by ``qnn.conv2d``."""
     data, weight = np.asarray(args[0]), np.asarray(args[1])
     dtype = _out_dtype(attrs, data.dtype.name)
-    x = _to(data, attrs.data_layout, "NCHW").astype(dtype, copy=False)
-    w = _to(weight, attrs.kernel_layout, "OIHW").astype(dtype, copy=False)
+    x = to_canonical(data, attrs.data_layout, "NCHW").astype(dtype, copy=False)
+    w = to_canonical(weight, attrs.kernel_layout, "OIHW").astype(dtype, copy=False)
     with np.errstate(all="ignore"):
         out = conv2d_nchw(x, w, attrs.strides, attrs.padding, attrs.dilation, attrs.groups)
-    return as_dtype(_from(out, attrs.out_layout or attrs.data_layout, "NCHW"), dtype)
+    return as_dtype(from_canonical(out, attrs.out_layout or attrs.data_layout, "NCHW"), dtype)
 
 
 register_op(
     "nn.conv2d", attrs=Conv2DAttrs, num_inputs=2, arg_names=("data", "weight"),
-    support_level=2, relation=_conv2d_rel, reference=_conv2d_ref,
+    support_level=2, relation=conv2d_rel, reference=conv2d_ref,
     doc="2-d convolution (cross-correlation) of ``data`` (NCHW) with ``weight`` (OIHW, "
         "I = C / groups).\n\nOutput spatial size: (H + pt + pb - ((KH - 1) * dilation + 1)) "
         "// stride + 1.",
@@ -281,10 +271,10 @@ class Conv2DTransposeAttrs:
             if op_ >= max(s, d):
                 raise AttrError("output_padding must be smaller than the stride or the "
                                 "dilation", "output_padding")
-        _check_layout(self.data_layout, "NCHW", "data_layout")
-        _check_layout(self.kernel_layout, "OIHW", "kernel_layout")
+        check_layout(self.data_layout, "NCHW", "data_layout")
+        check_layout(self.kernel_layout, "OIHW", "kernel_layout")
         if self.out_layout:
-            _check_layout(self.out_layout, "NCHW", "out_layout")
+            check_layout(self.out_layout, "NCHW", "out_layout")
         _check_out_dtype(self.out_dtype)
 
 
@@ -298,11 +288,11 @@ def _conv2d_transpose_rel(arg_types: list[Type], attrs: Conv2DTransposeAttrs) ->
     if args is NOT_YET:
         return NOT_YET
     data, weight = args
-    _rank(op, data, 4, "data")
-    _rank(op, weight, 4, "weight")
-    n, c, h, w = _shape_to(data.shape, attrs.data_layout, "NCHW")
+    check_rank(op, data, 4, "data")
+    check_rank(op, weight, 4, "weight")
+    n, c, h, w = shape_to(data.shape, attrs.data_layout, "NCHW")
     # the kernel layout names I (input channels) and O (output channels per group)
-    i, o, kh, kw = _shape_to(weight.shape, attrs.kernel_layout, "IOHW")
+    i, o, kh, kw = shape_to(weight.shape, attrs.kernel_layout, "IOHW")
     g = attrs.groups
     if not (is_any(c) or is_any(i)) and c != i:
         raise RelationError(f"{op}: input has {c} channels but weight expects {i}")
@@ -325,15 +315,15 @@ def _conv2d_transpose_rel(arg_types: list[Type], attrs: Conv2DTransposeAttrs) ->
         if not is_any(d) and d <= 0:  # type: ignore[operator]
             raise RelationError(f"{op}: padding leaves an empty output")
     out = (n, out_c, oh, ow)
-    return TensorType(_shape_from(out, attrs.out_layout or attrs.data_layout, "NCHW"),
+    return TensorType(shape_from(out, attrs.out_layout or attrs.data_layout, "NCHW"),
                       _out_dtype(attrs, data.dtype))
 
 
 def _conv2d_transpose_ref(args: list, attrs: Conv2DTransposeAttrs) -> Array:
     data, weight = np.asarray(args[0]), np.asarray(args[1])
     dtype = _out_dtype(attrs, data.dtype.name)
-    x = _to(data, attrs.data_layout, "NCHW").astype(dtype, copy=False)
-    w = _to(weight, attrs.kernel_layout, "IOHW").astype(dtype, copy=False)
+    x = to_canonical(data, attrs.data_layout, "NCHW").astype(dtype, copy=False)
+    w = to_canonical(weight, attrs.kernel_layout, "IOHW").astype(dtype, copy=False)
     n, c, h, wd = x.shape
     cin, opg, kh, kw = w.shape
     g = attrs.groups
@@ -355,7 +345,7 @@ def _conv2d_transpose_ref(args: list, attrs: Conv2DTransposeAttrs) -> Array:
     wf = wf.transpose(0, 2, 1, 3, 4).reshape(g * opg, cin // g, kh, kw)
     with np.errstate(all="ignore"):
         out = conv2d_nchw(up, wf, (1, 1), (0, 0), (dh, dw), g)
-    return as_dtype(_from(out, attrs.out_layout or attrs.data_layout, "NCHW"), dtype)
+    return as_dtype(from_canonical(out, attrs.out_layout or attrs.data_layout, "NCHW"), dtype)
 
 
 register_op(
@@ -410,7 +400,7 @@ def _matmul_like_rel(op: str, arg_types: list[Type], attrs: object, transpose_a:
     if args is NOT_YET:
         return NOT_YET
     data, weight = args
-    _rank(op, weight, 2, "weight")
+    check_rank(op, weight, 2, "weight")
     if data.ndim < (2 if transpose_a else 1):
         raise RelationError(f"{op}: data must have rank >= {2 if transpose_a else 1}")
     out = list(data.shape)
@@ -430,7 +420,8 @@ def _matmul_like_rel(op: str, arg_types: list[Type], attrs: object, transpose_a:
     return TensorType(tuple(out), _out_dtype(attrs, data.dtype))
 
 
-def _dense_rel(arg_types: list[Type], attrs: DenseAttrs) -> object:
+def dense_rel(arg_types: list[Type], attrs: DenseAttrs) -> object:
+    """The ``nn.dense`` relation (TVM ``DenseRel``); shared by ``qnn.dense``."""
     return _matmul_like_rel("nn.dense", arg_types, attrs, False, True)
 
 
@@ -454,7 +445,7 @@ def _matmul_ref_impl(a: Array, b: Array, attrs: object, ta: bool, tb: bool) -> A
 
 register_op(
     "nn.dense", attrs=DenseAttrs, num_inputs=2, arg_names=("data", "weight"),
-    support_level=1, relation=_dense_rel,
+    support_level=1, relation=dense_rel,
     reference=lambda args, attrs: _matmul_ref_impl(np.asarray(args[0]), np.asarray(args[1]),
                                                    attrs, False, True),
     doc="``data @ weight.T``: (..., K) x (units, K) -> (..., units).",
@@ -477,8 +468,8 @@ def _batch_matmul_rel(arg_types: list[Type], attrs: BatchMatmulAttrs) -> object:
     if args is NOT_YET:
         return NOT_YET
     x, y = args
-    _rank(op, x, 3, "x")
-    _rank(op, y, 3, "y")
+    check_rank(op, x, 3, "x")
+    check_rank(op, y, 3, "y")
     bx, m, k = (x.shape[0], x.shape[2], x.shape[1]) if attrs.transpose_a else x.shape
     by, n, k2 = y.shape if attrs.transpose_b else (y.shape[0], y.shape[2], y.shape[1])
     if not dims_compatible(k, k2):
@@ -524,18 +515,13 @@ def _per_axis_rel(op: str, second: str) -> object:
     return rel
 
 
-def _along(vec: Array, ndim: int, axis: int) -> Array:
-    """A 1-d array reshaped to broadcast along ``axis`` of an ``ndim`` tensor."""
-    shape = [1] * ndim
-    shape[axis] = -1
-    return vec.reshape(shape)
 
 
 def _bias_add_ref(args: list, attrs: BiasAddAttrs) -> Array:
     x, b = np.asarray(args[0]), np.asarray(args[1])
     axis = attrs.axis % x.ndim
     with np.errstate(all="ignore"):
-        return as_dtype(x + _along(b, x.ndim, axis), x.dtype)
+        return as_dtype(x + along(b, x.ndim, axis), x.dtype)
 
 
 register_op("nn.bias_add", attrs=BiasAddAttrs, num_inputs=2, arg_names=("data", "bias"),
@@ -578,7 +564,7 @@ class PReluAttrs:
 def _prelu_ref(args: list, attrs: PReluAttrs) -> Array:
     x, a = np.asarray(args[0]), np.asarray(args[1])
     with np.errstate(all="ignore"):
-        out = np.where(x > 0, x, x * _along(a, x.ndim, attrs.axis % x.ndim))
+        out = np.where(x > 0, x, x * along(a, x.ndim, attrs.axis % x.ndim))
     return as_dtype(out, x.dtype)
 
 
@@ -678,36 +664,39 @@ def _validate_pool(attrs: MaxPool2DAttrs | AvgPool2DAttrs) -> None:
     _pair(attrs, "strides")
     _pair(attrs, "dilation")
     _check_padding(attrs.padding)
-    _check_layout(attrs.layout, "NCHW", "layout")
+    check_layout(attrs.layout, "NCHW", "layout")
     if attrs.out_layout:
-        _check_layout(attrs.out_layout, "NCHW", "out_layout")
+        check_layout(attrs.out_layout, "NCHW", "out_layout")
 
 
-def _pool_out(n: object, k: int, s: int, p: int, d: int, ceil: bool) -> object:
+def pool_out(n: object, k: int, s: int, p: int, d: int, ceil: bool) -> object:
+    """Pooled size of a dimension ``n`` (``?`` stays ``?``): window ``k`` dilated by ``d``,
+    stride ``s``, total padding ``p``; ``ceil`` rounds the last partial window up."""
     ext = (k - 1) * d + 1
     if ceil:
         return dim_map(lambda n: (n + p - ext + s - 1) // s + 1, n)
     return dim_map(lambda n: (n + p - ext) // s + 1, n)
 
 
-def _pool_rel(op: str) -> object:
+def pool2d_rel(op: str) -> object:
+    """The relation of a 2-d pool named ``op`` (TVM ``Pool2DRel``)."""
     def rel(arg_types: list[Type], attrs: MaxPool2DAttrs) -> object:
         args = tensor_args(op, arg_types, 1)
         if args is NOT_YET:
             return NOT_YET
         data = args[0]
-        _rank(op, data, 4, "data")
-        n, c, h, w = _shape_to(data.shape, attrs.layout, "NCHW")
+        check_rank(op, data, 4, "data")
+        n, c, h, w = shape_to(data.shape, attrs.layout, "NCHW")
         pt, pl, pb, pr = pad4(attrs.padding)
-        oh = _pool_out(h, attrs.pool_size[0], attrs.strides[0], pt + pb, attrs.dilation[0],
+        oh = pool_out(h, attrs.pool_size[0], attrs.strides[0], pt + pb, attrs.dilation[0],
                        attrs.ceil_mode)
-        ow = _pool_out(w, attrs.pool_size[1], attrs.strides[1], pl + pr, attrs.dilation[1],
+        ow = pool_out(w, attrs.pool_size[1], attrs.strides[1], pl + pr, attrs.dilation[1],
                        attrs.ceil_mode)
         for d in (oh, ow):
             if not is_any(d) and d <= 0:  # type: ignore[operator]
                 raise RelationError(f"{op}: the pooling window is larger than the padded "
                                     f"input {shape_text(data.shape)}")
-        return TensorType(_shape_from((n, c, oh, ow), attrs.out_layout or attrs.layout,
+        return TensorType(shape_from((n, c, oh, ow), attrs.out_layout or attrs.layout,
                                       "NCHW"), data.dtype)
     return rel
 
@@ -718,8 +707,8 @@ def _pool_windows(x: Array, attrs: MaxPool2DAttrs, fill: object) -> tuple[Array,
     n, c, h, w = x.shape
     pt, pl, pb, pr = pad4(attrs.padding)
     (kh, kw), (sh, sw), (dh, dw) = attrs.pool_size, attrs.strides, attrs.dilation
-    oh = _pool_out(h, kh, sh, pt + pb, dh, attrs.ceil_mode)
-    ow = _pool_out(w, kw, sw, pl + pr, dw, attrs.ceil_mode)
+    oh = pool_out(h, kh, sh, pt + pb, dh, attrs.ceil_mode)
+    ow = pool_out(w, kw, sw, pl + pr, dw, attrs.ceil_mode)
     need_h = (oh - 1) * sh + (kh - 1) * dh + 1  # type: ignore[operator]
     need_w = (ow - 1) * sw + (kw - 1) * dw + 1  # type: ignore[operator]
     eh = max(0, need_h - (h + pt + pb))
@@ -730,7 +719,8 @@ def _pool_windows(x: Array, attrs: MaxPool2DAttrs, fill: object) -> tuple[Array,
     return _windows(xp, (kh, kw), (sh, sw), (dh, dw), (oh, ow)), geo
 
 
-def _lowest(dtype: np.dtype) -> object:
+def lowest(dtype: np.dtype) -> object:
+    """The identity of ``max`` for ``dtype``: -inf, False or the smallest integer."""
     if np.issubdtype(dtype, np.floating):
         return -np.inf
     if dtype == np.bool_:
@@ -738,15 +728,17 @@ def _lowest(dtype: np.dtype) -> object:
     return np.iinfo(dtype).min
 
 
-def _max_pool2d_ref(args: list, attrs: MaxPool2DAttrs) -> Array:
-    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
-    win, _ = _pool_windows(x, attrs, _lowest(x.dtype))
+def max_pool2d_ref(args: list, attrs: MaxPool2DAttrs) -> Array:
+    """The ``nn.max_pool2d`` reference (padding never wins: it is the dtype's lowest)."""
+    x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
+    win, _ = _pool_windows(x, attrs, lowest(x.dtype))
     out = win.max(axis=(4, 5))
-    return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+    return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
 
 
-def _avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
-    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
+def avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
+    """The ``nn.avg_pool2d`` reference (integers: sum in int64, divide towards zero)."""
+    x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
     acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
     win, geo = _pool_windows(x.astype(acc, copy=False), attrs, 0)
     pads, kernel, strides, dilation, out_hw, (eh, ew) = geo
@@ -765,18 +757,18 @@ def _avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
         if is_float(x.dtype.name):
             out = total / count.astype(x.dtype)
         else:
-            out = _trunc_div(total, count)
-    return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+            out = trunc_div(total, count)
+    return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
 
 
 _POOL_DOC = ("Output size: (H + pt + pb - ((K - 1) * dilation + 1)) // stride + 1 "
              "(ceil_mode: rounded up; the extra bottom/right rows are padding).")
 
 register_op("nn.max_pool2d", attrs=MaxPool2DAttrs, num_inputs=1, arg_names=("data",),
-            support_level=2, relation=_pool_rel("nn.max_pool2d"), reference=_max_pool2d_ref,
+            support_level=2, relation=pool2d_rel("nn.max_pool2d"), reference=max_pool2d_ref,
             doc=f"2-d max pooling; padding never wins the max.\n\n{_POOL_DOC}")
 register_op("nn.avg_pool2d", attrs=AvgPool2DAttrs, num_inputs=1, arg_names=("data",),
-            support_level=2, relation=_pool_rel("nn.avg_pool2d"), reference=_avg_pool2d_ref,
+            support_level=2, relation=pool2d_rel("nn.avg_pool2d"), reference=avg_pool2d_ref,
             doc="2-d average pooling; the divisor counts the window's real input elements, "
                 "or with count_include_pad also its explicit padding (never the ceil_mode "
                 f"extra).\n\n{_POOL_DOC}")
@@ -788,9 +780,9 @@ class GlobalPool2DAttrs:
     out_layout: str = ""
 
     def __post_init__(self) -> None:
-        _check_layout(self.layout, "NCHW", "layout")
+        check_layout(self.layout, "NCHW", "layout")
         if self.out_layout:
-            _check_layout(self.out_layout, "NCHW", "out_layout")
+            check_layout(self.out_layout, "NCHW", "out_layout")
 
 
 @dataclass(frozen=True, slots=True)
@@ -805,9 +797,9 @@ class AdaptivePool2DAttrs:
         if len(self.output_size) > 2 or any(s < 1 for s in self.output_size):
             raise AttrError(f"output_size must be 0, 1 or 2 positive values, found "
                             f"{self.output_size}", "output_size")
-        _check_layout(self.layout, "NCHW", "layout")
+        check_layout(self.layout, "NCHW", "layout")
         if self.out_layout:
-            _check_layout(self.out_layout, "NCHW", "out_layout")
+            check_layout(self.out_layout, "NCHW", "out_layout")
 
 
 def _adaptive_size(attrs: AdaptivePool2DAttrs, h: object, w: object) -> tuple:
@@ -825,10 +817,10 @@ def _global_rel(op: str, adaptive: bool) -> object:
         if args is NOT_YET:
             return NOT_YET
         data = args[0]
-        _rank(op, data, 4, "data")
-        n, c, h, w = _shape_to(data.shape, attrs.layout, "NCHW")
+        check_rank(op, data, 4, "data")
+        n, c, h, w = shape_to(data.shape, attrs.layout, "NCHW")
         oh, ow = _adaptive_size(attrs, h, w) if adaptive else (1, 1)  # type: ignore
-        return TensorType(_shape_from((n, c, oh, ow), attrs.out_layout or attrs.layout,
+        return TensorType(shape_from((n, c, oh, ow), attrs.out_layout or attrs.layout,
                                       "NCHW"), data.dtype)
     return rel
 
@@ -837,33 +829,34 @@ def _mean_hw(x: Array) -> Array:
     if is_float(x.dtype.name):
         return np.mean(x, axis=(2, 3), keepdims=True, dtype=x.dtype)
     total = np.sum(x, axis=(2, 3), keepdims=True, dtype=np.int64)
-    return _trunc_div(total, np.int64(max(x.shape[2] * x.shape[3], 1)))
+    return trunc_div(total, np.int64(max(x.shape[2] * x.shape[3], 1)))
 
 
 def _global_ref(kind: str) -> object:
     def ref(args: list, attrs: GlobalPool2DAttrs) -> Array:
-        x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
+        x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
         if x.shape[2] * x.shape[3] == 0:
             raise OpRuntimeError("global pooling over an empty extent")
         out = np.max(x, axis=(2, 3), keepdims=True) if kind == "max" else _mean_hw(x)
-        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
     return ref
 
 
-def _adaptive_bounds(n: int, out: int) -> tuple[Array, Array]:
+def adaptive_bounds(n: int, out: int) -> tuple[Array, Array]:
+    """Start and end (exclusive) of each of ``out`` adaptive windows over ``n`` elements."""
     i = np.arange(out)
     return (i * n) // out, -((-(i + 1) * n) // out)  # floor(i*n/out), ceil((i+1)*n/out)
 
 
 def _adaptive_ref(kind: str) -> object:
     def ref(args: list, attrs: AdaptivePool2DAttrs) -> Array:
-        x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
+        x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
         n, c, h, w = x.shape
         oh, ow = _adaptive_size(attrs, h, w)
         if h * w == 0:
             raise OpRuntimeError("adaptive pooling over an empty extent")
-        hs, he = _adaptive_bounds(h, oh)
-        ws, we = _adaptive_bounds(w, ow)
+        hs, he = adaptive_bounds(h, oh)
+        ws, we = adaptive_bounds(w, ow)
         if kind == "avg":
             acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
             # integral image: window sums in O(1) each, fully vectorised
@@ -872,13 +865,13 @@ def _adaptive_ref(kind: str) -> object:
             tot = (s[:, :, he[:, None], we[None, :]] - s[:, :, hs[:, None], we[None, :]]
                    - s[:, :, he[:, None], ws[None, :]] + s[:, :, hs[:, None], ws[None, :]])
             cnt = (he - hs)[:, None] * (we - ws)[None, :]
-            out = tot / cnt.astype(acc) if is_float(x.dtype.name) else _trunc_div(tot, cnt)
+            out = tot / cnt.astype(acc) if is_float(x.dtype.name) else trunc_div(tot, cnt)
         else:
             out = np.empty((n, c, oh, ow), x.dtype)
             for i in range(oh):  # loops over the (small) output grid only
                 for j in range(ow):
                     out[:, :, i, j] = x[:, :, hs[i]:he[i], ws[j]:we[j]].max(axis=(2, 3))
-        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
     return ref
 
 
@@ -938,11 +931,11 @@ def _batch_norm_ref(args: list, attrs: BatchNormAttrs) -> tuple[Array, Array, Ar
     axis = attrs.axis % x.ndim
     with np.errstate(all="ignore"):
         eps = np.asarray(attrs.epsilon, x.dtype)
-        out = (x - _along(mean, x.ndim, axis)) / np.sqrt(_along(var, x.ndim, axis) + eps)
+        out = (x - along(mean, x.ndim, axis)) / np.sqrt(along(var, x.ndim, axis) + eps)
         if attrs.scale:
-            out = out * _along(gamma, x.ndim, axis)
+            out = out * along(gamma, x.ndim, axis)
         if attrs.center:
-            out = out + _along(beta, x.ndim, axis)
+            out = out + along(beta, x.ndim, axis)
     return as_dtype(out, x.dtype), mean.copy(), var.copy()
 
 
@@ -989,9 +982,9 @@ def _layer_norm_ref(args: list, attrs: LayerNormAttrs) -> Array:
         var = np.mean((x - mean) ** 2, axis=axis, keepdims=True, dtype=x.dtype)
         out = (x - mean) / np.sqrt(var + np.asarray(attrs.epsilon, x.dtype))
         if attrs.scale:
-            out = out * _along(gamma, x.ndim, axis)
+            out = out * along(gamma, x.ndim, axis)
         if attrs.center:
-            out = out + _along(beta, x.ndim, axis)
+            out = out + along(beta, x.ndim, axis)
     return as_dtype(out, x.dtype)
 
 

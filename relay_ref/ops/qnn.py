@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ops.nn import Conv2DAttrs, DenseAttrs, _conv2d_ref, _conv2d_rel, _dense_rel
+from relay_ref.ops.nn import Conv2DAttrs, DenseAttrs, conv2d_ref, conv2d_rel, dense_rel
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
     broadcast_shapes,
@@ -323,7 +323,7 @@ def _qnn_dense_rel(arg_types: list[Type], attrs: DenseAttrs) -> object:
         return NOT_YET
     _check_mm_params(op, args, 0)
     try:
-        out = _dense_rel(args[:2], attrs)
+        out = dense_rel(args[:2], attrs)
     except RelationError as err:
         raise RelationError(str(err).replace("nn.dense", op, 1)) from None
     assert isinstance(out, TensorType)
@@ -355,7 +355,7 @@ def _qnn_conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
         raise RelationError(f"{op}: weight must have rank 4, found {describe(args[1])}")
     _check_mm_params(op, args, attrs.kernel_layout.index("O"))
     try:
-        out = _conv2d_rel(args[:2], attrs)
+        out = conv2d_rel(args[:2], attrs)
     except RelationError as err:
         raise RelationError(str(err).replace("nn.conv2d", op, 1)) from None
     assert isinstance(out, TensorType)
@@ -366,7 +366,7 @@ def _qnn_conv2d_ref(args: list, attrs: Conv2DAttrs) -> Array:
     x, w = np.asarray(args[0]), np.asarray(args[1])
     xs = x.astype(np.int64) - _i64(args[2])
     ws = w.astype(np.int64) - _i64(args[3], 4, attrs.kernel_layout.index("O"))
-    out = _conv2d_ref([xs, ws], dataclasses.replace(attrs, out_dtype="int64"))
+    out = conv2d_ref([xs, ws], dataclasses.replace(attrs, out_dtype="int64"))
     return out.astype(attrs.out_dtype or "int32")
 
 

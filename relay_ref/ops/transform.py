@@ -45,7 +45,7 @@ from relay_ref.ops.relations import (
 Array = np.ndarray
 
 
-def _fresh(x: object, dtype: object = None) -> Array:
+def fresh(x: object, dtype: object = None) -> Array:
     """A new array (never a view of an input) of ``dtype`` (default: x's)."""
     arr = np.asarray(x)
     return np.array(arr, dtype=dtype or arr.dtype, copy=True)
@@ -186,7 +186,7 @@ def _reshape_rel(arg_types: list[Type], attrs: ReshapeAttrs) -> object:
 def _reshape_ref(args: list, attrs: ReshapeAttrs) -> Array:
     x = np.asarray(args[0])
     shape = reshape_shape("reshape", x.shape, attrs.newshape, attrs.allowzero)
-    return _fresh(x).reshape(shape)
+    return fresh(x).reshape(shape)
 
 
 register_op("reshape", attrs=ReshapeAttrs, num_inputs=1, arg_names=("data",),
@@ -235,7 +235,7 @@ def _reshape_like_rel(arg_types: list[Type], attrs: ReshapeLikeAttrs) -> object:
 
 register_op("reshape_like", attrs=ReshapeLikeAttrs, num_inputs=2,
             arg_names=("data", "shape_like"), support_level=3, relation=_reshape_like_rel,
-            reference=_runtime(lambda args, attrs: _fresh(args[0]).reshape(
+            reference=_runtime(lambda args, attrs: fresh(args[0]).reshape(
                 _reshape_like_shape("reshape_like", np.shape(args[0]), np.shape(args[1]),
                                     attrs))),
             doc="Reshape ``data`` to the shape of ``shape_like`` (or a range of its dims).")
@@ -272,7 +272,7 @@ def _transpose_rel(arg_types: list[Type], attrs: TransposeAttrs) -> object:
 
 register_op("transpose", attrs=TransposeAttrs, num_inputs=1, arg_names=("data",),
             support_level=3, relation=_transpose_rel,
-            reference=_runtime(lambda args, attrs: _fresh(np.transpose(
+            reference=_runtime(lambda args, attrs: fresh(np.transpose(
                 args[0], _perm("transpose", np.ndim(args[0]), attrs.axes)))),
             doc="Permute the axes (default: reverse them).")
 
@@ -303,7 +303,7 @@ def _squeeze_rel(arg_types: list[Type], attrs: SqueezeAttrs) -> object:
 
 register_op("squeeze", attrs=SqueezeAttrs, num_inputs=1, arg_names=("data",),
             support_level=3, relation=_squeeze_rel,
-            reference=_runtime(lambda args, attrs: _fresh(args[0]).reshape(
+            reference=_runtime(lambda args, attrs: fresh(args[0]).reshape(
                 _squeeze_shape("squeeze", np.shape(args[0]), attrs.axis))),
             doc="Remove dimensions of size 1 (``?`` dims are kept when axis is None).")
 
@@ -335,7 +335,7 @@ def _expand_dims_rel(arg_types: list[Type], attrs: ExpandDimsAttrs) -> object:
 
 register_op("expand_dims", attrs=ExpandDimsAttrs, num_inputs=1, arg_names=("data",),
             support_level=1, relation=_expand_dims_rel,
-            reference=_runtime(lambda args, attrs: _fresh(args[0]).reshape(
+            reference=_runtime(lambda args, attrs: fresh(args[0]).reshape(
                 _expand_shape("expand_dims", np.shape(args[0]), attrs))),
             doc="Insert ``num_newaxis`` unit dimensions at ``axis``.")
 
@@ -489,7 +489,7 @@ def _split_ref(args: list, attrs: SplitAttrs) -> tuple[Array, ...]:
     axis = normalize_axis("split", attrs.axis, x.ndim)
     sizes = _split_sizes("split", x.shape[axis], attrs.indices_or_sections)
     bounds = np.cumsum([0] + sizes)
-    return tuple(_fresh(np.take(x, np.arange(bounds[i], bounds[i + 1]), axis=axis))
+    return tuple(fresh(np.take(x, np.arange(bounds[i], bounds[i + 1]), axis=axis))
                  for i in range(len(sizes)))
 
 
@@ -567,7 +567,7 @@ def _take_ref(args: list, attrs: TakeAttrs) -> Array:
         flat = data.reshape(-1)
         if flat.size == 0 and indices.size:
             raise OpRuntimeError(f"{op}: cannot take from an empty tensor")
-        return _fresh(flat[_fix_indices(op, indices, flat.size, attrs.mode)])
+        return fresh(flat[_fix_indices(op, indices, flat.size, attrs.mode)])
     n = data.shape[axis]
     if n == 0 and indices.size:
         raise OpRuntimeError(f"{op}: cannot take from an empty dimension")
@@ -580,7 +580,7 @@ def _take_ref(args: list, attrs: TakeAttrs) -> Array:
     bi = np.arange(bsz)[:, None, None]
     pi = np.arange(pre)[None, :, None]
     res = d[bi, pi, i[:, None, :]]
-    return _fresh(res.reshape(out_shape))
+    return fresh(res.reshape(out_shape))
 
 
 register_op("take", attrs=TakeAttrs, num_inputs=2, arg_names=("data", "indices"),
@@ -621,7 +621,7 @@ def _gather_ref(args: list, attrs: GatherAttrs) -> Array:
             raise OpRuntimeError("gather: indices are larger than data outside the axis")
     sub = data[tuple(slice(0, idx.shape[k]) if k != axis else slice(None)
                      for k in range(data.ndim))]
-    return _fresh(np.take_along_axis(sub, idx, axis=axis))
+    return fresh(np.take_along_axis(sub, idx, axis=axis))
 
 
 register_op("gather", attrs=GatherAttrs, num_inputs=2, arg_names=("data", "indices"),
@@ -700,7 +700,8 @@ def _strided_slice_rel(arg_types: list[Type], attrs: StridedSliceAttrs) -> objec
     return TensorType(tuple(s[3] for s in _slices(op, data.shape, attrs)), data.dtype)
 
 
-def _strided_slice_ref(args: list, attrs: StridedSliceAttrs) -> Array:
+def strided_slice_ref(args: list, attrs: StridedSliceAttrs) -> Array:
+    """The ``strided_slice`` reference; shared by ``dyn.strided_slice``."""
     x = np.asarray(args[0])
     index = []
     for b, e, s, n in _slices("strided_slice", x.shape, attrs):
@@ -708,14 +709,93 @@ def _strided_slice_ref(args: list, attrs: StridedSliceAttrs) -> Array:
             index.append(slice(0, 0))
         else:
             index.append(slice(b, None if e == -1 and s < 0 else e, s))
-    return _fresh(x[tuple(index)])
+    return fresh(x[tuple(index)])
 
 
 register_op("strided_slice", attrs=StridedSliceAttrs, num_inputs=1, arg_names=("data",),
             support_level=4, relation=_strided_slice_rel,
-            reference=_runtime(_strided_slice_ref),
+            reference=_runtime(strided_slice_ref),
             doc="NumPy-style slicing ``data[begin:end:strides]`` per axis; out-of-range "
                 "bounds are clamped.")
+
+
+# -- gather_nd -------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class GatherNDAttrs:
+    """``indices`` has shape (M, B..., Y...): its first axis holds the M coordinates.
+    ``index_rank``: M, needed when indices' first dimension is ``?``."""
+
+    batch_dims: int = 0
+    index_rank: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_dims < 0:
+            raise AttrError(f"batch_dims must be >= 0, found {self.batch_dims}",
+                            "batch_dims")
+        if self.index_rank is not None and self.index_rank < 0:
+            raise AttrError(f"index_rank must be >= 0, found {self.index_rank}",
+                            "index_rank")
+
+
+def _gather_nd_rel(arg_types: list[Type], attrs: GatherNDAttrs) -> object:
+    op = "gather_nd"
+    args = tensor_args(op, arg_types, 2, ("data", "indices"))
+    if args is NOT_YET:
+        return NOT_YET
+    data, indices = args
+    if not is_int(indices.dtype):
+        raise RelationError(f"{op}: indices must have an integer dtype, found "
+                            f"{indices.dtype}")
+    if indices.ndim < 1:
+        raise RelationError(f"{op}: indices must have rank >= 1, found a scalar")
+    m = indices.shape[0]
+    if attrs.index_rank is not None:
+        if not dims_compatible(m, attrs.index_rank):
+            raise RelationError(f"{op}: index_rank={attrs.index_rank} but indices' first "
+                                f"dimension is {m}")
+        m = attrs.index_rank
+    if is_any(m):
+        raise RelationError(f"{op}: indices' first dimension is unknown; give index_rank")
+    b = attrs.batch_dims
+    if m + b > data.ndim:
+        raise RelationError(f"{op}: {m} coordinates plus batch_dims={b} exceed data's rank "
+                            f"{data.ndim}")
+    if indices.ndim - 1 < b:
+        raise RelationError(f"{op}: indices {shape_text(indices.shape)} have fewer than "
+                            f"batch_dims={b} batch axes")
+    for j in range(b):
+        if not dims_compatible(indices.shape[1 + j], data.shape[j]):
+            raise RelationError(f"{op}: batch axis {j} differs: data {data.shape[j]} vs "
+                                f"indices {indices.shape[1 + j]}")
+    return TensorType(tuple(indices.shape[1:]) + tuple(data.shape[m + b:]), data.dtype)
+
+
+def _gather_nd_ref(args: list, attrs: GatherNDAttrs) -> Array:
+    data, ind = np.asarray(args[0]), np.asarray(args[1]).astype(np.int64)
+    m, b = ind.shape[0], attrs.batch_dims
+    rest = ind.shape[1:]
+    keys: list[Array] = []
+    for j in range(b):
+        shape = [1] * len(rest)
+        shape[j] = data.shape[j]
+        keys.append(np.arange(data.shape[j]).reshape(shape))
+    for i in range(m):
+        d = data.shape[b + i]
+        if ind[i].size and (ind[i].min() < -d or ind[i].max() >= d):
+            raise OpRuntimeError(f"gather_nd: index out of range for axis {b + i} "
+                                 f"(size {d})")
+        keys.append(ind[i])
+    if not keys:
+        return np.broadcast_to(data, rest + data.shape).copy()
+    return np.array(data[tuple(keys)], dtype=data.dtype)
+
+
+register_op("gather_nd", attrs=GatherNDAttrs, num_inputs=2, arg_names=("data", "indices"),
+            support_level=3, relation=_gather_nd_rel, reference=_gather_nd_ref,
+            doc="out[b..., y...] = data[b..., indices[0, b..., y...], ..., "
+                "indices[M-1, b..., y...], ...]; output shape indices.shape[1:] + "
+                "data.shape[M + batch_dims:]. Negative indices count from the end.")
 
 
 # -- broadcast_to, tile, repeat, reverse, where --------------------------------------------
@@ -752,13 +832,13 @@ def _broadcast_to_like_rel(arg_types: list[Type], attrs: object) -> object:
 
 register_op("broadcast_to", attrs=BroadcastToAttrs, num_inputs=1, arg_names=("data",),
             support_level=4, relation=_broadcast_to_rel,
-            reference=_runtime(lambda args, attrs: _fresh(np.broadcast_to(
+            reference=_runtime(lambda args, attrs: fresh(np.broadcast_to(
                 args[0], _broadcast_to_shape("broadcast_to", np.shape(args[0]),
                                              attrs.shape)))),
             doc="Broadcast ``data`` to ``shape`` (NumPy rules).")
 register_op("broadcast_to_like", num_inputs=2, arg_names=("data", "broadcast_type"),
             support_level=10, relation=_broadcast_to_like_rel,
-            reference=_runtime(lambda args, attrs: _fresh(np.broadcast_to(
+            reference=_runtime(lambda args, attrs: fresh(np.broadcast_to(
                 args[0], _broadcast_to_shape("broadcast_to_like", np.shape(args[0]),
                                              np.shape(args[1]))))),
             doc="Broadcast ``data`` to the shape of ``broadcast_type``.")
@@ -787,7 +867,7 @@ def _tile_rel(arg_types: list[Type], attrs: TileAttrs) -> object:
 
 register_op("tile", attrs=TileAttrs, num_inputs=1, arg_names=("data",), support_level=3,
             relation=_tile_rel,
-            reference=lambda args, attrs: _fresh(np.tile(args[0], attrs.reps)),
+            reference=lambda args, attrs: fresh(np.tile(args[0], attrs.reps)),
             doc="Repeat the whole tensor ``reps`` times per axis (``numpy.tile``).")
 
 
@@ -814,7 +894,7 @@ def _repeat_rel(arg_types: list[Type], attrs: RepeatAttrs) -> object:
 
 register_op("repeat", attrs=RepeatAttrs, num_inputs=1, arg_names=("data",),
             support_level=3, relation=_repeat_rel,
-            reference=lambda args, attrs: _fresh(np.repeat(args[0], attrs.repeats,
+            reference=lambda args, attrs: fresh(np.repeat(args[0], attrs.repeats,
                                                             axis=attrs.axis)),
             doc="Repeat each element ``repeats`` times along ``axis`` (``numpy.repeat``).")
 
@@ -834,7 +914,7 @@ def _reverse_rel(arg_types: list[Type], attrs: ReverseAttrs) -> object:
 
 register_op("reverse", attrs=ReverseAttrs, num_inputs=1, arg_names=("data",),
             support_level=3, relation=_reverse_rel,
-            reference=lambda args, attrs: _fresh(np.flip(args[0], axis=attrs.axis)),
+            reference=lambda args, attrs: fresh(np.flip(args[0], axis=attrs.axis)),
             doc="Reverse the order of elements along ``axis``.")
 
 
@@ -869,7 +949,8 @@ class CastAttrs:
         check_dtype(self.dtype)
 
 
-def _cast_value(x: object, dtype: str) -> Array:
+def cast_value(x: object, dtype: str) -> Array:
+    """A new array of ``x`` converted to ``dtype`` (to bool: nonzero; overflow wraps)."""
     arr = np.asarray(x)
     with np.errstate(all="ignore"):
         if dtype == "bool":
@@ -893,12 +974,12 @@ def _cast_like_rel(arg_types: list[Type], attrs: object) -> object:
 
 register_op("cast", attrs=CastAttrs, num_inputs=1, arg_names=("data",), support_level=3,
             relation=_cast_rel,
-            reference=lambda args, attrs: _cast_value(args[0], attrs.dtype),
+            reference=lambda args, attrs: cast_value(args[0], attrs.dtype),
             doc="Convert to ``dtype`` (floats to integers truncate toward zero; out-of-range "
                 "values are unspecified, as in C).")
 register_op("cast_like", num_inputs=2, arg_names=("data", "dtype_like"), support_level=3,
             relation=_cast_like_rel,
-            reference=lambda args, attrs: _cast_value(args[0], np.asarray(args[1]).dtype.name),
+            reference=lambda args, attrs: cast_value(args[0], np.asarray(args[1]).dtype.name),
             doc="Convert ``data`` to the dtype of ``dtype_like``.")
 
 
@@ -968,7 +1049,7 @@ for _name, _value in (("zeros", 0), ("ones", 1)):
 register_op("full", attrs=InitOpAttrs, num_inputs=1, arg_names=("fill_value",),
             support_level=3, relation=_full_rel,
             reference=lambda args, attrs: np.full(
-                attrs.shape, _cast_value(args[0], attrs.dtype or np.asarray(args[0]).dtype.name),
+                attrs.shape, cast_value(args[0], attrs.dtype or np.asarray(args[0]).dtype.name),
                 dtype=attrs.dtype or np.asarray(args[0]).dtype),
             doc="A tensor of ``shape`` filled with the scalar ``fill_value``.")
 
@@ -993,7 +1074,7 @@ def _full_like_rel(arg_types: list[Type], attrs: object) -> object:
 register_op("full_like", num_inputs=2, arg_names=("data", "fill_value"), support_level=3,
             relation=_full_like_rel,
             reference=lambda args, attrs: np.full_like(
-                np.asarray(args[0]), _cast_value(args[1], np.asarray(args[0]).dtype.name)),
+                np.asarray(args[0]), cast_value(args[1], np.asarray(args[0]).dtype.name)),
             doc="The shape and dtype of ``data`` filled with the scalar ``fill_value``.")
 
 
@@ -1116,8 +1197,8 @@ def _one_hot_rel(arg_types: list[Type], attrs: OneHotAttrs) -> object:
 
 def _one_hot_ref(args: list, attrs: OneHotAttrs) -> Array:
     indices = np.asarray(args[0]).astype(np.int64)
-    on = _cast_value(args[1], attrs.dtype)
-    off = _cast_value(args[2], attrs.dtype)
+    on = cast_value(args[1], attrs.dtype)
+    off = cast_value(args[2], attrs.dtype)
     axis = attrs.axis % (indices.ndim + 1)
     hot = np.expand_dims(indices, axis) == np.arange(attrs.depth).reshape(
         [-1 if k == axis else 1 for k in range(indices.ndim + 1)])

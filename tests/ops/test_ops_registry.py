@@ -12,11 +12,12 @@ import test_ops_dyn
 import test_ops_elementwise
 import test_ops_image
 import test_ops_nn
-import test_ops_nn_ext
+import test_ops_nn_nd
+import test_ops_nn_norm
 import test_ops_qnn
 import test_ops_reduce
 import test_ops_transform
-import test_ops_transform_ext
+import test_ops_transform_layout
 
 from relay_ref.ops.registry import AttrError, all_ops, attrs_items, get_op, make_attrs
 
@@ -47,8 +48,9 @@ def test_required_ops_are_registered() -> None:
 def test_every_op_is_differentially_tested() -> None:
     tested = (test_ops_elementwise.DIFF_TESTED | test_ops_reduce.DIFF_TESTED
               | test_ops_nn.DIFF_TESTED | test_ops_transform.DIFF_TESTED
-              | test_ops_nn_ext.DIFF_TESTED | test_ops_image.DIFF_TESTED
-              | test_ops_algorithm.DIFF_TESTED | test_ops_transform_ext.DIFF_TESTED
+              | test_ops_nn_nd.DIFF_TESTED | test_ops_nn_norm.DIFF_TESTED
+              | test_ops_image.DIFF_TESTED
+              | test_ops_algorithm.DIFF_TESTED | test_ops_transform_layout.DIFF_TESTED
               | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED
               | test_ops_qnn.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opcheck import assert_matches_type, run_op
-from relation_examples_ext import EXTRA_EXAMPLES
+from relation_examples import EXTRA_EXAMPLES
 
 from relay_ref.ir.types import (
     ANY,

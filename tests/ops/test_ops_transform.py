@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from opcheck import close, onnx_run, rand, run_op
 
-from relay_ref.ops.registry import OpRuntimeError
+from relay_ref.ir.types import ANY, TensorType
+from relay_ref.ops.registry import OpRuntimeError, RelationError, get_op, make_attrs
 
 
 @pytest.mark.parametrize("newshape", [(6, 4), (0, -1), (-1,), (2, 0, 2, 2)])
@@ -234,10 +235,48 @@ def test_one_hot_vs_onnxruntime(axis: int) -> None:
     np.testing.assert_array_equal(ours, theirs)
 
 
+GATHER_ND_CASES = [
+    # data shape, ONNX-style indices shape (..., M), batch_dims
+    ((3, 4, 5), (2, 2), 0),
+    ((3, 4, 5), (2, 3, 1), 0),
+    ((3, 4, 5), (4, 3), 0),
+    ((3, 4, 5, 2), (3, 2, 1), 1),
+    ((2, 3, 4, 5), (2, 3, 4, 1), 2),
+]
+
+
+@pytest.mark.parametrize("dshape,ishape,b", GATHER_ND_CASES)
+def test_gather_nd_vs_onnxruntime(dshape: tuple, ishape: tuple, b: int) -> None:
+    x = rand(dshape)
+    m = ishape[-1]
+    bounds = np.array(dshape[b:b + m])
+    ind = (np.random.default_rng(7).integers(0, 10 ** 6, size=ishape) % bounds)
+    ind = ind - bounds * (np.random.default_rng(8).random(ishape) < 0.3)  # some negative
+    ind = ind.astype(np.int64)
+    ours = run_op("gather_nd", [x, np.moveaxis(ind, -1, 0).astype("int32")], batch_dims=b)
+    (theirs,) = onnx_run("GatherND", [x, ind], batch_dims=b)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_gather_nd_relation_and_errors() -> None:
+    rel = get_op("gather_nd").relation
+    at = make_attrs("gather_nd", {})
+    assert rel([TensorType((3, ANY, 5), "float32"), TensorType((2, 7), "int32")], at) == \
+        TensorType((7, 5), "float32")
+    with pytest.raises(RelationError):
+        rel([TensorType((3, 4), "float32"), TensorType((ANY, 7), "int32")], at)
+    assert rel([TensorType((3, 4), "float32"), TensorType((ANY, 7), "int32")],
+               make_attrs("gather_nd", {"index_rank": 1})) == TensorType((7, 4), "float32")
+    with pytest.raises(RelationError):
+        rel([TensorType((3, 4), "float32"), TensorType((3, 7), "int32")], at)
+    with pytest.raises(OpRuntimeError):
+        run_op("gather_nd", [rand((2, 3)), np.array([[2]], "int32")])
+
+
 DIFF_TESTED = {
     "reshape", "reshape_like", "transpose", "squeeze", "expand_dims", "concatenate", "stack",
     "split", "take", "gather", "strided_slice", "broadcast_to", "broadcast_to_like", "tile",
     "repeat", "reverse", "where", "cast", "cast_like", "reinterpret", "zeros", "ones",
     "full", "zeros_like", "ones_like", "full_like", "arange", "shape_of", "ndarray_size",
-    "one_hot",
+    "one_hot", "gather_nd",
 }

@@ -1,10 +1,11 @@
-"""More ``nn.*`` operators (TVM ``src/relay/op/nn/*.cc``): instance/group/L2 normalisation,
-1-d and 3-d convolution, 1-d pooling, depth_to_space / space_to_depth (``nn.upsampling``
-is in ``image.py``, with the resize kernel it shares).
+"""``nn.*`` operators over one and three spatial dimensions (TVM ``src/relay/op/nn/
+convolution.cc``, ``pooling.cc``): ``nn.conv1d`` / ``nn.conv3d``, their transposes, max / avg
+pooling and adaptive pooling in 1-d and 3-d (the 2-d family is in ``nn.py``).
 
-Kept apart from ``nn.py`` (same conventions; see its docstring) so the two can be edited
-independently. Spatial layouts are any permutation of the canonical one (``NCW``/``OIW``,
-``NCDHW``/``OIDHW``); references transpose to canonical, compute, and transpose back.
+Same conventions as ``nn.py``. Spatial layouts are any permutation of the canonical one
+(``NCW``/``OIW``, ``NCDHW``/``OIDHW``); references transpose to canonical, compute, and
+transpose back. ``padding`` takes 1, nd or 2 * nd values (all sides; before = after per
+axis; all befores then all afters), as TVM's ``get_pad_tuple``.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ops import nn as _nn
-from relay_ref.ops.nn import (  # the layout helpers are shared with the 2-d family
-    _along,
-    _check_layout,
-    _from,
-    _rank,
-    _shape_from,
-    _shape_to,
-    _to,
+from relay_ref.ops import nn
+from relay_ref.ops.layout import (
+    check_layout,
+    check_rank,
+    from_canonical,
+    shape_from,
+    shape_to,
+    to_canonical,
 )
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
@@ -33,8 +33,6 @@ from relay_ref.ops.relations import (
     dims_compatible,
     is_any,
     is_float,
-    normalize_axis,
-    reduce_axes,
     shape_text,
     tensor_args,
 )
@@ -73,148 +71,6 @@ def _check_pad(padding: tuple[int, ...], nd: int) -> None:
         raise AttrError(f"padding values must be >= 0, found {padding}", "padding")
 
 
-# -- nn.instance_norm / nn.group_norm ----------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class InstanceNormAttrs:
-    axis: int = 1
-    epsilon: float = 1e-5
-    center: bool = True
-    scale: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class GroupNormAttrs:
-    num_groups: int = 0
-    axis: int = 1
-    epsilon: float = 1e-5
-    center: bool = True
-    scale: bool = True
-
-    def __post_init__(self) -> None:
-        if self.num_groups < 1:
-            raise AttrError(f"num_groups must be >= 1, found {self.num_groups}",
-                            "num_groups")
-
-
-def _norm_rel(op: str) -> object:
-    names = ("data", "gamma", "beta")
-
-    def rel(arg_types: list[Type], attrs: InstanceNormAttrs | GroupNormAttrs) -> object:
-        args = tensor_args(op, arg_types, 3, names)
-        if args is NOT_YET:
-            return NOT_YET
-        data = args[0]
-        if data.ndim < 2:
-            raise RelationError(f"{op}: data must have rank >= 2, found shape "
-                                f"{shape_text(data.shape)}")
-        axis = normalize_axis(op, attrs.axis, data.ndim)
-        c = data.shape[axis]
-        for t, name in zip(args[1:], names[1:], strict=True):
-            if t.ndim != 1 or not dims_compatible(t.shape[0], c):
-                raise RelationError(f"{op}: {name} must have shape ({c},), found "
-                                    f"{shape_text(t.shape)}")
-            if t.dtype != data.dtype:
-                raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
-                                    f"{t.dtype} ({name})")
-        if isinstance(attrs, GroupNormAttrs) and not is_any(c) and c % attrs.num_groups:
-            raise RelationError(f"{op}: channels {c} are not divisible by "
-                                f"num_groups={attrs.num_groups}")
-        if not is_float(data.dtype):
-            raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
-        return TensorType(data.shape, data.dtype)
-    return rel
-
-
-def _normalize(x: Array, axes: tuple[int, ...], eps: float) -> Array:
-    mean = np.mean(x, axis=axes, keepdims=True, dtype=x.dtype)
-    var = np.mean((x - mean) ** 2, axis=axes, keepdims=True, dtype=x.dtype)
-    return (x - mean) / np.sqrt(var + np.asarray(eps, x.dtype))
-
-
-def _affine(out: Array, args: list, attrs: object, axis: int) -> Array:
-    if attrs.scale:  # type: ignore[attr-defined]
-        out = out * _along(np.asarray(args[1]), out.ndim, axis)
-    if attrs.center:  # type: ignore[attr-defined]
-        out = out + _along(np.asarray(args[2]), out.ndim, axis)
-    return out
-
-
-def _instance_norm_ref(args: list, attrs: InstanceNormAttrs) -> Array:
-    x = np.asarray(args[0])
-    axis = attrs.axis % x.ndim
-    if x.size == 0:
-        return x.copy()
-    axes = tuple(a for a in range(1, x.ndim) if a != axis)
-    with np.errstate(all="ignore"):
-        out = _affine(_normalize(x, axes, attrs.epsilon), args, attrs, axis)
-    return as_dtype(out, x.dtype)
-
-
-def _group_norm_ref(args: list, attrs: GroupNormAttrs) -> Array:
-    x = np.asarray(args[0])
-    axis = attrs.axis % x.ndim
-    if x.size == 0:
-        return x.copy()
-    g = attrs.num_groups
-    shape = x.shape
-    grouped = x.reshape(shape[:axis] + (g, shape[axis] // g) + shape[axis + 1:])
-    axes = tuple(a for a in range(grouped.ndim) if a not in (0, axis))
-    with np.errstate(all="ignore"):
-        out = _normalize(grouped, axes, attrs.epsilon).reshape(shape)
-        out = _affine(out, args, attrs, axis)
-    return as_dtype(out, x.dtype)
-
-
-register_op("nn.instance_norm", attrs=InstanceNormAttrs, num_inputs=3,
-            arg_names=("data", "gamma", "beta"), support_level=1,
-            relation=_norm_rel("nn.instance_norm"), reference=_instance_norm_ref,
-            doc="Instance normalisation: normalise over every axis except the batch axis 0 "
-                "and ``axis`` (mean and biased variance), then scale by gamma and shift by "
-                "beta along ``axis``.")
-register_op("nn.group_norm", attrs=GroupNormAttrs, num_inputs=3,
-            arg_names=("data", "gamma", "beta"), support_level=1,
-            relation=_norm_rel("nn.group_norm"), reference=_group_norm_ref,
-            doc="Group normalisation: split ``axis`` into ``num_groups`` groups; normalise "
-                "each (batch, group) over the group's channels and every other non-batch "
-                "axis; then per-channel gamma/beta along ``axis``.")
-
-
-# -- nn.l2_normalize ----------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class L2NormalizeAttrs:
-    eps: float
-    axis: tuple[int, ...] | None = None
-
-
-def _l2_normalize_rel(arg_types: list[Type], attrs: L2NormalizeAttrs) -> object:
-    op = "nn.l2_normalize"
-    args = tensor_args(op, arg_types, 1)
-    if args is NOT_YET:
-        return NOT_YET
-    data = args[0]
-    reduce_axes(op, data.ndim, attrs.axis or None, False)
-    if not is_float(data.dtype):
-        raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
-    return TensorType(data.shape, data.dtype)
-
-
-def _l2_normalize_ref(args: list, attrs: L2NormalizeAttrs) -> Array:
-    x = np.asarray(args[0])
-    axes = tuple(a % x.ndim for a in attrs.axis) if attrs.axis else None
-    with np.errstate(all="ignore"):
-        ss = np.sum(x * x, axis=axes, keepdims=True, dtype=x.dtype)
-        out = x / np.sqrt(np.maximum(ss, np.asarray(attrs.eps, x.dtype)))
-    return as_dtype(out, x.dtype)
-
-
-register_op("nn.l2_normalize", attrs=L2NormalizeAttrs, num_inputs=1, arg_names=("data",),
-            support_level=2, relation=_l2_normalize_rel, reference=_l2_normalize_ref,
-            doc="x / sqrt(max(sum(x * x, axis, keepdims), eps)); ``axis=None`` (or empty) "
-                "reduces over every axis.")
-
-
 # -- nn.conv1d / nn.conv3d ----------------------------------------------------------------
 
 def _conv_attrs_post(attrs: object, nd: int, data: str, kernel: str) -> None:
@@ -224,10 +80,10 @@ def _conv_attrs_post(attrs: object, nd: int, data: str, kernel: str) -> None:
     if attrs.groups < 1:  # type: ignore[attr-defined]
         raise AttrError(f"groups must be >= 1, found {attrs.groups}", "groups")  # type: ignore
     _widen(attrs, "kernel_size", nd)
-    _check_layout(attrs.data_layout, data, "data_layout")  # type: ignore[attr-defined]
-    _check_layout(attrs.kernel_layout, kernel, "kernel_layout")  # type: ignore[attr-defined]
+    check_layout(attrs.data_layout, data, "data_layout")  # type: ignore[attr-defined]
+    check_layout(attrs.kernel_layout, kernel, "kernel_layout")  # type: ignore[attr-defined]
     if attrs.out_layout:  # type: ignore[attr-defined]
-        _check_layout(attrs.out_layout, data, "out_layout")  # type: ignore[attr-defined]
+        check_layout(attrs.out_layout, data, "out_layout")  # type: ignore[attr-defined]
     if attrs.out_dtype:  # type: ignore[attr-defined]
         check_dtype(attrs.out_dtype, "out_dtype")  # type: ignore[attr-defined]
 
@@ -272,13 +128,13 @@ def _conv_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
         if args is NOT_YET:
             return NOT_YET
         data, weight = args
-        _rank(op, data, nd + 2, "data")
-        _rank(op, weight, nd + 2, "weight")
+        check_rank(op, data, nd + 2, "data")
+        check_rank(op, weight, nd + 2, "weight")
         if data.dtype != weight.dtype and not attrs.out_dtype:
             raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
                                 f"{weight.dtype} (weight)")
-        n, c, *sp = _shape_to(data.shape, attrs.data_layout, dcanon)
-        o, i, *ks = _shape_to(weight.shape, attrs.kernel_layout, kcanon)
+        n, c, *sp = shape_to(data.shape, attrs.data_layout, dcanon)
+        o, i, *ks = shape_to(weight.shape, attrs.kernel_layout, kcanon)
         g = attrs.groups
         if not is_any(c) and c % g:
             raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
@@ -305,7 +161,7 @@ def _conv_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
                 raise RelationError(f"{op}: the (dilated) kernel is larger than the padded "
                                     f"input")
             out.append(od)
-        return TensorType(_shape_from((n, o, *out), attrs.out_layout or attrs.data_layout,
+        return TensorType(shape_from((n, o, *out), attrs.out_layout or attrs.data_layout,
                                       dcanon), attrs.out_dtype or data.dtype)
     return rel
 
@@ -336,11 +192,11 @@ def _conv_ref(dcanon: str, kcanon: str) -> object:
     def ref(args: list, attrs: Conv1DAttrs | Conv3DAttrs) -> Array:
         data, weight = np.asarray(args[0]), np.asarray(args[1])
         dtype = attrs.out_dtype or data.dtype.name
-        x = _to(data, attrs.data_layout, dcanon).astype(dtype, copy=False)
-        w = _to(weight, attrs.kernel_layout, kcanon).astype(dtype, copy=False)
+        x = to_canonical(data, attrs.data_layout, dcanon).astype(dtype, copy=False)
+        w = to_canonical(weight, attrs.kernel_layout, kcanon).astype(dtype, copy=False)
         with np.errstate(all="ignore"):
             out = conv_nd(x, w, attrs.strides, attrs.padding, attrs.dilation, attrs.groups)
-        return as_dtype(_from(out, attrs.out_layout or attrs.data_layout, dcanon), dtype)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.data_layout, dcanon), dtype)
     return ref
 
 
@@ -366,9 +222,9 @@ def _pool_post(attrs: object, canonical: str) -> None:
     _widen(attrs, "strides", nd)
     _widen(attrs, "dilation", nd)
     _check_pad(attrs.padding, nd)  # type: ignore[attr-defined]
-    _check_layout(attrs.layout, canonical, "layout")  # type: ignore[attr-defined]
+    check_layout(attrs.layout, canonical, "layout")  # type: ignore[attr-defined]
     if attrs.out_layout:  # type: ignore[attr-defined]
-        _check_layout(attrs.out_layout, canonical, "out_layout")  # type: ignore[attr-defined]
+        check_layout(attrs.out_layout, canonical, "out_layout")  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,20 +262,20 @@ def _as_2d(attrs: MaxPool1DAttrs | AvgPool1DAttrs) -> object:
                   dilation=(1, attrs.dilation[0]), padding=(0, b, 0, a),
                   ceil_mode=attrs.ceil_mode)
     if isinstance(attrs, AvgPool1DAttrs):
-        return _nn.AvgPool2DAttrs(**common, count_include_pad=attrs.count_include_pad)
-    return _nn.MaxPool2DAttrs(**common)
+        return nn.AvgPool2DAttrs(**common, count_include_pad=attrs.count_include_pad)
+    return nn.MaxPool2DAttrs(**common)
 
 
 def _pool1d_rel(op: str) -> object:
-    inner = _nn._pool_rel(op)
+    inner = nn.pool2d_rel(op)
 
     def rel(arg_types: list[Type], attrs: MaxPool1DAttrs) -> object:
         args = tensor_args(op, arg_types, 1)
         if args is NOT_YET:
             return NOT_YET
         data = args[0]
-        _rank(op, data, 3, "data")
-        n, c, w = _shape_to(data.shape, attrs.layout, "NCW")
+        check_rank(op, data, 3, "data")
+        n, c, w = shape_to(data.shape, attrs.layout, "NCW")
         as_2d = TensorType((n, c, 1, w), data.dtype)
         try:
             out = inner([as_2d], _as_2d(attrs))  # type: ignore[operator]
@@ -427,18 +283,18 @@ def _pool1d_rel(op: str) -> object:
             raise RelationError(str(err).replace(shape_text(as_2d.shape),
                                                  shape_text(data.shape))) from None
         n2, c2, _, ow = out.shape  # type: ignore[attr-defined]
-        return TensorType(_shape_from((n2, c2, ow), attrs.out_layout or attrs.layout, "NCW"),
+        return TensorType(shape_from((n2, c2, ow), attrs.out_layout or attrs.layout, "NCW"),
                           data.dtype)
     return rel
 
 
 def _pool1d_ref(kind: str) -> object:
-    inner = _nn._max_pool2d_ref if kind == "max" else _nn._avg_pool2d_ref
+    inner = nn.max_pool2d_ref if kind == "max" else nn.avg_pool2d_ref
 
     def ref(args: list, attrs: MaxPool1DAttrs) -> Array:
-        x = _to(np.asarray(args[0]), attrs.layout, "NCW")
+        x = to_canonical(np.asarray(args[0]), attrs.layout, "NCW")
         out = inner([x[:, :, None, :]], _as_2d(attrs))[:, :, 0, :]  # type: ignore[operator]
-        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCW"), x.dtype)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCW"), x.dtype)
     return ref
 
 
@@ -452,84 +308,6 @@ register_op("nn.avg_pool1d", attrs=AvgPool1DAttrs, num_inputs=1, arg_names=("dat
             reference=_pool1d_ref("avg"),
             doc="1-d average pooling over W (layout NCW); as nn.avg_pool2d with one spatial "
                 "axis (count_include_pad counts explicit padding).")
-
-
-# -- nn.depth_to_space / nn.space_to_depth ------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class SubPixelAttrs:
-    """``mode`` (depth_to_space only): ``DCR`` (depth-column-row) or ``CRD``."""
-
-    block_size: int = 1
-    layout: str = "NCHW"
-    mode: str = "DCR"
-
-    def __post_init__(self) -> None:
-        if self.block_size < 1:
-            raise AttrError(f"block_size must be >= 1, found {self.block_size}",
-                            "block_size")
-        _check_layout(self.layout, "NCHW", "layout")
-        if self.mode not in ("DCR", "CRD"):
-            raise AttrError(f"mode must be 'DCR' or 'CRD', found {self.mode!r}", "mode")
-
-
-def _subpixel_rel(op: str, to_depth: bool) -> object:
-    def rel(arg_types: list[Type], attrs: SubPixelAttrs) -> object:
-        args = tensor_args(op, arg_types, 1)
-        if args is NOT_YET:
-            return NOT_YET
-        data = args[0]
-        _rank(op, data, 4, "data")
-        n, c, h, w = _shape_to(data.shape, attrs.layout, "NCHW")
-        b = attrs.block_size
-        if to_depth:
-            for d, name in ((h, "height"), (w, "width")):
-                if not is_any(d) and d % b:
-                    raise RelationError(f"{op}: {name} {d} is not divisible by "
-                                        f"block_size={b}")
-            out = (n, dim_map(lambda c: c * b * b, c), dim_map(lambda h: h // b, h),
-                   dim_map(lambda w: w // b, w))
-        else:
-            if not is_any(c) and c % (b * b):
-                raise RelationError(f"{op}: channels {c} are not divisible by "
-                                    f"block_size**2={b * b}")
-            out = (n, dim_map(lambda c: c // (b * b), c), dim_map(lambda h: h * b, h),
-                   dim_map(lambda w: w * b, w))
-        return TensorType(_shape_from(out, attrs.layout, "NCHW"), data.dtype)
-    return rel
-
-
-def _depth_to_space_ref(args: list, attrs: SubPixelAttrs) -> Array:
-    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
-    n, c, h, w = x.shape
-    b = attrs.block_size
-    if attrs.mode == "DCR":
-        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
-    else:
-        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
-    out = y.reshape(n, c // (b * b), h * b, w * b)
-    return as_dtype(_from(out, attrs.layout, "NCHW").copy(), x.dtype)
-
-
-def _space_to_depth_ref(args: list, attrs: SubPixelAttrs) -> Array:
-    x = _to(np.asarray(args[0]), attrs.layout, "NCHW")
-    n, c, h, w = x.shape
-    b = attrs.block_size
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
-    out = y.reshape(n, c * b * b, h // b, w // b)
-    return as_dtype(_from(out, attrs.layout, "NCHW").copy(), x.dtype)
-
-
-register_op("nn.depth_to_space", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
-            support_level=5, relation=_subpixel_rel("nn.depth_to_space", False),
-            reference=_depth_to_space_ref,
-            doc="Move channel blocks into b x b spatial blocks: (N, C, H, W) -> "
-                "(N, C / b^2, H * b, W * b); ``mode`` DCR or CRD as in ONNX DepthToSpace.")
-register_op("nn.space_to_depth", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
-            support_level=5, relation=_subpixel_rel("nn.space_to_depth", True),
-            reference=_space_to_depth_ref,
-            doc="Inverse of depth_to_space (DCR): (N, C, H, W) -> (N, C * b^2, H / b, W / b); "
-                "``mode`` is ignored, as in TVM.")
 
 
 # -- nn.max_pool3d / nn.avg_pool3d ----------------------------------------------------------
@@ -569,18 +347,18 @@ def _pool3d_rel(op: str) -> object:
         if args is NOT_YET:
             return NOT_YET
         data = args[0]
-        _rank(op, data, 5, "data")
-        n, c, *sp = _shape_to(data.shape, attrs.layout, "NCDHW")
+        check_rank(op, data, 5, "data")
+        n, c, *sp = shape_to(data.shape, attrs.layout, "NCDHW")
         before, after = _pads(attrs.padding, 3)
         out = []
         for j in range(3):
-            od = _nn._pool_out(sp[j], attrs.pool_size[j], attrs.strides[j],
+            od = nn.pool_out(sp[j], attrs.pool_size[j], attrs.strides[j],
                                before[j] + after[j], attrs.dilation[j], attrs.ceil_mode)
             if not is_any(od) and od <= 0:  # type: ignore[operator]
                 raise RelationError(f"{op}: the pooling window is larger than the padded "
                                     f"input {shape_text(data.shape)}")
             out.append(od)
-        return TensorType(_shape_from((n, c, *out), attrs.out_layout or attrs.layout,
+        return TensorType(shape_from((n, c, *out), attrs.out_layout or attrs.layout,
                                       "NCDHW"), data.dtype)
     return rel
 
@@ -597,20 +375,20 @@ def _nd_windows(xp: Array, attrs: MaxPool3DAttrs, outs: list[int]) -> Array:
 
 def _pool3d_ref(kind: str) -> object:
     def ref(args: list, attrs: MaxPool3DAttrs | AvgPool3DAttrs) -> Array:
-        x = _to(np.asarray(args[0]), attrs.layout, "NCDHW")
+        x = to_canonical(np.asarray(args[0]), attrs.layout, "NCDHW")
         sp = x.shape[2:]
         before, after = _pads(attrs.padding, 3)
         outs, extra = [], []
         for j in range(3):
             k, s, d = attrs.pool_size[j], attrs.strides[j], attrs.dilation[j]
-            o = _nn._pool_out(sp[j], k, s, before[j] + after[j], d, attrs.ceil_mode)
+            o = nn.pool_out(sp[j], k, s, before[j] + after[j], d, attrs.ceil_mode)
             need = (o - 1) * s + (k - 1) * d + 1  # type: ignore[operator]
             outs.append(o)
             extra.append(max(0, need - (sp[j] + before[j] + after[j])))
         pads = [(b, a + e) for b, a, e in zip(before, after, extra, strict=True)]
         axes = (-3, -2, -1)
         if kind == "max":
-            xp = np.pad(x, [(0, 0), (0, 0)] + pads, constant_values=_nn._lowest(x.dtype))
+            xp = np.pad(x, [(0, 0), (0, 0)] + pads, constant_values=nn.lowest(x.dtype))
             out = _nd_windows(xp, attrs, outs).max(axis=axes)  # type: ignore[arg-type]
         else:
             acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
@@ -627,8 +405,8 @@ def _pool3d_ref(kind: str) -> object:
                 if is_float(x.dtype.name):
                     out = total / count.astype(x.dtype)
                 else:
-                    out = _nn._trunc_div(total, count)
-        return as_dtype(_from(out, attrs.out_layout or attrs.layout, "NCDHW"), x.dtype)
+                    out = nn.trunc_div(total, count)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCDHW"), x.dtype)
     return ref
 
 

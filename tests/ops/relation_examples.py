@@ -1,6 +1,6 @@
-"""Example argument types and attrs for the relation tests of the ops added in
-``nn_ext``, ``image``, ``algorithm`` and ``transform_ext`` (merged into
-``test_ops_relations.EXAMPLES``)."""
+"""Example argument types and attrs for the relation tests of the later op families
+(``nn_nd``, ``nn_norm``, ``image``, ``algorithm``, ``transform_layout``, ``dyn``, ``qnn``,
+``vision``, ...), merged into ``test_ops_relations.EXAMPLES``."""
 
 from __future__ import annotations
 

@@ -1,0 +1,154 @@
+"""Layout operators (TVM ``src/relay/op/tensor/transform.cc``, ``nn/nn.cc``):
+``layout_transform`` between plain and blocked layouts (``NCHW`` <-> ``NCHW8c``, see
+``layout.py``), and ``nn.depth_to_space`` / ``nn.space_to_depth``, which move data between
+channels and spatial blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ops.layout import (
+    check_layout,
+    check_rank,
+    from_canonical,
+    shape_from,
+    shape_to,
+    to_canonical,
+)
+from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
+from relay_ref.ops.relations import (
+    as_dtype,
+    dim_map,
+    is_any,
+    shape_text,
+    tensor_args,
+)
+
+Array = np.ndarray
+
+
+# -- layout_transform ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class LayoutTransformAttrs:
+    src_layout: str = ""
+    dst_layout: str = ""
+
+
+def _layout_perm(op: str, src: str, dst: str) -> list[int]:
+    for name, lay in (("src_layout", src), ("dst_layout", dst)):
+        if not lay or not all("A" <= ch <= "Z" for ch in lay):
+            raise RelationError(f"{op}: only plain layouts (upper-case axis letters) are "
+                                f"supported, found {name}={lay!r}")
+        if len(set(lay)) != len(lay):
+            raise RelationError(f"{op}: {name}={lay!r} repeats an axis")
+    if sorted(src) != sorted(dst):
+        raise RelationError(f"{op}: {dst!r} is not a permutation of {src!r}")
+    return [src.index(ch) for ch in dst]
+
+
+def _layout_transform_rel(arg_types: list[Type], attrs: LayoutTransformAttrs) -> object:
+    op = "layout_transform"
+    args = tensor_args(op, arg_types, 1)
+    if args is NOT_YET:
+        return NOT_YET
+    data = args[0]
+    perm = _layout_perm(op, attrs.src_layout, attrs.dst_layout)
+    if data.ndim != len(perm):
+        raise RelationError(f"{op}: data {shape_text(data.shape)} has rank {data.ndim}, "
+                            f"src_layout {attrs.src_layout!r} has {len(perm)} axes")
+    return TensorType(tuple(data.shape[i] for i in perm), data.dtype)
+
+
+def _layout_transform_ref(args: list, attrs: LayoutTransformAttrs) -> Array:
+    x = np.asarray(args[0])
+    perm = _layout_perm("layout_transform", attrs.src_layout, attrs.dst_layout)
+    return np.transpose(x, perm).copy()
+
+
+register_op("layout_transform", attrs=LayoutTransformAttrs, num_inputs=1,
+            arg_names=("data",), support_level=5, relation=_layout_transform_rel,
+            reference=_layout_transform_ref,
+            doc="Permute axes from ``src_layout`` to ``dst_layout`` (e.g. NCHW -> NHWC). "
+                "Blocked layouts (NCHW4c, ...) are not supported and fail to type-check.")
+
+
+# -- nn.depth_to_space / nn.space_to_depth ------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SubPixelAttrs:
+    """``mode`` (depth_to_space only): ``DCR`` (depth-column-row) or ``CRD``."""
+
+    block_size: int = 1
+    layout: str = "NCHW"
+    mode: str = "DCR"
+
+    def __post_init__(self) -> None:
+        if self.block_size < 1:
+            raise AttrError(f"block_size must be >= 1, found {self.block_size}",
+                            "block_size")
+        check_layout(self.layout, "NCHW", "layout")
+        if self.mode not in ("DCR", "CRD"):
+            raise AttrError(f"mode must be 'DCR' or 'CRD', found {self.mode!r}", "mode")
+
+
+def _subpixel_rel(op: str, to_depth: bool) -> object:
+    def rel(arg_types: list[Type], attrs: SubPixelAttrs) -> object:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        check_rank(op, data, 4, "data")
+        n, c, h, w = shape_to(data.shape, attrs.layout, "NCHW")
+        b = attrs.block_size
+        if to_depth:
+            for d, name in ((h, "height"), (w, "width")):
+                if not is_any(d) and d % b:
+                    raise RelationError(f"{op}: {name} {d} is not divisible by "
+                                        f"block_size={b}")
+            out = (n, dim_map(lambda c: c * b * b, c), dim_map(lambda h: h // b, h),
+                   dim_map(lambda w: w // b, w))
+        else:
+            if not is_any(c) and c % (b * b):
+                raise RelationError(f"{op}: channels {c} are not divisible by "
+                                    f"block_size**2={b * b}")
+            out = (n, dim_map(lambda c: c // (b * b), c), dim_map(lambda h: h * b, h),
+                   dim_map(lambda w: w * b, w))
+        return TensorType(shape_from(out, attrs.layout, "NCHW"), data.dtype)
+    return rel
+
+
+def _depth_to_space_ref(args: list, attrs: SubPixelAttrs) -> Array:
+    x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    if attrs.mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    out = y.reshape(n, c // (b * b), h * b, w * b)
+    return as_dtype(from_canonical(out, attrs.layout, "NCHW").copy(), x.dtype)
+
+
+def _space_to_depth_ref(args: list, attrs: SubPixelAttrs) -> Array:
+    x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
+    n, c, h, w = x.shape
+    b = attrs.block_size
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    out = y.reshape(n, c * b * b, h // b, w // b)
+    return as_dtype(from_canonical(out, attrs.layout, "NCHW").copy(), x.dtype)
+
+
+register_op("nn.depth_to_space", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
+            support_level=5, relation=_subpixel_rel("nn.depth_to_space", False),
+            reference=_depth_to_space_ref,
+            doc="Move channel blocks into b x b spatial blocks: (N, C, H, W) -> "
+                "(N, C / b^2, H * b, W * b); ``mode`` DCR or CRD as in ONNX DepthToSpace.")
+register_op("nn.space_to_depth", attrs=SubPixelAttrs, num_inputs=1, arg_names=("data",),
+            support_level=5, relation=_subpixel_rel("nn.space_to_depth", True),
+            reference=_space_to_depth_ref,
+            doc="Inverse of depth_to_space (DCR): (N, C, H, W) -> (N, C * b^2, H / b, W / b); "
+                "``mode`` is ignored, as in TVM.")

@@ -1,0 +1,10 @@
+"""Program-to-program rewrites (DESIGN.md section 2: above the interpreter, below the
+executor). Each pass is a class in its own module with ``name``, ``opt_level`` and
+``__call__(mod) -> mod``; ``relay_ref.passes.base`` has the pass manager (``Sequential``)
+and the registry (``get_pass``); ``relay_ref.passes.rewrite`` the linear-time traversal
+every pass is written with.
+"""
+
+from relay_ref.passes.base import Pass, Sequential, get_pass, pass_names, register_pass
+
+__all__ = ["Pass", "Sequential", "get_pass", "pass_names", "register_pass"]

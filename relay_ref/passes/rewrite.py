@@ -1,0 +1,163 @@
+"""Rebuilding expressions: the traversal every pass is written with.
+
+* ``with_children(expr, kids)``: ``expr`` with its direct sub-expressions (in the order of
+  ``relay_ref.ir.expr.children``) replaced; ``expr`` itself when nothing changed.
+* ``rewrite(expr, rule)``: a bottom-up rebuild. Each distinct node is visited once, after
+  its children (memoised by identity: a node shared by several users, a graph binding, is
+  rewritten once and stays shared), so the cost is linear in the size of the graph, never in
+  the number of paths through it. ``rule(node)`` sees the node with its children already
+  rewritten and returns a replacement or ``None`` (keep it). Iterative: deep let chains and
+  long graphs do not touch Python's recursion limit.
+* ``map_functions(mod, fn)``: apply ``fn`` to every global function of a module.
+* ``fresh_copy(expr)``: a copy with fresh binders (``Var``s bound inside are renamed to new
+  objects), for passes that duplicate code (inlining, partial evaluation): the IR's
+  invariant is that each ``Var`` object is bound by at most one binder.
+
+Invariant kept by everything here: binders are never changed (``Let.var``, parameters and
+pattern variables are the same objects before and after), so scoping is preserved; only
+``fresh_copy`` makes new binders, consistently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from relay_ref.ir.expr import (
+    Call,
+    Expr,
+    Function,
+    If,
+    Let,
+    Match,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from relay_ref.ir.module import IRModule
+
+Rule = Callable[[Expr], Expr | None]
+
+
+def with_children(expr: Expr, kids: Iterable[Expr]) -> Expr:
+    """``expr`` with new direct sub-expressions (``children`` order); same node if equal."""
+    new = tuple(kids)
+    old = tuple(children(expr))
+    if len(new) == len(old) and all(a is b for a, b in zip(new, old, strict=True)):
+        return expr
+    match expr:
+        case Tuple():
+            return replace(expr, fields=new)
+        case TupleGetItem():
+            return replace(expr, tuple_value=new[0])
+        case Let():
+            return replace(expr, value=new[0], body=new[1])
+        case Call():
+            return replace(expr, op=new[0], args=new[1:])
+        case Function():
+            return replace(expr, body=new[0])
+        case If():
+            return replace(expr, cond=new[0], true_branch=new[1], false_branch=new[2])
+        case Match():
+            clauses = tuple(c if c.rhs is rhs else replace(c, rhs=rhs)
+                            for c, rhs in zip(expr.clauses, new[1:], strict=True))
+            return replace(expr, data=new[0], clauses=clauses)
+        case RefCreate():
+            return replace(expr, value=new[0])
+        case RefRead():
+            return replace(expr, ref=new[0])
+        case RefWrite():
+            return replace(expr, ref=new[0], value=new[1])
+    raise TypeError(f"{type(expr).__name__} has no children to replace")
+
+
+def rewrite(expr: Expr, rule: Rule, memo: dict[int, Expr] | None = None) -> Expr:
+    """Bottom-up rebuild of ``expr`` applying ``rule`` once per distinct node (see the
+    module docstring). ``memo`` (node id -> result) may be shared between calls on parts of
+    one program so that nodes shared between them are rewritten once."""
+    done: dict[int, Expr] = {} if memo is None else memo
+    keep: list[Expr] = []  # keeps the ids in ``done`` valid (no reuse of a freed id)
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        if not expanded:
+            stack.append((node, True))
+            for kid in children(node):
+                if id(kid) not in done:
+                    stack.append((kid, False))
+            continue
+        rebuilt = with_children(node, (done[id(k)] for k in children(node)))
+        out = rule(rebuilt)
+        done[id(node)] = rebuilt if out is None else out
+        keep.append(node)
+    return done[id(expr)]
+
+
+def map_functions(mod: IRModule, fn: Callable[[str, Function], Function]) -> IRModule:
+    """A module whose every global ``name`` is ``fn(name, function)`` (types dropped)."""
+    functions = {name: fn(name, f) for name, f in mod.functions.items()}
+    if all(functions[n] is f for n, f in mod.functions.items()):
+        return mod
+    return replace(mod, functions=functions, checked_types={}, global_types={})
+
+
+def fresh_copy(expr: Expr) -> Expr:
+    """``expr`` with every binder inside it renamed to a fresh ``Var`` (same name hint and
+    annotation); free variables are kept. Sharing inside ``expr`` is preserved."""
+    renamed: dict[Var, Var] = {}
+
+    def fresh(var: Var) -> Var:
+        new = Var(var.name_hint, var.type_annotation, var.span)
+        renamed[var] = new
+        return new
+
+    def pattern(p: Pattern) -> Pattern:
+        match p:
+            case PatternVar(var):
+                return replace(p, var=fresh(var))
+            case PatternConstructor(_, pats):
+                return replace(p, patterns=tuple(pattern(q) for q in pats))
+            case PatternTuple(pats):
+                return replace(p, patterns=tuple(pattern(q) for q in pats))
+        return p
+
+    # Binders first (a pre-pass), so uses anywhere below see the new variables.
+    from relay_ref.ir.visitor import post_order
+    new_lhs: dict[int, Pattern] = {}  # id of an original pattern -> its renamed copy
+    for node in post_order(expr):
+        match node:
+            case Let(var):
+                fresh(var)
+            case Function(params):
+                for p in params:
+                    fresh(p)
+            case Match(_, clauses):
+                for c in clauses:
+                    new_lhs[id(c.lhs)] = pattern(c.lhs)
+
+    def rule(node: Expr) -> Expr | None:
+        match node:
+            case Var():
+                return renamed.get(node)
+            case Let(var):
+                return replace(node, var=renamed[var])
+            case Function(params):
+                return replace(node, params=tuple(renamed[p] for p in params))
+            case Match(_, clauses):
+                # rebuilt clauses keep their original ``lhs`` object: look it up
+                return replace(node, clauses=tuple(
+                    replace(c, lhs=new_lhs.get(id(c.lhs), c.lhs)) for c in clauses))
+        return None
+
+    return rewrite(expr, rule)
+

@@ -11,6 +11,11 @@ Golden programs live in ``tests/programs/**/*.relay``. Expectations are comments
 * no expectation -- the program must parse (and, in typecheck/ and eval/, type-check).
 
 Every golden program also round-trips through the printer.
+
+Pass golden programs (``tests/programs/passes/``): ``// pass: A, B`` names the passes to
+run (in order, by registry name, on the type-checked module); the expected output is the
+program in ``<name>.expected.relay`` beside it (alpha-equal after both are type-checked),
+and both programs must give the same value for ``@main`` on deterministic arguments.
 """
 
 from __future__ import annotations
@@ -98,6 +103,9 @@ class GoldenItem(pytest.Item):
 
             got = value_to_text(rr.evaluate(mod))
             assert _norm(got) == _norm(want), f"@main evaluated to {got}, expected {want}"
+        passes = [m.group(1) for m in map(_PASS.search, text.splitlines()) if m]
+        if passes:
+            _check_pass_golden(self.path, mod, passes[0])
 
     def repr_failure(self, excinfo, style=None):
         import relay_ref as rr
@@ -109,6 +117,56 @@ class GoldenItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, 0, f"golden: {self.path.relative_to(PROGRAMS)}"
+
+
+_PASS = re.compile(r"^//\s*pass:\s*(.*?)\s*$")
+
+
+def _check_pass_golden(path: Path, mod, names: str) -> None:
+    """Run the named passes; compare with ``<stem>.expected.relay`` (see the docstring)."""
+    import numpy as np
+
+    import relay_ref as rr
+    from relay_ref.interpreter.values import value_to_text
+    from relay_ref.ir.types import TensorType
+    from relay_ref.passes import get_pass
+
+    expected_path = path.with_name(path.stem + ".expected.relay")
+    assert expected_path.exists(), f"missing {expected_path.name}"
+    out = mod
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        out = get_pass(name)(out)
+    got = rr.infer_types(out)
+    want = rr.infer_types(rr.parse(expected_path.read_text(), str(expected_path)))
+    assert rr.alpha_equal(got, want), (
+        f"{names} gave:\n{rr.astext(got)}\nexpected ({expected_path.name}):\n"
+        f"{rr.astext(want)}")
+    rng = np.random.default_rng(0)
+    args = []
+    for p in mod["main"].params:
+        ty = mod.checked_types.get(p) or p.type_annotation
+        assert isinstance(ty, TensorType), "pass goldens take tensor parameters only"
+        args.append(rng.uniform(-2, 2, ty.shape).astype(ty.dtype))
+    before, after = rr.evaluate(mod, *args), rr.evaluate(got, *args)
+    _assert_close(before, after, f"{names} changed the value: {value_to_text(before)} -> "
+                                 f"{value_to_text(after)}")
+
+
+def _assert_close(a, b, message: str) -> None:
+    """Values equal up to float tolerance (tensors), structurally otherwise."""
+    import numpy as np
+
+    from relay_ref.interpreter.values import value_to_text
+
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        assert np.shape(a) == np.shape(b) and np.asarray(a).dtype == np.asarray(b).dtype, message
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True, err_msg=message)
+    elif isinstance(a, tuple) and isinstance(b, tuple):
+        assert len(a) == len(b), message
+        for x, y in zip(a, b, strict=True):
+            _assert_close(x, y, message)
+    else:
+        assert _norm(value_to_text(a)) == _norm(value_to_text(b)), message
 
 
 def pytest_collect_file(parent, file_path: Path):

@@ -10,6 +10,7 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     dyn,
     image,
     nn,
+    nn_blocked,
     nn_nd,
     nn_norm,
     qnn,

@@ -11,12 +11,18 @@ import numpy as np
 
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.layout import (
+    blocked_shape,
     check_layout,
     check_rank,
     from_canonical,
+    from_primal,
+    parse_layout,
+    primal,
     shape_from,
     shape_to,
     to_canonical,
+    to_primal,
+    unblocked_shape,
 )
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
@@ -34,20 +40,29 @@ Array = np.ndarray
 
 @dataclass(frozen=True, slots=True)
 class LayoutTransformAttrs:
+    """``src_layout`` and ``dst_layout`` name the same primal axes (checked by the
+    relation); either may block any of them (``NCHW8c``, ``OIHW4i8o``)."""
+
     src_layout: str = ""
     dst_layout: str = ""
 
 
-def _layout_perm(op: str, src: str, dst: str) -> list[int]:
-    for name, lay in (("src_layout", src), ("dst_layout", dst)):
-        if not lay or not all("A" <= ch <= "Z" for ch in lay):
-            raise RelationError(f"{op}: only plain layouts (upper-case axis letters) are "
-                                f"supported, found {name}={lay!r}")
-        if len(set(lay)) != len(lay):
-            raise RelationError(f"{op}: {name}={lay!r} repeats an axis")
-    if sorted(src) != sorted(dst):
-        raise RelationError(f"{op}: {dst!r} is not a permutation of {src!r}")
-    return [src.index(ch) for ch in dst]
+def _layouts(op: str, attrs: LayoutTransformAttrs) -> tuple:
+    """The parsed (src, dst) layouts; ``RelationError`` unless they name the same axes."""
+    parsed = []
+    for name in ("src_layout", "dst_layout"):
+        text = getattr(attrs, name)
+        if not text:
+            raise RelationError(f"{op}: {name} must be given")
+        try:
+            parsed.append(parse_layout(text, name))
+        except AttrError as err:
+            raise RelationError(f"{op}: {err}") from None
+    src, dst = parsed
+    if sorted(primal(src)) != sorted(primal(dst)):
+        raise RelationError(f"{op}: {attrs.dst_layout!r} and {attrs.src_layout!r} do not "
+                            f"name the same axes")
+    return src, dst
 
 
 def _layout_transform_rel(arg_types: list[Type], attrs: LayoutTransformAttrs) -> object:
@@ -56,24 +71,33 @@ def _layout_transform_rel(arg_types: list[Type], attrs: LayoutTransformAttrs) ->
     if args is NOT_YET:
         return NOT_YET
     data = args[0]
-    perm = _layout_perm(op, attrs.src_layout, attrs.dst_layout)
-    if data.ndim != len(perm):
+    src, dst = _layouts(op, attrs)
+    if data.ndim != len(src):
         raise RelationError(f"{op}: data {shape_text(data.shape)} has rank {data.ndim}, "
-                            f"src_layout {attrs.src_layout!r} has {len(perm)} axes")
-    return TensorType(tuple(data.shape[i] for i in perm), data.dtype)
+                            f"src_layout {attrs.src_layout!r} has {len(src)} axes")
+    for a, n in zip(src, data.shape, strict=True):
+        if a.is_block and not is_any(n) and n != a.factor:
+            raise RelationError(f"{op}: the {a.factor}{a.name.lower()} block of "
+                                f"{attrs.src_layout!r} has size {n} in data "
+                                f"{shape_text(data.shape)}")
+    plain = shape_to(unblocked_shape(data.shape, src), primal(src), primal(dst))
+    return TensorType(blocked_shape(op, plain, dst), data.dtype)
 
 
 def _layout_transform_ref(args: list, attrs: LayoutTransformAttrs) -> Array:
     x = np.asarray(args[0])
-    perm = _layout_perm("layout_transform", attrs.src_layout, attrs.dst_layout)
-    return np.transpose(x, perm).copy()
+    src, dst = _layouts("layout_transform", attrs)
+    plain = to_canonical(to_primal(x, src), primal(src), primal(dst))
+    return from_primal(np.ascontiguousarray(plain), dst)
 
 
 register_op("layout_transform", attrs=LayoutTransformAttrs, num_inputs=1,
             arg_names=("data",), support_level=5, relation=_layout_transform_rel,
             reference=_layout_transform_ref,
-            doc="Permute axes from ``src_layout`` to ``dst_layout`` (e.g. NCHW -> NHWC). "
-                "Blocked layouts (NCHW4c, ...) are not supported and fail to type-check.")
+            doc="Move ``data`` from ``src_layout`` to ``dst_layout``: a permutation of plain "
+                "axes (NCHW -> NHWC) and/or packing an axis into blocks (NCHW -> NCHW8c: "
+                "out[n, c // 8, h, w, c % 8] = in[n, c, h, w]) or unpacking them. A split "
+                "axis must be a multiple of its block size (the ragged case is refused).")
 
 
 # -- nn.depth_to_space / nn.space_to_depth ------------------------------------------------

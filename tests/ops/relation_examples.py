@@ -65,3 +65,12 @@ EXTRA_EXAMPLES.update({
     "qnn.conv2d": ([_Q, T(8, 4, 3, 3, dtype="int8"), _Z, _Z, _S, T(8)],
                    {"out_dtype": "int32"}),
 })
+
+EXTRA_EXAMPLES.update({
+    "layout_transform": ([DATA], {"src_layout": "NCHW", "dst_layout": "NCHW2c"}),
+    "nn.contrib_conv2d_NCHWc": ([T(2, 2, 6, 6, 2), T(2, 2, 3, 3, 2, 4)],
+                                {"data_layout": "NCHW2c", "kernel_layout": "OIHW2i4o"}),
+    "nn.contrib_depthwise_conv2d_NCHWc": ([T(2, 2, 6, 6, 2), T(1, 1, 3, 3, 1, 4)],
+                                          {"data_layout": "NCHW2c", "groups": 4,
+                                           "kernel_layout": "OIHW1i4o"}),
+})

@@ -12,6 +12,7 @@ import test_ops_dyn
 import test_ops_elementwise
 import test_ops_image
 import test_ops_nn
+import test_ops_nn_blocked
 import test_ops_nn_nd
 import test_ops_nn_norm
 import test_ops_qnn
@@ -52,7 +53,7 @@ def test_every_op_is_differentially_tested() -> None:
               | test_ops_image.DIFF_TESTED
               | test_ops_algorithm.DIFF_TESTED | test_ops_transform_layout.DIFF_TESTED
               | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED
-              | test_ops_qnn.DIFF_TESTED)
+              | test_ops_qnn.DIFF_TESTED | test_ops_nn_blocked.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

@@ -18,17 +18,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import NOT_YET, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
     broadcast_shapes,
     is_any,
     is_float,
+    is_int,
     reduce_axes,
     shape_text,
     tensor_args,
 )
+from relay_ref.ops.transform import InitOpAttrs
 
 Array = np.ndarray
 
@@ -234,3 +236,88 @@ register_op("variance", attrs=VarianceAttrs, num_inputs=2, arg_names=("data", "m
                 "keepdims=True)``): ``sum((data - mean)^2) / (count - unbiased)``.\n\n"
                 "Attributes: axis, keepdims, exclude, unbiased [False].\n"
                 "Type relation: reduce (mean must broadcast against data).")
+
+
+# -- collapse_sum_like / collapse_sum_to ---------------------------------------------------
+
+def _collapse_check(op: str, data: TensorType, target: tuple, dtype: str) -> None:
+    """``broadcast(data, target)`` must be ``data``'s shape: target has no more axes, and
+    each of its dimensions is 1 or the data's (TVM's ``BroadcastRel(data, target) = data``).
+    """
+    if dtype != data.dtype:
+        raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs {dtype}")
+    if len(target) > data.ndim:
+        raise RelationError(f"{op}: cannot collapse {shape_text(data.shape)} to the larger "
+                            f"rank of {shape_text(target)}")
+    out = broadcast_shapes(op, data.shape, target)
+    for d, o in zip(data.shape, out, strict=True):
+        if not (is_any(d) or is_any(o)) and d != o:
+            raise RelationError(f"{op}: {shape_text(data.shape)} does not broadcast from "
+                                f"{shape_text(target)}")
+
+
+def _collapse_sum_like_rel(arg_types: list[Type], attrs: object) -> object:
+    op = "collapse_sum_like"
+    args = tensor_args(op, arg_types, 2, ("data", "collapse_type"))
+    if args is NOT_YET:
+        return NOT_YET
+    data, like = args
+    _collapse_check(op, data, like.shape, like.dtype)
+    return TensorType(like.shape, like.dtype)
+
+
+def collapse_sum(x: Array, target: tuple[int, ...]) -> Array:
+    """Sum ``x`` down to ``target`` (the inverse of broadcasting ``target`` to ``x``): sum
+    the leading extra axes and every axis where ``target`` is 1 (keeping it)."""
+    lead = x.ndim - len(target)
+    if lead < 0 or any(t not in (1, n) for t, n in zip(target, x.shape[lead:], strict=True)):
+        raise OpRuntimeError(f"collapse_sum: cannot collapse shape {x.shape} to {target}")
+    out = np.sum(x, axis=tuple(range(lead)), dtype=x.dtype) if lead else x
+    ones = tuple(i for i, t in enumerate(target) if t == 1 and out.shape[i] != 1)
+    if ones:
+        out = np.sum(out, axis=ones, keepdims=True, dtype=x.dtype)
+    return as_dtype(np.array(out, copy=True), x.dtype)
+
+
+register_op("collapse_sum_like", num_inputs=2, arg_names=("data", "collapse_type"),
+            support_level=10, relation=_collapse_sum_like_rel,
+            reference=lambda args, attrs: collapse_sum(np.asarray(args[0]),
+                                                       np.shape(args[1])),
+            doc="Sum ``data`` down to the shape of ``collapse_type`` (the gradient of "
+                "broadcasting): leading extra axes and axes where ``collapse_type`` has 1 are "
+                "summed. Requires broadcast(data, collapse_type) = data.")
+
+
+def _collapse_sum_to_rel(arg_types: list[Type], attrs: InitOpAttrs) -> object:
+    op = "collapse_sum_to"
+    args = tensor_args(op, arg_types, 2, ("data", "shape"))
+    if args is NOT_YET:
+        return NOT_YET
+    data, shape = args
+    if shape.ndim != 1 or not is_int(shape.dtype):
+        raise RelationError(f"{op}: shape must be a 1-d integer tensor, found "
+                            f"{shape.dtype}{shape_text(shape.shape)}")
+    if is_any(shape.shape[0]):
+        raise RelationError(f"{op}: the shape argument must have a static length")
+    rank = shape.shape[0]
+    if attrs.shape is not None and len(attrs.shape) != rank:
+        raise RelationError(f"{op}: the shape attribute {tuple(attrs.shape)} does not have "
+                            f"the shape argument's {rank} values")
+    target = tuple(attrs.shape) if attrs.shape is not None else (ANY,) * rank
+    _collapse_check(op, data, target, data.dtype)
+    return TensorType(target, data.dtype)
+
+
+def _collapse_sum_to_ref(args: list, attrs: InitOpAttrs) -> Array:
+    target = tuple(int(v) for v in np.asarray(args[1]).reshape(-1))
+    if attrs.shape is not None and target != tuple(attrs.shape):
+        raise OpRuntimeError(f"collapse_sum_to: the shape argument {target} differs from the "
+                             f"shape attribute {tuple(attrs.shape)}")
+    return collapse_sum(np.asarray(args[0]), target)
+
+
+register_op("collapse_sum_to", attrs=InitOpAttrs, num_inputs=2, arg_names=("data", "shape"),
+            support_level=4, relation=_collapse_sum_to_rel, reference=_collapse_sum_to_ref,
+            doc="Sum ``data`` down to the target ``shape`` (a 1-d integer tensor; TVM also "
+                "records a constant one in the ``shape`` attribute, which then gives the "
+                "static result type, else every dimension is ``?``).")

@@ -74,3 +74,8 @@ EXTRA_EXAMPLES.update({
                                           {"data_layout": "NCHW2c", "groups": 4,
                                            "kernel_layout": "OIHW1i4o"}),
 })
+
+EXTRA_EXAMPLES.update({
+    "collapse_sum_like": ([DATA, T(4, 1, 6)], {}),
+    "collapse_sum_to": ([DATA, T(3, dtype=_I64)], {"shape": (4, 1, 6)}),
+})

@@ -111,4 +111,59 @@ def test_empty_max_is_a_runtime_error() -> None:
         run_op("argmax", [np.zeros((0, 3), "float32")], axis=0)
 
 
-DIFF_TESTED = set(REDUCE_ONNX) | {"all", "any", "argmax", "argmin", "variance"}
+def _collapse_loop(x: np.ndarray, target: tuple) -> np.ndarray:
+    """Sum every element of ``x`` into the cell of ``target`` it was broadcast from."""
+    out = np.zeros(target, x.dtype)
+    lead = x.ndim - len(target)
+    for i in np.ndindex(x.shape):
+        j = tuple(0 if t == 1 else k for k, t in zip(i[lead:], target, strict=True))
+        out[j] += x[i]
+    return out
+
+
+@pytest.mark.parametrize("shape,target", [((2, 3, 4), (3, 4)), ((2, 3, 4), (3, 1)),
+                                          ((2, 3, 4), (1, 1, 1)), ((2, 3, 4), ()),
+                                          ((2, 3), (2, 3)), ((4, 1, 3), (1, 3))])
+@pytest.mark.parametrize("dtype", ["float64", "int32"])
+def test_collapse_sum_vs_loop(shape: tuple, target: tuple, dtype: str) -> None:
+    x = rand(shape, dtype)
+    want = _collapse_loop(x, target)
+    like = run_op("collapse_sum_like", [x, np.zeros(target, dtype)])
+    np.testing.assert_allclose(like, want)
+    to = run_op("collapse_sum_to", [x, np.array(target, "int64")], shape=target)
+    np.testing.assert_allclose(to, want)
+
+
+def test_collapse_sum_relations() -> None:
+    from relay_ref.ir.types import ANY, TensorType
+    from relay_ref.ops.registry import RelationError, get_op, make_attrs
+
+    like = get_op("collapse_sum_like").relation
+    at = make_attrs("collapse_sum_like", {})
+    f = "float32"
+    assert like([TensorType((ANY, 3, 4), f), TensorType((3, 1), f)], at) == \
+        TensorType((3, 1), f)
+    for data, bad, msg in [((2, 3, 4), (2, 3), "cannot be broadcast"),
+                           ((2, 3, 4), (5, 2, 3, 4), "larger rank"),
+                           ((2, 1, 4), (3, 4), r"\(2, 1, 4\) does not broadcast from \(3, 4\)")]:
+        with pytest.raises(RelationError, match=msg):
+            like([TensorType(data, f), TensorType(bad, f)], at)
+    with pytest.raises(RelationError, match="dtypes differ"):
+        like([TensorType((2, 3), f), TensorType((3,), "int32")], at)
+    to = get_op("collapse_sum_to").relation
+    shape = TensorType((2,), "int64")
+    assert to([TensorType((2, 3, 4), f), shape], make_attrs("collapse_sum_to", {})) == \
+        TensorType((ANY, ANY), f)
+    assert to([TensorType((2, ANY, 4), f), shape],
+              make_attrs("collapse_sum_to", {"shape": (1, 4)})) == TensorType((1, 4), f)
+    with pytest.raises(RelationError, match="static length"):
+        to([TensorType((2, 3), f), TensorType((ANY,), "int64")],
+           make_attrs("collapse_sum_to", {}))
+    with pytest.raises(RelationError, match="does not have the shape argument's 2 values"):
+        to([TensorType((2, 3), f), shape], make_attrs("collapse_sum_to", {"shape": (3,)}))
+    with pytest.raises(OpRuntimeError):
+        run_op("collapse_sum_to", [np.zeros((2, 3)), np.array([2, 2])])
+
+
+DIFF_TESTED = set(REDUCE_ONNX) | {"all", "any", "argmax", "argmin", "variance",
+                                   "collapse_sum_like", "collapse_sum_to"}

@@ -36,6 +36,7 @@ from relay_ref.ops.relations import (
     is_float,
     is_int,
     normalize_axis,
+    output_is_input,
     shape_prod,
     shape_text,
     tensor_args,
@@ -823,9 +824,15 @@ def _broadcast_to_rel(arg_types: list[Type], attrs: BroadcastToAttrs) -> object:
 
 
 def _broadcast_to_like_rel(arg_types: list[Type], attrs: object) -> object:
+    """TVM's ``BroadCastToLikeRel``: the result is ``broadcast_type``'s type (``data`` must
+    broadcast to it, with the same dtype). Bidirectional (``output_is_input`` on argument
+    1): a known result fixes ``broadcast_type``."""
     args = tensor_args("broadcast_to_like", arg_types, 2, ("data", "broadcast_type"))
     if args is NOT_YET:
         return NOT_YET
+    if args[0].dtype != args[1].dtype:
+        raise RelationError(f"broadcast_to_like: dtypes differ: {args[0].dtype} (data) vs "
+                            f"{args[1].dtype} (broadcast_type)")
     return TensorType(_broadcast_to_shape("broadcast_to_like", args[0].shape,
                                           args[1].shape), args[0].dtype)
 
@@ -838,6 +845,7 @@ register_op("broadcast_to", attrs=BroadcastToAttrs, num_inputs=1, arg_names=("da
             doc="Broadcast ``data`` to ``shape`` (NumPy rules).")
 register_op("broadcast_to_like", num_inputs=2, arg_names=("data", "broadcast_type"),
             support_level=10, relation=_broadcast_to_like_rel,
+            predicate=output_is_input(_broadcast_to_like_rel, 1), relation_name="BroadCastToLike",
             reference=_runtime(lambda args, attrs: fresh(np.broadcast_to(
                 args[0], _broadcast_to_shape("broadcast_to_like", np.shape(args[0]),
                                              np.shape(args[1]))))),

@@ -109,6 +109,17 @@ class OpDef:
         """True when type information may flow from the result back to the arguments."""
         return self.predicate is not None
 
+    @property
+    def type_text(self) -> str:
+        """The op's type as spec/typing.md 3.10 writes it, e.g. ``fn[t1, t2, t3](t1, t2) -> t3
+        where Broadcast(t1, t2, t3)`` (``...`` for a variable number of arguments)."""
+        if self.num_inputs < 0:
+            return f"fn(...) -> t where {self.relation_name}(...)"
+        ts = [f"t{i + 1}" for i in range(self.num_inputs + 1)]
+        args, out = ts[:-1], ts[-1]
+        return (f"fn[{', '.join(ts)}]({', '.join(args)}) -> {out} "
+                f"where {self.relation_name}({', '.join(ts)})")
+
     def solve(self, types: list, attrs: object) -> object:
         """Run the relation as a predicate over ``types`` (arguments, then the result):
         ``Solved`` or ``NOT_YET`` (see the module docstring); raises ``RelationError``."""

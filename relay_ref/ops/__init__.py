@@ -18,4 +18,5 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     tensor,
     transform,
     transform_layout,
+    vision,
 )

@@ -79,3 +79,9 @@ EXTRA_EXAMPLES.update({
     "collapse_sum_like": ([DATA, T(4, 1, 6)], {}),
     "collapse_sum_to": ([DATA, T(3, dtype=_I64)], {"shape": (4, 1, 6)}),
 })
+
+EXTRA_EXAMPLES.update({
+    "vision.multibox_prior": ([DATA], {"sizes": (0.5, 0.25), "ratios": (1.0, 2.0)}),
+    "vision.roi_align": ([DATA, T(3, 5)], {"pooled_size": (2, 2), "spatial_scale": 0.5}),
+    "vision.roi_pool": ([DATA, T(3, 5)], {"pooled_size": (2, 2), "spatial_scale": 0.5}),
+})

@@ -19,6 +19,7 @@ import test_ops_qnn
 import test_ops_reduce
 import test_ops_transform
 import test_ops_transform_layout
+import test_ops_vision
 
 from relay_ref.ops.registry import AttrError, all_ops, attrs_items, get_op, make_attrs
 
@@ -53,7 +54,8 @@ def test_every_op_is_differentially_tested() -> None:
               | test_ops_image.DIFF_TESTED
               | test_ops_algorithm.DIFF_TESTED | test_ops_transform_layout.DIFF_TESTED
               | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED
-              | test_ops_qnn.DIFF_TESTED | test_ops_nn_blocked.DIFF_TESTED)
+              | test_ops_qnn.DIFF_TESTED | test_ops_nn_blocked.DIFF_TESTED
+              | test_ops_vision.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

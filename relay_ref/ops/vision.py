@@ -1,0 +1,252 @@
+"""Vision operators (TVM ``src/relay/op/vision/*.cc``, TOPI ``vision/``): anchor boxes
+(``vision.multibox_prior``) and region-of-interest pooling (``vision.roi_align``,
+``vision.roi_pool``).
+
+Boxes are ``[x_min, y_min, x_max, y_max]``; an ROI row is ``[batch_index, x_min, y_min,
+x_max, y_max]`` in input-image coordinates, scaled by ``spatial_scale`` onto the feature map.
+The references loop over ROIs and output cells (small) and vectorise over channels.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ops.layout import check_rank, from_canonical, to_canonical
+from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
+from relay_ref.ops.relations import (
+    as_dtype,
+    dim_map,
+    dims_compatible,
+    is_float,
+    shape_text,
+    tensor_args,
+)
+
+Array = np.ndarray
+
+
+# -- vision.multibox_prior ----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class MultiBoxPriorAttrs:
+    """``sizes`` and ``ratios`` (non-empty, positive) give ``len(sizes) + len(ratios) - 1``
+    boxes per cell; ``steps`` (y, x; -1 = 1 / extent) and ``offsets`` (y, x) place the
+    centres; ``clip`` clamps coordinates to [0, 1]."""
+
+    sizes: tuple[float, ...] = (1.0,)
+    ratios: tuple[float, ...] = (1.0,)
+    steps: tuple[float, ...] = (-1.0, -1.0)
+    offsets: tuple[float, ...] = (0.5, 0.5)
+    clip: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("sizes", "ratios"):
+            values = getattr(self, name)
+            if not values or any(v <= 0 for v in values):
+                raise AttrError(f"{name} must be a non-empty list of positive numbers, found "
+                                f"{values}", name)
+        for name in ("steps", "offsets"):
+            if len(getattr(self, name)) != 2:
+                raise AttrError(f"{name} must have 2 values (y, x), found "
+                                f"{getattr(self, name)}", name)
+
+
+def _multibox_prior_rel(arg_types: list[Type], attrs: MultiBoxPriorAttrs) -> object:
+    op = "vision.multibox_prior"
+    args = tensor_args(op, arg_types, 1)
+    if args is NOT_YET:
+        return NOT_YET
+    data = args[0]
+    check_rank(op, data, 4, "data")
+    if not is_float(data.dtype):
+        raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+    per_cell = len(attrs.sizes) + len(attrs.ratios) - 1
+    n = dim_map(lambda h, w: h * w * per_cell, data.shape[2], data.shape[3])
+    return TensorType((1, n, 4), data.dtype)
+
+
+def _multibox_prior_ref(args: list, attrs: MultiBoxPriorAttrs) -> Array:
+    data = np.asarray(args[0])
+    h, w = data.shape[2], data.shape[3]
+    sizes, ratios = attrs.sizes, attrs.ratios
+    step_h = attrs.steps[0] if attrs.steps[0] > 0 else 1.0 / h
+    step_w = attrs.steps[1] if attrs.steps[1] > 0 else 1.0 / w
+    # half extents of each box kind (relative to the image), as TOPI's hybrid script
+    half_w = [s * h / w / 2 for s in sizes]
+    half_h = [s / 2 for s in sizes]
+    for r in ratios[1:]:
+        half_w.append(sizes[0] * h / w * math.sqrt(r) / 2)
+        half_h.append(sizes[0] / math.sqrt(r) / 2)
+    cy = (np.arange(h) + attrs.offsets[0]) * step_h
+    cx = (np.arange(w) + attrs.offsets[1]) * step_w
+    cy, cx = (a.reshape(h, w, 1) for a in np.meshgrid(cy, cx, indexing="ij"))
+    hw, hh = np.array(half_w), np.array(half_h)
+    boxes = np.stack([cx - hw, cy - hh, cx + hw, cy + hh], axis=-1)  # (H, W, K, 4)
+    if attrs.clip:
+        boxes = np.clip(boxes, 0.0, 1.0)
+    return as_dtype(boxes.reshape(1, -1, 4), data.dtype)
+
+
+register_op("vision.multibox_prior", attrs=MultiBoxPriorAttrs, num_inputs=1,
+            arg_names=("data",), support_level=5, relation=_multibox_prior_rel,
+            reference=_multibox_prior_ref,
+            doc="SSD anchor boxes for an (N, C, H, W) feature map: (1, H * W * (len(sizes) + "
+                "len(ratios) - 1), 4). Cell (i, j) is centred at ((j + offset_x) * step_x, "
+                "(i + offset_y) * step_y); box k < len(sizes) has half extents (sizes[k] * H / "
+                "W / 2, sizes[k] / 2), then one box per further ratio r with (sizes[0] * H / W "
+                "* sqrt(r) / 2, sizes[0] / sqrt(r) / 2). Only the data's shape is used.")
+
+
+# -- vision.roi_align / vision.roi_pool ----------------------------------------------------
+
+def _check_roi_attrs(attrs: object) -> None:
+    size = attrs.pooled_size  # type: ignore[attr-defined]
+    if len(size) == 1:
+        object.__setattr__(attrs, "pooled_size", (size[0], size[0]))
+    elif len(size) != 2:
+        raise AttrError(f"pooled_size must have 1 or 2 values, found {size}", "pooled_size")
+    if any(s < 1 for s in attrs.pooled_size):  # type: ignore[attr-defined]
+        raise AttrError(f"pooled_size values must be >= 1, found {size}", "pooled_size")
+    if attrs.layout not in ("NCHW", "NHWC"):  # type: ignore[attr-defined]
+        raise AttrError(f"layout must be NCHW or NHWC, found "
+                        f"{attrs.layout!r}", "layout")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class ROIAlignAttrs:
+    """``sample_ratio`` samples per bin and axis (<= 0: ceil(roi extent / pooled size));
+    ``mode`` avg or max over a bin's bilinear samples."""
+
+    pooled_size: tuple[int, ...]
+    spatial_scale: float
+    sample_ratio: int = -1
+    layout: str = "NCHW"
+    mode: str = "avg"
+
+    def __post_init__(self) -> None:
+        _check_roi_attrs(self)
+        if self.mode not in ("avg", "max"):
+            raise AttrError(f"mode must be 'avg' or 'max', found {self.mode!r}", "mode")
+
+
+@dataclass(frozen=True, slots=True)
+class ROIPoolAttrs:
+    pooled_size: tuple[int, ...]
+    spatial_scale: float
+    layout: str = "NCHW"
+
+    def __post_init__(self) -> None:
+        _check_roi_attrs(self)
+
+
+def _roi_rel(op: str):  # noqa: ANN202 - a relation
+    def rel(arg_types: list[Type], attrs: ROIAlignAttrs | ROIPoolAttrs) -> object:
+        args = tensor_args(op, arg_types, 2, ("data", "rois"))
+        if args is NOT_YET:
+            return NOT_YET
+        data, rois = args
+        check_rank(op, data, 4, "data")
+        check_rank(op, rois, 2, "rois")
+        if not dims_compatible(rois.shape[1], 5):
+            raise RelationError(f"{op}: rois must have shape (num_roi, 5), found "
+                                f"{shape_text(rois.shape)}")
+        if not is_float(data.dtype) or rois.dtype != data.dtype:
+            raise RelationError(f"{op}: data and rois must have the same float dtype, found "
+                                f"{data.dtype} and {rois.dtype}")
+        ph, pw = attrs.pooled_size
+        if attrs.layout == "NCHW":
+            return TensorType((rois.shape[0], data.shape[1], ph, pw), data.dtype)
+        return TensorType((rois.shape[0], ph, pw, data.shape[3]), data.dtype)
+    return rel
+
+
+def _batch_index(op: str, roi: Array, batch: int) -> int:
+    b = int(roi[0])
+    if not 0 <= b < batch:
+        raise OpRuntimeError(f"{op}: ROI batch index {roi[0]} is out of range for a batch of "
+                             f"{batch}")
+    return b
+
+
+def _bilinear(img: Array, y: float, x: float) -> Array:
+    """Bilinear sample of a (C, H, W) image at (y, x): 0 outside [-1, H] x [-1, W], the
+    border value between -1 and 0 (TOPI's ``_bilinear``)."""
+    _, h, w = img.shape
+    if y < -1 or y > h or x < -1 or x > w:
+        return np.zeros(img.shape[0])
+    y, x = min(max(y, 0.0), h - 1), min(max(x, 0.0), w - 1)
+    y0, x0 = int(math.floor(y)), int(math.floor(x))
+    dy, dx = y - y0, x - x0
+    total = np.zeros(img.shape[0])
+    for yy, wy in ((y0, 1 - dy), (y0 + 1, dy)):
+        for xx, wx in ((x0, 1 - dx), (x0 + 1, dx)):
+            if yy < h and xx < w:
+                total = total + wy * wx * img[:, yy, xx]
+    return total
+
+
+def _roi_align_ref(args: list, attrs: ROIAlignAttrs) -> Array:
+    op = "vision.roi_align"
+    data = np.asarray(args[0])
+    x = to_canonical(data, attrs.layout, "NCHW").astype(np.float64)
+    rois = np.asarray(args[1]).astype(np.float64)
+    ph, pw = attrs.pooled_size
+    out = np.zeros((rois.shape[0], x.shape[1], ph, pw))
+    for r, roi in enumerate(rois):
+        img = x[_batch_index(op, roi, x.shape[0])]
+        x0, y0, x1, y1 = roi[1:] * attrs.spatial_scale
+        roi_h, roi_w = max(y1 - y0, 1.0), max(x1 - x0, 1.0)
+        bin_h, bin_w = roi_h / ph, roi_w / pw
+        gh = attrs.sample_ratio if attrs.sample_ratio > 0 else math.ceil(roi_h / ph)
+        gw = attrs.sample_ratio if attrs.sample_ratio > 0 else math.ceil(roi_w / pw)
+        for i in range(ph):
+            for j in range(pw):
+                samples = [_bilinear(img, y0 + i * bin_h + (a + 0.5) * bin_h / gh,
+                                     x0 + j * bin_w + (b + 0.5) * bin_w / gw)
+                           for a in range(gh) for b in range(gw)]
+                stack = np.stack(samples)
+                out[r, :, i, j] = stack.mean(0) if attrs.mode == "avg" else stack.max(0)
+    return as_dtype(from_canonical(out, attrs.layout, "NCHW"), data.dtype)
+
+
+def _roi_pool_ref(args: list, attrs: ROIPoolAttrs) -> Array:
+    op = "vision.roi_pool"
+    data = np.asarray(args[0])
+    x = to_canonical(data, attrs.layout, "NCHW")
+    rois = np.asarray(args[1]).astype(np.float64)
+    _, c, h, w = x.shape
+    ph, pw = attrs.pooled_size
+    out = np.zeros((rois.shape[0], c, ph, pw), data.dtype)
+    for r, roi in enumerate(rois):
+        img = x[_batch_index(op, roi, x.shape[0])]
+        # corners rounded half to even (TOPI's reference uses Python's round)
+        x0, y0, x1, y1 = (int(np.round(v * attrs.spatial_scale)) for v in roi[1:])
+        bin_h, bin_w = max(y1 - y0 + 1, 1) / ph, max(x1 - x0 + 1, 1) / pw
+        for i in range(ph):
+            hs = min(max(math.floor(i * bin_h) + y0, 0), h)
+            he = min(max(math.ceil((i + 1) * bin_h) + y0, 0), h)
+            for j in range(pw):
+                ws = min(max(math.floor(j * bin_w) + x0, 0), w)
+                we = min(max(math.ceil((j + 1) * bin_w) + x0, 0), w)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = img[:, hs:he, ws:we].max(axis=(1, 2))
+    return as_dtype(from_canonical(out, attrs.layout, "NCHW"), data.dtype)
+
+
+register_op("vision.roi_align", attrs=ROIAlignAttrs, num_inputs=2,
+            arg_names=("data", "rois"), support_level=5,
+            relation=_roi_rel("vision.roi_align"), reference=_roi_align_ref,
+            doc="ROI Align (Mask R-CNN): each ROI (scaled by ``spatial_scale``, at least 1 x 1) "
+                "is cut into pooled_size bins; a bin averages (or maxes) a grid of bilinear "
+                "samples at the centres of its sample_ratio x sample_ratio sub-cells. Output "
+                "(num_roi, C, PH, PW) for NCHW, (num_roi, PH, PW, C) for NHWC.")
+register_op("vision.roi_pool", attrs=ROIPoolAttrs, num_inputs=2,
+            arg_names=("data", "rois"), support_level=5,
+            relation=_roi_rel("vision.roi_pool"), reference=_roi_pool_ref,
+            doc="ROI max pooling (Fast R-CNN): ROI corners scaled by ``spatial_scale`` and "
+                "rounded; bin (i, j) covers rows [floor(i * bh), ceil((i + 1) * bh)) of the "
+                "ROI (clipped to the map) and is 0 when empty. Output shaped as roi_align's.")

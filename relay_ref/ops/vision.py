@@ -72,6 +72,8 @@ def _multibox_prior_rel(arg_types: list[Type], attrs: MultiBoxPriorAttrs) -> obj
 def _multibox_prior_ref(args: list, attrs: MultiBoxPriorAttrs) -> Array:
     data = np.asarray(args[0])
     h, w = data.shape[2], data.shape[3]
+    if h * w == 0:  # no cells, no boxes
+        return np.zeros((1, 0, 4), data.dtype)
     sizes, ratios = attrs.sizes, attrs.ratios
     step_h = attrs.steps[0] if attrs.steps[0] > 0 else 1.0 / h
     step_w = attrs.steps[1] if attrs.steps[1] > 0 else 1.0 / w

@@ -7,4 +7,11 @@ every pass is written with.
 
 from relay_ref.passes.base import Pass, Sequential, get_pass, pass_names, register_pass
 
+# The passes register themselves by name (``get_pass``, ``relay opt --passes``).
+from relay_ref.passes import (  # noqa: E402, F401, I001
+    dead_code,
+    to_a_normal_form,
+    to_graph_normal_form,
+)
+
 __all__ = ["Pass", "Sequential", "get_pass", "pass_names", "register_pass"]

@@ -1,0 +1,97 @@
+"""DeadCodeElimination (TVM's ``dead_code.cc``): remove unused ``let`` bindings.
+
+Guarantee. A binding ``let %v = e; body`` is removed when ``%v`` is not used in what remains
+of ``body`` (uses inside bindings removed in the same run do not count, so chains of dead
+bindings go at once) and evaluating ``e`` cannot write a reference
+(``relay_ref.passes.effects``, conservative: a call of a function the analysis cannot see
+through, a parameter say, may write). Every other node is kept as it is, sharing included.
+The result type-checks with the same types and refines the input: the same value wherever
+the input returns one (a removed binding that would have failed, or looped, no longer does).
+
+The purity analysis, stated plainly: removable are operator calls, constructors, tuples,
+projections, function literals (making a closure runs nothing), ``ref(..)`` (a fresh cell
+nobody can reach) and ``ref_read``, and ``if``/``match``/``let`` made of those, and calls of
+globals or let-bound function literals whose bodies are all of those (a least fixpoint over
+the call graph for globals; local recursion counts as may-write). Anything containing a
+``ref_write`` or an unknown call is kept.
+
+Not done: TVM's ``inline_once`` (substituting bindings used once) -- ToGraphNormalForm
+followed by ToANormalForm gives that effect for pure bindings, and doing it here would need
+a second pass over each body.
+
+Cost: linear in the number of distinct nodes; let chains are walked iteratively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from relay_ref.deepstack import run_deep
+from relay_ref.ir.expr import Expr, Function, Let, Var, children
+from relay_ref.ir.module import IRModule
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.effects import Effects
+from relay_ref.passes.rewrite import with_children
+
+
+class _DCE:
+    def __init__(self, effects: Effects) -> None:
+        self.effects = effects
+        self.memo: dict[int, Expr] = {}
+        self.used: set[Var] = set()
+        self.keep: list[Expr] = []
+
+    def visit(self, node: Expr) -> Expr:
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        if isinstance(node, Var):
+            self.used.add(node)
+            out: Expr = node
+        elif isinstance(node, Let):
+            out = self.let(node)
+        else:
+            out = with_children(node, [self.visit(k) for k in children(node)])
+        self.memo[id(node)] = out
+        self.keep.append(node)
+        return out
+
+    def let(self, node: Let) -> Expr:
+        chain: list[Let] = []
+        cur: Expr = node
+        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
+            chain.append(cur)
+            cur = cur.body
+        out = self.visit(cur)  # the body first: it decides which bindings are live
+        for let in reversed(chain):
+            if let.var in self.used or self.effects.writes(let.value):
+                value = self.visit(let.value)
+                if value is not let.value or out is not let.body:
+                    out = Let(let.var, value, out, let.span)
+                else:
+                    out = let
+            if let is not node:
+                self.memo[id(let)] = out
+                self.keep.append(let)
+        return out
+
+
+def dead_code_function(fn: Function, effects: Effects) -> Function:
+    """``fn`` without its dead bindings (see the module docstring)."""
+    body = run_deep(lambda: _DCE(effects).visit(fn.body))
+    return fn if body is fn.body else replace(fn, body=body)
+
+
+@register_pass
+class DeadCodeElimination(Pass):
+    """Remove unused, effect-free ``let`` bindings (see the module docstring)."""
+
+    name = "DeadCodeElimination"
+    opt_level = 1
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        effects = Effects(mod)
+        functions = {n: dead_code_function(f, effects) for n, f in mod.functions.items()}
+        if all(functions[n] is f for n, f in mod.functions.items()):
+            return mod
+        return replace(mod, functions=functions, checked_types={}, global_types={})

@@ -1,0 +1,96 @@
+"""ToGraphNormalForm (TVM's ``to_graph_normal_form.cc``): ``let``s become graph sharing.
+
+Guarantee. A ``let`` whose value is *not stateful* (``relay_ref.passes.effects``: it
+creates, reads and writes no reference, and calls nothing that might) is removed and its
+variable replaced by the (rewritten) value node at every use: a variable used several times
+becomes a node shared by several users, which the interpreter evaluates once per activation
+(spec/semantics.md 2.3) and the printer writes as a graph binding. An unused pure binding
+disappears. The result type-checks with the same types and refines the input (same value
+wherever the input returns one; a dropped binding that would have failed no longer fails).
+
+Kept as ``let`` (in their order, so effects stay ordered):
+
+* bindings whose value may be stateful (``ref(..)``, ``ref_read``, ``ref_write``, calls of
+  functions that may touch references): moving them would reorder or repeat effects.
+  TVM's pass substitutes these too (and so drops an unused ``ref_write``); this one does not.
+* let-bound recursive functions (the variable occurs in its own value). TVM replaces each
+  use by ``let %f = fn ...; %f``; keeping the binding is the same program, printed once.
+
+Cost: linear in the number of distinct nodes; runs on a deep stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from relay_ref.deepstack import run_deep
+from relay_ref.ir.expr import Expr, Function, Let, Var, children
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.visitor import free_vars
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.effects import Effects
+from relay_ref.passes.rewrite import with_children
+
+
+class _GNF:
+    def __init__(self, effects: Effects) -> None:
+        self.effects = effects
+        self.memo: dict[int, Expr] = {}
+        self.subst: dict[Var, Expr] = {}
+        self.keep: list[Expr] = []
+
+    def visit(self, node: Expr) -> Expr:
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        if isinstance(node, Var):
+            out = self.subst.get(node, node)
+        elif isinstance(node, Let):
+            out = self.let(node)
+        else:
+            out = with_children(node, [self.visit(k) for k in children(node)])
+        self.memo[id(node)] = out
+        self.keep.append(node)
+        return out
+
+    def let(self, node: Let) -> Expr:
+        # A chain of lets is walked iteratively; only the values recurse. Every let of the
+        # chain gets its own result (a let node shared by another user is not redone).
+        chain: list[tuple[Let, Expr | None]] = []
+        cur: Expr = node
+        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
+            var, value = cur.var, cur.value
+            recursive = isinstance(value, Function) and var in free_vars(value)
+            if not recursive and not self.effects.stateful(value):
+                self.subst[var] = self.visit(value)
+                chain.append((cur, None))
+            else:
+                chain.append((cur, self.visit(value)))
+            cur = cur.body
+        out = self.visit(cur)
+        for let, value in reversed(chain):
+            if value is not None:
+                out = Let(let.var, value, out, let.span)
+            if let is not node:
+                self.memo[id(let)] = out
+                self.keep.append(let)
+        return out
+
+
+def to_graph_normal_form_function(fn: Function, effects: Effects) -> Function:
+    """The graph normal form of a global function (see the module docstring)."""
+    return run_deep(lambda: replace(fn, body=_GNF(effects).visit(fn.body)))
+
+
+@register_pass
+class ToGraphNormalForm(Pass):
+    """Turn pure ``let`` bindings into graph sharing (see the module docstring)."""
+
+    name = "ToGraphNormalForm"
+    opt_level = 1
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        effects = Effects(mod)
+        functions = {n: to_graph_normal_form_function(f, effects)
+                     for n, f in mod.functions.items()}
+        return replace(mod, functions=functions, checked_types={}, global_types={})

@@ -10,6 +10,7 @@ last unit on rare inputs.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -377,3 +378,98 @@ register_op("qnn.conv2d", attrs=Conv2DAttrs, num_inputs=6, arg_names=("data", "w
                 "accumulated in ``out_dtype`` (\"\" = int32): padding contributes "
                 "input_zero_point, i.e. nothing. kernel_zero_point may be per output "
                 "channel.")
+
+
+# -- qnn.subtract ----------------------------------------------------------------------
+
+def _qnn_subtract_ref(args: list, attrs: QnnBinaryOpAttrs) -> Array:
+    lhs, rhs, ls, lz, rs, rz, os_, oz = _bin_params(args, attrs)
+    a = requantize(lhs, ls, lz, os_, oz, "UPWARD", None)
+    b = requantize(rhs, rs, rz, os_, oz, "UPWARD", None)
+    return _saturate(a - b + oz, lhs.dtype.name)
+
+
+register_op("qnn.subtract", attrs=QnnBinaryOpAttrs, num_inputs=8, arg_names=_BIN_NAMES,
+            support_level=10, relation=_qnn_binary_rel("qnn.subtract"),
+            reference=_qnn_subtract_ref,
+            doc="Quantized subtraction: requantize lhs and rhs to (output_scale, "
+                "output_zero_point) (rounding UPWARD), subtract, add output_zero_point, "
+                "saturate to the operands' dtype. Broadcasting as ``subtract``.")
+
+
+# -- unary ops: qnn.leaky_relu and dequantize -> f -> quantize ----------------------------
+
+_UNARY_NAMES = ("data", "input_scale", "input_zero_point", "output_scale",
+                "output_zero_point")
+
+
+def _qnn_unary_rel(op: str):  # noqa: ANN202 - a relation
+    """TVM's ``QnnElementwiseUnaryFuncRel``: int8/uint8 data, four scalar parameters
+    (float32 scales, int32 zero points); the result has the data's type."""
+    def rel(arg_types: list[Type], attrs: object) -> object:
+        args = tensor_args(op, arg_types, 5, _UNARY_NAMES)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        if data.dtype not in ("int8", "uint8"):
+            raise RelationError(f"{op}: data must be int8 or uint8, found {data.dtype}")
+        for t, what in zip(args[1:], _UNARY_NAMES[1:], strict=True):
+            want = "float32" if what.endswith("scale") else "int32"
+            if t.ndim != 0 or t.dtype != want:
+                raise RelationError(f"{op}: {what} must be a {want} scalar, found "
+                                    f"{describe(t)}")
+        return TensorType(data.shape, data.dtype)
+    return rel
+
+
+def _erf(x: Array) -> Array:
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+_FLOAT_FUNCS = {
+    "abs": np.abs, "erf": _erf, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x), "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "tanh": np.tanh, "hardswish": lambda x: x * np.clip(x + 3, 0, 6) / 6,
+}
+
+
+def _qnn_unary_ref(fn: object):  # noqa: ANN202 - a reference
+    def ref(args: list, attrs: object) -> Array:
+        q = np.asarray(args[0])
+        real = _dequantize_ref(list(args[:3]), DequantizeAttrs())
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(real.astype(np.float64))).astype(np.float32)  # type: ignore
+        return _quantize_ref([out, args[3], args[4]], QuantizeAttrs(out_dtype=q.dtype.name))
+    return ref
+
+
+for _name, _fn in _FLOAT_FUNCS.items():
+    register_op(f"qnn.{_name}", num_inputs=5, arg_names=_UNARY_NAMES, support_level=10,
+                relation=_qnn_unary_rel(f"qnn.{_name}"), reference=_qnn_unary_ref(_fn),
+                doc=f"Quantized {_name}: dequantize the data with (input_scale, "
+                    f"input_zero_point) to float32, apply {_name}, quantize with "
+                    f"(output_scale, output_zero_point) to the data's dtype (TVM's "
+                    f"canonical lowering).")
+
+
+@dataclass(frozen=True, slots=True)
+class QnnLeakyReluAttrs:
+    alpha: float = 0.25
+
+
+def _qnn_leaky_relu_ref(args: list, attrs: QnnLeakyReluAttrs) -> Array:
+    q = np.asarray(args[0])
+    zp_in, zp_out = _i64(args[2]), _i64(args[4])
+    r = requantize(q, _f64(args[1], 0, -1), zp_in, _f64(args[3], 0, -1), zp_out, "UPWARD",
+                   None)
+    neg = _round(attrs.alpha * r + (1 - attrs.alpha) * zp_out, "UPWARD").astype(np.int64)
+    return _saturate(np.where(q.astype(np.int64) < zp_in, neg, r), q.dtype.name)
+
+
+register_op("qnn.leaky_relu", attrs=QnnLeakyReluAttrs, num_inputs=5, arg_names=_UNARY_NAMES,
+            support_level=10, relation=_qnn_unary_rel("qnn.leaky_relu"),
+            reference=_qnn_leaky_relu_ref,
+            doc="Quantized leaky relu: r = requantize(data) to the output parameters; "
+                "where data < input_zero_point, round(alpha * r + (1 - alpha) * "
+                "output_zero_point), else r; saturated to the data's dtype. (TVM rounds the "
+                "two products separately in fixed point: one unit apart on rare inputs.)")

@@ -85,3 +85,8 @@ EXTRA_EXAMPLES.update({
     "vision.roi_align": ([DATA, T(3, 5)], {"pooled_size": (2, 2), "spatial_scale": 0.5}),
     "vision.roi_pool": ([DATA, T(3, 5)], {"pooled_size": (2, 2), "spatial_scale": 0.5}),
 })
+
+_U = [_Q, _S, _Z, _S, _Z]
+EXTRA_EXAMPLES.update({f"qnn.{n}": (_U, {}) for n in (
+    "abs", "erf", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "hardswish", "leaky_relu")})
+EXTRA_EXAMPLES["qnn.subtract"] = ([_Q, T(6, dtype="int8"), _S, _Z, _S, _Z, _S, _Z], {})

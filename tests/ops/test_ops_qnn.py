@@ -1,5 +1,6 @@
-"""qnn.* vs onnxruntime (QuantizeLinear, DequantizeLinear, MatMulInteger, ConvInteger) and,
-where ONNX has no match (requantize, add, mul), independent float formulas."""
+"""qnn.* vs onnxruntime (QuantizeLinear, DequantizeLinear, MatMulInteger, ConvInteger, the float
+unary ops) and, where ONNX has no match (requantize, add, subtract, mul, leaky_relu),
+independent float formulas."""
 
 from __future__ import annotations
 
@@ -145,5 +146,77 @@ def test_qnn_relation_errors() -> None:
             make_attrs(name, bad)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+def test_qnn_subtract_vs_float(dtype: str) -> None:
+    lo, hi = (-128, 127) if dtype == "int8" else (0, 255)
+    a, b = rand((3, 4), dtype, lo, hi), rand((3, 1), dtype, lo, hi)
+    params = _qparams(0.05, 3, 0.08, -4, 0.1, 2)
+    out = run_op("qnn.subtract", [a, b] + params)
+    real = 0.05 * (a.astype(np.float64) - 3) - 0.08 * (b.astype(np.float64) + 4)
+    want = np.clip(np.floor(real / 0.1 + 0.5) + 2, lo, hi)
+    assert np.abs(out.astype(np.int64) - want).max() <= 1  # rounds each operand
+    same = run_op("qnn.subtract", [a, b] + _qparams(0.1, 1, 0.1, 1, 0.1, 1))
+    np.testing.assert_array_equal(same, np.clip(a.astype(int) - b + 1, lo, hi))
+
+
+def _float_unary(name: str, x: np.ndarray) -> np.ndarray:
+    """The float op on onnxruntime (rsqrt, which ONNX lacks, as 1 / Sqrt)."""
+    if name == "rsqrt":
+        return 1 / onnx_run("Sqrt", [x])[0]
+    onnx = {"abs": "Abs", "erf": "Erf", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+            "sigmoid": "Sigmoid", "tanh": "Tanh", "hardswish": "HardSwish"}[name]
+    return onnx_run(onnx, [x])[0]
+
+
+UNARY = ["abs", "erf", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "hardswish"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_qnn_unary_vs_onnxruntime(name: str) -> None:
+    positive = name in ("log", "sqrt", "rsqrt")
+    q = np.arange(0, 256).astype("uint8") if positive else rand((64,), "int8", -128, 127)
+    zp, scale, ozp, oscale = (0 if positive else 5), 0.03, 7, 0.02
+    args = [q, np.array(scale, F32), np.array(zp, I32), np.array(oscale, F32),
+            np.array(ozp, I32)]
+    out = run_op(f"qnn.{name}", args)
+    real = scale * (q.astype(np.float32) - zp)
+    if positive:
+        real[q == 0] = 1.0  # keep log/rsqrt finite in the comparison; fixed below
+    y = _float_unary(name, real).astype(np.float64)
+    info = np.iinfo(q.dtype)
+    want = np.clip(np.sign(y / oscale) * np.floor(np.abs(y / oscale) + 0.5) + ozp,
+                   info.min, info.max)
+    keep = q != 0 if positive else np.ones(q.shape, bool)
+    assert np.abs(out[keep].astype(np.int64) - want[keep]).max() <= 1
+
+
+def test_qnn_leaky_relu_vs_float() -> None:
+    q = np.arange(-128, 128).astype("int8")
+    args = [q, np.array(0.05, F32), np.array(-3, I32), np.array(0.04, F32),
+            np.array(10, I32)]
+    out = run_op("qnn.leaky_relu", args, alpha=0.1)
+    real = 0.05 * (q.astype(np.float64) + 3)
+    y = np.where(real < 0, 0.1 * real, real)
+    want = np.clip(np.floor(y / 0.04 + 0.5) + 10, -128, 127)
+    assert np.abs(out.astype(np.int64) - want).max() <= 1
+    assert (out[q >= -3] == np.clip(np.floor(real[q >= -3] / 0.04 + 0.5) + 10,
+                                    -128, 127)).all()
+
+
+def test_qnn_unary_relation() -> None:
+    from relay_ref.ir.types import ANY
+    rel = get_op("qnn.tanh").relation
+    at = make_attrs("qnn.tanh", {})
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    assert rel([TensorType((ANY, 3), "int8"), s, z, s, z], at) == TensorType((ANY, 3), "int8")
+    with pytest.raises(RelationError, match="qnn.tanh: data must be int8 or uint8"):
+        rel([TensorType((3,), "int32"), s, z, s, z], at)
+    with pytest.raises(RelationError, match="qnn.tanh: output_scale must be a float32 scalar"):
+        rel([TensorType((3,), "int8"), s, z, TensorType((3,), "float32"), z], at)
+    with pytest.raises(RelationError, match="input_zero_point must be a int32 scalar"):
+        rel([TensorType((3,), "int8"), s, s, s, z], at)
+
+
 DIFF_TESTED = {"qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.add", "qnn.mul",
-               "qnn.dense", "qnn.conv2d"}
+               "qnn.dense", "qnn.conv2d", "qnn.subtract", "qnn.leaky_relu"}
+DIFF_TESTED |= {f"qnn.{name}" for name in UNARY}

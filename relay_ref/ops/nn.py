@@ -46,6 +46,7 @@ from relay_ref.ops.relations import (
     is_any,
     is_float,
     normalize_axis,
+    output_is_input,
     shape_prod,
     shape_text,
     tensor_args,
@@ -1056,6 +1057,7 @@ def _lrn_ref(args: list, attrs: LRNAttrs) -> Array:
 
 register_op("nn.lrn", attrs=LRNAttrs, num_inputs=1, arg_names=("data",), support_level=2,
             relation=_axis_identity_rel("nn.lrn"), reference=_lrn_ref,
+            predicate=output_is_input(_axis_identity_rel("nn.lrn")), relation_name="Identity",
             doc="Local response normalisation across ``axis``: ``x / (bias + alpha / size * "
                 "sum(x^2 over the window)) ** beta``; the window is [c - size//2, c - size//2"
                 " + size).")

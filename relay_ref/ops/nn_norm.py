@@ -20,6 +20,7 @@ from relay_ref.ops.relations import (
     is_any,
     is_float,
     normalize_axis,
+    output_is_input,
     reduce_axes,
     shape_text,
     tensor_args,
@@ -166,5 +167,6 @@ def _l2_normalize_ref(args: list, attrs: L2NormalizeAttrs) -> Array:
 
 register_op("nn.l2_normalize", attrs=L2NormalizeAttrs, num_inputs=1, arg_names=("data",),
             support_level=2, relation=_l2_normalize_rel, reference=_l2_normalize_ref,
+            predicate=output_is_input(_l2_normalize_rel), relation_name="Identity",
             doc="x / sqrt(max(sum(x * x, axis, keepdims), eps)); ``axis=None`` (or empty) "
                 "reduces over every axis.")

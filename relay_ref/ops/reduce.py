@@ -26,6 +26,7 @@ from relay_ref.ops.relations import (
     is_any,
     is_float,
     is_int,
+    output_is_input,
     reduce_axes,
     shape_text,
     tensor_args,
@@ -281,6 +282,9 @@ def collapse_sum(x: Array, target: tuple[int, ...]) -> Array:
 
 register_op("collapse_sum_like", num_inputs=2, arg_names=("data", "collapse_type"),
             support_level=10, relation=_collapse_sum_like_rel,
+            # TVM's CollapseSumLikeRel assigns collapse_type's type to the result
+            predicate=output_is_input(_collapse_sum_like_rel, 1),
+            relation_name="CollapseSumLike",
             reference=lambda args, attrs: collapse_sum(np.asarray(args[0]),
                                                        np.shape(args[1])),
             doc="Sum ``data`` down to the shape of ``collapse_type`` (the gradient of "

@@ -5,13 +5,17 @@ and the registry (``get_pass``); ``relay_ref.passes.rewrite`` the linear-time tr
 every pass is written with.
 """
 
-from relay_ref.passes.base import Pass, Sequential, get_pass, pass_names, register_pass
-
 # The passes register themselves by name (``get_pass``, ``relay opt --passes``).
 from relay_ref.passes import (  # noqa: E402, F401, I001
     dead_code,
+    eliminate_common_subexpr,
+    fold_constant,
+    inline,
+    lambda_lift,
+    simplify_expr,
     to_a_normal_form,
     to_graph_normal_form,
 )
+from relay_ref.passes.base import Pass, Sequential, get_pass, pass_names, register_pass
 
 __all__ = ["Pass", "Sequential", "get_pass", "pass_names", "register_pass"]

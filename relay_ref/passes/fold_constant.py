@@ -1,0 +1,197 @@
+"""FoldConstant (TVM's ``fold_constant.cc``): evaluate constant sub-graphs at compile time.
+
+Guarantee. The result type-checks with the same types and gives the same values; every
+folded node is replaced by a ``Constant`` (or a tuple of them) holding exactly what the
+definitional interpreter (``relay_ref.interpreter.eval.evaluate``) computes for it, with the
+dtype and shape the type checker gave the node. A node whose evaluation fails (``1 / 0`` on
+integers, an out-of-range index) is left as it is: the pass never raises for it.
+
+Rules, as TVM's ``ConstantFolder``:
+
+* an operator call whose arguments are all constants or tuples of constants is evaluated,
+  except: calls with no arguments (``zeros((1000, 1000))`` is cheaper to keep than to
+  store), stateful operators (``effects.STATEFUL_OPS``), annotations and other
+  non-computational operators (``SKIPPED_OPS``: their meaning is their position);
+* ``shape_of(x)`` and ``ndarray_size(x)`` fold from ``x``'s *type* when it is static, whatever
+  ``x`` is (TVM's ``EvaluateShapeOf``), unless ``x`` may have an effect, which is kept;
+* ``let %v = c; body`` with ``c`` a constant: ``%v`` is replaced by ``c`` and the binding goes;
+* ``if`` on a constant condition becomes the branch taken;
+* ``(e1, ..., en).i`` becomes ``ei`` when the other fields are effect-free (TVM drops them
+  whatever they are).
+
+Calls of functions (closures, globals) are not evaluated: only primitives are.
+Cost: linear in the number of distinct nodes, plus the folded operators' own work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from relay_ref.deepstack import run_deep
+from relay_ref.diagnostics import RelayError
+from relay_ref.interpreter.eval import evaluate
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    If,
+    Let,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.effects import STATEFUL_OPS, Effects
+from relay_ref.passes.rewrite import with_children
+from relay_ref.typecheck.infer import infer_types
+
+#: Operators never evaluated: annotations mean something where they are, not as values.
+SKIPPED_OPS: frozenset[str] = frozenset({
+    "on_device", "device_copy", "stop_gradient", "annotation.checkpoint",
+    "annotation.compiler_begin", "annotation.compiler_end", "annotation.stop_fusion",
+    "shape_of", "ndarray_size",
+})
+
+
+def is_constant(expr: Expr) -> bool:
+    """A constant or a (nested) tuple of constants (TVM's ``IsComplexConstant``)."""
+    if isinstance(expr, Constant):
+        return True
+    return isinstance(expr, Tuple) and all(is_constant(f) for f in expr.fields)
+
+
+def _as_expr(value: object, ty: Type | None) -> Expr | None:
+    """The constant expression of an interpreter value of type ``ty`` (None: cannot)."""
+    if isinstance(value, np.ndarray | np.generic):
+        arr = np.asarray(value)
+        if isinstance(ty, TensorType):
+            if str(arr.dtype) != ty.dtype or arr.shape != tuple(ty.shape):
+                return None  # never change a dtype or a shape
+        elif ty is not None:
+            return None
+        return Constant(arr)
+    if isinstance(value, tuple):
+        if isinstance(ty, TupleType):
+            if len(ty.fields) != len(value):
+                return None
+            tys: list[Type | None] = list(ty.fields)
+        elif ty is None:
+            tys = [None] * len(value)
+        else:
+            return None
+        fields = [_as_expr(v, t) for v, t in zip(value, tys, strict=True)]
+        if any(f is None for f in fields):
+            return None
+        return Tuple(tuple(fields))  # type: ignore[arg-type]
+    return None
+
+
+class _Folder:
+    def __init__(self, mod: IRModule, effects: Effects) -> None:
+        self.mod = mod
+        self.types = mod.checked_types
+        self.effects = effects
+        self.memo: dict[int, Expr] = {}
+        self.subst: dict[Var, Expr] = {}
+        self.keep: list[Expr] = []
+
+    def visit(self, node: Expr) -> Expr:
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        match node:
+            case Var():
+                out = self.subst.get(node, node)
+            case Let():
+                out = self.let(node)
+            case _:
+                out = with_children(node, [self.visit(k) for k in children(node)])
+                out = self.fold(node, out)
+        self.memo[id(node)] = out
+        self.keep.append(node)
+        return out
+
+    def let(self, node: Let) -> Expr:
+        chain: list[tuple[Let, Expr | None]] = []
+        cur: Expr = node
+        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
+            value = self.visit(cur.value)
+            if isinstance(value, Constant):
+                self.subst[cur.var] = value  # let %v = c; ... %v ...  ->  ... c ...
+                chain.append((cur, None))
+            else:
+                chain.append((cur, value))
+            cur = cur.body
+        out = self.visit(cur)
+        for let, value in reversed(chain):
+            if value is not None:
+                out = let if value is let.value and out is let.body else Let(
+                    let.var, value, out, let.span)
+            if let is not node:
+                self.memo[id(let)] = out
+                self.keep.append(let)
+        return out
+
+    def fold(self, orig: Expr, node: Expr) -> Expr:
+        match node:
+            case Call(Op(name), args):
+                return self.fold_call(orig, node, name, args)
+            case If(cond, t, f) if isinstance(cond, Constant) and cond.data.shape == ():
+                return t if bool(cond.data) else f
+            case TupleGetItem(Tuple(fields), i) if 0 <= i < len(fields):
+                others = [f for j, f in enumerate(fields) if j != i]
+                if not any(self.effects.stateful(f) for f in others):
+                    return fields[i]
+        return node
+
+    def fold_call(self, orig: Expr, node: Call, name: str, args: tuple[Expr, ...]) -> Expr:
+        ty = self.types.get(orig)
+        if name in ("shape_of", "ndarray_size") and len(args) == 1:
+            arg_ty = self.types.get(orig.args[0])  # type: ignore[attr-defined]
+            if (isinstance(arg_ty, TensorType) and all(isinstance(d, int) for d in arg_ty.shape)
+                    and not self.effects.stateful(args[0])):
+                shape = tuple(arg_ty.shape)
+                data = shape if name == "shape_of" else int(np.prod(shape, dtype=np.int64))
+                folded = _as_expr(np.array(data, dtype=node.attrs.dtype), ty)
+                if folded is not None:
+                    return folded
+            return node
+        if (not args or name in SKIPPED_OPS or name in STATEFUL_OPS
+                or not all(is_constant(a) for a in args)):
+            return node
+        try:
+            value = evaluate(node, typecheck=False)
+        except (RelayError, ArithmeticError, ValueError):
+            return node  # fails at run time: leave it for run time
+        folded = _as_expr(value, ty)
+        return node if folded is None else folded
+
+
+def _needs_types(mod: IRModule) -> IRModule:
+    return mod if mod.checked_types else infer_types(mod)
+
+
+@register_pass
+class FoldConstant(Pass):
+    """Evaluate constant operator calls (see the module docstring)."""
+
+    name = "FoldConstant"
+    opt_level = 2
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        mod = _needs_types(mod)
+        effects = Effects(mod)
+        folder = _Folder(mod, effects)
+        functions = {}
+        for n, f in mod.functions.items():
+            body = run_deep(lambda f=f: folder.visit(f.body))
+            functions[n] = f if body is f.body else replace(f, body=body)
+        if all(functions[n] is f for n, f in mod.functions.items()):
+            return mod
+        return replace(mod, functions=functions, checked_types={}, global_types={})

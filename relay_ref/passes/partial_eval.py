@@ -1,0 +1,960 @@
+"""PartialEvaluate: an online partial evaluator over the whole language (TVM's
+``partial_eval.cc``; Relay paper section 4, papers.md 1.6). Rules: spec/partial_eval.md.
+
+The pass runs the definitional interpreter on *partially static values* (``PS``): a static
+part (a tensor, a tuple, an ADT value, a closure, an operator, a reference cell) that may be
+missing, and a dynamic part, an *atom* (variable, constant, global, operator, constructor)
+naming the value in the residual program. Static operator calls are folded with the
+operator's NumPy reference, static closures and globals are unfolded at their calls,
+``if``/``match`` on static values pick their branch, and references live in a simulated
+store (a cell's known content is read without a ``ref_read``). Whatever is not static is
+emitted, in evaluation order, into a *let-list*, so the residual program is in A-normal
+form: every dynamic expression is computed once and named, never duplicated.
+
+Guarantee. For every module: the result type-checks, ``@main``'s type is unchanged, and the
+result refines the input (the same value on every input where the input returns one; a
+residual that no longer computes an unused failing operator may return where the input
+failed). The pass terminates on every program. Effects (``ref``, ``ref_read``,
+``ref_write``, calls of unknown functions) are emitted in the input's order and number;
+the clean-up afterwards (``_Tidy``) only removes what cannot be observed: unused pure
+bindings, and cells that are only ever written (after their reads were all resolved
+statically).
+
+Invariants.
+* Residual code is built from fresh variables only (the input's binders are never copied,
+  except a global's own parameters), so every ``Var`` is bound once (the IR's binder rule).
+* A ``PS``'s atom is valid only while the let-list it was bound in is open (``scope``);
+  a static value is re-emitted (``reify``) when needed in a scope where it was not yet named.
+* The store is rolled back after a residual branch or function body, and invalidated (all
+  cells unknown) after anything that may run unknown code: a call of a dynamic function, a
+  residual ``if``/``match``, a write through a dynamic reference (TVM's ``Store``).
+* Termination (TVM's fuel): a call of a known function is unfolded only if its arguments
+  make *progress* against that function's fuel on the current path: some argument is older
+  (created earlier: a sub-term of an earlier argument) or is a smaller non-negative integer
+  constant. Fuel strictly descends along a path, so unfolding stops; recursion on dynamic
+  arguments is never unrolled (a dynamic argument is always newer). Two explicit bounds
+  cap the output: ``MAX_UNFOLD_DEPTH`` nested unfoldings of one function on a path, and
+  ``UNFOLD_BUDGET`` unfoldings per global function.
+* Graph bindings (a node reached by several edges) are evaluated once per activation, as
+  in the interpreter (spec/semantics.md 2.3); the cost is linear in the nodes.
+* Deep programs: let chains and static branches are followed in a loop; the rest recurses
+  on a big-stack thread (``relay_ref.deepstack.run_deep``).
+
+Not done (as in TVM): no partial matches (a ``match`` is either decided or residual with all
+its clauses), no store join after a residual branch (it is invalidated), no escape
+analysis (an unknown call invalidates every cell).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from relay_ref.deepstack import run_deep
+from relay_ref.interpreter.eval import shared_nodes
+from relay_ref.ir.expr import (
+    Call,
+    Clause,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Op,
+    Pattern,
+    PatternConstructor,
+    PatternTuple,
+    PatternVar,
+    PatternWildcard,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import (
+    FuncType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    TypeVar,
+)
+from relay_ref.ir.visitor import free_vars, post_order
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.effects import STATEFUL_OPS
+from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
+
+#: Nested unfoldings of one function on one path (beyond that, calls stay residual).
+MAX_UNFOLD_DEPTH = 64
+#: Unfoldings of known functions while partially evaluating one global function.
+UNFOLD_BUDGET = 4000
+#: Nesting depth of the expressions that the clean-up builds by inlining bindings used once.
+MAX_INLINE_DEPTH = 12
+
+__all__ = ["MAX_UNFOLD_DEPTH", "UNFOLD_BUDGET", "PartialEvaluate", "partial_evaluate"]
+
+
+# -- partially static values --------------------------------------------------------------
+@dataclass(slots=True, eq=False)
+class PS:
+    """A partially static value: ``static`` (or None) and its residual atom ``dyn`` (None
+    until the value is first needed in residual code), valid while ``scope`` is open
+    (``scope`` None: an atom valid everywhere: constant, global, operator, constructor).
+    ``time`` orders creation (the fuel); ``fill`` is 0.0 or 1.0 when the tensor is known to
+    be all zeros or all ones (``zeros_like(%x)``), for the unit rules."""
+
+    static: object | None
+    dyn: Expr | None
+    scope: _LetList | None
+    time: int
+    fill: float | None = None
+
+
+@dataclass(slots=True, eq=False)
+class STensor:
+    data: np.ndarray
+
+
+@dataclass(slots=True, eq=False)
+class STuple:
+    fields: tuple[PS, ...]
+
+
+@dataclass(slots=True, eq=False)
+class SCtor:
+    ctor: Constructor
+    fields: tuple[PS, ...]
+
+
+@dataclass(slots=True, eq=False)
+class SRef:
+    """A reference cell of the simulated store (identity is the location)."""
+
+
+@dataclass(slots=True, eq=False)
+class SClosure:
+    """A function literal with the values of its free variables; ``rec`` is the ``let``
+    variable that names it inside its own body (E-Let-Rec)."""
+
+    func: Function
+    env: dict[Var, PS]
+    rec: Var | None
+    tsubst: dict[TypeVar, Type]
+
+
+@dataclass(slots=True, eq=False)
+class SGlobal:
+    name: str
+
+
+@dataclass(slots=True, eq=False)
+class SOp:
+    op: Op
+
+
+@dataclass(slots=True, eq=False)
+class SCtorFn:
+    ctor: Constructor
+
+
+# -- let-lists, frames and the store ----------------------------------------------------
+class _LetList:
+    """Residual bindings of one scope, in evaluation order (TVM's ``LetList``)."""
+
+    __slots__ = ("bindings", "open")
+
+    def __init__(self) -> None:
+        self.bindings: list[tuple[Var, Expr]] = []
+        self.open = True
+
+    def push(self, value: Expr, hint: str) -> Var:
+        var = Var(hint)
+        self.bindings.append((var, value))
+        return var
+
+    def finish(self, result: Expr) -> Expr:
+        self.open = False
+        body = result
+        for var, value in reversed(self.bindings):
+            body = Let(var, value, body)
+        return body
+
+
+class _Frame:
+    """Values of variables (and of shared nodes) in one activation; a residual branch gets
+    a child frame, so what it binds is forgotten after it."""
+
+    __slots__ = ("vars", "parent")
+
+    def __init__(self, vars: dict | None = None, parent: _Frame | None = None) -> None:
+        self.vars: dict = {} if vars is None else vars
+        self.parent = parent
+
+    def get(self, key: object) -> PS | None:
+        frame: _Frame | None = self
+        while frame is not None:
+            got = frame.vars.get(key)
+            if got is not None:
+                return got
+            frame = frame.parent
+        return None
+
+
+class _Store:
+    """Cell -> known content, in frames: a residual branch pushes a frame and pops it after
+    (rollback); ``invalidate`` pushes a frame that hides everything below it."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[dict[SRef, PS], bool]] = [({}, True)]
+
+    def lookup(self, cell: SRef) -> PS | None:
+        for entries, history_valid in reversed(self.frames):
+            got = entries.get(cell)
+            if got is not None:
+                return got
+            if not history_valid:
+                return None
+        return None
+
+    def insert(self, cell: SRef, value: PS) -> None:
+        self.frames[-1][0][cell] = value
+
+    def invalidate(self) -> None:
+        self.frames.append(({}, False))
+
+    @contextmanager
+    def extend(self) -> Iterator[None]:
+        depth = len(self.frames)
+        self.frames.append(({}, True))
+        try:
+            yield
+        finally:
+            del self.frames[depth:]
+
+
+class _Unknown(Exception):
+    """A pattern cannot be decided statically."""
+
+
+# -- the unit rules (pattern, rewrite): an operator call that returns one argument -------
+#: (op, position of the unit argument, its fill): the call is the *other* argument when that
+#: argument has the call's (static) type.
+_UNIT_RULES: tuple[tuple[str, int, float], ...] = (
+    ("add", 0, 0.0),        # add(zeros, %x) -> %x
+    ("add", 1, 0.0),        # add(%x, zeros) -> %x
+    ("subtract", 1, 0.0),   # subtract(%x, zeros) -> %x
+    ("multiply", 0, 1.0),   # multiply(ones, %x) -> %x
+    ("multiply", 1, 1.0),   # multiply(%x, ones) -> %x
+    ("divide", 1, 1.0),     # divide(%x, ones) -> %x
+)
+#: Residual operator calls whose result is known to be all zeros or all ones.
+_FILL_OPS = {"zeros_like": 0.0, "zeros": 0.0, "ones_like": 1.0, "ones": 1.0}
+
+
+def _primitive(func: Function) -> bool:
+    return bool(func.attr("Primitive", 0))
+
+
+def _subst(ty: Type | None, m: dict[TypeVar, Type]) -> Type | None:
+    """``ty`` with type variables replaced by ``m`` (bound ones of a ``FuncType`` kept)."""
+    if ty is None or not m:
+        return ty
+    match ty:
+        case TypeVar():
+            return m.get(ty, ty)
+        case TupleType(fields):
+            return replace(ty, fields=tuple(_subst(f, m) for f in fields))
+        case FuncType(args, ret, params):
+            inner = {k: v for k, v in m.items() if k not in params}
+            return replace(ty, arg_types=tuple(_subst(a, inner) for a in args),
+                           ret_type=_subst(ret, inner))
+        case RefType(value):
+            return replace(ty, value=_subst(value, m))
+        case TypeCall(func, args):
+            return replace(ty, args=tuple(_subst(a, m) for a in args))
+    return ty
+
+
+def _bind_types(pattern: Type, ty: Type, out: dict[TypeVar, Type]) -> None:
+    """Extend ``out`` so that ``pattern`` (mentioning type parameters) becomes ``ty``."""
+    match pattern, ty:
+        case TypeVar(), _:
+            out.setdefault(pattern, ty)
+        case TupleType(ps), TupleType(ts) if len(ps) == len(ts):
+            for p, t in zip(ps, ts, strict=True):
+                _bind_types(p, t, out)
+        case FuncType(pa, pr), FuncType(ta, tr) if len(pa) == len(ta):
+            for p, t in zip(pa, ta, strict=True):
+                _bind_types(p, t, out)
+            _bind_types(pr, tr, out)
+        case RefType(p), RefType(t):
+            _bind_types(p, t, out)
+        case TypeCall(_, pa), TypeCall(_, ta) if len(pa) == len(ta):
+            for p, t in zip(pa, ta, strict=True):
+                _bind_types(p, t, out)
+
+
+def _fill_of(data: np.ndarray) -> float | None:
+    if data.dtype.kind not in "fiub" or data.size == 0:
+        return None
+    for fill in (0.0, 1.0):
+        if bool(np.all(data == fill)):
+            return fill
+    return None
+
+
+# -- the partial evaluator -------------------------------------------------------------
+class _PE:
+    """Partially evaluates the functions of one (type-checked) module."""
+
+    def __init__(self, mod: IRModule) -> None:
+        self.mod = mod
+        self.types = mod.checked_types
+        self.shared = shared_nodes(mod)
+        self.clock = itertools.count()
+        self.fuel: dict[Function, tuple[tuple[int, int], ...]] = {}
+        self.depth: Counter[Function] = Counter()
+        self.reifying: Counter[Function] = Counter()
+        self.budget = UNFOLD_BUDGET
+        self.store = _Store()
+        self.ll = _LetList()
+        self.tsubst: dict[TypeVar, Type] = {}
+        self.fv_cache: dict[Function, tuple[Var, ...]] = {}
+
+    # -- values ----------------------------------------------------------------------------
+    def mk(self, static: object, dyn: Expr | None = None, scope: _LetList | None = None,
+           fill: float | None = None) -> PS:
+        return PS(static, dyn, scope, next(self.clock), fill)
+
+    def emit(self, value: Expr, hint: str = "x", fill: float | None = None) -> PS:
+        """A dynamic value: ``value`` bound to a fresh variable in the current let-list."""
+        return PS(None, self.ll.push(value, hint), self.ll, next(self.clock), fill)
+
+    def tensor(self, data: np.ndarray, node: Constant | None = None) -> PS:
+        data = np.asarray(data)
+        return self.mk(STensor(data), node if node is not None else Constant(data), None,
+                       _fill_of(data))
+
+    def reify(self, ps: PS) -> Expr:
+        """The atom of ``ps`` in the current scope, emitting its construction if needed
+        (Reify-* rules, spec/partial_eval.md 3)."""
+        if ps.dyn is not None and (ps.scope is None or ps.scope.open):
+            return ps.dyn
+        s = ps.static
+        scope: _LetList | None = self.ll
+        match s:
+            case STensor(data):                                          # Reify-Const
+                atom: Expr = Constant(data)
+                scope = None
+            case STuple(fields):                                         # Reify-Tuple
+                atom = self.ll.push(Tuple(tuple(self.reify(f) for f in fields)), "t")
+            case SCtor(ctor, fields):                                    # Reify-Ctor
+                atom = self.ll.push(Call(ctor, tuple(self.reify(f) for f in fields)),
+                                    ctor.name.lower())
+            case SClosure():                                             # Reify-Fn
+                return self.reify_closure(ps, s)
+            case SGlobal(name):
+                atom, scope = GlobalVar(name), None
+            case SOp(op):
+                atom, scope = op, None
+            case SCtorFn(ctor):
+                atom, scope = ctor, None
+            case _:
+                raise AssertionError("partial_eval: a value used outside its scope")
+        ps.dyn, ps.scope = atom, scope
+        return atom
+
+    def reflect(self, ps: PS) -> object | None:
+        """The NumPy value of a static tensor (or tuple of them), else None."""
+        s = ps.static
+        if type(s) is STensor:
+            return s.data
+        if type(s) is STuple:
+            out = [self.reflect(f) for f in s.fields]
+            return None if any(v is None for v in out) else tuple(out)
+        return None
+
+    def from_value(self, value: object) -> PS | None:
+        if isinstance(value, np.ndarray | np.generic):
+            return self.tensor(np.asarray(value))
+        if type(value) is tuple:
+            fields = [self.from_value(v) for v in value]
+            if any(f is None for f in fields):
+                return None
+            return self.mk(STuple(tuple(fields)))  # type: ignore[arg-type]
+        return None
+
+    def type_of(self, node: Expr) -> Type | None:
+        ty = self.types.get(node)
+        if ty is None and type(node) is Var:
+            ty = node.type_annotation
+        return _subst(ty, self.tsubst)
+
+    def free_vars_of(self, func: Function) -> tuple[Var, ...]:
+        got = self.fv_cache.get(func)
+        if got is None:
+            got = self.fv_cache[func] = tuple(free_vars(func))
+        return got
+
+    def closure(self, func: Function, frame: _Frame, rec: Var | None) -> PS:
+        """PE-Fn: a static closure (its residual function is made only if it escapes)."""
+        env = {}
+        for v in self.free_vars_of(func):
+            if v is not rec:
+                got = frame.get(v)
+                if got is None:
+                    raise AssertionError(f"partial_eval: unbound variable %{v.name_hint}")
+                env[v] = got
+        return self.mk(SClosure(func, env, rec, dict(self.tsubst)))
+
+    # -- the rules ------------------------------------------------------------------------
+    def visit(self, expr: Expr, frame: _Frame) -> PS:
+        """The partially static value of ``expr`` in ``frame``; residual code goes to
+        ``self.ll``. Let bodies and decided branches are continued in the loop."""
+        while True:
+            if expr in self.shared:                                      # PE-Shared
+                got = frame.get(expr)
+                if got is None:
+                    got = self.visit_step(expr, frame)
+                    if isinstance(got, tuple):
+                        got = self.visit(got[0], got[1])
+                    frame.vars[expr] = got
+                return got
+            out = self.visit_step(expr, frame)
+            if not isinstance(out, tuple):
+                return out
+            expr, frame = out
+
+    def visit_step(self, expr: Expr, frame: _Frame) -> PS | tuple[Expr, _Frame]:
+        """One rule: a value, or (for a step) the expression to continue with."""
+        match expr:
+            case Var():                                                  # PE-Var
+                got = frame.get(expr)
+                if got is None:
+                    raise AssertionError(f"partial_eval: unbound variable %{expr.name_hint}")
+                return got
+            case GlobalVar(name):                                        # PE-Global
+                return self.mk(SGlobal(name), expr)
+            case Constant(data):                                         # PE-Const
+                return self.tensor(data, expr)
+            case Tuple(fields):                                          # PE-Tuple
+                return self.mk(STuple(tuple(self.visit(f, frame) for f in fields)))
+            case TupleGetItem(tup, index):
+                ps = self.visit(tup, frame)
+                if type(ps.static) is STuple:                            # PE-Proj-Static
+                    return ps.static.fields[index]
+                return self.emit(TupleGetItem(self.reify(ps), index), "p")  # PE-Proj-Dyn
+            case Let(var, value, body):                                  # PE-Let(-Rec)
+                if type(value) is Function and value not in self.shared:
+                    frame.vars[var] = self.closure(value, frame, var)
+                else:
+                    frame.vars[var] = self.visit(value, frame)
+                return body, frame
+            case Function():                                             # PE-Fn
+                return self.closure(expr, frame, None)
+            case Call(op, args):
+                callee = self.visit(op, frame)
+                values = [self.visit(a, frame) for a in args]
+                return self.call(expr, callee, values)
+            case Op():
+                return self.mk(SOp(expr), expr)
+            case Constructor():
+                return self.mk(SCtorFn(expr), expr)
+            case If(cond, then, else_):
+                c = self.visit(cond, frame)
+                if type(c.static) is STensor:                            # PE-If-Static
+                    return (then if bool(c.static.data) else else_), frame
+                atom = self.reify(c)                                     # PE-If-Dyn
+                t = self.branch(then, _Frame(parent=frame))
+                f = self.branch(else_, _Frame(parent=frame))
+                self.store.invalidate()
+                return self.emit(If(atom, t, f), "r")
+            case Match(data, clauses, complete):
+                d = self.visit(data, frame)
+                for clause in clauses:
+                    binds: list[tuple[Var, PS]] = []
+                    try:
+                        matched = self.match(clause.lhs, d, binds)
+                    except _Unknown:
+                        break
+                    if matched:                                          # PE-Match-Static
+                        for var, ps in binds:
+                            frame.vars[var] = ps
+                        return clause.rhs, frame
+                return self.residual_match(expr, d, frame)               # PE-Match-Dyn
+            case RefCreate(value):                                       # PE-Ref
+                v = self.visit(value, frame)
+                cell = SRef()
+                self.store.insert(cell, v)
+                atom = self.ll.push(RefCreate(self.reify(v)), "ref")
+                return self.mk(cell, atom, self.ll)
+            case RefRead(ref):
+                r = self.visit(ref, frame)
+                if type(r.static) is SRef:
+                    known = self.store.lookup(r.static)
+                    if known is not None:                                # PE-Read-Known
+                        return known
+                out = self.emit(RefRead(self.reify(r)), "v")             # PE-Read-Dyn
+                if type(r.static) is SRef:
+                    self.store.insert(r.static, out)
+                return out
+            case RefWrite(ref, value):
+                r = self.visit(ref, frame)
+                v = self.visit(value, frame)
+                self.ll.push(RefWrite(self.reify(r), self.reify(v)), "_")
+                if type(r.static) is SRef:                               # PE-Write-Static
+                    self.store.insert(r.static, v)
+                else:                                                    # PE-Write-Dyn
+                    self.store.invalidate()
+                return self.mk(STuple(()))
+        raise AssertionError(f"partial_eval: cannot evaluate {type(expr).__name__}")
+
+    def branch(self, expr: Expr, frame: _Frame, extra: dict | None = None) -> Expr:
+        """Residual code of ``expr`` in a new scope (a branch): store rolled back after."""
+        outer = self.ll
+        self.ll = _LetList()
+        if extra:
+            frame.vars.update(extra)
+        try:
+            with self.store.extend():
+                atom = self.reify(self.visit(expr, frame))
+            return self.ll.finish(atom)
+        finally:
+            self.ll.open = False
+            self.ll = outer
+
+    # -- calls ------------------------------------------------------------------------------
+    def call(self, node: Call | None, callee: PS, args: list[PS]) -> PS:
+        s = callee.static
+        attrs = node.attrs if node is not None else None
+        type_args = node.type_args if node is not None else ()
+        pure = False
+        if type(s) is SOp:
+            return self.call_op(node, s.op, args)
+        if type(s) is SCtorFn:                                           # PE-App-Ctor
+            return self.mk(SCtor(s.ctor, tuple(args)))
+        if type(s) is SClosure or type(s) is SGlobal:
+            func = s.func if type(s) is SClosure else self.mod[s.name]
+            if _primitive(func):
+                pure = True  # a primitive function: operators only
+            else:
+                out = self.unfold(node, callee, func, args)              # PE-App-Unfold
+                if out is not None:
+                    return out
+        fn = self.reify(callee)                                          # PE-App-Dyn
+        out = self.emit(Call(fn, tuple(self.reify(a) for a in args), attrs, type_args), "c")
+        if not pure:
+            self.store.invalidate()
+        return out
+
+    def call_op(self, node: Call | None, op: Op, args: list[PS]) -> PS:
+        from relay_ref.ops.registry import get_op
+
+        attrs = node.attrs if node is not None else None
+        opdef = get_op(op.name)
+        values = [self.reflect(a) for a in args]
+        if op.name not in STATEFUL_OPS and all(v is not None for v in values):
+            try:                                                         # PE-App-Op-Fold
+                out = self.from_value(opdef.reference(
+                    values, attrs if attrs is not None else opdef.attrs()))
+            except Exception:  # a run-time failure stays in the residual program
+                out = None
+            if out is not None:
+                return out
+        if node is not None and len(args) == 2:                          # PE-App-Op-Unit
+            for name, pos, fill in _UNIT_RULES:
+                if name == op.name and args[pos].fill == fill:
+                    other = 1 - pos
+                    want, got = self.type_of(node), self.type_of(node.args[other])
+                    if (type(want) is TensorType and want.is_static and want == got):
+                        return args[other]
+        call = Call(op, tuple(self.reify(a) for a in args), attrs,       # PE-App-Op-Dyn
+                    node.type_args if node is not None else ())
+        return self.emit(call, "x", _FILL_OPS.get(op.name))
+
+    def fuel_of(self, args: list[PS]) -> tuple[tuple[int, int], ...]:
+        out = []
+        for a in args:
+            value = 0
+            s = a.static
+            if type(s) is STensor and s.data.shape == () and s.data.dtype.kind in "iu":
+                value = max(0, int(s.data))
+            out.append((a.time, value))
+        return tuple(out)
+
+    def unfold(self, node: Call | None, callee: PS, func: Function, args: list[PS]
+               ) -> PS | None:
+        """PE-App-Unfold: the body of a known function on the arguments, if the fuel makes
+        progress (spec/partial_eval.md 4) and the bounds allow; else None."""
+        if len(args) != len(func.params):
+            return None
+        new = self.fuel_of(args)
+        old = self.fuel.get(func)
+        if old is None:
+            met = new
+        else:
+            met = tuple((min(a, c), min(b, d)) for (a, b), (c, d) in zip(old, new, strict=True))
+            if met == old:
+                return None  # no progress: the call stays (no unrolling of this recursion)
+        if self.depth[func] >= MAX_UNFOLD_DEPTH or self.budget <= 0:
+            return None
+        self.budget -= 1
+        s = callee.static
+        if type(s) is SClosure:
+            frame = _Frame(dict(s.env))
+            if s.rec is not None:
+                frame.vars[s.rec] = callee
+            tsubst = dict(s.tsubst)
+        else:
+            frame = _Frame()
+            tsubst = {}
+        if func.type_params and node is not None:
+            inst: dict[TypeVar, Type] = {}
+            for p, a in zip(func.params, node.args, strict=True):
+                pt, at = self.types.get(p, p.type_annotation), self.type_of(a)
+                if pt is not None and at is not None:
+                    _bind_types(pt, at, inst)
+            tsubst.update(inst)
+        for p, a in zip(func.params, args, strict=True):
+            frame.vars[p] = a
+        saved = self.tsubst, old
+        self.tsubst = tsubst
+        self.fuel[func] = met
+        self.depth[func] += 1
+        try:
+            return self.visit(func.body, frame)
+        finally:
+            self.depth[func] -= 1
+            self.tsubst = saved[0]
+            if saved[1] is None:
+                del self.fuel[func]
+            else:
+                self.fuel[func] = saved[1]
+
+    def reify_closure(self, ps: PS, s: SClosure) -> Expr:
+        """Reify-Fn: the residual function of a closure that escapes, its body partially
+        evaluated with dynamic parameters, in its own scope (store invalidated)."""
+        func = s.func
+        var = Var(s.rec.name_hint if s.rec is not None else "f")
+        ps.dyn, ps.scope = var, self.ll  # its own body names it by ``var`` (letrec)
+        if _primitive(func) or self.reifying[func] >= MAX_UNFOLD_DEPTH:
+            value = self.copy_closure(s, var)
+        else:
+            saved_tsubst, self.tsubst = self.tsubst, s.tsubst
+            params = tuple(Var(p.name_hint, self.type_of(p)) for p in func.params)
+            outer, self.ll = self.ll, _LetList()
+            frame = _Frame(dict(s.env))
+            if s.rec is not None:
+                frame.vars[s.rec] = ps
+            args = []
+            for p, q in zip(func.params, params, strict=True):
+                frame.vars[p] = a = PS(None, q, self.ll, next(self.clock))
+                args.append(a)
+            old_fuel = self.fuel.get(func)
+            self.fuel[func] = self.fuel_of(args)
+            self.reifying[func] += 1
+            try:
+                with self.store.extend():
+                    self.store.invalidate()
+                    body = self.ll.finish(self.reify(self.visit(func.body, frame)))
+            finally:
+                self.reifying[func] -= 1
+                if old_fuel is None:
+                    del self.fuel[func]
+                else:
+                    self.fuel[func] = old_fuel
+                self.ll.open = False
+                self.ll = outer
+                self.tsubst = saved_tsubst
+            value = Function(params, body, None, func.type_params, func.attrs, func.span)
+        self.ll.bindings.append((var, value))
+        return var
+
+    def copy_closure(self, s: SClosure, var: Var) -> Function:
+        """The closure's function copied as it is (fresh binders), its free variables
+        replaced by their atoms: for primitive functions and past the reification bound."""
+        atoms = {v: self.reify(p) for v, p in s.env.items()}
+        if s.rec is not None:
+            atoms[s.rec] = var
+        copied = rewrite(s.func, lambda n: atoms.get(n) if type(n) is Var else None)
+        return fresh_copy(copied)  # type: ignore[return-value]
+
+    # -- match --------------------------------------------------------------------------------
+    def match(self, pattern: Pattern, ps: PS, binds: list[tuple[Var, PS]]) -> bool:
+        """Does ``ps`` match ``pattern``? Raises ``_Unknown`` when that is not static."""
+        match pattern:
+            case PatternWildcard():
+                return True
+            case PatternVar(var):
+                binds.append((var, ps))
+                return True
+            case PatternConstructor(ctor, pats):
+                s = ps.static
+                if type(s) is not SCtor:
+                    raise _Unknown
+                if s.ctor.tag != ctor.tag:
+                    return False
+                return self.match_all(pats, s.fields, binds)
+            case PatternTuple(pats):
+                s = ps.static
+                if type(s) is not STuple:
+                    raise _Unknown
+                return self.match_all(pats, s.fields, binds)
+        raise _Unknown
+
+    def match_all(self, pats: tuple[Pattern, ...], fields: tuple[PS, ...],
+                  binds: list[tuple[Var, PS]]) -> bool:
+        unknown = False
+        for p, f in zip(pats, fields, strict=True):
+            try:
+                if not self.match(p, f, binds):
+                    return False  # a definite mismatch anywhere decides
+            except _Unknown:
+                unknown = True
+        if unknown:
+            raise _Unknown
+        return True
+
+    def residual_match(self, node: Match, d: PS, frame: _Frame) -> PS:
+        atom = self.reify(d)
+        clauses = []
+        for clause in node.clauses:
+            renamed: dict = {}
+            lhs = self.fresh_pattern(clause.lhs, renamed)
+            body = self.branch(clause.rhs, _Frame(parent=frame), renamed)
+            clauses.append(Clause(lhs, body, clause.span))
+        self.store.invalidate()
+        return self.emit(Match(atom, tuple(clauses), node.complete, node.span), "m")
+
+    def fresh_pattern(self, pattern: Pattern, renamed: dict) -> Pattern:
+        match pattern:
+            case PatternVar(var):
+                new = Var(var.name_hint, _subst(var.type_annotation, self.tsubst))
+                renamed[var] = PS(None, new, None, next(self.clock))
+                return PatternVar(new)
+            case PatternConstructor(ctor, pats):
+                return PatternConstructor(ctor, tuple(self.fresh_pattern(p, renamed)
+                                                      for p in pats))
+            case PatternTuple(pats):
+                return PatternTuple(tuple(self.fresh_pattern(p, renamed) for p in pats))
+        return PatternWildcard()
+
+    # -- globals ------------------------------------------------------------------------------
+    def global_function(self, func: Function) -> Function:
+        """A global with dynamic parameters (TVM's ``VisitFuncDynamic``): its own
+        parameters, type parameters, return type and attributes are kept."""
+        if _primitive(func):
+            return func
+        self.budget = UNFOLD_BUDGET
+        self.store = _Store()
+        self.ll = _LetList()
+        frame = _Frame()
+        args = []
+        for p in func.params:
+            frame.vars[p] = a = PS(None, p, None, next(self.clock))
+            args.append(a)
+        self.fuel = {func: self.fuel_of(args)}
+        self.depth.clear()
+        body = self.ll.finish(self.reify(self.visit(func.body, frame)))
+        return replace(func, body=_Tidy.run(_Tidy.run(body)))
+
+
+# -- the clean-up ---------------------------------------------------------------------------
+_PURE, _READ, _EFFECT = 0, 1, 2
+_INLINABLE = (Call, Tuple, TupleGetItem, RefCreate, RefRead, RefWrite)
+_UNIT = Tuple(())
+
+
+class _Tidy:
+    """Clean-up of a residual body in A-normal form (spec/partial_eval.md 5):
+
+    * Tidy-Dead-Ref: a cell (``let %r = ref(..)``) whose every use is ``ref_write(%r, ..)``
+      is never read: the cell and its writes go (writes become ``()``).
+    * Tidy-Dead-Let: an unused binding whose value has no effect (operators, constructors,
+      tuples, projections, functions, ``ref``, ``ref_read``) goes.
+    * Tidy-Inline: a binding used once, at a position evaluated eagerly (not under a
+      function, branch or clause), is substituted there when that keeps the order of
+      effects: its value is pure, or the use is in the next binding. Only operator,
+      constructor and tuple code is inlined (never functions, ``if``, ``match``), at most
+      ``MAX_INLINE_DEPTH`` deep.
+
+    Counts are of uses (edges); one traversal counts, one rebuilds: linear."""
+
+    def __init__(self, body: Expr) -> None:
+        self.count: Counter[Var] = Counter()
+        writes: Counter[Var] = Counter()
+        for node in post_order(body):
+            for kid in children(node):
+                if type(kid) is Var:
+                    self.count[kid] += 1
+            if type(node) is RefWrite and type(node.ref) is Var:
+                writes[node.ref] += 1
+        self.dead_refs = {node.var for node in post_order(body)
+                          if type(node) is Let and type(node.value) is RefCreate
+                          and self.count[node.var] == writes[node.var]}
+        self.effects: dict[int, int] = {}
+        self.keep: list[Expr] = []
+
+    @staticmethod
+    def run(body: Expr) -> Expr:
+        return _Tidy(body).clean(body)
+
+    def effect(self, expr: Expr) -> int:
+        got = self.effects.get(id(expr))
+        if got is not None:
+            return got
+        for node in post_order(expr):
+            if id(node) in self.effects:
+                continue
+            match node:
+                case Function() | Var() | Constant() | GlobalVar() | Op() | Constructor():
+                    e = _PURE
+                case Call(op) if not (type(op) is Constructor or (
+                        type(op) is Op and op.name not in STATEFUL_OPS)):
+                    e = _EFFECT
+                case RefWrite():
+                    e = _EFFECT
+                case RefRead():
+                    e = max([_READ] + [self.effects[id(k)] for k in children(node)])
+                case _:
+                    e = max([_PURE] + [self.effects[id(k)] for k in children(node)])
+            self.effects[id(node)] = e
+            self.keep.append(node)
+        return self.effects[id(expr)]
+
+    def forget(self, expr: Expr) -> None:
+        for node in post_order(expr):
+            for kid in children(node):
+                if type(kid) is Var:
+                    self.count[kid] -= 1
+
+    def clean(self, expr: Expr) -> Expr:
+        match expr:
+            case Let():
+                bindings = []
+                while type(expr) is Let:
+                    bindings.append((expr.var, expr.value))
+                    expr = expr.body
+                result = self.clean(expr)
+                kept = []
+                for var, value in reversed(bindings):
+                    if self.count[var] == 0 and self.effect(value) <= _READ:
+                        self.forget(value)                               # Tidy-Dead-Let
+                        continue
+                    value = self.clean(value)
+                    if self.count[var] == 0 and self.effect(value) <= _READ:
+                        self.forget(value)
+                        continue
+                    kept.append((var, value))
+                kept.reverse()
+                return self.inline(kept, result)
+            case Function(_, body):
+                new = self.clean(body)
+                return expr if new is body else replace(expr, body=new)
+            case If(cond, then, else_):
+                return replace(expr, true_branch=self.clean(then),
+                               false_branch=self.clean(else_))
+            case Match(_, clauses):
+                return replace(expr, clauses=tuple(replace(c, rhs=self.clean(c.rhs))
+                                                   for c in clauses))
+            case RefWrite(ref) if ref in self.dead_refs:                 # Tidy-Dead-Ref
+                self.forget(expr)
+                return _UNIT
+        return expr
+
+    def inline(self, kept: list[tuple[Var, Expr]], result: Expr) -> Expr:
+        """Tidy-Inline over one let chain (``kept`` bindings, then ``result``)."""
+        where: dict[Var, int] = {}
+        for j, value in enumerate([v for _, v in kept] + [result]):
+            for kid in _eager(value):
+                if type(kid) is Var:
+                    where[kid] = j
+        if type(result) is Var:
+            where[result] = len(kept)
+        inlined: dict[Var, tuple[Expr, int]] = {}
+
+        def substitute(value: Expr) -> tuple[Expr, int]:
+            if type(value) is Var and value in inlined:
+                return inlined.pop(value)
+            depth = 0
+            if not any(type(k) is Var and k in inlined for k in _eager(value)):
+                return value, 0
+            kids = []
+            eager = set(map(id, _eager(value)))
+            for kid in children(value):
+                got = inlined.pop(kid, None) if (type(kid) is Var and id(kid) in eager) \
+                    else None
+                if got is None:
+                    kids.append(kid)
+                else:
+                    kids.append(got[0])
+                    depth = max(depth, got[1])
+            return with_children(value, kids), depth
+
+        out = []
+        for i, (var, value) in enumerate(kept):
+            value, depth = substitute(value)
+            j = where.get(var)
+            if (self.count[var] == 1 and j is not None and isinstance(value, _INLINABLE)
+                    and depth < MAX_INLINE_DEPTH
+                    and (j == i + 1 or self.effect(value) == _PURE)):
+                inlined[var] = (value, depth + 1)
+                continue
+            out.append((var, value))
+        body, _ = substitute(result)
+        for var, value in reversed(out):
+            body = Let(var, value, body)
+        return body
+
+
+def _eager(value: Expr) -> tuple[Expr, ...]:
+    """Sub-expressions of a residual value evaluated first, before anything delayed."""
+    match value:
+        case If(cond):
+            return (cond,)
+        case Match(data):
+            return (data,)
+        case Function() | Let():
+            return ()
+    return tuple(children(value))
+
+
+# -- the pass -------------------------------------------------------------------------------
+def partial_evaluate(mod: IRModule) -> IRModule:
+    """``PartialEvaluate()(mod)``."""
+    if not mod.checked_types:
+        from relay_ref.typecheck.infer import infer_types
+
+        mod = infer_types(mod)
+
+    def job() -> dict[str, Function]:
+        pe = _PE(mod)
+        return {name: pe.global_function(f) for name, f in mod.functions.items()}
+
+    functions = run_deep(job)
+    return replace(mod, functions=functions, checked_types={}, global_types={})
+
+
+@register_pass
+class PartialEvaluate(Pass):
+    """Online partial evaluation of every global function (see the module docstring):
+    static computation is done at compile time, the rest is residual A-normal-form code."""
+
+    name = "PartialEvaluate"
+    opt_level = 3
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        return partial_evaluate(mod)

@@ -12,7 +12,9 @@ from relay_ref.passes import (  # noqa: E402, F401, I001
     fold_constant,
     inline,
     lambda_lift,
+    partial_eval,
     simplify_expr,
+    simplify_inference,
     to_a_normal_form,
     to_graph_normal_form,
 )

@@ -790,6 +790,7 @@ class _Tidy:
       effects: its value is pure, or the use is in the next binding. Only operator,
       constructor and tuple code is inlined (never functions, ``if``, ``match``), at most
       ``MAX_INLINE_DEPTH`` deep.
+    * Tidy-Tail: ``let %v = e; %v`` is ``e`` (any ``e``).
 
     Counts are of uses (edges); one traversal counts, one rebuilds: linear."""
 
@@ -915,6 +916,8 @@ class _Tidy:
                 continue
             out.append((var, value))
         body, _ = substitute(result)
+        if out and body is out[-1][0] and self.count[body] == 1:        # Tidy-Tail
+            body = out.pop()[1]
         for var, value in reversed(out):
             body = Let(var, value, body)
         return body

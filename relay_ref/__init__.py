@@ -53,20 +53,26 @@ def _ir_kinds() -> tuple[type, ...]:
 
 
 def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
-          base_module: IRModule | None = None) -> IRModule:
+          base_module: IRModule | None = None, metadata: Any = None) -> IRModule:
     """Parse a module in the Relay text format (v0.0.5; the version header is optional).
 
     With ``prelude=True`` globals, types and constructors that the text uses but does not
     define are taken from the prelude. ``base_module``'s definitions are visible and kept
-    (a redefinition replaces). Raises ``ParseError`` with located diagnostics, ``TypeError``
-    for arguments of the wrong Python type."""
+    (a redefinition replaces). ``metadata`` gives the metadata table from Python, as TVM's
+    ``init_meta_table``: a mapping from type key to a list of objects, appended to the
+    text's ``#[metadata]`` section (``{"relay.Constant": [numpy arrays]}``: the text's
+    ``meta[relay.Constant][i]``; ``"relay.attrs.*"``: attrs objects or dicts; other keys,
+    like ``"VirtualDevice"``: opaque values; see ``relay_ref.syntax.parser.with_metadata``).
+    Raises ``ParseError`` with located diagnostics, ``TypeError`` for arguments of the wrong
+    Python type."""
     from relay_ref.syntax.parser import parse as _parse
 
     _require("parse", "text", text, str, "a str")
     _require("parse", "source_name", source_name, str, "a str")
     _require("parse", "base_module", base_module, (IRModule, type(None)), "an IRModule or None")
 
-    return _parse(text, source_name, prelude=prelude, base_module=base_module)
+    return _parse(text, source_name, prelude=prelude, base_module=base_module,
+                  metadata=metadata)
 
 
 def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):

@@ -25,8 +25,33 @@ if TYPE_CHECKING:  # pragma: no cover
     pass
 
 # Function attributes and attributes of calls to non-operators: ordered (key, value) pairs.
-# Values are int, float, str, bool, None, or tuples of those (TVM's nested lists).
+# Values are int, float, str, bool, None, ``MetaObject``s, or tuples of those (TVM's nested
+# lists).
 AttrItems = tuple[tuple[str, object], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MetaObject:
+    """An object of the metadata table that relay_ref keeps opaque (TVM's ``VirtualDevice``,
+    a ``tir.Var``, ...): an attribute value written ``meta[type_key][i]`` (spec/syntax.md
+    S-Metadata). ``node`` is its TVM JSON node as canonical JSON text (sorted keys), so two
+    objects are equal when their nodes are; ``source`` (not compared) is ``(nodes, arrays,
+    index)`` of the ``#[metadata]`` graph it was read from, which lets the printer write that
+    graph back unchanged (the node's own references stay valid)."""
+
+    type_key: str
+    node: str
+    source: object = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class CallAttrs:
+    """Attributes of a call whose callee is not an operator (TVM: ``%f(%x, name="n",
+    attrs_type_key="attrs.TestAttrs")``): the attrs type's key and the other pairs in source
+    order. Compared structurally; neither the type checker nor the interpreter reads them."""
+
+    type_key: str
+    items: AttrItems = ()
 
 
 class Expr:
@@ -100,7 +125,7 @@ class Let(Expr):
 class Call(Expr):
     """``op(args, key=value...)``; ``op`` is an ``Op``, a ``Constructor`` or any expression
     of function type. For an ``Op``, ``attrs`` is an instance of the op's attrs dataclass
-    (``relay_ref.ops.registry``); otherwise it is ``None``."""
+    (``relay_ref.ops.registry``); otherwise it is ``None`` or a ``CallAttrs``."""
 
     op: Expr
     args: tuple[Expr, ...]

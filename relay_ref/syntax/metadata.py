@@ -15,9 +15,10 @@ The NDArray binary format (little endian): magic ``u64 0xDD5E40F096B4A13F``, res
 device ``(i32 type, i32 id)``, ``i32 ndim``, dtype ``(u8 code, u8 bits, u16 lanes)``, ``ndim``
 ``i64`` dims, ``i64`` byte size, then the bytes.
 
-Only ``relay.Constant`` entries become IR (``Constant`` nodes); other entries are kept as
-their raw JSON node dicts. ``dump_metadata`` writes the same format, so TVM's
-``tvm.ir.load_json`` can read our section and we read TVM's.
+Only ``relay.Constant`` entries become IR (``Constant`` nodes); other entries become opaque
+``MetaObject``s holding their JSON node and the graph they came from. ``dump_metadata`` writes
+the same format, so TVM's ``tvm.ir.load_json`` can read our section and we read TVM's; the
+graph an opaque object came from is written back unchanged, so its references stay valid.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.ir.expr import Constant
+from relay_ref.ir.expr import Constant, MetaObject
 
 _MAGIC = 0xDD5E40F096B4A13F
 _CODES = {0: "int", 1: "uint", 2: "float", 4: "bfloat"}
@@ -189,6 +190,10 @@ def load_metadata(text: str) -> dict[str, list]:
             if j not in decoded:
                 decoded[j] = _decode_ndarray(_b64(arrays[j], j), f"b64ndarrays[{j}]")
             obj = Constant(decoded[j])
+        else:  # kept opaque, with its graph for printing it back (MetaObject)
+            key = n.get("type_key")
+            obj = MetaObject(key if isinstance(key, str) else "", json.dumps(n, sort_keys=True),
+                             (nodes, arrays, k, root_k))
         built[k] = obj
         return obj
 
@@ -197,6 +202,7 @@ def load_metadata(text: str) -> dict[str, list]:
     if root.get("type_key") not in ("Map", "StrMap"):
         raise MetadataError(f"the root node must be a Map, found {_type_key(root)}")
     k = index(root_index, "'root'", len(nodes))
+    root_k = k  # the root map's index, kept with opaque objects (MetaObject.source)
     keys, data = field(root, "keys", list, [], k), field(root, "data", list, [], k)
     if len(keys) != len(data):
         raise MetadataError(f"the root map has {len(keys)} keys but {len(data)} values")
@@ -245,18 +251,81 @@ def _type_key(n: dict) -> str:
     return f"a {key} node" if isinstance(key, str) and key else "a node without a type_key"
 
 
-def dump_metadata(constants: list[np.ndarray]) -> str:
-    """TVM-format JSON for a table whose only entry is ``relay.Constant`` -> ``constants``."""
-    nodes: list[dict] = [
-        {"type_key": ""},
-        {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]},
-        {"type_key": "Array", "data": list(range(3, 3 + len(constants)))},
-    ]
-    for i in range(len(constants)):
-        nodes.append({"type_key": "relay.Constant",
-                      "attrs": {"_checked_type_": "0", "data": str(i), "span": "0",
-                                "virtual_device_": "0"}})
-    graph = {"root": 1, "nodes": nodes,
-             "b64ndarrays": [_encode_ndarray(c) for c in constants],
+def dump_metadata(constants: list[np.ndarray],
+                  objects: dict[str, list[MetaObject]] | None = None) -> str:
+    """TVM-format JSON for the table ``relay.Constant`` -> ``constants`` plus ``objects``
+    (type key -> opaque objects, in table order).
+
+    The graph the first opaque object was read from is copied verbatim at the start (its
+    nodes keep their indices, so references inside them stay valid); the new nodes and the
+    root map follow. An object from any other graph (or given from Python) is written as its
+    node alone."""
+    table: dict[str, list[Any]] = {"relay.Constant": list(constants)} if constants else {}
+    table.update((k, v) for k, v in (objects or {}).items() if v)
+    nodes: list[Any] = [{"type_key": ""}]
+    free: list[int] = []  # slots of the base graph's own table nodes, reused in order
+    base = next((o.source for k, objs in table.items() if k != "relay.Constant"
+                 for o in objs if isinstance(o.source, tuple)), None)
+    if base is not None:
+        nodes = list(base[0])
+        free = _table_slots(nodes, base[3])
+        for i in free:
+            nodes[i] = {"type_key": ""}
+    arrays: list[str] = []
+
+    def alloc(node: dict) -> int:
+        if free:
+            i = free.pop(0)
+            nodes[i] = node
+            return i
+        nodes.append(node)
+        return len(nodes) - 1
+
+    root_node: dict[str, Any] = {"type_key": "Map", "keys": list(table), "data": []}
+    root = alloc(root_node)
+    lists = []
+    for _ in table:
+        lists.append({"type_key": "Array", "data": []})
+        root_node["data"].append(alloc(lists[-1]))
+    for refs, (key, items) in zip((n["data"] for n in lists), table.items(), strict=True):
+        for item in items:
+            src = getattr(item, "source", None)
+            if key == "relay.Constant":
+                refs.append(alloc({"type_key": "relay.Constant",
+                                   "attrs": {"_checked_type_": "0", "data": str(len(arrays)),
+                                             "span": "0", "virtual_device_": "0"}}))
+                arrays.append(_encode_ndarray(item))
+            elif base is not None and isinstance(src, tuple) and src[0] is base[0]:
+                refs.append(src[2])
+            else:
+                refs.append(alloc(json.loads(item.node)))
+    graph = {"root": root, "nodes": nodes, "b64ndarrays": arrays,
              "attrs": {"tvm_version": "0.8.dev0"}}
     return json.dumps(graph, indent=2)
+
+
+def _table_slots(nodes: list[Any], root: int) -> list[int]:
+    """Indices of a graph's own table nodes: its root map, the arrays under it and the
+    constants in those (``dump_metadata`` rewrites them in place, so printing the same table
+    again gives the same text; the objects stay where they are)."""
+    def is_node(i: object, type_key: str) -> bool:
+        return type(i) is int and 0 < i < len(nodes) and isinstance(nodes[i], dict) \
+            and nodes[i].get("type_key") == type_key
+
+    slots = [root]
+    for j in nodes[root].get("data", []):
+        if is_node(j, "Array"):
+            slots.append(j)
+            slots += [k for k in nodes[j].get("data", []) if is_node(k, "relay.Constant")]
+    return sorted(set(slots))
+
+
+def meta_object(key: str, value: object) -> MetaObject:
+    """An opaque metadata object given from Python (``parse(..., metadata=...)``): a
+    ``MetaObject`` as is; a dict becomes a node with those attributes (values as text);
+    anything else a node whose attribute ``value`` is its text."""
+    if isinstance(value, MetaObject):
+        return value
+    attrs = {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) \
+        else {"value": str(value)}
+    return MetaObject(key, json.dumps({"attrs": attrs, "type_key": key}, sort_keys=True))

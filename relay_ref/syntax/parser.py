@@ -20,8 +20,9 @@ every operator call has a non-``None`` attrs object (``make_attrs``); no type ch
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,12 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, ParseError
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
+from relay_ref.ir.dtype import canonical_dtype
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
 from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Anchor, attach
-from relay_ref.syntax.metadata import MetadataError, load_metadata
+from relay_ref.syntax.metadata import MetadataError, load_metadata, meta_object
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
 
@@ -54,7 +56,8 @@ BINARY_OPS: dict[str, str] = {
 _PRECEDENCE = {"*": 12, "/": 12, "+": 10, "-": 10, "<": 8, "<=": 8, ">": 8, ">=": 8,
                "==": 7, "!=": 7}
 
-_DTYPE = re.compile(r"(?:u?int|float|bfloat|bool)[0-9]*(?:x[0-9]+)?")
+# S-DType: a bare type name with one of these prefixes is a dtype (TVM parser.cc, ParseType)
+_DTYPE_PREFIXES = ("int", "uint", "float", "bool", "bfloat")
 _INT_RANGE = {
     "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
     "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
@@ -124,7 +127,8 @@ def _source(text: str, source_name: str) -> Source:
 
 
 def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
-          base_module: IRModule | None = None) -> IRModule:
+          base_module: IRModule | None = None,
+          metadata: Mapping[str, Sequence[object]] | None = None) -> IRModule:
     """Parse a module. The version header is optional (when present it must be "0.0.5").
 
     Names already defined in ``base_module`` are visible, and the result holds its
@@ -135,6 +139,8 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
     trivia = _Trivia()
     with no_gc():
         tree, meta = _parse_tree(source, "start_module", trivia)
+        meta = with_metadata(meta, metadata)  # S-MetaTable: `metadata` (a mapping from
+        # type key to objects, see with_metadata) extends the #[metadata] section
         r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
         if trivia.spans:  # P-Comments: anchors for attaching comments
             r.anchors = []
@@ -173,7 +179,9 @@ def parse_program(text: str, source_name: str = "<string>", *,
     return Program(module, expr, tuple(bindings))
 
 
-def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | None = None,
+def parse_expr(text: str, source_name: str = "<string>", *,
+               metadata: Mapping[str, Sequence[object]] | None = None,
+               module: IRModule | None = None,
                scope: dict[str, E.Var] | None = None, prelude: bool = True) -> E.Expr:
     """Parse one expression (a sequence of bindings and a result).
 
@@ -182,7 +190,9 @@ def parse_expr(text: str, source_name: str = "<string>", *, module: IRModule | N
     source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_expr")
+        meta = with_metadata(meta, metadata)  # S-MetaTable
         r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
+        r.free_globals = True  # S-FreeGlobal: TVM's parse_expr keeps an unknown @f
         seq = tree.children[-1]
         expr = run(r.expr(seq))
         r.check_globals()
@@ -200,6 +210,46 @@ def parse_type(text: str, source_name: str = "<string>", *,
 
 
 _DEF_RULES = {"func_def", "type_def", "extern_type"}
+
+
+def with_metadata(meta: dict[str, list], metadata: Mapping[str, Sequence[object]] | None
+                  ) -> dict[str, list]:
+    """S-MetaTable: the metadata table of a parse, as TVM's ``init_meta_table``: the
+    ``#[metadata]`` section's entries first, then ``metadata``'s appended under each type key
+    (so ``meta[relay.Constant][0]`` is the section's first constant, if it has any).
+
+    ``metadata`` maps a type key to a list of objects: for ``"relay.Constant"`` NumPy arrays
+    (or anything ``numpy.asarray`` takes, or ``Constant`` nodes), which become ``Constant``
+    nodes, one per entry; for attributes keys (``"relay.attrs.Conv2DAttrs"``) an operator's
+    attrs object or a dict of its attributes (``meta[relay.attrs.Conv2DAttrs][0]`` as a
+    call's last argument); for any other key (``"VirtualDevice"``, ``"tir.Var"``) opaque
+    values (a ``MetaObject``, a dict of attributes, or any value kept as its text): an
+    ``IntImm`` or integer entry used as a shape dimension is that size, any other is ``?``.
+    Raises ``TypeError`` when ``metadata`` is not such a mapping."""
+    if not metadata:
+        return meta
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"parse: metadata must be a mapping from type key to a list of "
+                        f"objects, not {type(metadata).__name__}")
+    table = {k: list(v) for k, v in meta.items()}
+    for key, values in metadata.items():
+        if not isinstance(key, str) or isinstance(values, str | bytes) \
+                or not isinstance(values, Sequence | np.ndarray):
+            raise TypeError(f"parse: metadata[{key!r}] must be a list of objects under a "
+                            f"str type key")
+        items = table.setdefault(key, [])
+        for value in values:
+            if key == "relay.Constant" and not isinstance(value, E.Constant):
+                try:
+                    value = E.Constant(np.asarray(value))
+                except (TypeError, ValueError) as err:
+                    raise TypeError(f"parse: metadata['relay.Constant'] holds a value that "
+                                    f"is not an array: {err}") from None
+            elif key != "relay.Constant" and not _is_attrs_key(key) \
+                    and not isinstance(value, E.Expr):
+                value = meta_object(key, value)
+            items.append(value)
+    return table
 _STMT_RULES = {"let_stmt", "graph_stmt", "free_var_stmt", "expr_stmt"}
 
 
@@ -428,6 +478,12 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
         message += f", found {found}"
         if tok.type == "NUMBER" and prev in ("%", "@"):
             message = "a sigil must be directly followed by a name"
+        if tok.type == "NAT" and "NUMBER" in expected:  # S-Literal: `1f.0`, `0x1F`, `1_000`
+            word = re.match(r"[A-Za-z0-9_.+-]*", clean[tok.start_pos:]).group()  # type: ignore
+            length = max(len(word), 1)
+            message = f"malformed number '{word}'"
+            notes = (Note("numbers are written 1, -2, 1i64, 1.5f, 5.f, 1e-3f, 2f64: digits "
+                          "first, a float with an 'f' suffix, nothing glued after"),)
         if tok.type == "__ANON_0" or str(tok.value) == "#[":
             message = "the version header #[version = \"0.0.5\"] must come first"
         if "BINOP" in expected and str(tok.value) == "=" and prev is not None:
@@ -453,7 +509,7 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
 
 # ---- literals (S-Literal) --------------------------------------------------------------------
 
-_NUM = re.compile(r"(-*)(?:(inf|nan)f([0-9]*)|((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_NUM = re.compile(r"(-*)(?:(inf|nan)f([0-9]*)|([0-9]+(?:\.[0-9]*)?"
                   r"(?:[eE][+-]?[0-9]+)?)([fiu][0-9]*)?)")
 
 
@@ -495,6 +551,9 @@ def literal_value(text: str) -> tuple[Any, str]:
             if np.isfinite(fvalue) and not np.isfinite(np.array(fvalue, dtype)):
                 raise ValueError(f"float literal {text} does not fit {dtype}")
         if not np.isfinite(fvalue):
+            raise ValueError(f"float literal {text} does not fit {dtype}")
+        top = np.finfo(dtype).max  # TVM (support/scalars.cc): |value| <= the largest finite,
+        if abs(fvalue) > max(float(top), float(str(top))):  # up to how it prints
             raise ValueError(f"float literal {text} does not fit {dtype}")
         return fvalue, dtype
     if is_decimal:
@@ -543,6 +602,7 @@ class _Resolver:
         # Names taken from the prelude, and global references to check at the end.
         self.prelude_names: set[str] = set()  # "@f" for globals, "T" for types
         self.global_uses: dict[str, Span] = {}
+        self.free_globals = False  # S-FreeGlobal: unknown @f stay free (parse_expr)
         self._first: dict[int, Token | None] = {}
         self._last: dict[int, Token | None] = {}
         # P-Comments: anchors for attaching comments (only when the text has comments).
@@ -690,7 +750,8 @@ class _Resolver:
             if prelude is not None and name in prelude.functions:
                 self.prelude_names.add("@" + name)
                 continue
-            raise self.error(f"undefined global function @{name}", span)
+            if not self.free_globals:
+                raise self.error(f"undefined global function @{name}", span)
 
     def lookup_local(self, tok: Token) -> E.Var:
         name = str(tok)[1:]
@@ -841,7 +902,11 @@ class _Resolver:
             if p.data == "param":
                 if attrs:
                     raise self.error("function attributes must follow the parameters", p)
-                tok, ann = p.children
+                tok, pattrs, ann = p.children
+                if pattrs is not None:  # S-Fn: a parameter's {virtual_device=...} is read
+                    for kw in pattrs.children:  # and dropped (no device placement here)
+                        if kw is not None:
+                            yield self.kwarg(kw)
                 if str(tok)[1:] in scope:
                     raise self.error(f"parameter {tok} is declared twice", tok)
                 var = yield self.new_var(tok, ann)
@@ -978,23 +1043,69 @@ class _Resolver:
         return_hint = " (maybe a local variable missing its '%'?)" if "." not in name else ""
         raise self.error(f"unknown operator '{name}'{return_hint}", tok)
 
-    def _e_meta_ref(self, t: Tree) -> E.Expr:
-        tok = t.children[0]
+    def meta_item(self, tok: Token) -> tuple[str, object]:
+        """S-Metadata: (type key, object) of ``meta[key][i]`` in the metadata table (the
+        ``#[metadata]`` section, then what ``parse(..., metadata=...)`` appended)."""
         m = re.fullmatch(r"meta\[([A-Za-z0-9_.]+)\]\[([0-9]+)\]", str(tok))
         assert m is not None
         key, index = m.group(1), int(m.group(2))
         table = self.meta.get(key)
         if table is None:
             hint = Note("the text has no #[metadata] section (printers may omit it)") \
-                if not self.meta else Note(f"the #[metadata] section has no {key} entries")
+                if not self.meta else Note(f"the metadata table has no {key} entries")
             raise self.error(f"cannot resolve {tok}", tok, hint)
         if index >= len(table):
             raise self.error(f"{tok} is out of range: the metadata has {len(table)} "
                              f"{key} entries", tok)
-        node = table[index]
+        return key, table[index]
+
+    def _e_meta_ref(self, t: Tree) -> E.Expr:
+        tok = t.children[0]
+        _, node = self.meta_item(tok)
         if not isinstance(node, E.Expr):
             raise self.error(f"{tok} is not an expression", tok)
         return node
+
+    def meta_attrs(self, callee: E.Expr, tok: Token) -> object:
+        """S-MetaAttrs: ``f(args, meta[relay.attrs.Conv2DAttrs][0])``, a call's attributes as
+        one metadata object: for an operator an instance of its attrs class or a dict of its
+        attributes (checked like key=value ones); for any other callee a dict (-> CallAttrs,
+        the table's key as the attrs type)."""
+        key, obj = self.meta_item(tok)
+        if isinstance(callee, E.Op):
+            from relay_ref.ops.registry import get_op
+
+            cls = get_op(callee.name).attrs
+            if isinstance(obj, cls):
+                return obj
+            if isinstance(obj, dict):
+                return self.op_attrs(callee.name, dict(obj), {}, tok)
+        elif isinstance(obj, dict):
+            return E.CallAttrs(key, tuple((str(k), v) for k, v in obj.items()))
+        want = "a dict of attributes" if not isinstance(callee, E.Op) else \
+            f"{get_op(callee.name).attrs.__name__} or a dict of its attributes"
+        notes = (Note("attribute objects read from a #[metadata] section are not decoded: "
+                      "write the attributes as key=value, or pass them with "
+                      "parse(..., metadata=...)"),) if isinstance(obj, E.MetaObject) else ()
+        raise self.error(f"{tok} cannot be the attributes of this call (expected {want})",
+                         tok, *notes)
+
+    def meta_dim(self, tok: Token) -> T.Dim:
+        """S-MetaDim: a ``meta[...]`` shape dimension. An integer object (a Python int, an
+        integer scalar constant, TVM's ``IntImm`` node) is that size; anything else (a
+        ``tir.Var``: a symbolic size, which relay_ref does not represent) is ``?``."""
+        _, obj = self.meta_item(tok)
+        value: object = obj
+        if isinstance(obj, E.Constant) and obj.data.ndim == 0:
+            value = obj.data.item()
+        elif isinstance(obj, E.MetaObject) and obj.type_key == "IntImm":
+            text = json.loads(obj.node).get("attrs", {}).get("value")
+            value = int(text) if isinstance(text, str) and text.lstrip("-").isdigit() else None
+        if isinstance(value, int | np.integer) and not isinstance(value, bool):
+            if value < 0:
+                raise self.error(f"{tok} is a negative dimension ({value})", tok)
+            return int(value)
+        return T.ANY
 
     def _e_tuple(self, t: Tree) -> Iterator[Any]:
         fields = []
@@ -1042,6 +1153,7 @@ class _Resolver:
 
         if not has_op(name):
             raise self.error(f"unknown operator '{name}'", at)
+        items = {k: _dtype_attr(k, v) for k, v in items.items()}
         try:
             return make_attrs(name, items)
         except AttrError as err:
@@ -1067,7 +1179,15 @@ class _Resolver:
         args: list[E.Expr] = []
         kwargs: dict[str, object] = {}
         key_toks: dict[str, Token] = {}
-        for a in args_t.children if args_t is not None else ():
+        arg_trees = list(args_t.children) if args_t is not None else []
+        meta_tok = _meta_attrs_token(arg_trees[-1]) if arg_trees else None
+        if meta_tok is not None:  # S-MetaAttrs: a last lone meta[...] naming attributes
+            key, _ = self.meta_item(meta_tok)
+            if not _is_attrs_key(key):
+                meta_tok = None
+            else:
+                arg_trees.pop()
+        for a in arg_trees:
             if isinstance(a, Tree) and a.data == "kwarg":
                 key, value = yield self.kwarg(a)
                 if key in kwargs:
@@ -1079,16 +1199,28 @@ class _Resolver:
                     raise self.error("positional arguments must come before attributes", a)
                 args.append((yield self.expr(a)))
         span = self.span(t)
+        if meta_tok is not None:
+            if kwargs:
+                raise self.error("a call's attributes are either key=value pairs or one "
+                                 "meta[...] object, not both", meta_tok)
+            attrs = self.meta_attrs(callee, meta_tok)
+            return E.Call(callee, tuple(args), attrs, tuple(type_args), span)
         if isinstance(callee, E.Op):
             attrs = self.op_attrs(callee.name, kwargs, key_toks, callee_t)
             return E.Call(callee, tuple(args), attrs, tuple(type_args), span)
         if isinstance(callee, E.Constructor) and len(args) != len(callee.inputs):
             raise self.error(f"constructor {callee.name} expects {len(callee.inputs)} "
                              f"argument(s), found {len(args)}", t)
-        if kwargs:
-            first = next(iter(key_toks.values()))
-            raise self.error("only operator calls take attributes (key=value)", first)
-        return E.Call(callee, tuple(args), None, tuple(type_args), span)
+        attrs = None
+        if kwargs:  # S-CallAttrs: a non-operator call names its attributes' type (TVM)
+            type_key = kwargs.pop("attrs_type_key", None)
+            if not isinstance(type_key, str):
+                first = next(iter(key_toks.values()))
+                raise self.error("attributes of a call of a non-operator need "
+                                 "attrs_type_key=\"...\" (the attributes' type)", first)
+            if type_key:  # TVM drops the attributes when the key is empty
+                attrs = E.CallAttrs(type_key, tuple(kwargs.items()))
+        return E.Call(callee, tuple(args), attrs, tuple(type_args), span)
 
     def kwarg(self, t: Tree) -> Iterator[Any]:
         key_tok, value_t = t.children
@@ -1112,6 +1244,13 @@ class _Resolver:
             return str(t.children[0])[1:-1]
         if kind == "av_bool":
             return str(t.children[0]) == "True"
+        if kind == "av_meta":  # S-Attrs: an opaque metadata object (virtual_device=meta[...])
+            tok = t.children[0]
+            _, obj = self.meta_item(tok)
+            if not isinstance(obj, E.MetaObject):
+                raise self.error(f"{tok} cannot be an attribute value (only opaque metadata "
+                                 "objects such as a VirtualDevice can)", tok)
+            return obj
         if kind == "av_name":
             tok = t.children[0]
             if str(tok) in ("None", "nullptr"):
@@ -1242,7 +1381,7 @@ class _Resolver:
             if d.type == "QMARK":
                 dims.append(T.ANY)
             elif d.type == "META":
-                raise self.error("meta[...] shape dimensions are not supported", d)
+                dims.append(self.meta_dim(d))
             else:
                 try:
                     value, dtype = literal_value(str(d))
@@ -1252,10 +1391,14 @@ class _Resolver:
                     raise self.error(f"a dimension must be a non-negative integer or '?', "
                                      f"found {d}", d)
                 dims.append(int(value))
-        dtype = str(dtype_tok)
-        if not _DTYPE.fullmatch(dtype):
-            raise self.error(f"unknown data type '{dtype}'", dtype_tok)
-        return T.TensorType(tuple(dims), dtype, self.span(t))
+        return T.TensorType(tuple(dims), self.dtype(dtype_tok), self.span(t))
+
+    def dtype(self, tok: Token) -> str:
+        """S-DType: the canonical name of a dtype token (``float`` -> ``float32``)."""
+        try:
+            return canonical_dtype(str(tok))
+        except ValueError as err:
+            raise self.error(str(err), tok) from None
 
     def _t_named_type(self, t: Tree) -> Iterator[Any]:
         tok, args_t = t.children
@@ -1265,8 +1408,8 @@ class _Resolver:
             for scope in reversed(self.type_scopes):
                 if name in scope:
                     return scope[name]
-            if _DTYPE.fullmatch(name):
-                return T.TensorType((), name, span)
+            if name.startswith(_DTYPE_PREFIXES):  # S-DType: `int`, `float16x4`, `bool`
+                return T.TensorType((), self.dtype(tok), span)
         gtv = self.lookup_type(name)
         if gtv is None:
             if args_t is None and self.free_type_vars is not None:
@@ -1292,6 +1435,33 @@ class _Resolver:
 
     def _t_ref_type(self, t: Tree) -> Iterator[Any]:
         return T.RefType((yield self.type(t.children[1])), self.span(t))
+
+
+def _meta_attrs_token(t: Any) -> Token | None:
+    """The META token when argument tree ``t`` is a lone ``meta[...][i]``, else None."""
+    while isinstance(t, Tree) and t.data == "seq" and len(t.children) == 1:
+        t = t.children[0]
+    if isinstance(t, Tree) and t.data == "meta_ref":
+        return t.children[0]
+    return None
+
+
+def _is_attrs_key(key: str) -> bool:
+    """Metadata type keys of attributes objects (TVM: ``relay.attrs.Conv2DAttrs``,
+    ``attrs.TestAttrs``, ``DictAttrs``)."""
+    return key.startswith(("relay.attrs.", "attrs.")) or key.endswith("Attrs")
+
+
+def _dtype_attr(key: str, value: object) -> object:
+    """S-DType in attributes: a dtype-valued attribute (``dtype``, ``out_dtype``, ...) given
+    as a shorthand is stored under its canonical name (``"float"`` -> ``"float32"``); other
+    values are left to the operator's own check (``""`` means "the input's dtype")."""
+    if isinstance(value, str) and value and (key == "dtype" or key.endswith("_dtype")):
+        try:
+            return canonical_dtype(value)
+        except ValueError:
+            return value
+    return value
 
 
 def _is_fn(t: Any) -> bool:

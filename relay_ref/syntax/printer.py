@@ -212,6 +212,7 @@ class _Printer:
         self.meta: list[np.ndarray] = []
         self.meta_index: dict[int, int] = {}
         self.meta_keep: list[E.Constant] = []
+        self.meta_objects: dict[str, list[E.MetaObject]] = {}
         self._reset()
 
     def _reset(self) -> None:
@@ -367,8 +368,8 @@ class _Printer:
         return self._finish([body.lines])
 
     def _finish(self, out: list[Any]) -> str:
-        if self.meta:
-            out.append("#[metadata]\n" + dump_metadata(self.meta) + "\n")
+        if self.meta or self.meta_objects:
+            out.append("#[metadata]\n" + dump_metadata(self.meta, self.meta_objects) + "\n")
         return _flatten(out).rstrip("\n")
 
     def _count(self, root: E.Expr) -> None:
@@ -464,7 +465,7 @@ class _Printer:
         elif out and out[-1] in ("fn", "(fn"):
             out.append(" ")
         items = [self.binder(p) for p in fn.params]
-        items += [f"{k}={attr_value_text(v)}" for k, v in fn.attrs]
+        items += [f"{k}={self.attr_text(v)}" for k, v in fn.attrs]
         close = "  " * min(outer.level - 1, _MAX_INDENT)
         inner = _Body(outer.level)
         notes = [self.take(("param", p)) for p in fn.params] if self.cm else []
@@ -615,12 +616,9 @@ class _Printer:
                     if i:
                         out.append(", ")
                     yield self.expr(a, out, body, arg_pos)
-                if isinstance(op, E.Op) and attrs is not None:
-                    from relay_ref.ops.registry import attrs_items
-
-                    for i, (key, value) in enumerate(attrs_items(attrs)):
-                        out.append(", " if args or i else "")
-                        out.append(f"{key}={attr_value_text(value)}")
+                for i, (key, value) in enumerate(_call_attr_items(op, attrs)):
+                    out.append(", " if args or i else "")
+                    out.append(f"{key}={self.attr_text(value)}")
                 out.append(")")
                 self.type_comment(e, out)
             case E.Function():
@@ -691,6 +689,18 @@ class _Printer:
             if ty is not None:
                 out.append(f" /* ty={self.ty(ty)} */")
 
+    def attr_text(self, value: object) -> str:
+        """An attribute value's text; an opaque metadata object (a function's
+        ``virtual_device``) is written ``meta[key][i]`` and goes to the metadata section."""
+        if isinstance(value, E.MetaObject):
+            table = self.meta_objects.setdefault(value.type_key, [])
+            if value not in table:
+                table.append(value)
+            return f"meta[{value.type_key}][{table.index(value)}]"
+        if isinstance(value, tuple | list) and any(isinstance(v, E.MetaObject) for v in value):
+            return "[" + ", ".join(self.attr_text(v) for v in value) + "]"
+        return attr_value_text(value)
+
     def meta_ref(self, c: E.Constant) -> str:
         index = self.meta_index.get(id(c))
         if index is None:
@@ -724,6 +734,18 @@ class _Printer:
                     stack.extend(_interleave(pats))
                     stack.append("(")
         return "".join(parts)
+
+
+def _call_attr_items(op: E.Expr, attrs: object) -> list[tuple[str, object]]:
+    """A call's attributes in printing order (P-Attrs): an operator's non-default ones in
+    schema order; a non-operator's in source order, then ``attrs_type_key`` (as TVM)."""
+    if isinstance(attrs, E.CallAttrs):
+        return [*attrs.items, ("attrs_type_key", attrs.type_key)]
+    if isinstance(op, E.Op) and attrs is not None:
+        from relay_ref.ops.registry import attrs_items
+
+        return attrs_items(attrs)
+    return []
 
 
 def _interleave(pats: tuple[E.Pattern, ...]) -> list[Any]:

@@ -1,0 +1,263 @@
+"""``check_pass``: property-test a program transformation against the interpreter.
+
+A pass is any callable ``IRModule -> IRModule``. On generated well-typed programs
+(``relay_ref.testing.programs.programs()`` by default) and random arguments for ``@main``,
+``check_pass(pass_)`` checks that
+
+1. the pass returns an ``IRModule`` and leaves its input unchanged;
+2. the result type-checks and ``@main``'s type is unchanged (alpha-equal);
+3. the result *refines* the input: where the input returns a value, the result returns an
+   equal one (``numpy.allclose`` with ``rtol``/``atol`` for floating point, NaN equal to
+   NaN, exact otherwise; tuples, ADT values and references compared structurally;
+   functions are not compared); where the input fails at run time the result may fail
+   differently or return a value (DCE may drop a dead ``1 / 0``) -- unless
+   ``strict_errors=True``, which demands an error of the same kind (class and message).
+
+Both programs run with ``max_depth`` (default 1000) nested calls at most, so a pass that
+breaks a loop's termination fails instead of hanging. On failure hypothesis shrinks the
+program and the arguments, and ``check_pass`` raises a ``PassCheckError`` (an
+``AssertionError``) whose message shows the minimal program before and after the pass in
+Relay text, the arguments and both results; the same pieces are its attributes.
+
+Budget: ``examples`` programs (default 200, or the active hypothesis profile's
+``max_examples`` when that is larger). The ``thorough`` profile registered here runs 2000
+(``settings.load_profile("thorough")``, or ``HYPOTHESIS_PROFILE=thorough`` in this
+project's test suite).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
+
+from relay_ref.diagnostics import RelayError
+from relay_ref.interpreter.eval import evaluate
+from relay_ref.interpreter.values import ConstructorValue, RefValue, value_to_text
+from relay_ref.ir.equal import alpha_equal
+from relay_ref.ir.module import IRModule
+from relay_ref.syntax.printer import astext
+from relay_ref.testing.programs import arguments
+from relay_ref.testing.programs import programs as generated_programs
+from relay_ref.typecheck.infer import infer_types
+
+__all__ = ["PassCheckError", "check_pass", "values_equal"]
+
+DEFAULT_EXAMPLES = 200
+THOROUGH_EXAMPLES = 2000
+_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+
+Settings.register_profile("thorough", max_examples=THOROUGH_EXAMPLES, deadline=None,
+                          suppress_health_check=_HEALTH)
+
+
+class PassCheckError(AssertionError):
+    """``check_pass`` found a counterexample: ``reason``, the program ``before`` and
+    ``after`` the pass (``after`` is None when the pass raised), the ``args`` and both
+    results (``expected``, ``got``: a value or the exception)."""
+
+    def __init__(self, message: str, *, reason: str, before: IRModule,
+                 after: IRModule | None, args: tuple, expected: Any, got: Any) -> None:
+        super().__init__(message)
+        self.reason, self.before, self.after = reason, before, after
+        self.args_, self.expected, self.got = args, expected, got
+
+
+@dataclass(frozen=True)
+class _Case:
+    """One drawn test case: a checked module and arguments for its ``@main``."""
+
+    module: IRModule
+    args: tuple
+
+    def __repr__(self) -> str:
+        return f"\n{astext(self.module)}\nwith arguments {_args_text(self.args)}"
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # hypothesis's report
+        p.text(repr(self))
+
+
+@dataclass(frozen=True)
+class _Error:
+    """A run-time failure (the exception), as an outcome."""
+
+    error: BaseException
+
+    @property
+    def kind(self) -> str:
+        err = self.error
+        if isinstance(err, RelayError) and err.diagnostics:
+            return f"{type(err).__name__}: {err.diagnostics[0].message}"
+        return f"{type(err).__name__}: {err}"
+
+
+def check_pass(pass_: Callable[[IRModule], IRModule], *,
+               programs: st.SearchStrategy | Iterable[IRModule | str] | None = None,
+               examples: int | None = None, rtol: float = 1e-5, atol: float = 1e-6,
+               settings: Settings | None = None, strict_errors: bool = False,
+               max_depth: int = 1000) -> None:
+    """Check that ``pass_`` preserves types and refines meaning on generated programs (see
+    the module docstring). ``programs``: a hypothesis strategy of modules, or a list of
+    modules / Relay texts to draw from (default: ``programs()``). ``settings``: hypothesis
+    settings to start from (default: the active profile). Raises ``PassCheckError``."""
+    if not callable(pass_):
+        raise TypeError(f"check_pass: pass_ must be callable, not {type(pass_).__name__}")
+    source = _source(programs)
+    base = settings if settings is not None else Settings.default
+    count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
+    config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
+                      suppress_health_check=list(base.suppress_health_check) + _HEALTH,
+                      phases=[p for p in base.phases if p is not Phase.explain])
+
+    @config
+    @given(_cases(source))
+    def check(case: _Case) -> None:
+        _check_one(pass_, case, rtol=rtol, atol=atol, strict_errors=strict_errors,
+                   max_depth=max_depth)
+
+    check()
+
+
+def _source(programs: Any) -> st.SearchStrategy:
+    if programs is None:
+        return generated_programs()
+    if isinstance(programs, st.SearchStrategy):
+        return programs
+    mods = []
+    for p in programs:
+        if isinstance(p, str):
+            from relay_ref.prelude import prelude_fallback
+            from relay_ref.syntax.parser import parse
+
+            p = parse(p, "<check_pass>", fallback=prelude_fallback())
+        if not isinstance(p, IRModule):
+            raise TypeError(f"check_pass: programs must hold IRModules or Relay texts, "
+                            f"not {type(p).__name__}")
+        mods.append(p)
+    if not mods:
+        raise ValueError("check_pass: programs is empty")
+    return st.sampled_from(mods)
+
+
+@st.composite
+def _cases(draw: st.DrawFn, source: st.SearchStrategy) -> _Case:
+    mod = infer_types(draw(source))  # the pass sees a checked module, as in a pipeline
+    main = mod.global_types["main"]
+    return _Case(mod, draw(arguments(main.arg_types)))
+
+
+def _run(mod: IRModule, args: tuple, max_depth: int) -> Any:
+    """The value of ``@main`` or the ``_Error``; NumPy's warnings (overflow, invalid casts
+    of NaN) are silenced: they are the program's business."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return evaluate(mod, *_copy(args), typecheck="done", max_depth=max_depth)
+    except RelayError as err:
+        return _Error(err)
+
+
+def _copy(args: tuple) -> list:
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: float,
+               atol: float, strict_errors: bool, max_depth: int) -> None:
+    before, args = case.module, case.args
+    name = getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
+    expected = _run(before, args, max_depth)
+
+    def fail(reason: str, after: IRModule | None, got: Any) -> None:
+        raise PassCheckError(_message(name, reason, before, after, args, expected, got),
+                             reason=reason, before=before, after=after, args=args,
+                             expected=expected, got=got)
+
+    functions = dict(before.functions)
+    try:
+        after = pass_(before)
+    except Exception as err:  # noqa: BLE001 - any failure of the pass is a finding
+        fail(f"the pass raised {type(err).__name__}: {err}", None, _Error(err))
+    if not isinstance(after, IRModule):
+        fail(f"the pass returned {type(after).__name__}, not an IRModule", None, None)
+    if (before.functions.keys() != functions.keys()
+            or any(before.functions[k] is not f for k, f in functions.items())):
+        fail("the pass modified its input module", after, None)
+    try:
+        checked = infer_types(after)
+    except RelayError as err:
+        fail(f"the result does not type-check:\n{err.render()}", after, _Error(err))
+    old, new = before.global_types["main"], checked.global_types.get("main")
+    if new is None or not alpha_equal(old, new):
+        shown = "nothing" if new is None else astext(new)
+        fail(f"the type of @main changed from {astext(old)} to {shown}", after, None)
+    got = _run(checked, args, max_depth)
+    if isinstance(expected, _Error):
+        if strict_errors and (not isinstance(got, _Error) or got.kind != expected.kind):
+            fail("the input fails at run time but the result does not fail the same way "
+                 "(strict_errors)", after, got)
+        return
+    if isinstance(got, _Error):
+        fail("the input returns a value but the result fails at run time", after, got)
+    if not values_equal(expected, got, rtol=rtol, atol=atol):
+        fail("the result returns a different value", after, got)
+
+
+def values_equal(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """Run-time values equal: tensors of the same shape and dtype, close in floating point
+    (NaN equal to NaN) and exact otherwise; tuples, ADT values and reference contents
+    structurally; two functions always (their bodies are not compared)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if np.issubdtype(a.dtype, np.floating):
+            return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+        return bool(np.array_equal(a, b))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(values_equal(x, y, rtol=rtol, atol=atol)
+                                        for x, y in zip(a, b, strict=True))
+    if isinstance(a, ConstructorValue) and isinstance(b, ConstructorValue):
+        return (a.constructor.name == b.constructor.name and len(a.fields) == len(b.fields)
+                and all(values_equal(x, y, rtol=rtol, atol=atol)
+                        for x, y in zip(a.fields, b.fields, strict=True)))
+    if isinstance(a, RefValue) and isinstance(b, RefValue):
+        return values_equal(a.value, b.value, rtol=rtol, atol=atol)
+    if type(a) is not type(b):
+        return _is_function(a) and _is_function(b)
+    return _is_function(a) or a == b
+
+
+def _is_function(v: Any) -> bool:
+    return not isinstance(v, np.ndarray | tuple | ConstructorValue | RefValue)
+
+
+def _outcome_text(outcome: Any) -> str:
+    if outcome is None:
+        return "(not run)"
+    if isinstance(outcome, _Error):
+        return f"error: {outcome.kind}"
+    try:
+        return value_to_text(outcome)
+    except Exception:  # noqa: BLE001 - a value the printer cannot show
+        return repr(outcome)
+
+
+def _args_text(args: tuple) -> str:
+    return "(" + ", ".join(_outcome_text(a) for a in args) + ")"
+
+
+def _message(name: str, reason: str, before: IRModule, after: IRModule | None,
+             args: tuple, expected: Any, got: Any) -> str:
+    lines = [f"check_pass({name}): {reason}", "", "-- program before the pass --",
+             astext(before).strip(), "", f"-- after {name} --",
+             astext(after).strip() if after is not None else "(the pass did not return)",
+             "", f"-- arguments of @main -- {_args_text(args)}",
+             f"-- result before -- {_outcome_text(expected)}",
+             f"-- result after --  {_outcome_text(got)}"]
+    return "\n".join(lines)

@@ -25,7 +25,7 @@ from relay_ref.ops.layout import (
     shape_to,
     to_canonical,
 )
-from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
+from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
     check_dtype,
@@ -420,3 +420,276 @@ register_op("nn.avg_pool3d", attrs=AvgPool3DAttrs, num_inputs=1, arg_names=("dat
             reference=_pool3d_ref("avg"),
             doc="3-d average pooling over D, H, W (layout NCDHW); as nn.avg_pool2d with "
                 "three spatial axes (count_include_pad counts explicit padding).")
+
+
+# -- nn.conv1d_transpose / nn.conv3d_transpose ------------------------------------------------
+
+def _convt_attrs_post(attrs: object, nd: int, data: str, kernel: str) -> None:
+    """As ``nn.conv2d_transpose``: nd-value strides / output_padding / dilation (one value
+    widens), 1 / nd / 2 * nd paddings, output_padding smaller than the stride or the
+    dilation, layouts that permute the canonical ones."""
+    _widen(attrs, "strides", nd)
+    _widen(attrs, "output_padding", nd, minimum=0)
+    _check_pad(attrs.padding, nd)  # type: ignore[attr-defined]
+    _widen(attrs, "dilation", nd)
+    if attrs.groups < 1:  # type: ignore[attr-defined]
+        raise AttrError(f"groups must be >= 1, found {attrs.groups}", "groups")  # type: ignore
+    _widen(attrs, "kernel_size", nd)
+    for op_, s, d in zip(attrs.output_padding, attrs.strides,  # type: ignore[attr-defined]
+                         attrs.dilation, strict=True):  # type: ignore[attr-defined]
+        if op_ >= max(s, d):
+            raise AttrError("output_padding must be smaller than the stride or the "
+                            "dilation", "output_padding")
+    check_layout(attrs.data_layout, data, "data_layout")  # type: ignore[attr-defined]
+    check_layout(attrs.kernel_layout, kernel, "kernel_layout")  # type: ignore[attr-defined]
+    if attrs.out_layout:  # type: ignore[attr-defined]
+        check_layout(attrs.out_layout, data, "out_layout")  # type: ignore[attr-defined]
+    if attrs.out_dtype:  # type: ignore[attr-defined]
+        check_dtype(attrs.out_dtype, "out_dtype")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Conv1DTransposeAttrs:
+    """Transposed 1-d convolution; weight layout IOW (in, out / groups, kw)."""
+
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = (1,)
+    output_padding: tuple[int, ...] = (0,)
+    padding: tuple[int, ...] = (0,)
+    dilation: tuple[int, ...] = (1,)
+    groups: int = 1
+    data_layout: str = "NCW"
+    kernel_layout: str = "IOW"
+    out_layout: str = ""
+    out_dtype: str = ""
+
+    def __post_init__(self) -> None:
+        _convt_attrs_post(self, 1, "NCW", "OIW")
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3DTransposeAttrs:
+    """Transposed 3-d convolution; weight layout IODHW (in, out / groups, kd, kh, kw)."""
+
+    channels: int | None = None
+    kernel_size: tuple[int, ...] | None = None
+    strides: tuple[int, ...] = (1, 1, 1)
+    output_padding: tuple[int, ...] = (0, 0, 0)
+    padding: tuple[int, ...] = (0, 0, 0)
+    dilation: tuple[int, ...] = (1, 1, 1)
+    groups: int = 1
+    data_layout: str = "NCDHW"
+    kernel_layout: str = "IODHW"
+    out_layout: str = ""
+    out_dtype: str = ""
+
+    def __post_init__(self) -> None:
+        _convt_attrs_post(self, 3, "NCDHW", "OIDHW")
+
+
+def _convt_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
+    """TVM's ``Conv1DTransposeRel`` / ``Conv3DTransposeRel`` as ``nn.conv2d_transpose``
+    reads them: input channels = the weight's I; output channels = O * groups (TVM's
+    relation says O when ``channels`` is unset; TOPI's grouped kernels give O * groups);
+    ``?`` spatial dims stay ``?``."""
+    def rel(arg_types: list[Type], attrs: Conv1DTransposeAttrs | Conv3DTransposeAttrs
+            ) -> object:
+        args = tensor_args(op, arg_types, 2, ("data", "weight"))
+        if args is NOT_YET:
+            return NOT_YET
+        data, weight = args
+        check_rank(op, data, nd + 2, "data")
+        check_rank(op, weight, nd + 2, "weight")
+        n, c, *sp = shape_to(data.shape, attrs.data_layout, dcanon)
+        i, o, *ks = shape_to(weight.shape, attrs.kernel_layout, kcanon)
+        g = attrs.groups
+        if not (is_any(c) or is_any(i)) and c != i:
+            raise RelationError(f"{op}: input has {c} channels but weight expects {i}")
+        if not is_any(c) and c % g:
+            raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
+        out_c = dim_map(lambda o: o * g, o)
+        if attrs.channels is not None and not dims_compatible(out_c, attrs.channels):
+            raise RelationError(f"{op}: channels={attrs.channels} but the weight gives "
+                                f"{out_c}")
+        if attrs.kernel_size is not None and not all(
+                dims_compatible(k, a) for k, a in zip(ks, attrs.kernel_size, strict=True)):
+            raise RelationError(f"{op}: kernel_size={tuple(attrs.kernel_size)} but the "
+                                f"weight's kernel is {shape_text(tuple(ks))}")
+        before, after = _pads(attrs.padding, nd)
+        out = []
+        for j in range(nd):
+            s, d, p = attrs.strides[j], attrs.dilation[j], before[j] + after[j]
+            op_ = attrs.output_padding[j]
+            od = dim_map(lambda n, k, s=s, d=d, p=p, op_=op_:
+                         (n - 1) * s - p + d * (k - 1) + 1 + op_, sp[j], ks[j])
+            if not is_any(od) and od <= 0:  # type: ignore[operator]
+                raise RelationError(f"{op}: padding leaves an empty output")
+            out.append(od)
+        return TensorType(shape_from((n, out_c, *out), attrs.out_layout or attrs.data_layout,
+                                      dcanon), attrs.out_dtype or data.dtype)
+    return rel
+
+
+def conv_transpose_nd(x: Array, w: Array, strides: tuple[int, ...], padding: tuple[int, ...],
+                      output_padding: tuple[int, ...], dilation: tuple[int, ...],
+                      groups: int) -> Array:
+    """N-d transposed convolution, x: (N, C, *S), w: (C, O / groups, *K) -> (N, O, *S').
+
+    Spread ``x`` by the stride, pad each side by the dilated kernel extent minus the
+    padding (crop where negative; ``output_padding`` extra at the end), and run a stride-1
+    convolution with the flipped kernel, I and O swapped within each group."""
+    nd = x.ndim - 2
+    before, after = _pads(padding, nd)
+    n, c, *sp = x.shape
+    cin, opg, *ks = w.shape
+    up = np.zeros((n, c, *[(m - 1) * s + 1 for m, s in zip(sp, strides, strict=True)]),
+                  x.dtype)
+    up[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)] = x
+    lo = [d * (k - 1) - b for d, k, b in zip(dilation, ks, before, strict=True)]
+    hi = [d * (k - 1) - a + e for d, k, a, e in zip(dilation, ks, after, output_padding,
+                                                    strict=True)]
+    up = np.pad(up, [(0, 0), (0, 0)] + [(max(b, 0), max(a, 0)) for b, a in
+                                        zip(lo, hi, strict=True)])
+    up = up[(slice(None), slice(None)) + tuple(
+        slice(max(-b, 0), up.shape[2 + j] - max(-a, 0))
+        for j, (b, a) in enumerate(zip(lo, hi, strict=True)))]
+    flip = (slice(None), slice(None)) + (slice(None, None, -1),) * nd
+    wf = w[flip].reshape(groups, cin // groups, opg, *ks)
+    wf = np.swapaxes(wf, 1, 2).reshape(groups * opg, cin // groups, *ks)
+    return conv_nd(up, wf, (1,) * nd, (0,), dilation, groups)
+
+
+def _convt_ref(dcanon: str, kcanon: str) -> object:
+    def ref(args: list, attrs: Conv1DTransposeAttrs | Conv3DTransposeAttrs) -> Array:
+        data, weight = np.asarray(args[0]), np.asarray(args[1])
+        dtype = attrs.out_dtype or data.dtype.name
+        x = to_canonical(data, attrs.data_layout, dcanon).astype(dtype, copy=False)
+        w = to_canonical(weight, attrs.kernel_layout, kcanon).astype(dtype, copy=False)
+        with np.errstate(all="ignore"):
+            out = conv_transpose_nd(x, w, attrs.strides, attrs.padding, attrs.output_padding,
+                                    attrs.dilation, attrs.groups)
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.data_layout, dcanon),
+                        dtype)
+    return ref
+
+
+_CONVT_SIZE = ("\n\nOutput size per spatial axis: (n - 1) * stride - pad_before - pad_after + "
+               "dilation * (k - 1) + 1 + output_padding.")
+register_op("nn.conv1d_transpose", attrs=Conv1DTransposeAttrs, num_inputs=2,
+            arg_names=("data", "weight"), support_level=2,
+            relation=_convt_rel("nn.conv1d_transpose", 1, "NCW", "IOW"),
+            reference=_convt_ref("NCW", "IOW"),
+            doc="Transposed 1-d convolution (the gradient of conv1d w.r.t. its input). "
+                "Weight IOW: (C_in, C_out / groups, KW); padding: 1 value or (left, right)."
+                + _CONVT_SIZE)
+register_op("nn.conv3d_transpose", attrs=Conv3DTransposeAttrs, num_inputs=2,
+            arg_names=("data", "weight"), support_level=2,
+            relation=_convt_rel("nn.conv3d_transpose", 3, "NCDHW", "IODHW"),
+            reference=_convt_ref("NCDHW", "IODHW"),
+            doc="Transposed 3-d convolution (the gradient of conv3d w.r.t. its input). "
+                "Weight IODHW: (C_in, C_out / groups, KD, KH, KW); padding: 1, 3 or 6 values."
+                + _CONVT_SIZE)
+
+
+# -- nn.adaptive_{avg,max}_pool{1,3}d ---------------------------------------------------------
+
+def _adaptive_post(attrs: object, canonical: str) -> None:
+    nd = len(canonical) - 2
+    size = attrs.output_size  # type: ignore[attr-defined]
+    if len(size) not in {0, 1, nd} or any(s < 1 for s in size):
+        raise AttrError(f"output_size must be {'0 or 1' if nd == 1 else f'0, 1 or {nd}'} "
+                        f"positive values, found {size}", "output_size")
+    check_layout(attrs.layout, canonical, "layout")  # type: ignore[attr-defined]
+    if attrs.out_layout:  # type: ignore[attr-defined]
+        check_layout(attrs.out_layout, canonical, "out_layout")  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptivePool1DAttrs:
+    """``output_size``: () keeps W, else (ow,)."""
+
+    output_size: tuple[int, ...] = ()
+    layout: str = "NCW"
+    out_layout: str = ""
+
+    def __post_init__(self) -> None:
+        _adaptive_post(self, "NCW")
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptivePool3DAttrs:
+    """``output_size``: () keeps D, H and W, (s,) means (s, s, s), else (od, oh, ow)."""
+
+    output_size: tuple[int, ...] = ()
+    layout: str = "NCDHW"
+    out_layout: str = ""
+
+    def __post_init__(self) -> None:
+        _adaptive_post(self, "NCDHW")
+
+
+def _adaptive_out(attrs: AdaptivePool1DAttrs | AdaptivePool3DAttrs, sp: list) -> list:
+    size = attrs.output_size
+    if not size:
+        return list(sp)
+    return [size[0]] * len(sp) if len(size) == 1 else list(size)
+
+
+def _adaptive_rel(op: str, canonical: str) -> object:
+    """TVM's ``AdaptivePool1DRel`` / ``AdaptivePool3DRel``: the spatial dims become
+    ``output_size`` (kept when it is empty); N and C pass through, ``?`` included."""
+    nd = len(canonical) - 2
+
+    def rel(arg_types: list[Type], attrs: AdaptivePool1DAttrs) -> object:
+        args = tensor_args(op, arg_types, 1)
+        if args is NOT_YET:
+            return NOT_YET
+        data = args[0]
+        check_rank(op, data, nd + 2, "data")
+        n, c, *sp = shape_to(data.shape, attrs.layout, canonical)
+        out = _adaptive_out(attrs, sp)
+        return TensorType(shape_from((n, c, *out), attrs.out_layout or attrs.layout,
+                                      canonical), data.dtype)
+    return rel
+
+
+def _adaptive_ref(kind: str, canonical: str) -> object:
+    """Output cell i of a spatial axis of extent n covers [floor(i*n/o), ceil((i+1)*n/o));
+    the mean of an integer tensor rounds towards zero (as 2-d)."""
+    def ref(args: list, attrs: AdaptivePool1DAttrs) -> Array:
+        x = to_canonical(np.asarray(args[0]), attrs.layout, canonical)
+        sp = list(x.shape[2:])
+        if int(np.prod(sp)) == 0:
+            raise OpRuntimeError("adaptive pooling over an empty extent")
+        outs = _adaptive_out(attrs, sp)
+        bounds = [nn.adaptive_bounds(m, o) for m, o in zip(sp, outs, strict=True)]
+        axes = tuple(range(2, x.ndim))
+        acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
+        out = np.empty(x.shape[:2] + tuple(outs), x.dtype)
+        for cell in np.ndindex(*outs):  # loops over the (small) output grid only
+            win = x[(slice(None), slice(None)) + tuple(
+                slice(int(s[i]), int(e[i])) for (s, e), i in zip(bounds, cell, strict=True))]
+            if kind == "max":
+                out[(slice(None), slice(None)) + cell] = win.max(axis=axes)
+            else:
+                total = win.sum(axis=axes, dtype=acc)
+                count = int(np.prod(win.shape[2:]))
+                out[(slice(None), slice(None)) + cell] = (
+                    total / acc.type(count) if is_float(x.dtype.name)
+                    else nn.trunc_div(total, np.int64(count)))
+        return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, canonical),
+                        x.dtype)
+    return ref
+
+
+for _nd, _canon, _attrs in ((1, "NCW", AdaptivePool1DAttrs),
+                            (3, "NCDHW", AdaptivePool3DAttrs)):
+    for _kind in ("avg", "max"):
+        _name = f"nn.adaptive_{_kind}_pool{_nd}d"
+        register_op(_name, attrs=_attrs, num_inputs=1, arg_names=("data",), support_level=10,
+                    relation=_adaptive_rel(_name, _canon), reference=_adaptive_ref(_kind, _canon),
+                    doc=f"{'Average' if _kind == 'avg' else 'Max'} pooling of a {_canon} "
+                        f"tensor to a fixed output size; output cell i of an axis of extent "
+                        f"n covers [floor(i*n/o), ceil((i+1)*n/o)) (as nn.adaptive_"
+                        f"{_kind}_pool2d).")

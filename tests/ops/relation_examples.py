@@ -90,3 +90,12 @@ _U = [_Q, _S, _Z, _S, _Z]
 EXTRA_EXAMPLES.update({f"qnn.{n}": (_U, {}) for n in (
     "abs", "erf", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh", "hardswish", "leaky_relu")})
 EXTRA_EXAMPLES["qnn.subtract"] = ([_Q, T(6, dtype="int8"), _S, _Z, _S, _Z, _S, _Z], {})
+
+EXTRA_EXAMPLES.update({
+    "nn.conv1d_transpose": ([T(2, 4, 6), T(4, 3, 3)], {"strides": (2,), "groups": 2}),
+    "nn.conv3d_transpose": ([T(1, 4, 3, 4, 4), T(4, 2, 2, 3, 3)], {"padding": (1,)}),
+    "nn.adaptive_avg_pool1d": ([T(2, 4, 7)], {"output_size": (3,)}),
+    "nn.adaptive_max_pool1d": ([T(2, 4, 7)], {}),
+    "nn.adaptive_avg_pool3d": ([T(1, 4, 5, 6, 6)], {"output_size": (2, 3, 4)}),
+    "nn.adaptive_max_pool3d": ([T(1, 4, 5, 6, 6)], {"output_size": (2,)}),
+})

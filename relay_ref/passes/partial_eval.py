@@ -283,7 +283,7 @@ def _subst(ty: Type | None, m: dict[TypeVar, Type]) -> Type | None:
                            ret_type=_subst(ret, inner))
         case RefType(value):
             return replace(ty, value=_subst(value, m))
-        case TypeCall(func, args):
+        case TypeCall(_, args):
             return replace(ty, args=tuple(_subst(a, m) for a in args))
     return ty
 
@@ -482,7 +482,7 @@ class _PE:
                 f = self.branch(else_, _Frame(parent=frame))
                 self.store.invalidate()
                 return self.emit(If(atom, t, f), "r")
-            case Match(data, clauses, complete):
+            case Match(data, clauses):
                 d = self.visit(data, frame)
                 for clause in clauses:
                     binds: list[tuple[Var, PS]] = []
@@ -787,7 +787,8 @@ class _Tidy:
       tuples, projections, functions, ``ref``, ``ref_read``) goes.
     * Tidy-Inline: a binding used once, at a position evaluated eagerly (not under a
       function, branch or clause), is substituted there when that keeps the order of
-      effects: its value is pure, or the use is in the next binding. Only operator,
+      effects: its value is pure, or the use is in the next binding with only pure code
+      evaluated before it there. Only operator,
       constructor and tuple code is inlined (never functions, ``if``, ``match``), at most
       ``MAX_INLINE_DEPTH`` deep.
     * Tidy-Tail: ``let %v = e; %v`` is ``e`` (any ``e``).
@@ -865,7 +866,7 @@ class _Tidy:
             case Function(_, body):
                 new = self.clean(body)
                 return expr if new is body else replace(expr, body=new)
-            case If(cond, then, else_):
+            case If(_, then, else_):
                 return replace(expr, true_branch=self.clean(then),
                                false_branch=self.clean(else_))
             case Match(_, clauses):
@@ -878,13 +879,19 @@ class _Tidy:
 
     def inline(self, kept: list[tuple[Var, Expr]], result: Expr) -> Expr:
         """Tidy-Inline over one let chain (``kept`` bindings, then ``result``)."""
-        where: dict[Var, int] = {}
+        where: dict[Var, int] = {}   # binding (or len(kept): the result) using it eagerly
+        first: set[Var] = set()      # ... where only pure code is evaluated before it
         for j, value in enumerate([v for _, v in kept] + [result]):
+            pure_so_far = True
             for kid in _eager(value):
                 if type(kid) is Var:
                     where[kid] = j
+                    if pure_so_far:
+                        first.add(kid)
+                pure_so_far = pure_so_far and self.effect(kid) == _PURE
         if type(result) is Var:
             where[result] = len(kept)
+            first.add(result)
         inlined: dict[Var, tuple[Expr, int]] = {}
 
         def substitute(value: Expr) -> tuple[Expr, int]:
@@ -911,7 +918,7 @@ class _Tidy:
             j = where.get(var)
             if (self.count[var] == 1 and j is not None and isinstance(value, _INLINABLE)
                     and depth < MAX_INLINE_DEPTH
-                    and (j == i + 1 or self.effect(value) == _PURE)):
+                    and (self.effect(value) == _PURE or (j == i + 1 and var in first))):
                 inlined[var] = (value, depth + 1)
                 continue
             out.append((var, value))

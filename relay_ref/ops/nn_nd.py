@@ -693,3 +693,17 @@ for _nd, _canon, _attrs in ((1, "NCW", AdaptivePool1DAttrs),
                         f"tensor to a fixed output size; output cell i of an axis of extent "
                         f"n covers [floor(i*n/o), ceil((i+1)*n/o)) (as nn.adaptive_"
                         f"{_kind}_pool2d).")
+
+
+# -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
+from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+
+_set_examples("nn.conv1d", attrs=({"strides": (2,)}, {"padding": (1,)}),
+              args=(((1, 2, 5), (2, 2, 3)),))
+_set_examples("nn.conv3d", attrs=({"padding": (1, 1, 1)},),
+              args=(((1, 2, 3, 3, 3), (2, 2, 2, 2, 2)),))
+for _name in ("nn.max_pool1d", "nn.avg_pool1d"):
+    _set_examples(_name, attrs=({"pool_size": (2,)}, {"pool_size": (2,), "strides": (2,)}),
+                  args=(((1, 2, 5),),))
+for _name in ("nn.max_pool3d", "nn.avg_pool3d"):
+    _set_examples(_name, attrs=({"pool_size": (2, 2, 2)},), args=(((1, 2, 3, 3, 3),),))

@@ -473,3 +473,14 @@ register_op("qnn.leaky_relu", attrs=QnnLeakyReluAttrs, num_inputs=5, arg_names=_
                 "where data < input_zero_point, round(alpha * r + (1 - alpha) * "
                 "output_zero_point), else r; saturated to the data's dtype. (TVM rounds the "
                 "two products separately in fixed point: one unit apart on rare inputs.)")
+
+
+# -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
+from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+
+_set_examples("qnn.dense", attrs=({"units": 4},), args=(
+    (((2, 3), "int8"), ((4, 3), "int8"), ((), "int32"), ((), "int32"), ((), "float32"),
+     ((), "float32")),))
+_set_examples("qnn.conv2d", args=(
+    (((1, 2, 4, 4), "int8"), ((2, 2, 1, 1), "int8"), ((), "int32"), ((), "int32"),
+     ((), "float32"), ((), "float32")),))

@@ -103,6 +103,11 @@ class OpDef:
     kernels: dict[str, Callable[..., object]] = field(default_factory=dict)
     predicate: Callable[..., object] | None = None
     relation_name: str = ""
+    #: test-generation hints (``relay_ref.testing.programs``, ``set_examples``): attribute
+    #: dicts worth trying besides the defaults, and argument-type tuples (each a ``Type``, a
+    #: shape, or a ``(shape, dtype)`` pair) besides the generator's generic ones. Data only.
+    attr_examples: tuple[dict, ...] = ()
+    arg_examples: tuple[tuple, ...] = ()
 
     @property
     def bidirectional(self) -> bool:
@@ -157,6 +162,17 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
         relation_name = getattr(relation, "relation_name", None) or name
     op = OpDef(name, num_inputs, relation, reference, attrs, arg_names, support_level, doc,
                dict(kernels or {}), predicate, relation_name)
+    _REGISTRY[name] = op
+    return op
+
+
+def set_examples(name: str, attrs: typing.Iterable[dict] = (),
+                 args: typing.Iterable[tuple] = ()) -> OpDef:
+    """Give the registered operator ``name`` test-generation hints (``OpDef.attr_examples``,
+    ``OpDef.arg_examples``): the program generator tries them, asks the op's relation
+    which combinations type-check, and generates calls of those."""
+    op = dataclasses.replace(_REGISTRY[name], attr_examples=tuple(attrs),
+                             arg_examples=tuple(args))
     _REGISTRY[name] = op
     return op
 

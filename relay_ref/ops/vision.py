@@ -252,3 +252,11 @@ register_op("vision.roi_pool", attrs=ROIPoolAttrs, num_inputs=2,
             doc="ROI max pooling (Fast R-CNN): ROI corners scaled by ``spatial_scale`` and "
                 "rounded; bin (i, j) covers rows [floor(i * bh), ceil((i + 1) * bh)) of the "
                 "ROI (clipped to the map) and is 0 when empty. Output shaped as roi_align's.")
+
+
+# -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
+from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+
+for _name in ("vision.roi_align", "vision.roi_pool"):
+    _set_examples(_name, attrs=({"pooled_size": (2, 2), "spatial_scale": 1.0},),
+                  args=(((1, 2, 4, 4), (2, 5)),))

@@ -16,17 +16,41 @@ from dataclasses import dataclass
 import numpy as np
 
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ops.nn import Conv2DAttrs, DenseAttrs, conv2d_ref, conv2d_rel, dense_rel
-from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
+from relay_ref.ops.nn import (
+    AvgPool2DAttrs,
+    BatchMatmulAttrs,
+    Conv2DAttrs,
+    Conv2DTransposeAttrs,
+    DenseAttrs,
+    SoftmaxAttrs,
+    avg_pool2d_ref,
+    conv2d_ref,
+    conv2d_rel,
+    dense_rel,
+    pool2d_rel,
+)
+from relay_ref.ops.registry import (
+    NOT_YET,
+    AttrError,
+    OpRuntimeError,
+    RelationError,
+    get_op,
+    register_op,
+)
 from relay_ref.ops.relations import (
+    as_dtype,
     broadcast_shapes,
+    check_arity,
+    contains_hole,
     describe,
     dims_compatible,
     is_float,
     is_int,
     normalize_axis,
     tensor_args,
+    tuple_of_tensors,
 )
+from relay_ref.ops.transform import ConcatenateAttrs
 
 Array = np.ndarray
 
@@ -484,3 +508,332 @@ _set_examples("qnn.dense", attrs=({"units": 4},), args=(
 _set_examples("qnn.conv2d", args=(
     (((1, 2, 4, 4), "int8"), ((2, 2, 1, 1), "int8"), ((), "int32"), ((), "int32"),
      ((), "float32"), ((), "float32")),))
+
+
+# -- scalar parameters -------------------------------------------------------------------
+
+def _check_scalar(op: str, t: TensorType, what: str) -> None:
+    """TVM's ``IsScalarType``: a float32 scale or an int32 zero point, rank 0."""
+    want = "float32" if what.endswith("scale") else "int32"
+    if t.ndim != 0 or t.dtype != want:
+        raise RelationError(f"{op}: {what} must be a {want} scalar, found {describe(t)}")
+
+
+def _renamed(op: str, base: str, rel: object, args: list, attrs: object) -> TensorType:
+    """Run the float op ``base``'s relation on ``args``; its messages name ``op``."""
+    try:
+        out = rel(args, attrs)  # type: ignore[operator]
+    except RelationError as err:
+        raise RelationError(str(err).replace(base, op, 1)) from None
+    assert isinstance(out, TensorType)
+    return out
+
+
+# -- qnn.concatenate -------------------------------------------------------------------
+
+_CONCAT_NAMES = ("data", "input_scales", "input_zero_points", "output_scale",
+                 "output_zero_point")
+
+
+def _qnn_concatenate_rel(arg_types: list[Type], attrs: ConcatenateAttrs) -> object:
+    """TVM's ``QnnConcatenateRel``: tuples of float32 scales and int32 zero points, one per
+    field (checked here; TVM's lowering indexes them), scalar output parameters, then
+    ``concatenate``'s relation on the data tuple."""
+    op = "qnn.concatenate"
+    check_arity(op, arg_types, 5)
+    tuples = [tuple_of_tensors(op, arg_types[i], _CONCAT_NAMES[i]) for i in range(3)]
+    if any(t is NOT_YET for t in tuples) or any(contains_hole(t) for t in arg_types[3:]):
+        return NOT_YET
+    fields, scales, zps = tuples
+    for i in (3, 4):
+        if not isinstance(arg_types[i], TensorType):
+            raise RelationError(f"{op}: {_CONCAT_NAMES[i]} must be a tensor, found "
+                                f"{describe(arg_types[i])}")
+        _check_scalar(op, arg_types[i], _CONCAT_NAMES[i])  # type: ignore[arg-type]
+    if not (len(fields) == len(scales) == len(zps)):
+        raise RelationError(f"{op}: {len(fields)} tensors but {len(scales)} scales and "
+                            f"{len(zps)} zero points")
+    for s, z in zip(scales, zps, strict=True):
+        _check_scalar(op, s, "input_scale")
+        _check_scalar(op, z, "input_zero_point")
+    for i, f in enumerate(fields):
+        if f.dtype not in QDTYPES:
+            raise RelationError(f"{op}: field {i} must be a quantized integer tensor, found "
+                                f"{f.dtype}")
+    return _renamed(op, "concatenate", get_op("concatenate").relation, [arg_types[0]], attrs)
+
+
+def _qnn_concatenate_ref(args: list, attrs: ConcatenateAttrs) -> Array:
+    os_, oz = _f64(args[3], 0, -1), _i64(args[4])
+    parts = [requantize(np.asarray(q), _f64(s, 0, -1), _i64(z), os_, oz, "UPWARD",
+                        np.asarray(q).dtype.name)
+             for q, s, z in zip(args[0], args[1], args[2], strict=True)]
+    return np.concatenate(parts, axis=attrs.axis)
+
+
+register_op("qnn.concatenate", attrs=ConcatenateAttrs, num_inputs=5,
+            arg_names=_CONCAT_NAMES, support_level=10, relation=_qnn_concatenate_rel,
+            reference=_qnn_concatenate_ref,
+            doc="Concatenate quantized tensors along ``axis``: each field is first "
+                "requantized from its (scale, zero point) to (output_scale, "
+                "output_zero_point) in its own dtype (rounding UPWARD; a no-op when they "
+                "are equal), as TVM's canonicalization does.")
+
+
+# -- qnn.batch_matmul ------------------------------------------------------------------
+
+_BMM_NAMES = ("x", "y", "x_zero_point", "y_zero_point", "x_scale", "y_scale")
+
+
+def _qnn_batch_matmul_rel(arg_types: list[Type], attrs: BatchMatmulAttrs) -> object:
+    """TVM's ``QnnBatchMatmulRel``: int8/uint8 operands, out_dtype int32 (\"\" = int32),
+    scalar parameters, then ``nn.batch_matmul``'s relation."""
+    op = "qnn.batch_matmul"
+    args = tensor_args(op, arg_types, 6, _BMM_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    for t, what in zip(args[:2], _BMM_NAMES, strict=False):
+        if t.dtype not in ("int8", "uint8"):
+            raise RelationError(f"{op}: {what} must be int8 or uint8, found {t.dtype}")
+    if attrs.out_dtype not in ("", "int32"):
+        raise RelationError(f"{op}: out_dtype must be int32, found {attrs.out_dtype}")
+    for t, what in zip(args[2:], _BMM_NAMES[2:], strict=True):
+        _check_scalar(op, t, what)
+    out = _renamed(op, "nn.batch_matmul", get_op("nn.batch_matmul").relation, args[:2],
+                   dataclasses.replace(attrs, out_dtype="int32"))
+    return TensorType(out.shape, "int32")
+
+
+def _qnn_batch_matmul_ref(args: list, attrs: BatchMatmulAttrs) -> Array:
+    xs = np.asarray(args[0]).astype(np.int64) - _i64(args[2])
+    ys = np.asarray(args[1]).astype(np.int64) - _i64(args[3])
+    out = get_op("nn.batch_matmul").reference(
+        [xs, ys], dataclasses.replace(attrs, out_dtype="int64"))
+    return np.asarray(out).astype(np.int32)
+
+
+register_op("qnn.batch_matmul", attrs=BatchMatmulAttrs, num_inputs=6, arg_names=_BMM_NAMES,
+            support_level=10, relation=_qnn_batch_matmul_rel, reference=_qnn_batch_matmul_ref,
+            doc="nn.batch_matmul of (x - x_zero_point) and (y - y_zero_point) (by default y "
+                "transposed: (B, M, K) x (B, N, K) -> (B, M, N)) accumulated in int32. The "
+                "scales only describe the output (x_scale * y_scale).")
+
+
+# -- qnn.conv2d_transpose --------------------------------------------------------------
+
+def _qnn_conv2d_transpose_rel(arg_types: list[Type], attrs: Conv2DTransposeAttrs) -> object:
+    """TVM's ``QnnConv2DTransposeRel``: (u)int8/(u)int16 data, (u)int8 weight, out_dtype
+    int16/int32/int64 (\"\" = int32), scalar input parameters, kernel parameters scalar or
+    per output channel (the kernel layout's O axis), then ``nn.conv2d_transpose``'s
+    relation."""
+    op = "qnn.conv2d_transpose"
+    args = tensor_args(op, arg_types, 6, ("data", "weight") + _MM_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    data, weight = args[0], args[1]
+    if data.dtype not in ("int8", "uint8", "int16", "uint16"):
+        raise RelationError(f"{op}: data must be int8, uint8, int16 or uint16, found "
+                            f"{data.dtype}")
+    if weight.dtype not in ("int8", "uint8"):
+        raise RelationError(f"{op}: weight must be int8 or uint8, found {weight.dtype}")
+    if attrs.out_dtype not in ("", "int16", "int32", "int64"):
+        raise RelationError(f"{op}: out_dtype must be int16, int32 or int64, found "
+                            f"{attrs.out_dtype}")
+    if weight.ndim != 4:
+        raise RelationError(f"{op}: weight must have rank 4, found {describe(weight)}")
+    _check_mm_params(op, args, attrs.kernel_layout.index("O"))
+    out = _renamed(op, "nn.conv2d_transpose", get_op("nn.conv2d_transpose").relation,
+                   args[:2], attrs)
+    return TensorType(out.shape, attrs.out_dtype or "int32")
+
+
+def _qnn_conv2d_transpose_ref(args: list, attrs: Conv2DTransposeAttrs) -> Array:
+    xs = np.asarray(args[0]).astype(np.int64) - _i64(args[2])
+    ws = np.asarray(args[1]).astype(np.int64) - _i64(args[3], 4, attrs.kernel_layout.index("O"))
+    out = get_op("nn.conv2d_transpose").reference(
+        [xs, ws], dataclasses.replace(attrs, out_dtype="int64"))
+    return np.asarray(out).astype(attrs.out_dtype or "int32")
+
+
+register_op("qnn.conv2d_transpose", attrs=Conv2DTransposeAttrs, num_inputs=6,
+            arg_names=("data", "weight") + _MM_NAMES, support_level=10,
+            relation=_qnn_conv2d_transpose_rel, reference=_qnn_conv2d_transpose_ref,
+            doc="nn.conv2d_transpose of (data - input_zero_point) and (weight - "
+                "kernel_zero_point) accumulated in ``out_dtype`` (\"\" = int32), as TVM's "
+                "legalization does; kernel_zero_point may be per output channel.")
+
+
+# -- qnn.avg_pool2d --------------------------------------------------------------------
+
+_QPOOL_REL = pool2d_rel("qnn.avg_pool2d")
+
+
+def _qnn_avg_pool2d_rel(arg_types: list[Type], attrs: AvgPool2DAttrs) -> object:
+    """TVM's ``QnnAvgPool2DRel``: int8/uint8 data, four scalar parameters, the shape of
+    ``nn.avg_pool2d``, the data's dtype."""
+    op = "qnn.avg_pool2d"
+    args = tensor_args(op, arg_types, 5, _UNARY_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    if args[0].dtype not in ("int8", "uint8"):
+        raise RelationError(f"{op}: data must be int8 or uint8, found {args[0].dtype}")
+    for t, what in zip(args[1:], _UNARY_NAMES[1:], strict=True):
+        _check_scalar(op, t, what)
+    return _QPOOL_REL([args[0]], attrs)  # type: ignore[operator]
+
+
+def _qnn_avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
+    q = np.asarray(args[0])
+    r = requantize(q, _f64(args[1], 0, -1), _i64(args[2]), _f64(args[3], 0, -1),
+                   _i64(args[4]), "UPWARD", "int32")
+    return _saturate(avg_pool2d_ref([r], attrs), q.dtype.name)
+
+
+register_op("qnn.avg_pool2d", attrs=AvgPool2DAttrs, num_inputs=5, arg_names=_UNARY_NAMES,
+            support_level=10, relation=_qnn_avg_pool2d_rel, reference=_qnn_avg_pool2d_ref,
+            doc="Quantized average pooling (TVM's canonicalization): requantize the data to "
+                "(output_scale, output_zero_point) in int32 (rounding UPWARD), nn.avg_pool2d "
+                "in int32 (padding is 0 there; the mean rounds towards zero), saturate to the "
+                "data's dtype.")
+
+
+# -- qnn.simulated_quantize / qnn.simulated_dequantize -----------------------------------
+
+#: TOPI's ``SQNN_DTYPE_TO_CODE``: the value of the ``out_dtype`` / ``in_dtype`` argument.
+SQNN_CODES = {0: "disable", 1: "int8", 2: "uint8", 3: "int32"}
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedQuantizeAttrs:
+    axis: int = -1
+
+
+def _simulated_rel(op: str, names: tuple[str, ...]):  # noqa: ANN202 - a relation
+    """TVM's ``SimulatedQuantizeRel`` / ``SimulatedDequantizeRel`` (result: the data's
+    type), plus what the computation needs: float data, a scalar integer dtype code, float
+    scales and integer zero points, each a scalar or per channel along ``axis``."""
+    def rel(arg_types: list[Type], attrs: SimulatedQuantizeAttrs) -> object:
+        args = tensor_args(op, arg_types, 4, names)
+        if args is NOT_YET:
+            return NOT_YET
+        data, code = args[0], args[1]
+        if not is_float(data.dtype):
+            raise RelationError(f"{op}: data must be a float tensor, found {data.dtype}")
+        if not is_int(code.dtype) or not (code.ndim == 0 or (
+                code.ndim == 1 and dims_compatible(code.shape[0], 1))):
+            raise RelationError(f"{op}: {names[1]} must be an integer scalar (a dtype code), "
+                                f"found {describe(code)}")
+        for t, what in zip(args[2:], names[2:], strict=True):
+            _check_param(op, t, what, data, attrs.axis)
+        return TensorType(data.shape, data.dtype)
+    return rel
+
+
+def _code(x: object) -> str:
+    """The dtype a TOPI dtype code names (\"disable\" for 0 and unknown codes)."""
+    c = np.asarray(x).reshape(-1)
+    return SQNN_CODES.get(int(c[0]), "disable") if c.size else "disable"
+
+
+def _simulated_quantize_ref(args: list, attrs: SimulatedQuantizeAttrs) -> Array:
+    x = np.asarray(args[0])
+    dtype = _code(args[1])
+    if dtype == "disable":
+        return x.copy()
+    scale = _param(args[2], x.ndim, attrs.axis).astype(x.dtype)
+    zp = _param(args[3], x.ndim, attrs.axis).astype(x.dtype)
+    info = np.iinfo(dtype)
+    with np.errstate(all="ignore"):
+        q = _round(x / scale, "TONEAREST") + zp
+    return as_dtype(np.clip(q, info.min, info.max), x.dtype)
+
+
+def _simulated_dequantize_ref(args: list, attrs: DequantizeAttrs) -> Array:
+    x = np.asarray(args[0])
+    if _code(args[1]) == "disable":
+        return x.copy()
+    scale = _param(args[2], x.ndim, attrs.axis).astype(x.dtype)
+    zp = _param(args[3], x.ndim, attrs.axis).astype(x.dtype)
+    with np.errstate(all="ignore"):
+        return as_dtype((x - zp) * scale, x.dtype)
+
+
+_SQ_NAMES = ("data", "out_dtype", "output_scale", "output_zero_point")
+_SDQ_NAMES = ("data", "in_dtype", "input_scale", "input_zero_point")
+register_op("qnn.simulated_quantize", attrs=SimulatedQuantizeAttrs, num_inputs=4,
+            arg_names=_SQ_NAMES, support_level=10,
+            relation=_simulated_rel("qnn.simulated_quantize", _SQ_NAMES),
+            reference=_simulated_quantize_ref,
+            doc="qnn.quantize kept in float (TOPI's simulated_quantize): with out_dtype code "
+                "1 (int8), 2 (uint8) or 3 (int32), clip(round(data / output_scale) + "
+                "output_zero_point) to that dtype's range, in the data's float dtype; any "
+                "other code (0 = disable) passes the data through. round = half away from "
+                "zero; parameters per channel along ``axis``.")
+register_op("qnn.simulated_dequantize", attrs=DequantizeAttrs, num_inputs=4,
+            arg_names=_SDQ_NAMES, support_level=10,
+            relation=_simulated_rel("qnn.simulated_dequantize", _SDQ_NAMES),
+            reference=_simulated_dequantize_ref,
+            doc="qnn.dequantize on float data (TOPI's simulated_dequantize): with in_dtype "
+                "code 1, 2 or 3, (data - input_zero_point) * input_scale in the data's dtype; "
+                "any other code passes the data through. ``out_dtype`` is ignored (TVM's "
+                "DequantizeAttrs, reused).")
+
+
+# -- qnn.softmax -----------------------------------------------------------------------
+
+def _qnn_softmax_rel(arg_types: list[Type], attrs: SoftmaxAttrs) -> object:
+    """TVM's ``QnnSoftmaxRel``: int8 data, four scalar parameters, the data's type."""
+    op = "qnn.softmax"
+    args = tensor_args(op, arg_types, 5, _UNARY_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    data = args[0]
+    if data.dtype != "int8":
+        raise RelationError(f"{op}: data must be int8, found {data.dtype}")
+    for t, what in zip(args[1:], _UNARY_NAMES[1:], strict=True):
+        _check_scalar(op, t, what)
+    normalize_axis(op, attrs.axis, data.ndim)
+    return TensorType(data.shape, data.dtype)
+
+
+_I32_MIN, _I32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _int32_checked(x: Array) -> Array:
+    if x.size and (x.min() < _I32_MIN or x.max() > _I32_MAX):
+        raise OpRuntimeError("qnn.softmax: an intermediate of TVM's int32 lowering overflows "
+                             "(too many elements along the axis for this input_scale)")
+    return x
+
+
+def _qnn_softmax_ref(args: list, attrs: SoftmaxAttrs) -> Array:
+    q = np.asarray(args[0])
+    scale = np.float32(np.asarray(args[1]))
+    if not 0 < scale <= 1:
+        raise OpRuntimeError(f"qnn.softmax: input_scale must be in (0, 1] for TVM's integer "
+                             f"lowering, found {scale}")
+    if q.size == 0:
+        return q.copy()
+    axis = attrs.axis % q.ndim
+    x0 = int(_round(np.float32(1) / scale, "TONEAREST"))  # int32(round(1 / scale))
+    qd = q.astype(np.int64) - _i64(args[2])
+    x = qd - qd.max(axis=axis, keepdims=True)  # <= 0
+    xp = x + (x >> 1) - (x >> 4)  # x * log2(e), approximately
+    k = np.clip((-xp) // x0, 0, 20)  # x_p / -x_0 rounded towards zero (both signs agree)
+    r = xp + k * x0  # x_p = -k * x_0 + r
+    exps = _int32_checked(((r >> 1) + x0) << (k.max(axis=axis, keepdims=True) - k))
+    sums = _int32_checked(exps.sum(axis=axis, keepdims=True))
+    out = _int32_checked(((1 << 30) // sums) * exps) >> (30 - 7)  # sums > 0
+    return requantize(out, np.float64(1 / 128), np.int64(0), _f64(args[3], 0, -1),
+                      _i64(args[4]), "UPWARD", "int8")
+
+
+register_op("qnn.softmax", attrs=SoftmaxAttrs, num_inputs=5, arg_names=_UNARY_NAMES,
+            support_level=10, relation=_qnn_softmax_rel, reference=_qnn_softmax_ref,
+            doc="Quantized softmax as TVM's canonicalization computes it: the integer-only "
+                "approximation of arXiv 2207.01405 (Algorithm 1): exponentials as shifted "
+                "powers of two (q = 20 at most), 2^30 / sum fixed point, an int8 result at "
+                "scale 1/128 requantized to (output_scale, output_zero_point) (rounding "
+                "UPWARD). It approximates softmax to a few output units; it is not the float "
+                "softmax. input_scale must be in (0, 1]; an int32 overflow in the lowering "
+                "is a run-time error.")

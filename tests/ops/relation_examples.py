@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from relay_ref.ir.types import TensorType
+from relay_ref.ir.types import TensorType, TupleType
 
 F = "float32"
 
@@ -98,4 +98,18 @@ EXTRA_EXAMPLES.update({
     "nn.adaptive_max_pool1d": ([T(2, 4, 7)], {}),
     "nn.adaptive_avg_pool3d": ([T(1, 4, 5, 6, 6)], {"output_size": (2, 3, 4)}),
     "nn.adaptive_max_pool3d": ([T(1, 4, 5, 6, 6)], {"output_size": (2,)}),
+})
+
+_Q2 = T(2, 3, dtype="int8")
+EXTRA_EXAMPLES.update({
+    "qnn.concatenate": ([TupleType((_Q2, _Q2)), TupleType((_S, _S)), TupleType((_Z, _Z)), _S,
+                         _Z], {"axis": 1}),
+    "qnn.batch_matmul": ([T(2, 3, 5, dtype="int8"), T(2, 4, 5, dtype="uint8"), _Z, _Z, _S, _S],
+                         {}),
+    "qnn.conv2d_transpose": ([_Q, T(4, 2, 3, 3, dtype="int8"), _Z, _Z, _S, T(2)],
+                             {"strides": (2, 2)}),
+    "qnn.avg_pool2d": (_U, {"pool_size": (2, 2)}),
+    "qnn.simulated_quantize": ([DATA, _Z, T(4), T(4, dtype="int32")], {"axis": 1}),
+    "qnn.simulated_dequantize": ([DATA, _Z, _S, _Z], {}),
+    "qnn.softmax": (_U, {"axis": 1}),
 })

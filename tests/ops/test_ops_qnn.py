@@ -4,12 +4,14 @@ independent float formulas."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from opcheck import onnx_run, rand, run_op
 
 from relay_ref.ir.types import TensorType
-from relay_ref.ops.registry import AttrError, RelationError, get_op, make_attrs
+from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, get_op, make_attrs
 
 F32, I32 = np.float32, np.int32
 
@@ -220,3 +222,249 @@ def test_qnn_unary_relation() -> None:
 DIFF_TESTED = {"qnn.quantize", "qnn.dequantize", "qnn.requantize", "qnn.add", "qnn.mul",
                "qnn.dense", "qnn.conv2d", "qnn.subtract", "qnn.leaky_relu"}
 DIFF_TESTED |= {f"qnn.{name}" for name in UNARY}
+
+
+# -- qnn.concatenate, qnn.batch_matmul, qnn.conv2d_transpose, qnn.avg_pool2d ----------------
+
+def _requant(q: np.ndarray, s: float, z: int, os_: float, oz: int, lo: int, hi: int
+             ) -> np.ndarray:
+    """round_half_up((q - z) * s / os) + oz, clipped: requantize written out."""
+    real = (q.astype(np.float64) - z) * np.float64(F32(s)) / np.float64(F32(os_))
+    return np.clip(np.floor(real + 0.5) + oz, lo, hi)
+
+
+def test_qnn_concatenate_vs_formula() -> None:
+    a, b = rand((2, 3), "int8", -128, 127), rand((2, 2), "int8", -128, 127)
+    scales = (np.array(0.05, F32), np.array(0.2, F32))
+    zps = (np.array(3, I32), np.array(-4, I32))
+    out = run_op("qnn.concatenate", [(a, b), scales, zps, np.array(0.1, F32),
+                                     np.array(1, I32)], axis=1)
+    want = np.concatenate([_requant(a, 0.05, 3, 0.1, 1, -128, 127),
+                           _requant(b, 0.2, -4, 0.1, 1, -128, 127)], axis=1)
+    np.testing.assert_array_equal(out, want)
+    assert out.dtype == np.int8
+    same = run_op("qnn.concatenate", [(a, a), (scales[0],) * 2, (zps[0],) * 2, scales[0],
+                                      zps[0]])
+    np.testing.assert_array_equal(same, np.concatenate([a, a]))
+
+
+def test_qnn_concatenate_relation() -> None:
+    from relay_ref.ir.types import ANY, IncompleteType, TupleType
+    rel = get_op("qnn.concatenate").relation
+    at = make_attrs("qnn.concatenate", {"axis": 1})
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    data = TupleType((TensorType((ANY, 3), "uint8"), TensorType((2, ANY), "uint8")))
+    assert rel([data, TupleType((s, s)), TupleType((z, z)), s, z], at) == \
+        TensorType((2, ANY), "uint8")
+    assert rel([data, TupleType((s, IncompleteType())), TupleType((z, z)), s, z],
+               at) is NOT_YET
+    with pytest.raises(RelationError, match="qnn.concatenate: 2 tensors but 1 scales and 2"):
+        rel([data, TupleType((s,)), TupleType((z, z)), s, z], at)
+    with pytest.raises(RelationError, match="input_zero_point must be a int32 scalar"):
+        rel([data, TupleType((s, s)), TupleType((z, s)), s, z], at)
+    with pytest.raises(RelationError, match="qnn.concatenate: field 1 has rank 1"):
+        rel([TupleType((TensorType((2, 3), "int8"), TensorType((3,), "int8"))),
+             TupleType((s, s)), TupleType((z, z)), s, z], at)
+    with pytest.raises(RelationError, match="must be a quantized integer tensor"):
+        rel([TupleType((TensorType((2, 3), "float32"),)), TupleType((s,)), TupleType((z,)),
+             s, z], at)
+
+
+@pytest.mark.parametrize("ydtype", ["uint8", "int8"])
+def test_qnn_batch_matmul_vs_matmulinteger(ydtype: str) -> None:
+    x = rand((2, 3, 5), "uint8", 0, 255)
+    y = rand((2, 4, 5), ydtype, 0 if ydtype == "uint8" else -128, 127)
+    xz, yz = np.array(17, "uint8"), np.array(9, ydtype)
+    out = run_op("qnn.batch_matmul", [x, y, xz.astype(I32), yz.astype(I32),
+                                      np.array(0.1, F32), np.array(0.2, F32)])
+    (theirs,) = onnx_run("MatMulInteger", [x, np.ascontiguousarray(y.transpose(0, 2, 1)),
+                                           xz, yz])
+    np.testing.assert_array_equal(out, theirs)
+    assert out.dtype == np.int32
+
+
+def test_qnn_batch_matmul_relation() -> None:
+    from relay_ref.ir.types import ANY
+    rel = get_op("qnn.batch_matmul").relation
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    at = make_attrs("qnn.batch_matmul", {})
+    assert rel([TensorType((ANY, 3, 5), "int8"), TensorType((1, 4, 5), "uint8"), z, z, s, s],
+               at) == TensorType((ANY, 3, 4), "int32")
+    with pytest.raises(RelationError, match="qnn.batch_matmul: reduction dimensions differ"):
+        rel([TensorType((2, 3, 5), "int8"), TensorType((2, 4, 6), "int8"), z, z, s, s], at)
+    with pytest.raises(RelationError, match="qnn.batch_matmul: x must be int8 or uint8"):
+        rel([TensorType((2, 3, 5), "int32"), TensorType((2, 4, 5), "int8"), z, z, s, s], at)
+    with pytest.raises(RelationError, match="out_dtype must be int32"):
+        rel([TensorType((2, 3, 5), "int8"), TensorType((2, 4, 5), "int8"), z, z, s, s],
+            make_attrs("qnn.batch_matmul", {"out_dtype": "int64"}))
+    with pytest.raises(RelationError, match="x_scale must be a float32 scalar"):
+        rel([TensorType((2, 3, 5), "int8"), TensorType((2, 4, 5), "int8"), z, z,
+             TensorType((3,), "float32"), s], at)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"strides": (2, 2), "padding": (1, 1),
+                                        "output_padding": (1, 0)},
+                                   {"groups": 2, "dilation": (2, 1)}])
+def test_qnn_conv2d_transpose_vs_onnxruntime(attrs: dict) -> None:
+    g = attrs.get("groups", 1)
+    x = rand((1, 4, 4, 3), "uint8", 0, 255)
+    w = rand((4, 3, 3, 2), "int8", -128, 127)
+    wz = np.array([2, -1, 5], I32)  # per output channel (O of IOHW)
+    out = run_op("qnn.conv2d_transpose", [x, w, np.array(100, I32), wz, np.array(0.1, F32),
+                                          np.array([0.2, 0.3, 0.4], F32)], **attrs)
+    xs = (x.astype(np.int64) - 100).astype(F32)
+    ws = (w.astype(np.int64) - wz[None, :, None, None]).astype(F32)
+    p = attrs.get("padding", (0, 0))
+    (theirs,) = onnx_run("ConvTranspose", [xs, ws], group=g,
+                         strides=list(attrs.get("strides", (1, 1))),
+                         dilations=list(attrs.get("dilation", (1, 1))), pads=list(p) * 2,
+                         output_padding=list(attrs.get("output_padding", (0, 0))))
+    np.testing.assert_array_equal(out, theirs.astype(np.int64))  # exact in float32 here
+    assert out.dtype == np.int32 and out.shape[1] == 3 * g
+
+
+def test_qnn_conv2d_transpose_relation() -> None:
+    from relay_ref.ir.types import ANY
+    rel = get_op("qnn.conv2d_transpose").relation
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    at = make_attrs("qnn.conv2d_transpose", {"strides": (2, 2), "out_dtype": "int64"})
+    assert rel([TensorType((1, 4, ANY, 3), "int8"), TensorType((4, 2, 3, 3), "int8"), z, z,
+                s, TensorType((2,), "float32")], at) == TensorType((1, 2, ANY, 7), "int64")
+    with pytest.raises(RelationError, match="qnn.conv2d_transpose: input has 3 channels"):
+        rel([TensorType((1, 3, 4, 4), "int8"), TensorType((4, 2, 3, 3), "int8"), z, z, s, s],
+            at)
+    with pytest.raises(RelationError, match="weight must be int8 or uint8"):
+        rel([TensorType((1, 4, 4, 4), "int8"), TensorType((4, 2, 3, 3), "int16"), z, z, s, s],
+            at)
+    with pytest.raises(RelationError, match="kernel_scale has 3 values but axis 1"):
+        rel([TensorType((1, 4, 4, 4), "int8"), TensorType((4, 2, 3, 3), "int8"), z, z, s,
+             TensorType((3,), "float32")], at)
+    with pytest.raises(RelationError, match="out_dtype must be int16, int32 or int64"):
+        rel([TensorType((1, 4, 4, 4), "int8"), TensorType((4, 2, 3, 3), "int8"), z, z, s, s],
+            make_attrs("qnn.conv2d_transpose", {"out_dtype": "float32"}))
+
+
+@pytest.mark.parametrize("attrs", [{"pool_size": (2, 2)},
+                                   {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1)},
+                                   {"pool_size": (3, 2), "padding": (1, 0),
+                                    "count_include_pad": True, "ceil_mode": True,
+                                    "strides": (2, 2)}])
+def test_qnn_avg_pool2d_vs_onnxruntime(attrs: dict) -> None:
+    q = rand((1, 2, 5, 6), "uint8", 0, 255)
+    args = [q, np.array(0.05, F32), np.array(20, I32), np.array(0.08, F32), np.array(7, I32)]
+    out = run_op("qnn.avg_pool2d", args, **attrs)
+    r = _requant(q, 0.05, 20, 0.08, 7, -(2 ** 31), 2 ** 31 - 1).astype(F32)
+    p = attrs.get("padding", (0, 0))
+    (mean,) = onnx_run("AveragePool", [r], kernel_shape=list(attrs["pool_size"]),
+                       strides=list(attrs.get("strides", (1, 1))), pads=list(p) * 2,
+                       ceil_mode=int(attrs.get("ceil_mode", False)),
+                       count_include_pad=int(attrs.get("count_include_pad", False)))
+    towards_zero = np.sign(mean) * np.floor(np.abs(mean) + 1e-4)  # float32 means of ints
+    np.testing.assert_array_equal(out, np.clip(towards_zero, 0, 255))
+    assert out.dtype == np.uint8
+
+
+def test_qnn_avg_pool2d_relation() -> None:
+    from relay_ref.ir.types import ANY
+    rel = get_op("qnn.avg_pool2d").relation
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    at = make_attrs("qnn.avg_pool2d", {"pool_size": (2, 2), "layout": "NHWC"})
+    assert rel([TensorType((ANY, 4, 5, 3), "int8"), s, z, s, z], at) == \
+        TensorType((ANY, 3, 4, 3), "int8")
+    with pytest.raises(RelationError, match="qnn.avg_pool2d: data must be int8 or uint8"):
+        rel([TensorType((1, 4, 5, 3), "int32"), s, z, s, z], at)
+    with pytest.raises(RelationError, match="output_zero_point must be a int32 scalar"):
+        rel([TensorType((1, 4, 5, 3), "int8"), s, z, s, TensorType((1,), "int32")], at)
+
+
+# -- simulated quantize / dequantize --------------------------------------------------------
+
+@pytest.mark.parametrize("code,dtype", [(1, "int8"), (2, "uint8"), (3, "int32"), (0, None)])
+def test_simulated_quantize_dequantize_vs_formula(code: int, dtype: str | None) -> None:
+    x = rand((2, 3, 4), low=-30, high=30)
+    scale, zp = np.array([0.1, 0.25, 0.05], F32), np.array([3, 0, -2], I32)
+    args = [x, np.array(code, I32), scale, zp]
+    out = run_op("qnn.simulated_quantize", args, axis=1)
+    dq = run_op("qnn.simulated_dequantize", [out, np.array(code, I32), scale, zp], axis=1)
+    assert out.dtype == np.float32 and dq.dtype == np.float32
+    if dtype is None:
+        np.testing.assert_array_equal(out, x)
+        np.testing.assert_array_equal(dq, out)
+        return
+    s, z = scale[None, :, None], zp[None, :, None]
+    y = x / s
+    info = np.iinfo(dtype)
+    want = np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5) + z, info.min, info.max)
+    np.testing.assert_array_equal(out, want.astype(F32))
+    np.testing.assert_allclose(dq, (want - z) * s, rtol=1e-6)
+
+
+def test_simulated_relations() -> None:
+    from relay_ref.ir.types import ANY
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    for name in ("qnn.simulated_quantize", "qnn.simulated_dequantize"):
+        rel = get_op(name).relation
+        at = make_attrs(name, {"axis": 0})
+        assert rel([TensorType((ANY, 3), "float32"), z, TensorType((4,), "float32"), z],
+                   at) == TensorType((ANY, 3), "float32")
+        with pytest.raises(RelationError, match=f"{name}: data must be a float tensor"):
+            rel([TensorType((2, 3), "int8"), z, s, z], at)
+        with pytest.raises(RelationError, match="must be an integer scalar"):
+            rel([TensorType((2, 3), "float32"), s, s, z], at)
+        with pytest.raises(RelationError, match="has 4 values but axis 0 of the data has 2"):
+            rel([TensorType((2, 3), "float32"), z, TensorType((4,), "float32"), z], at)
+
+
+# -- qnn.softmax -------------------------------------------------------------------------
+
+def _softmax_loop(row: list[int], scale: float, zp: int) -> list[int]:
+    """Algorithm 1 of arXiv 2207.01405 as TVM's canonicalization writes it, one row,
+    Python integers; the result is the int8 value at scale 1/128 before requantizing."""
+    x0 = int(math.floor(float(F32(1) / F32(scale)) + 0.5))
+    qd = [v - zp for v in row]
+    xs = [v - max(qd) for v in qd]
+    xps = [x + (x >> 1) - (x >> 4) for x in xs]
+    ks = [min(max(int(-xp / x0), 0), 20) for xp in xps]
+    exps = [(((xp + k * x0) >> 1) + x0) << (max(ks) - k) for xp, k in zip(xps, ks, strict=True)]
+    total = sum(exps)
+    return [((1 << 30) // total) * e >> 23 for e in exps]
+
+
+def test_qnn_softmax_vs_loop_and_float() -> None:
+    q = rand((3, 7), "int8", -128, 127)
+    scale, zp, os_, oz = 0.06, -5, 1 / 256, -128
+    out = run_op("qnn.softmax", [q, np.array(scale, F32), np.array(zp, I32),
+                                 np.array(os_, F32), np.array(oz, I32)])
+    for i in range(q.shape[0]):
+        ints = _softmax_loop([int(v) for v in q[i]], scale, zp)
+        want = [min(max(math.floor(v / 128 / os_ + 0.5) + oz, -128), 127) for v in ints]
+        assert out[i].tolist() == want
+    real = scale * (q.astype(np.float64) - zp)
+    soft = np.exp(real - real.max(-1, keepdims=True))
+    soft /= soft.sum(-1, keepdims=True)
+    assert np.abs(os_ * (out.astype(np.float64) - oz) - soft).max() < 0.05  # approximation
+    axis0 = run_op("qnn.softmax", [np.ascontiguousarray(q.T), np.array(scale, F32),
+                                   np.array(zp, I32), np.array(os_, F32), np.array(oz, I32)],
+                   axis=0)
+    np.testing.assert_array_equal(axis0, out.T)
+    from relay_ref.ops.registry import OpRuntimeError
+    with pytest.raises(OpRuntimeError, match="input_scale must be in"):
+        run_op("qnn.softmax", [q, np.array(1.5, F32), np.array(0, I32), np.array(0.1, F32),
+                               np.array(0, I32)])
+
+
+def test_qnn_softmax_relation() -> None:
+    from relay_ref.ir.types import ANY
+    rel = get_op("qnn.softmax").relation
+    s, z = TensorType((), "float32"), TensorType((), "int32")
+    at = make_attrs("qnn.softmax", {"axis": 1})
+    assert rel([TensorType((ANY, 4), "int8"), s, z, s, z], at) == TensorType((ANY, 4), "int8")
+    with pytest.raises(RelationError, match="qnn.softmax: data must be int8, found uint8"):
+        rel([TensorType((2, 4), "uint8"), s, z, s, z], at)
+    with pytest.raises(RelationError, match="qnn.softmax: axis 1 is out of range"):
+        rel([TensorType((4,), "int8"), s, z, s, z], at)
+
+
+DIFF_TESTED |= {"qnn.concatenate", "qnn.batch_matmul", "qnn.conv2d_transpose",
+                "qnn.avg_pool2d", "qnn.simulated_quantize", "qnn.simulated_dequantize",
+                "qnn.softmax"}

@@ -260,6 +260,13 @@ _UNIT_RULES: tuple[tuple[str, int, float], ...] = (
     ("multiply", 1, 1.0),   # multiply(%x, ones) -> %x
     ("divide", 1, 1.0),     # divide(%x, ones) -> %x
 )
+#: (op, argument): the call is that argument when the argument has the call's (static) type.
+_IDENTITY_RULES: tuple[tuple[str, int], ...] = (
+    ("collapse_sum_like", 0),   # collapse_sum_like(%x, %y) -> %x (nothing to sum)
+    ("broadcast_to_like", 0),   # broadcast_to_like(%x, %y) -> %x (nothing to broadcast)
+    ("reshape_like", 0),        # reshape_like(%x, %y) -> %x (same shape)
+    ("cast_like", 0),           # cast_like(%x, %y) -> %x (same dtype)
+)
 #: Residual operator calls whose result is known to be all zeros or all ones.
 _FILL_OPS = {"zeros_like": 0.0, "zeros": 0.0, "ones_like": 1.0, "ones": 1.0}
 
@@ -581,6 +588,12 @@ class _PE:
                     want, got = self.type_of(node), self.type_of(node.args[other])
                     if (type(want) is TensorType and want.is_static and want == got):
                         return args[other]
+        if node is not None:                                             # PE-App-Op-Id
+            for name, pos in _IDENTITY_RULES:
+                if name == op.name and pos < len(args):
+                    want, got = self.type_of(node), self.type_of(node.args[pos])
+                    if type(want) is TensorType and want.is_static and want == got:
+                        return args[pos]
         call = Call(op, tuple(self.reify(a) for a in args), attrs,       # PE-App-Op-Dyn
                     node.type_args if node is not None else ())
         return self.emit(call, "x", _FILL_OPS.get(op.name))
@@ -769,7 +782,9 @@ class _PE:
         self.fuel = {func: self.fuel_of(args)}
         self.depth.clear()
         body = self.ll.finish(self.reify(self.visit(func.body, frame)))
-        return replace(func, body=_Tidy.run(_Tidy.run(body)))
+        for inline in (False, False, True, True):  # deaths first (a read dies, then its cell)
+            body = _Tidy.run(body, inline)
+        return replace(func, body=body)
 
 
 # -- the clean-up ---------------------------------------------------------------------------
@@ -809,10 +824,13 @@ class _Tidy:
                           and self.count[node.var] == writes[node.var]}
         self.effects: dict[int, int] = {}
         self.keep: list[Expr] = []
+        self.inlining = True
 
     @staticmethod
-    def run(body: Expr) -> Expr:
-        return _Tidy(body).clean(body)
+    def run(body: Expr, inline: bool = True) -> Expr:
+        tidy = _Tidy(body)
+        tidy.inlining = inline
+        return tidy.clean(body)
 
     def effect(self, expr: Expr) -> int:
         got = self.effects.get(id(expr))
@@ -862,7 +880,11 @@ class _Tidy:
                         continue
                     kept.append((var, value))
                 kept.reverse()
-                return self.inline(kept, result)
+                if self.inlining:
+                    return self.inline(kept, result)
+                for var, value in reversed(kept):
+                    result = Let(var, value, result)
+                return result
             case Function(_, body):
                 new = self.clean(body)
                 return expr if new is body else replace(expr, body=new)

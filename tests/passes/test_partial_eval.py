@@ -233,3 +233,29 @@ def test_static_ref_in_loop(n: int) -> None:
     }}""")
     assert isinstance(out["main"].body, Constant)
     assert int(out["main"].body.data) == n * (n + 1) // 2
+
+
+def test_gradient_of_square_becomes_straight_line_code() -> None:
+    # AD-shaped output for f(x) = x * x (a backpropagator cell holding closures, gradient
+    # cells): TVM's test_ad. Unit and identity rules leave d*d and d + d.
+    out = _pe("""
+    def @main(%d: Tensor[(3), float32]) {
+      let %bp = ref(fn () { () });
+      let %xg = ref(zeros_like(%d));
+      let %v = multiply(%d, %d);
+      let %vg = ref(zeros_like(%v));
+      let %old = ref_read(%bp);
+      ref_write(%bp, fn () {
+        let %g = ref_read(%vg);
+        ref_write(%xg, add(ref_read(%xg), collapse_sum_like(multiply(%g, %d), %d)));
+        ref_write(%xg, add(ref_read(%xg), collapse_sum_like(multiply(%g, %d), %d)));
+        %old()
+      });
+      ref_write(%vg, ones_like(%v));
+      let %k = ref_read(%bp);
+      %k();
+      (%v, (ref_read(%xg),))
+    }""")
+    want = rr.infer_types(rr.parse("""
+    def @main(%d: Tensor[(3), float32]) { (multiply(%d, %d), (add(%d, %d),)) }"""))
+    assert rr.alpha_equal(out, want), rr.astext(out)

@@ -1,6 +1,7 @@
 """Vision operators (TVM ``src/relay/op/vision/*.cc``, TOPI ``vision/``): anchor boxes
-(``vision.multibox_prior``) and region-of-interest pooling (``vision.roi_align``,
-``vision.roi_pool``).
+(``vision.multibox_prior``), region-of-interest pooling (``vision.roi_align``,
+``vision.roi_pool``) and detection post-processing (``vision.get_valid_counts``,
+``vision.non_max_suppression``).
 
 Boxes are ``[x_min, y_min, x_max, y_max]``; an ROI row is ``[batch_index, x_min, y_min,
 x_max, y_max]`` in input-image coordinates, scaled by ``spatial_scale`` onto the feature map.
@@ -14,14 +15,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.layout import check_rank, from_canonical, to_canonical
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
+    describe,
     dim_map,
+    dim_text,
     dims_compatible,
+    is_any,
     is_float,
+    is_int,
     shape_text,
     tensor_args,
 )
@@ -260,3 +265,252 @@ from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
 for _name in ("vision.roi_align", "vision.roi_pool"):
     _set_examples(_name, attrs=({"pooled_size": (2, 2), "spatial_scale": 1.0},),
                   args=(((1, 2, 4, 4), (2, 5)),))
+
+
+# -- vision.get_valid_counts / vision.non_max_suppression -----------------------------------
+#
+# Detection rows (TVM's convention): data is (batch, num_anchors, L) with, per anchor, a class
+# id at ``id_index`` (-1: no class column), a score at ``score_index`` and, for NMS, four
+# coordinates from ``coord_start``. A row of -1 is an invalid (or suppressed) anchor.
+
+def _scalar_arg(op: str, t: TensorType, what: str, kind: str) -> None:
+    """``t`` must be a scalar (rank 0 or a single element) of ``kind`` (float / int)."""
+    ok = is_float(t.dtype) if kind == "float" else is_int(t.dtype)
+    single = t.ndim == 0 or (t.ndim == 1 and dims_compatible(t.shape[0], 1))
+    if not (ok and single):
+        raise RelationError(f"{op}: {what} must be a {kind} scalar, found {describe(t)}")
+
+
+def _check_columns(op: str, data: TensorType, **columns: int) -> None:
+    """Every named column index must exist in rows of length ``data.shape[2]``."""
+    length = data.shape[2]
+    for name, index in columns.items():
+        if not is_any(length) and index >= length:
+            raise RelationError(f"{op}: {name}={index} but the rows of data have {length} "
+                                f"values (shape {shape_text(data.shape)})")
+
+
+def _check_indices(attrs: object, *names: str) -> None:
+    for name in names:
+        value = getattr(attrs, name)
+        low = -1 if name == "id_index" else 0
+        if value < low:
+            raise AttrError(f"{name} must be >= {low}, found {value}", name)
+
+
+@dataclass(frozen=True, slots=True)
+class GetValidCountsAttrs:
+    """TVM's fields; ``score_threshold`` is unused (the threshold is the second argument,
+    as TVM's ``MakeGetValidCounts`` builds the call). ``id_index`` -1: no class column."""
+
+    score_threshold: float | None = None
+    id_index: int = 0
+    score_index: int = 1
+
+    def __post_init__(self) -> None:
+        _check_indices(self, "id_index", "score_index")
+
+
+def _get_valid_counts_rel(arg_types: list[Type], attrs: GetValidCountsAttrs) -> object:
+    """TVM's ``GetValidCountRel``: (valid_count (B) int32, data's type, indices (B, N)
+    int32); here also float 3-d data whose rows hold the named columns, and a scalar
+    threshold."""
+    op = "vision.get_valid_counts"
+    args = tensor_args(op, arg_types, 2, ("data", "score_threshold"))
+    if args is NOT_YET:
+        return NOT_YET
+    data, thr = args
+    check_rank(op, data, 3, "data")
+    if not is_float(data.dtype):
+        raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+    _scalar_arg(op, thr, "score_threshold", "float")
+    _check_columns(op, data, id_index=attrs.id_index, score_index=attrs.score_index)
+    b, n = data.shape[0], data.shape[1]
+    return TupleType((TensorType((b,), "int32"), TensorType(data.shape, data.dtype),
+                      TensorType((b, n), "int32")))
+
+
+def _get_valid_counts_ref(args: list, attrs: GetValidCountsAttrs) -> tuple[Array, ...]:
+    data = np.asarray(args[0])
+    thr = np.asarray(args[1]).reshape(-1)[0]
+    b, n, _ = data.shape
+    keep = data[:, :, attrs.score_index] > thr
+    if attrs.id_index >= 0:
+        keep &= data[:, :, attrs.id_index] >= 0
+    counts = np.zeros(b, np.int32)
+    out = np.full(data.shape, -1, data.dtype)
+    indices = np.full((b, n), -1, np.int32)
+    for i in range(b):
+        rows = np.flatnonzero(keep[i])
+        counts[i] = len(rows)
+        out[i, :len(rows)] = data[i, rows]
+        indices[i, :len(rows)] = rows
+    return counts, out, indices
+
+
+register_op("vision.get_valid_counts", attrs=GetValidCountsAttrs, num_inputs=2,
+            arg_names=("data", "score_threshold"), support_level=5,
+            relation=_get_valid_counts_rel, reference=_get_valid_counts_ref,
+            doc="(valid_count, out, out_indices): per batch, the anchors whose score "
+                "exceeds score_threshold (and, unless id_index = -1, whose class id is >= 0) "
+                "moved to the top of ``out`` in their input order, the rest rows of -1; "
+                "out_indices gives each kept row's anchor index (-1 after them); "
+                "valid_count how many were kept.")
+
+
+@dataclass(frozen=True, slots=True)
+class NonMaximumSuppressionAttrs:
+    force_suppress: bool = False
+    top_k: int = -1
+    coord_start: int = 2
+    score_index: int = 1
+    id_index: int = 0
+    return_indices: bool = True
+    invalid_to_bottom: bool = False
+
+    def __post_init__(self) -> None:
+        _check_indices(self, "coord_start", "score_index", "id_index")
+
+
+_NMS_NAMES = ("data", "valid_count", "indices", "max_output_size", "iou_threshold")
+
+
+def _nms_rel(arg_types: list[Type], attrs: NonMaximumSuppressionAttrs) -> object:
+    """TVM's ``NMSRel``: with ``return_indices`` the tuple (box indices (B, N) int32,
+    valid box count (B, 1) int32), else the data's type. Here also: float 3-d data whose
+    rows hold the named columns, valid_count (B) and indices (B, N) integer tensors,
+    scalar max_output_size (integer) and iou_threshold (float)."""
+    op = "vision.non_max_suppression"
+    args = tensor_args(op, arg_types, 5, _NMS_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    data, valid, indices, max_out, iou = args
+    check_rank(op, data, 3, "data")
+    if not is_float(data.dtype):
+        raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+    check_rank(op, valid, 1, "valid_count")
+    check_rank(op, indices, 2, "indices")
+    for t, what in ((valid, "valid_count"), (indices, "indices")):
+        if not is_int(t.dtype):
+            raise RelationError(f"{op}: {what} must be an integer tensor, found {t.dtype}")
+    b, n = data.shape[0], data.shape[1]
+    if not (dims_compatible(valid.shape[0], b) and dims_compatible(indices.shape[0], b)
+            and dims_compatible(indices.shape[1], n)):
+        raise RelationError(f"{op}: valid_count {shape_text(valid.shape)} and indices "
+                            f"{shape_text(indices.shape)} must be ({dim_text(b)}) and "
+                            f"({dim_text(b)}, {dim_text(n)}) for data "
+                            f"{shape_text(data.shape)}")
+    _scalar_arg(op, max_out, "max_output_size", "int")
+    _scalar_arg(op, iou, "iou_threshold", "float")
+    _check_columns(op, data, score_index=attrs.score_index, id_index=attrs.id_index)
+    if not is_any(data.shape[2]) and attrs.coord_start + 4 > data.shape[2]:
+        raise RelationError(f"{op}: the 4 coordinates from coord_start={attrs.coord_start} "
+                            f"do not fit in rows of {data.shape[2]} values")
+    if attrs.return_indices:
+        return TupleType((TensorType((b, n), "int32"), TensorType((b, 1), "int32")))
+    return TensorType(data.shape, data.dtype)
+
+
+def _iou(a: Array, b: Array) -> object:
+    """Intersection over union of two boxes given as two corners each (any order), in the
+    boxes' dtype; 0 when the union is empty."""
+    al, ar = min(a[0], a[2]), max(a[0], a[2])
+    at, ab = min(a[1], a[3]), max(a[1], a[3])
+    bl, br = min(b[0], b[2]), max(b[0], b[2])
+    bt, bb = min(b[1], b[3]), max(b[1], b[3])
+    zero = a.dtype.type(0)
+    inter = max(zero, min(ar, br) - max(al, bl)) * max(zero, min(ab, bb) - max(at, bt))
+    union = (ar - al) * (ab - at) + (br - bl) * (bb - bt) - inter
+    return zero if union <= zero else inter / union
+
+
+def _nms_batch(rows: Array, vc: int, max_out: int, iou_thr: object,
+               attrs: NonMaximumSuppressionAttrs) -> tuple[Array, Array]:
+    """TOPI's ``hybrid_nms`` on one batch: (output rows, box index per row, -1 if none)."""
+    n = rows.shape[0]
+    out = np.full_like(rows, -1)
+    box = np.full(n, -1, np.int64)
+    si, ii, cs = attrs.score_index, attrs.id_index, attrs.coord_start
+    if not iou_thr > 0:  # no suppression: the valid rows, unsorted
+        out[:vc], box[:vc] = rows[:vc], np.arange(vc)
+        return out, box
+    order = np.argsort(-rows[:vc, si], kind="stable")  # by score, descending; ties in order
+    keep = attrs.top_k if 0 < attrs.top_k < vc else vc
+    out[:keep], box[:keep] = rows[order[:keep]], order[:keep]
+    valid = 0
+    for j in range(vc):
+        if valid == max_out:
+            out[j], box[j] = -1, -1
+        elif out[j, si] > 0:  # rows scoring <= 0 stay, neither kept nor suppressing
+            for k in range(j):
+                if (out[k, si] > 0 and (ii < 0 or out[k, ii] >= 0)
+                        and (attrs.force_suppress or ii < 0 or out[j, ii] == out[k, ii])
+                        and _iou(out[j, cs:cs + 4], out[k, cs:cs + 4]) >= iou_thr):
+                    out[j], box[j] = -1, -1
+                    break
+            else:
+                valid += 1
+    return out, box
+
+
+def _nms_ref(args: list, attrs: NonMaximumSuppressionAttrs) -> object:
+    data = np.asarray(args[0])
+    valid_count = np.asarray(args[1]).astype(np.int64)
+    indices = np.asarray(args[2]).astype(np.int64)
+    max_out = int(np.asarray(args[3]).reshape(-1)[0])
+    iou_thr = np.asarray(args[4]).reshape(-1)[0].astype(data.dtype)
+    b, n, _ = data.shape
+    outs, boxes = np.empty_like(data), np.empty((b, n), np.int64)
+    for i in range(b):
+        vc = int(valid_count[i])
+        if not 0 <= vc <= n:
+            raise OpRuntimeError(f"vision.non_max_suppression: valid_count[{i}] = {vc} is "
+                                 f"outside [0, {n}]")
+        outs[i], boxes[i] = _nms_batch(data[i], vc, max_out, iou_thr, attrs)
+        if attrs.return_indices:  # back to the anchors' indices in the original input
+            live = np.flatnonzero(boxes[i, :vc] >= 0)
+            boxes[i, live] = indices[i, boxes[i, live]]
+    if attrs.return_indices:
+        return _compact_indices(boxes)
+    if attrs.invalid_to_bottom:  # rows whose first value is >= 0 first, in order
+        for i in range(b):
+            rows = outs[i][outs[i, :, 0] >= 0]
+            outs[i] = -1
+            outs[i, :len(rows)] = rows
+    return outs
+
+
+def _compact_indices(boxes: Array) -> tuple[Array, Array]:
+    """TOPI's ``hybrid_rearrange_indices_out``: per batch, the indices >= 0 in order, then
+    -1s, and their count (B, 1). An index outside [-N, N] (never one from
+    get_valid_counts) also appends a 0, as TOPI does."""
+    b, n = boxes.shape
+    out = np.full((b, n), -1, np.int32)
+    counts = np.zeros((b, 1), np.int32)
+    for i in range(b):
+        kept: list[int] = []
+        for d in boxes[i].tolist():
+            if d >= 0:
+                kept.append(d)
+            if d > n or d < -n:
+                kept.append(0)
+        if len(kept) > n or any(d > np.iinfo(np.int32).max for d in kept):
+            raise OpRuntimeError("vision.non_max_suppression: indices hold values that TVM "
+                                 "would write out of bounds")
+        out[i, :len(kept)] = kept
+        counts[i, 0] = len(kept)
+    return out, counts
+
+
+register_op("vision.non_max_suppression", attrs=NonMaximumSuppressionAttrs, num_inputs=5,
+            arg_names=_NMS_NAMES, support_level=5, relation=_nms_rel, reference=_nms_ref,
+            doc="Greedy non-maximum suppression per batch (TOPI's hybrid_nms). With "
+                "iou_threshold <= 0 the first valid_count rows are kept as they are. Else "
+                "those rows are sorted by score (descending, stable), cut to top_k (> 0), "
+                "and walked in order: once max_output_size boxes are kept (< 0: no limit) "
+                "the rest become -1; a row scoring > 0 is dropped (-1) when its IoU with an "
+                "earlier kept row of the same class (any class with force_suppress or "
+                "id_index = -1) is >= iou_threshold; rows scoring <= 0 stay unchanged. "
+                "return_indices: (the kept rows' entries of ``indices``, compacted to the "
+                "front, -1 after; their count (B, 1)), else the rows (invalid_to_bottom: "
+                "rows whose first value is >= 0 moved to the top).")

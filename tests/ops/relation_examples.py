@@ -113,3 +113,10 @@ EXTRA_EXAMPLES.update({
     "qnn.simulated_dequantize": ([DATA, _Z, _S, _Z], {}),
     "qnn.softmax": (_U, {"axis": 1}),
 })
+
+_BOXES, _I32 = T(2, 5, 6), "int32"
+EXTRA_EXAMPLES.update({
+    "vision.get_valid_counts": ([_BOXES, _S], {"score_index": 1}),
+    "vision.non_max_suppression": ([_BOXES, T(2, dtype=_I32), T(2, 5, dtype=_I32),
+                                    T(dtype=_I32), _S], {"top_k": 3}),
+})

@@ -10,7 +10,14 @@ import pytest
 from opcheck import close, onnx_run, rand, run_op
 
 from relay_ref.ir.types import ANY, TensorType
-from relay_ref.ops.registry import AttrError, OpRuntimeError, RelationError, get_op, make_attrs
+from relay_ref.ops.registry import (
+    NOT_YET,
+    AttrError,
+    OpRuntimeError,
+    RelationError,
+    get_op,
+    make_attrs,
+)
 
 
 def _multibox_loop(h: int, w: int, sizes: tuple, ratios: tuple, steps: tuple,
@@ -137,3 +144,179 @@ def test_roi_relations_and_errors() -> None:
 
 
 DIFF_TESTED = {"vision.multibox_prior", "vision.roi_align", "vision.roi_pool"}
+
+
+# -- vision.get_valid_counts / vision.non_max_suppression ------------------------------------
+
+def _valid_counts_loop(data: np.ndarray, thr: float, id_index: int, score_index: int
+                       ) -> tuple:
+    b, n, length = data.shape
+    counts, out, idx = [], np.full(data.shape, -1.0, data.dtype), np.full((b, n), -1)
+    for i in range(b):
+        c = 0
+        for j in range(n):
+            if data[i, j, score_index] > thr and (id_index < 0 or data[i, j, id_index] >= 0):
+                out[i, c], idx[i, c] = data[i, j], j
+                c += 1
+        counts.append(c)
+    return np.array(counts), out, idx
+
+
+@pytest.mark.parametrize("id_index,score_index", [(0, 1), (-1, 0), (2, 1)])
+def test_get_valid_counts_vs_loop(id_index: int, score_index: int) -> None:
+    data = rand((2, 6, 6), low=-1, high=1)
+    got = run_op("vision.get_valid_counts", [data, np.array(0.1, "float32")],
+                 id_index=id_index, score_index=score_index)
+    want = _valid_counts_loop(data, 0.1, id_index, score_index)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+    assert [g.dtype for g in got] == [np.int32, np.float32, np.int32]
+
+
+def _iou_loop(a: list, b: list) -> float:
+    al, ar, at, ab = min(a[0], a[2]), max(a[0], a[2]), min(a[1], a[3]), max(a[1], a[3])
+    bl, br, bt, bb = min(b[0], b[2]), max(b[0], b[2]), min(b[1], b[3]), max(b[1], b[3])
+    w, h = max(0.0, min(ar, br) - max(al, bl)), max(0.0, min(ab, bb) - max(at, bt))
+    union = (ar - al) * (ab - at) + (br - bl) * (bb - bt) - w * h
+    return 0.0 if union <= 0 else w * h / union
+
+
+def _nms_loop(data: np.ndarray, valid: list, indices: np.ndarray, max_out: int, iou: float,
+              force: bool, top_k: int, cs: int, si: int, ii: int) -> tuple:
+    """Greedy NMS per batch written from TVM's description; returns (rows, box indices)."""
+    b, n, length = data.shape
+    rows_out, boxes_out = [], []
+    for i in range(b):
+        vc = valid[i]
+        rows = [[-1.0] * length for _ in range(n)]
+        boxes = [-1] * n
+        if iou <= 0:
+            for j in range(vc):
+                rows[j], boxes[j] = list(data[i, j]), j
+        else:
+            order = sorted(range(vc), key=lambda j: -data[i, j, si])  # stable
+            if 0 < top_k < vc:
+                order = order[:top_k]
+            for pos, j in enumerate(order):
+                rows[pos], boxes[pos] = list(data[i, j]), j
+            kept = 0
+            for j in range(vc):
+                if kept == max_out:
+                    rows[j], boxes[j] = [-1.0] * length, -1
+                    continue
+                if rows[j][si] <= 0:
+                    continue
+                dropped = any(
+                    rows[k][si] > 0 and (ii < 0 or rows[k][ii] >= 0)
+                    and (force or ii < 0 or rows[j][ii] == rows[k][ii])
+                    and _iou_loop(rows[j][cs:cs + 4], rows[k][cs:cs + 4]) >= iou
+                    for k in range(j))
+                if dropped:
+                    rows[j], boxes[j] = [-1.0] * length, -1
+                else:
+                    kept += 1
+        boxes = [int(indices[i, d]) if d >= 0 else -1 for d in boxes]
+        rows_out.append(rows)
+        boxes_out.append(boxes)
+    return np.array(rows_out, data.dtype), boxes_out
+
+
+_TVM_BOXES = np.array([[[0, 0.8, 1, 20, 25, 45], [1, 0.7, 30, 60, 50, 80],
+                        [0, 0.4, 4, 21, 19, 40], [2, 0.9, 35, 61, 52, 79],
+                        [1, 0.5, 100, 60, 70, 110]]], "float32")
+
+
+def _nms_args(data: np.ndarray, valid: list, indices: np.ndarray, max_out: int,
+              iou: float) -> list:
+    return [data, np.array(valid, "int32"), indices.astype("int32"),
+            np.array(max_out, "int32"), np.array(iou, "float32")]
+
+
+def test_nms_tvm_example() -> None:
+    """TVM's test_op_level5 case: the top two by score survive force_suppress."""
+    args = _nms_args(_TVM_BOXES, [4], np.array([[0, 1, 3, 4, -1]]), -1, 0.5)
+    idx, count = run_op("vision.non_max_suppression", args, force_suppress=True, top_k=2)
+    np.testing.assert_array_equal(idx, [[4, 0, -1, -1, -1]])
+    np.testing.assert_array_equal(count, [[2]])
+    rows = run_op("vision.non_max_suppression", args, return_indices=False)
+    want = np.full((1, 5, 6), -1, "float32")
+    want[0, :4] = _TVM_BOXES[0, [3, 0, 1, 2]]  # by score; class 0's boxes: IoU 0.475
+    np.testing.assert_array_equal(rows, want)
+    rows = run_op("vision.non_max_suppression", args[:4] + [np.array(0.45, "float32")],
+                  return_indices=False)
+    want[0, 3] = -1  # now the class 0 box scoring 0.4 is suppressed by the one scoring 0.8
+    np.testing.assert_array_equal(rows, want)
+
+
+@pytest.mark.parametrize("attrs,max_out,iou", [
+    ({}, -1, 0.3), ({"force_suppress": True}, -1, 0.2), ({"top_k": 3}, 2, 0.3),
+    ({"id_index": -1, "score_index": 0, "coord_start": 1}, -1, 0.25), ({}, -1, 0.0),
+    ({"top_k": 4, "force_suppress": True}, 1, 0.5)])
+def test_nms_vs_loop(attrs: dict, max_out: int, iou: float) -> None:
+    b, n = 2, 8
+    rng = np.random.default_rng(7)
+    corner = rng.uniform(0, 3, (b, n, 2))  # crowded: many overlaps
+    boxes = np.concatenate([corner, corner + rng.uniform(2, 4, (b, n, 2))], axis=2)
+    data = np.concatenate([rng.integers(-1, 3, (b, n, 1)), rng.uniform(-0.2, 1, (b, n, 1)),
+                           boxes], axis=2).astype("float32")
+    if attrs.get("id_index") == -1:
+        data = data[:, :, 1:]
+    valid, indices = [6, 8], np.tile(np.arange(n)[::-1], (b, 1))
+    args = _nms_args(data, valid, indices, max_out, iou)
+    cs, si, ii = attrs.get("coord_start", 2), attrs.get("score_index", 1), \
+        attrs.get("id_index", 0)
+    want_rows, want_boxes = _nms_loop(data, valid, indices, max_out, iou,
+                                      attrs.get("force_suppress", False),
+                                      attrs.get("top_k", -1), cs, si, ii)
+    rows = run_op("vision.non_max_suppression", args, return_indices=False, **attrs)
+    np.testing.assert_array_equal(rows, want_rows)
+    idx, count = run_op("vision.non_max_suppression", args, **attrs)
+    for i in range(b):
+        kept = [d for d in want_boxes[i] if d >= 0]
+        assert idx[i].tolist() == kept + [-1] * (n - len(kept))
+        assert count[i, 0] == len(kept)
+    bottom = run_op("vision.non_max_suppression", args, return_indices=False,
+                    invalid_to_bottom=True, **attrs)
+    for i in range(b):
+        live = [r for r in want_rows[i].tolist() if r[0] >= 0]
+        assert bottom[i, :len(live)].tolist() == live
+        assert (bottom[i, len(live):] == -1).all()
+
+
+def test_nms_and_valid_counts_relations() -> None:
+    from relay_ref.ir.types import IncompleteType, TupleType
+    f, i32 = "float32", "int32"
+    gvc = get_op("vision.get_valid_counts").relation
+    at = make_attrs("vision.get_valid_counts", {})
+    assert gvc([TensorType((ANY, 5, 6), f), TensorType((), f)], at) == TupleType((
+        TensorType((ANY,), i32), TensorType((ANY, 5, 6), f), TensorType((ANY, 5), i32)))
+    with pytest.raises(RelationError, match="vision.get_valid_counts: data must have rank 3"):
+        gvc([TensorType((5, 6), f), TensorType((), f)], at)
+    with pytest.raises(RelationError, match="score_index=1 but the rows of data have 1"):
+        gvc([TensorType((1, 5, 1), f), TensorType((), f)], at)
+    with pytest.raises(RelationError, match="score_threshold must be a float scalar"):
+        gvc([TensorType((1, 5, 6), f), TensorType((2,), f)], at)
+    nms = get_op("vision.non_max_suppression").relation
+    args = [TensorType((2, ANY, 6), f), TensorType((2,), i32), TensorType((2, 7), i32),
+            TensorType((), i32), TensorType((), f)]
+    assert nms(args, make_attrs("vision.non_max_suppression", {})) == TupleType((
+        TensorType((2, ANY), i32), TensorType((2, 1), i32)))
+    no_idx = make_attrs("vision.non_max_suppression", {"return_indices": False})
+    assert nms(args, no_idx) == TensorType((2, ANY, 6), f)
+    assert nms(args[:2] + [IncompleteType()] + args[3:], no_idx) is NOT_YET
+    with pytest.raises(RelationError, match=r"valid_count \(3\) and indices \(2, 7\) must be "
+                                            r"\(2\) and \(2, \?\)"):
+        nms([args[0], TensorType((3,), i32)] + args[2:], no_idx)
+    with pytest.raises(RelationError, match="the 4 coordinates from coord_start=3 do not fit "
+                                            "in rows of 6 values"):
+        nms(args, make_attrs("vision.non_max_suppression", {"coord_start": 3}))
+    with pytest.raises(RelationError, match="indices must be an integer tensor"):
+        nms(args[:2] + [TensorType((2, 7), f)] + args[3:], no_idx)
+    with pytest.raises(AttrError):
+        make_attrs("vision.non_max_suppression", {"id_index": -2})
+    with pytest.raises(OpRuntimeError, match=r"valid_count\[0\] = 9 is outside \[0, 5\]"):
+        run_op("vision.non_max_suppression",
+               _nms_args(_TVM_BOXES, [9], np.zeros((1, 5)), -1, 0.5))
+
+
+DIFF_TESTED |= {"vision.get_valid_counts", "vision.non_max_suppression"}

@@ -438,12 +438,13 @@ class _Checker:
                         else "T-Op" if isinstance(constraint.expr, Op) else "T-App-Op")
                 self.error(constraint.expr, constraint.describe(), rule)
             reported.update(holes)
+        walked: dict[int, Type] = {}  # type objects whose holes are all in ``reported``
         for expr, ty in self.types.pairs():
             if type(ty) is TensorType:
                 continue  # resolved tensor types hold no holes
             if len(self.diagnostics) >= 20:
                 return
-            holes = [h.uid for h in self.unifier.holes(ty) if h.uid not in reported]
+            holes = [h.uid for h in self.unifier.holes(ty, walked) if h.uid not in reported]
             if holes:
                 reported.update(holes)
                 what = f"%{expr.name_hint}" if isinstance(expr, Var) else "this expression"

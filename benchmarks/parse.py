@@ -15,7 +15,7 @@ import platform
 import time
 
 import relay_ref as rr
-from relay_ref.syntax.parser import parse
+from relay_ref import parse  # the prelude on, as users parse
 from relay_ref.syntax.printer import astext
 
 

@@ -71,12 +71,26 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
     _require("parse", "source_name", source_name, str, "a str")
     _require("parse", "base_module", base_module, (IRModule, type(None)), "an IRModule or None")
 
-    return _parse(text, source_name, prelude=prelude, base_module=base_module,
+    return _parse(text, source_name, fallback=_fallback(prelude), base_module=base_module,
                   metadata=metadata)
 
 
-def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):
-    """Parse one expression (no type checking)."""
+def _fallback(prelude: bool) -> Any:
+    """The parser's fallback module: the prelude's when ``prelude`` is on (the parser itself
+    does not know the prelude, DESIGN.md section 2)."""
+    if not prelude:
+        return None
+    from relay_ref.prelude import prelude_fallback
+
+    return prelude_fallback()
+
+
+def parse_expr(text: str, source_name: str = "<string>", *, prelude: bool = True,
+               **kwargs: Any):
+    """Parse one expression (no type checking). ``module=`` supplies globals, types and
+    constructors, then the prelude unless ``prelude=False``; ``scope=`` pre-binds local
+    names (``"x"`` -> the ``Var`` that ``%x`` denotes); other keywords go to
+    ``relay_ref.syntax.parser.parse_expr``."""
     from relay_ref.syntax.parser import parse_expr as _parse_expr
 
     _require("parse_expr", "text", text, str, "a str")
@@ -84,18 +98,24 @@ def parse_expr(text: str, source_name: str = "<string>", **kwargs: Any):
     _require("parse_expr", "module", kwargs.get("module"), (IRModule, type(None)),
              "an IRModule or None")
 
-    return _parse_expr(text, source_name, **kwargs)
+    return _parse_expr(text, source_name, fallback=_fallback(prelude), **kwargs)
 
 
-def astext(node: Any, **kwargs: Any) -> str:
-    """Canonical Relay text of a module, expression or type."""
+def astext(node: Any, *, show_types: bool = False, omit_prelude: bool = False) -> str:
+    """Canonical Relay text of a module, expression or type. ``show_types`` annotates calls
+    and constants with their checked types; ``omit_prelude`` leaves out the definitions a
+    module took from the prelude (re-parsing with the prelude restores them)."""
     from relay_ref.ir.expr import Expr
     from relay_ref.ir.types import Type
     from relay_ref.syntax.printer import astext as _astext
 
     _require("astext", "node", node, (IRModule, Expr, Type), "an IRModule, an Expr or a Type")
+    omit = None
+    if omit_prelude:
+        from relay_ref.prelude import load_prelude
 
-    return _astext(node, **kwargs)
+        omit = load_prelude()
+    return _astext(node, show_types=show_types, omit=omit)
 
 
 def alpha_equal(a: Any, b: Any) -> bool:

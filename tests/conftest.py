@@ -93,10 +93,11 @@ class GoldenItem(pytest.Item):
         if needs_types:
             mod = rr.infer_types(mod)
         for want in types:
+            from relay_ref.prelude import prelude_fallback
             from relay_ref.syntax.parser import parse_type
 
             got = mod.global_types["main"]
-            assert rr.alpha_equal(got, parse_type(want)), (
+            assert rr.alpha_equal(got, parse_type(want, fallback=prelude_fallback())), (
                 f"@main has type {rr.astext(got)}, expected {want}")
         for want in values:
             from relay_ref.interpreter.values import value_to_text

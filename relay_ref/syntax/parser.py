@@ -39,6 +39,7 @@ from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
 from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Anchor, attach
+from relay_ref.syntax.fallback import Fallback
 from relay_ref.syntax.metadata import MetadataError, load_metadata, meta_object
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
@@ -70,7 +71,7 @@ _INT_RANGE = {
 class Program:
     """One cell of definitions and statements (``parse_program``).
 
-    ``module`` holds ``base_module``'s definitions plus the new ones (and any prelude
+    ``module`` holds ``base_module``'s definitions plus the new ones (and any ``fallback``
     definitions they use); ``bindings`` are the top-level ``let %x = e;`` statements (and
     anonymous ``e;`` statements, bound to a variable named ``_``) in order; ``expr`` is the
     trailing expression, or ``None``. ``expr`` and later binding values may refer to the
@@ -126,22 +127,23 @@ def _source(text: str, source_name: str) -> Source:
     return Source(source_name, text[1:] if text.startswith("\ufeff") else text)
 
 
-def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
+def parse(text: str, source_name: str = "<string>", *, fallback: Fallback | None = None,
           base_module: IRModule | None = None,
           metadata: Mapping[str, Sequence[object]] | None = None) -> IRModule:
     """Parse a module. The version header is optional (when present it must be "0.0.5").
 
     Names already defined in ``base_module`` are visible, and the result holds its
-    definitions plus the new ones (a redefinition replaces). With ``prelude=True`` globals,
-    types and constructors used but not defined come from the prelude (with the transitive
-    closure of what they use). Raises ``ParseError``; never type-checks."""
+    definitions plus the new ones (a redefinition replaces). Globals, types and constructors
+    used but defined in neither come from ``fallback`` (``relay_ref.prelude`` supplies the
+    prelude's), together with the transitive closure of what they use (``Fallback.closure``).
+    Raises ``ParseError``; never type-checks."""
     source = _source(text, source_name)
     trivia = _Trivia()
     with no_gc():
         tree, meta = _parse_tree(source, "start_module", trivia)
         meta = with_metadata(meta, metadata)  # S-MetaTable: `metadata` (a mapping from
         # type key to objects, see with_metadata) extends the #[metadata] section
-        r = _Resolver(source, meta, prelude=prelude, base_module=base_module)
+        r = _Resolver(source, meta, fallback=fallback, base_module=base_module)
         if trivia.spans:  # P-Comments: anchors for attaching comments
             r.anchors = []
             r.clean = trivia.clean
@@ -160,7 +162,7 @@ def parse(text: str, source_name: str = "<string>", *, prelude: bool = True,
 
 def parse_program(text: str, source_name: str = "<string>", *,
                   base_module: IRModule | None = None, scope: dict[str, E.Var] | None = None,
-                  prelude: bool = True) -> Program:
+                  fallback: Fallback | None = None) -> Program:
     """Parse definitions followed by statements and an optional expression (a notebook cell).
 
     Definitions come first, then top-level ``let``s / graph bindings / ``e;`` statements,
@@ -168,7 +170,7 @@ def parse_program(text: str, source_name: str = "<string>", *,
     source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_program")
-        r = _Resolver(source, meta, prelude=prelude, base_module=base_module, scope=scope)
+        r = _Resolver(source, meta, fallback=fallback, base_module=base_module, scope=scope)
         kids = [c for c in tree.children if not (isinstance(c, Tree) and c.data == "header")]
         defs = [c for c in kids if isinstance(c, Tree) and c.data in _DEF_RULES]
         rest = [c for c in kids if not (isinstance(c, Tree) and c.data in _DEF_RULES)]
@@ -182,16 +184,17 @@ def parse_program(text: str, source_name: str = "<string>", *,
 def parse_expr(text: str, source_name: str = "<string>", *,
                metadata: Mapping[str, Sequence[object]] | None = None,
                module: IRModule | None = None,
-               scope: dict[str, E.Var] | None = None, prelude: bool = True) -> E.Expr:
+               scope: dict[str, E.Var] | None = None, fallback: Fallback | None = None
+               ) -> E.Expr:
     """Parse one expression (a sequence of bindings and a result).
 
-    ``module`` supplies globals, types and constructors; ``scope`` pre-binds local names
-    (``"x"`` -> the ``Var`` that ``%x`` denotes)."""
+    ``module`` supplies globals, types and constructors (then ``fallback``); ``scope``
+    pre-binds local names (``"x"`` -> the ``Var`` that ``%x`` denotes)."""
     source = _source(text, source_name)
     with no_gc():
         tree, meta = _parse_tree(source, "start_expr")
         meta = with_metadata(meta, metadata)  # S-MetaTable
-        r = _Resolver(source, meta, prelude=prelude, base_module=module, scope=scope)
+        r = _Resolver(source, meta, fallback=fallback, base_module=module, scope=scope)
         r.free_globals = True  # S-FreeGlobal: TVM's parse_expr keeps an unknown @f
         seq = tree.children[-1]
         expr = run(r.expr(seq))
@@ -199,12 +202,13 @@ def parse_expr(text: str, source_name: str = "<string>", *,
         return expr
 
 
-def parse_type(text: str, source_name: str = "<string>", *,
-               module: IRModule | None = None) -> T.Type:
-    """Parse a type. Free type-variable names become fresh ``TypeVar``s (one per name)."""
+def parse_type(text: str, source_name: str = "<string>", *, module: IRModule | None = None,
+               fallback: Fallback | None = None) -> T.Type:
+    """Parse a type. Free type-variable names become fresh ``TypeVar``s (one per name); type
+    names come from ``module``, then ``fallback``."""
     source = _source(text, source_name)
     tree, meta = _parse_tree(source, "start_type")
-    r = _Resolver(source, meta, prelude=True, base_module=module)
+    r = _Resolver(source, meta, fallback=fallback, base_module=module)
     r.free_type_vars = {}
     return run(r.type(tree.children[0]))
 
@@ -582,13 +586,12 @@ class _Resolver:
     pre-bound names; ``graph`` is one flat table of ``%N`` bindings per definition (S-Graph);
     ``type_scopes`` a stack of type-parameter dicts."""
 
-    def __init__(self, source: Source, meta: dict[str, list], *, prelude: bool,
+    def __init__(self, source: Source, meta: dict[str, list], *, fallback: Fallback | None,
                  base_module: IRModule | None, scope: dict[str, E.Var] | None = None) -> None:
         self.source = source
         self.meta = meta
         self.base = base_module
-        self.use_prelude = prelude
-        self.prelude: IRModule | None = None
+        self.fallback = fallback
         self.scopes: list[dict[str, E.Var]] = []
         self.outer: dict[str, E.Var] = dict(scope or {})
         self.free: dict[str, E.Var] = {}
@@ -599,8 +602,8 @@ class _Resolver:
         self.local_types: dict[str, T.GlobalTypeVar] = {}
         self.local_ctors: dict[str, E.Constructor] = {}
         self.local_globals: set[str] = set()
-        # Names taken from the prelude, and global references to check at the end.
-        self.prelude_names: set[str] = set()  # "@f" for globals, "T" for types
+        # Names taken from the fallback, and global references to check at the end.
+        self.fallback_names: set[str] = set()  # "@f" for globals, "T" for types
         self.global_uses: dict[str, Span] = {}
         self.free_globals = False  # S-FreeGlobal: unknown @f stay free (parse_expr)
         self._first: dict[int, Token | None] = {}
@@ -700,25 +703,16 @@ class _Resolver:
         span = node if isinstance(node, Span) else self.span(node)
         return ParseError(Diagnostic(ERROR, message, span, tuple(notes)))
 
-    def _prelude(self) -> IRModule | None:
-        if not self.use_prelude:
-            return None
-        if self.prelude is None:
-            from relay_ref.prelude import load_prelude
-
-            self.prelude = load_prelude()
-        return self.prelude
-
-    # -- name lookup: this text, then base_module, then the prelude ---------------------------
+    # -- name lookup: this text, then base_module, then the fallback --------------------------
     def lookup_type(self, name: str) -> T.GlobalTypeVar | None:
         if name in self.local_types:
             return self.local_types[name]
         if self.base is not None and name in self.base.type_definitions:
             return self.base.type_definitions[name].header
-        prelude = self._prelude()
-        if prelude is not None and name in prelude.type_definitions:
-            self.prelude_names.add(name)
-            return prelude.type_definitions[name].header
+        fallback = self.fallback
+        if fallback is not None and name in fallback.module.type_definitions:
+            self.fallback_names.add(name)
+            return fallback.module.type_definitions[name].header
         return None
 
     def lookup_ctor(self, name: str) -> E.Constructor | None:
@@ -728,11 +722,10 @@ class _Resolver:
             ctor = self.base.constructors.get(name)
             if ctor is not None and ctor.belong_to.name not in self.local_types:
                 return ctor
-        prelude = self._prelude()
-        if prelude is not None:
-            ctor = _prelude_ctors(prelude).get(name)
+        if self.fallback is not None:
+            ctor = self.fallback.constructors.get(name)
             if ctor is not None and ctor.belong_to.name not in self.local_types:
-                self.prelude_names.add(ctor.belong_to.name)
+                self.fallback_names.add(ctor.belong_to.name)
                 return ctor
         return None
 
@@ -742,13 +735,13 @@ class _Resolver:
         return E.GlobalVar(name, self.span(tok))
 
     def check_globals(self) -> None:
-        """Every ``@f`` used is defined here, in ``base_module`` or in the prelude."""
-        prelude = self._prelude()
+        """Every ``@f`` used is defined here, in ``base_module`` or in the fallback."""
+        fallback = self.fallback
         for name, span in self.global_uses.items():
             if name in self.local_globals or (self.base is not None and name in self.base):
                 continue
-            if prelude is not None and name in prelude.functions:
-                self.prelude_names.add("@" + name)
+            if fallback is not None and name in fallback.module.functions:
+                self.fallback_names.add("@" + name)
                 continue
             if not self.free_globals:
                 raise self.error(f"undefined global function @{name}", span)
@@ -816,7 +809,7 @@ class _Resolver:
                 expr = run(self.expr(tail))
             self.scopes.pop()
         self.check_globals()
-        # Assemble: base definitions, then the prelude closure, then the new ones.
+        # Assemble: base definitions, then the fallback's closure, then the new ones.
         out_types: dict[str, TypeData] = {}
         out_funcs: dict[str, E.Function] = {}
         metadata: dict[str, list] = {}
@@ -824,9 +817,8 @@ class _Resolver:
             out_types.update(self.base.type_definitions)
             out_funcs.update(self.base.functions)
             metadata.update(self.base.metadata)
-        prelude = self._prelude()
-        if prelude is not None and self.prelude_names:
-            p_types, p_funcs = _prelude_closure(prelude, frozenset(self.prelude_names))
+        if self.fallback is not None and self.fallback_names:
+            p_types, p_funcs = self.fallback.closure(frozenset(self.fallback_names))
             for td in p_types:
                 if td.name not in self.local_types and td.name not in out_types:
                     out_types[td.name] = td
@@ -1487,111 +1479,3 @@ def _check_header(source: Source, tree: Tree) -> None:
             if str(value)[1:-1] != VERSION:
                 vspan = Span(source, value.line, value.column, value.end_line, value.end_column)
                 raise ParseError(f"version must be \"{VERSION}\", found {value}", vspan)
-
-
-# ---- prelude support -------------------------------------------------------------------------
-
-_CTOR_CACHE: dict[int, dict[str, E.Constructor]] = {}
-
-
-def _prelude_ctors(prelude: IRModule) -> dict[str, E.Constructor]:
-    key = id(prelude)
-    table = _CTOR_CACHE.get(key)
-    if table is None:
-        table = _CTOR_CACHE[key] = prelude.constructors
-    return table
-
-
-_CLOSURE_DEPS: dict[int, dict[str, set[str]]] = {}
-
-
-def _prelude_deps(prelude: IRModule) -> dict[str, set[str]]:
-    """For each prelude definition ("@f" or "T"), the prelude names it uses directly."""
-    key = id(prelude)
-    deps = _CLOSURE_DEPS.get(key)
-    if deps is not None:
-        return deps
-    from relay_ref.ir.visitor import post_order
-
-    deps = {}
-    for name, td in prelude.type_definitions.items():
-        used: set[str] = set()
-        for ctor in td.constructors:
-            for ty in ctor.inputs:
-                used |= _type_names(ty)
-        deps[name] = used
-    for name, fn in prelude.functions.items():
-        used = set()
-        for node in post_order(fn):
-            match node:
-                case E.GlobalVar(gname):
-                    used.add("@" + gname)
-                case E.Constructor():
-                    used.add(node.belong_to.name)
-                case E.Var(_, ann) if ann is not None:
-                    used |= _type_names(ann)
-                case E.Function(_, _, ret, _, _) if ret is not None:
-                    used |= _type_names(ret)
-                case E.Call(_, _, _, targs):
-                    for ty in targs:
-                        used |= _type_names(ty)
-                case E.Match(_, clauses):
-                    for clause in clauses:
-                        used |= _pattern_names(clause.lhs)
-        deps["@" + name] = used
-    _CLOSURE_DEPS[key] = deps
-    return deps
-
-
-def _type_names(ty: T.Type) -> set[str]:
-    out: set[str] = set()
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        match t:
-            case T.TypeCall(func, args):
-                out.add(func.name)
-                stack.extend(args)
-            case T.GlobalTypeVar(name):
-                out.add(name)
-            case T.TupleType(fields):
-                stack.extend(fields)
-            case T.FuncType(args, ret):
-                stack.extend(args)
-                stack.append(ret)
-            case T.RefType(value):
-                stack.append(value)
-    return out
-
-
-def _pattern_names(p: E.Pattern) -> set[str]:
-    out: set[str] = set()
-    stack = [p]
-    while stack:
-        q = stack.pop()
-        match q:
-            case E.PatternConstructor(ctor, pats):
-                out.add(ctor.belong_to.name)
-                stack.extend(pats)
-            case E.PatternTuple(pats):
-                stack.extend(pats)
-            case E.PatternVar(var) if var.type_annotation is not None:
-                out |= _type_names(var.type_annotation)
-    return out
-
-
-def _prelude_closure(prelude: IRModule, roots: frozenset[str]
-                     ) -> tuple[list[TypeData], list[tuple[str, E.Function]]]:
-    """The prelude definitions reachable from ``roots``, in prelude order."""
-    deps = _prelude_deps(prelude)
-    seen: set[str] = set()
-    work = [r for r in roots if r in deps]
-    while work:
-        name = work.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        work.extend(d for d in deps.get(name, ()) if d in deps and d not in seen)
-    types = [td for n, td in prelude.type_definitions.items() if n in seen]
-    funcs = [(n, fn) for n, fn in prelude.functions.items() if "@" + n in seen]
-    return types, funcs

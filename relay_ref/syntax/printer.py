@@ -51,26 +51,29 @@ _LOCAL_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*")
 
 
 def astext(node: IRModule | E.Expr | T.Type, *, show_types: bool = False,
-           omit_prelude: bool = False) -> str:
+           omit: IRModule | None = None) -> str:
     """Canonical text of a module (starting with ``#[version = "0.0.5"]``), an expression
     or a type. ``show_types`` adds ``/* ty=... */`` after calls and constants whose types
-    ``module.checked_types`` records. ``omit_prelude`` leaves out the prelude definitions a
-    module picked up from the prelude (re-parsing with the prelude on restores them)."""
+    ``module.checked_types`` records. ``omit`` (a fallback module, the prelude for
+    ``rr.astext(..., omit_prelude=True)``) leaves out the definitions that are ``omit``'s own
+    objects, i.e. those the module picked up from it (re-parsing with that fallback restores
+    them); a definition of the same name that the module made itself is printed."""
     try:
-        return _astext(node, show_types, omit_prelude)
+        return _astext(node, show_types, omit)
     except RecursionError:
         # Types print recursively (type_to_text); a type nested thousands deep gets a big
         # stack (DESIGN.md 4, Depth). Expressions themselves print iteratively.
-        return run_deep(lambda: _astext(node, show_types, omit_prelude))
+        return run_deep(lambda: _astext(node, show_types, omit))
 
 
-def _astext(node: IRModule | E.Expr | T.Type, show_types: bool, omit_prelude: bool) -> str:
+def _astext(node: IRModule | E.Expr | T.Type, show_types: bool, omit: IRModule | None
+            ) -> str:
     if isinstance(node, T.Type):
         return type_to_text(node)
     printer = _Printer(show_types)
     with no_gc():
         if isinstance(node, IRModule):
-            return printer.module(node, omit_prelude)
+            return printer.module(node, omit)
         if isinstance(node, E.Expr):
             return printer.top_expr(node)
     raise TypeError(f"astext expects an IRModule, an Expr or a Type, not {type(node).__name__}")
@@ -323,17 +326,12 @@ class _Printer:
         return "[" + ", ".join(out) + "]"
 
     # -- entry points ----------------------------------------------------------------------
-    def module(self, mod: IRModule, omit_prelude: bool) -> str:
+    def module(self, mod: IRModule, omit: IRModule | None) -> str:
         if self.show_types:
             self.checked = mod.checked_types
         if isinstance(mod.comments, CommentTable):
             self.cm = mod.comments.attached
             self.by_def = mod.comments.by_def
-        prelude = None
-        if omit_prelude:
-            from relay_ref.prelude import load_prelude
-
-            prelude = load_prelude()
         out: list[Any] = []
         header = self.take(("header",)) if self.cm else None
         if header is None:
@@ -345,11 +343,11 @@ class _Printer:
             out += line
             out.append("\n")
         for name, td in mod.type_definitions.items():
-            if prelude is not None and prelude.type_definitions.get(name) is td:
+            if omit is not None and omit.type_definitions.get(name) is td:
                 continue
             out.append(self.type_def(td))
         for name, fn in mod.functions.items():
-            if prelude is not None and prelude.functions.get(name) is fn:
+            if omit is not None and omit.functions.get(name) is fn:
                 continue
             self._reset()
             self._count(fn)

@@ -6,10 +6,17 @@ import numpy as np
 from hypothesis import given
 
 import relay_ref as rr
+from relay_ref import parse_expr
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
-from relay_ref.syntax.parser import parse_expr, parse_type
+from relay_ref.prelude import prelude_fallback
+from relay_ref.syntax import parser
 from relay_ref.testing import strategies
+
+
+def parse_type(text: str, **kwargs) -> T.Type:
+    """A type as the public API resolves it: prelude names (``List``) included."""
+    return parser.parse_type(text, fallback=prelude_fallback(), **kwargs)
 
 
 def test_bound_names_do_not_matter() -> None:

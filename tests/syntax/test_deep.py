@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import relay_ref as rr
+from relay_ref import parse, parse_expr
 from relay_ref.ir import expr as E
-from relay_ref.syntax.parser import parse, parse_expr
 from relay_ref.syntax.printer import astext
 
 

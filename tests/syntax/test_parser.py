@@ -6,9 +6,22 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref import parse, parse_expr
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
-from relay_ref.syntax.parser import Program, parse, parse_expr, parse_program, parse_type
+from relay_ref.prelude import prelude_fallback
+from relay_ref.syntax import parser
+from relay_ref.syntax.parser import Program
+
+
+def parse_type(text: str, **kwargs) -> T.Type:
+    """A type as the public API resolves it: prelude names (``List``) included."""
+    return parser.parse_type(text, fallback=prelude_fallback(), **kwargs)
+
+
+def parse_program(text: str, **kwargs) -> Program:
+    """A cell parsed with the prelude on, as the Jupyter kernel does (``relay_ref.repl``)."""
+    return parser.parse_program(text, fallback=prelude_fallback(), **kwargs)
 
 
 def lit(text: str) -> np.ndarray:

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref import parse, parse_expr
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
-from relay_ref.syntax.parser import parse, parse_expr
 from relay_ref.syntax.printer import astext, scalar_text
 
 
@@ -90,8 +90,14 @@ def test_show_types_uses_checked_types() -> None:
 def test_omit_prelude() -> None:
     mod = parse("def @main() { @length(Cons(1, Nil)) }")
     assert "def @length" in astext(mod)
-    short = astext(mod, omit_prelude=True)
+    short = rr.astext(mod, omit_prelude=True)
     assert "def @length" not in short and "type List" not in short
+    # The printer does not know the prelude: the public flag hands it the module to omit.
+    from relay_ref.prelude import load_prelude
+
+    assert astext(mod, omit=load_prelude()) == short
+    own = parse("def @length(%x: int32) { %x } def @main() { @length(1) }")
+    assert "def @length" in astext(own, omit=load_prelude())  # same name, not the object
     assert rr.alpha_equal(parse(short), mod)
 
 

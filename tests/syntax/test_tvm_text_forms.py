@@ -14,11 +14,18 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref import parse_expr
 from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
+from relay_ref.prelude import prelude_fallback
+from relay_ref.syntax import parser
 from relay_ref.syntax.metadata import dump_metadata, meta_object
-from relay_ref.syntax.parser import parse_expr, parse_type
 from relay_ref.typecheck.infer import infer_expr
+
+
+def parse_type(text: str, **kwargs) -> T.Type:
+    """A type as the public API resolves it: prelude names (``List``) included."""
+    return parser.parse_type(text, fallback=prelude_fallback(), **kwargs)
 
 
 def _round_trip(mod: rr.IRModule) -> str:

@@ -23,6 +23,7 @@ def test_full_prelude_type_checks() -> None:
 
 
 def _parse_type(text: str):
+    from relay_ref.prelude import prelude_fallback
     from relay_ref.syntax.parser import parse_type
 
-    return parse_type(text)
+    return parse_type(text, fallback=prelude_fallback())

@@ -16,8 +16,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from relay_ref import __version__
-from relay_ref.diagnostics import RelayError
+from relay_ref import RelayError, __version__
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -84,7 +83,7 @@ def _each_file(paths: list[str], work) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     import relay_ref as rr
-    from relay_ref.ir.type_text import type_to_text
+    from relay_ref.repl import type_text
 
     def check(path: str) -> int:
         source = _read(path)
@@ -96,7 +95,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             return EXIT_USER
         if args.types:
             for name in mod.functions:
-                print(f"@{name} : {type_to_text(mod.global_types.get(name))}")
+                print(f"@{name} : {type_text(mod.global_types.get(name))}")
         elif not args.quiet:
             print(f"{path}: ok", file=sys.stderr)
         return EXIT_OK
@@ -133,7 +132,7 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from relay_ref.interpreter.run import run_file
+    from relay_ref.cli_run import run_file
 
     return run_file(args)
 

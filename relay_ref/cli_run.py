@@ -3,9 +3,12 @@
 Arguments are Relay expressions evaluated in the module's context (``3``, ``2.5f``,
 ``'(1, True)'``, ``'Cons(1, Cons(2, Nil))'``) or ``.npy`` files. A scalar literal written
 without a suffix takes the parameter's dtype when it fits exactly (``3`` for an ``int64``
-parameter). Exit codes follow ``relay_ref.cli``: 0 ok, 1 an error in the program or its
-arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor for
-``--output``).
+parameter). Exit codes and colours are ``relay_ref.cli``'s: 0 ok, 1 an error in the program
+or its arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor
+for ``--output``).
+
+Part of the CLI layer: it uses only the public API and ``relay_ref.repl`` (DESIGN.md
+section 2; tests/test_layering.py checks it).
 
 Malformed input is never an internal error:
 
@@ -33,19 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.lib.format as npy_format
 
-from relay_ref.diagnostics import RelayError, RelayTypeError
-from relay_ref.ir.expr import Expr
-from relay_ref.ir.module import IRModule
-from relay_ref.ir.span import Span
-from relay_ref.ir.types import TensorType, Type
-
-EXIT_OK, EXIT_USER, EXIT_USAGE = 0, 1, 2
-
-
-def _colour(stream: Any) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
+import relay_ref as rr
+from relay_ref import repl
+from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour
 
 
 def _usage(message: str) -> int:
@@ -55,10 +48,6 @@ def _usage(message: str) -> int:
 
 def run_file(args: argparse.Namespace) -> int:
     """Run ``args.file`` as ``relay run`` does; return the exit code."""
-    import relay_ref as rr
-    from relay_ref.interpreter.trace import format_trace
-    from relay_ref.interpreter.values import value_to_text
-
     try:
         text = Path(args.file).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -86,15 +75,15 @@ def run_file(args: argparse.Namespace) -> int:
             values.append(value)
         result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace,
                              max_depth=getattr(args, "max_depth", None))
-    except RelayError as err:
+    except rr.RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     if args.trace:
         result, events = result
-        print(format_trace(events))
+        print(repl.format_trace(events))
     if args.output:
         if not isinstance(result, np.ndarray):
-            print(value_to_text(result))
+            print(repl.value_text(result))
             return _usage(f"--output: the result is not a tensor, cannot save it to "
                           f"{args.output}")
         try:
@@ -105,86 +94,22 @@ def run_file(args: argparse.Namespace) -> int:
         print(f"saved {result.dtype.name} tensor of shape {tuple(result.shape)} to "
               f"{args.output}", file=sys.stderr)
         return EXIT_OK
-    print(value_to_text(result))
+    print(repl.value_text(result))
     return EXIT_OK
 
 
-def _argument(arg: str, index: int, mod: IRModule, ty: Type | None, name: str = "arg") -> Any:
-    """The value of command-line argument ``arg`` (an exit code int on usage errors)."""
-    import relay_ref as rr
-
+def _argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,
+              name: str = "arg") -> Any:
+    """The value of command-line argument ``arg`` (an exit code int on usage errors): a
+    ``.npy`` file, else a Relay literal checked against the parameter's type
+    (``repl.argument_value``)."""
     if arg.endswith(".npy"):
         try:
             return load_npy(arg)
         except NpyError as err:
             return _usage(f"{arg}: cannot load argument {index + 1}: {err}")
-    expr = rr.parse_expr(arg, f"<argument {index + 1}>", module=mod)
-    ctx = _with_prelude_types(mod)  # `Cons(1, Nil)` may name ADTs the program does not use
-    # _typed_literal has just checked it in this context: evaluate need not check again.
-    value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx, typecheck="done")
-    return _adapt_literal(arg, value, ty, expr.span, f"argument {index + 1} (%{name})")
-
-
-def _with_prelude_types(mod: IRModule) -> IRModule:
-    """``mod`` plus the prelude's ADTs it does not define (its own ``List`` wins), keeping
-    its recorded types: the context in which an argument's constructors are checked."""
-    from dataclasses import replace
-
-    from relay_ref.prelude import load_prelude
-
-    types = {**load_prelude().type_definitions, **mod.type_definitions}
-    return replace(mod, type_definitions=types)
-
-
-def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Expr:
-    """``expr`` type-checked before it is evaluated (the interpreter assumes well-typed code).
-
-    Checked first as ``let %x: ty = expr; %x`` (``%x`` the parameter), so that ``Nil`` or
-    ``fn (%a) { %a }`` take the parameter's type (that let is what is then evaluated);
-    failing that, on its own (``3`` for an ``int64`` parameter is an ``int32`` literal,
-    adapted afterwards). Raises ``RelayTypeError`` when both fail: the error of ``expr``
-    alone, unless that is only "cannot infer the type", then the mismatch with ``ty``."""
-    from relay_ref.ir.expr import Let, Var
-    from relay_ref.typecheck.infer import infer_expr
-
-    in_context: RelayTypeError | None = None
-    if ty is not None:
-        var = Var(name, ty, expr.span)
-        wrapped = Let(var, expr, var, expr.span)
-        try:
-            infer_expr(wrapped, mod)
-            return wrapped
-        except RelayTypeError as err:
-            in_context = err
-    try:
-        infer_expr(expr, mod)
-    except RelayTypeError as err:
-        if in_context is not None and err.message.startswith("cannot infer the type"):
-            raise in_context from None
-        raise
-    return expr
-
-
-def _adapt_literal(text: str, value: Any, ty: Type | None, span: Span | None = None,
-                   what: str = "the argument") -> Any:
-    """An unsuffixed integer literal (``3``, ``-7``, ``1099511627776``) is a number written
-    without a dtype: it converts to the parameter's annotated tensor type by the one
-    argument rule of every entry point (spec/semantics.md 4.1,
-    ``relay_ref.interpreter.args.convert_argument``) -- as the Python int would in
-    ``rr.evaluate`` -- so ``3`` is an ``int64`` or a ``float32`` where the parameter says so,
-    and ``1099511627776`` for an ``int32`` parameter is a ``RelayRuntimeError`` at ``span``
-    (the argument's text). Suffixed literals and other values keep their dtype, which
-    ``rr.evaluate`` then requires to be the parameter's."""
-    from relay_ref.diagnostics import RelayRuntimeError
-    from relay_ref.interpreter.args import ArgumentError, convert_argument
-
-    if (type(ty) is TensorType and isinstance(value, np.ndarray) and value.ndim == 0
-            and value.dtype.kind in "iu" and not any(c.isalpha() for c in text)):
-        try:
-            return convert_argument(value.item(), ty)
-        except ArgumentError as err:
-            raise RelayRuntimeError(f"{what}: {err.message}", span) from None
-    return value
+    return repl.argument_value(arg, f"<argument {index + 1}>", mod, ty, name,
+                               f"argument {index + 1} (%{name})")
 
 
 class NpyError(Exception):

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relay_ref as rr
-from relay_ref.interpreter.run import NpyError, _argument, load_npy
+from relay_ref.cli_run import NpyError, _argument, load_npy
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = """def @main(%x: Tensor[(2, 2), float32]) -> Tensor[(2, 2), float32] {

@@ -1,0 +1,227 @@
+"""What a read-eval-print loop needs beyond the public API (DESIGN.md section 2).
+
+The Jupyter kernel (``kernel/relay_kernel``) and ``relay run`` (``relay_ref/cli_run.py``)
+sit on top of the package and import only ``relay_ref`` and this module; this module sits
+beside the public API and may use any layer below. It exposes:
+
+* cells: ``parse_program`` (definitions, ``let`` statements and an expression, parsed
+  against a session module and scope, the prelude on demand), ``check_expr`` (the type of
+  an expression with typed free variables), ``evaluate_checked`` (run what was checked);
+* arguments: ``argument_value`` (a Relay literal for a parameter of a given type);
+* rendering: ``type_text``, ``value_text``, ``format_trace``;
+* completion and help: ``op_names``, ``op_info``, ``prelude_text``;
+* running: ``run_deep`` (deep recursion on a big stack), ``warm_up``;
+* the IR and diagnostic classes a REPL inspects or builds (re-exported below).
+
+Invariants: every function raises only ``RelayError`` subclasses for mistakes in the Relay
+text it is given (as the public API does); nothing here keeps state between calls except the
+caches of the layers below (the prelude, the op registry).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay_ref.deepstack import run_deep
+from relay_ref.diagnostics import (
+    Diagnostic,
+    Note,
+    ParseError,
+    RelayError,
+    RelayRuntimeError,
+    RelayTypeError,
+)
+from relay_ref.ir.expr import Expr, GlobalVar, Let, Op, Var
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.span import Span
+from relay_ref.ir.types import FuncType, GlobalTypeVar, TensorType, TupleType, Type
+
+__all__ = [
+    "Diagnostic", "Expr", "FuncType", "GlobalTypeVar", "GlobalVar", "IRModule", "Let", "Note",
+    "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
+    "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
+    "evaluate_checked", "format_trace", "op_info", "op_names", "parse_program",
+    "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
+]
+
+
+# ---- cells ------------------------------------------------------------------------------------
+
+def parse_program(text: str, source_name: str = "<string>", *,
+                  module: IRModule | None = None, scope: dict[str, Var] | None = None,
+                  prelude: bool = True) -> Any:
+    """Parse a cell: definitions, then ``let`` / ``e;`` statements, then an optional
+    expression (spec/syntax.md, S-Program). Returns the parser's ``Program``
+    (``module``: ``module``'s definitions plus the cell's and the prelude definitions they
+    use; ``bindings``; ``expr``). ``scope`` pre-binds ``%`` names. Raises ``ParseError``."""
+    from relay_ref.prelude import prelude_fallback
+    from relay_ref.syntax.parser import parse_program as _parse_program
+
+    return _parse_program(text, source_name, base_module=module, scope=scope,
+                          fallback=prelude_fallback() if prelude else None)
+
+
+def check_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None = None
+               ) -> Type:
+    """The type of ``expr`` in ``module`` (checked), its free variables typed by
+    ``var_types``. Raises ``RelayTypeError``."""
+    from relay_ref.typecheck.infer import infer_expr
+
+    ty, _types = infer_expr(expr, module, var_types=dict(var_types or {}))
+    return ty
+
+
+def evaluate_checked(expr: Expr, module: IRModule, env: dict[Var, Any] | None = None, *,
+                     trace: bool = False) -> Any:
+    """Evaluate ``expr`` -- which the caller has type-checked (``check_expr``) with the
+    types of ``env``'s values -- in ``module`` with free variables bound by ``env``; no
+    second check. With ``trace`` returns ``(value, events)`` (see ``format_trace``)."""
+    from relay_ref.interpreter.eval import evaluate
+
+    if trace:
+        return evaluate(expr, module=module, env=dict(env or {}), trace=True,
+                        typecheck="done")
+    return evaluate(expr, module=module, env=dict(env or {}), typecheck="done")
+
+
+# ---- arguments --------------------------------------------------------------------------------
+
+def argument_value(text: str, source_name: str, module: IRModule, ty: Type | None,
+                   name: str = "arg", what: str = "the argument") -> Any:
+    """The value of Relay literal ``text`` (``3``, ``'(1, True)'``, ``Cons(1, Nil)``) as an
+    argument for a parameter ``%name: ty`` of ``module`` (``relay run FILE ARG...``).
+
+    Parsed in ``module``'s context with the prelude; type-checked before it is evaluated
+    (the interpreter assumes well-typed code), in ``module`` plus the prelude's ADTs it does
+    not define (its own ``List`` wins). An unsuffixed integer literal converts to ``ty`` by
+    the one argument rule (spec/semantics.md 4.1). Raises ``ParseError``,
+    ``RelayTypeError`` or ``RelayRuntimeError``, located in ``source_name``; ``what``
+    names the argument in a conversion error."""
+    import relay_ref as rr
+
+    expr = rr.parse_expr(text, source_name, module=module)
+    ctx = _with_prelude_types(module)  # `Cons(1, Nil)` may name ADTs the program does not use
+    # _typed_literal has just checked it in this context: evaluate need not check again.
+    value = rr.evaluate(_typed_literal(expr, ctx, ty, name), module=ctx, typecheck="done")
+    return _adapt_literal(text, value, ty, expr.span, what)
+
+
+def _with_prelude_types(mod: IRModule) -> IRModule:
+    """``mod`` plus the prelude's ADTs it does not define (its own ``List`` wins), keeping
+    its recorded types: the context in which an argument's constructors are checked."""
+    from dataclasses import replace
+
+    from relay_ref.prelude import load_prelude
+
+    types = {**load_prelude().type_definitions, **mod.type_definitions}
+    return replace(mod, type_definitions=types)
+
+
+def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Expr:
+    """``expr`` type-checked before it is evaluated (the interpreter assumes well-typed code).
+
+    Checked first as ``let %x: ty = expr; %x`` (``%x`` the parameter), so that ``Nil`` or
+    ``fn (%a) { %a }`` take the parameter's type (that let is what is then evaluated);
+    failing that, on its own (``3`` for an ``int64`` parameter is an ``int32`` literal,
+    adapted afterwards). Raises ``RelayTypeError`` when both fail: the error of ``expr``
+    alone, unless that is only "cannot infer the type", then the mismatch with ``ty``."""
+    from relay_ref.typecheck.infer import infer_expr
+
+    in_context: RelayTypeError | None = None
+    if ty is not None:
+        var = Var(name, ty, expr.span)
+        wrapped = Let(var, expr, var, expr.span)
+        try:
+            infer_expr(wrapped, mod)
+            return wrapped
+        except RelayTypeError as err:
+            in_context = err
+    try:
+        infer_expr(expr, mod)
+    except RelayTypeError as err:
+        if in_context is not None and err.message.startswith("cannot infer the type"):
+            raise in_context from None
+        raise
+    return expr
+
+
+def _adapt_literal(text: str, value: Any, ty: Type | None, span: Span | None = None,
+                   what: str = "the argument") -> Any:
+    """An unsuffixed integer literal (``3``, ``-7``, ``1099511627776``) is a number written
+    without a dtype: it converts to the parameter's annotated tensor type by the one
+    argument rule of every entry point (spec/semantics.md 4.1,
+    ``relay_ref.interpreter.args.convert_argument``) -- as the Python int would in
+    ``rr.evaluate`` -- so ``3`` is an ``int64`` or a ``float32`` where the parameter says so,
+    and ``1099511627776`` for an ``int32`` parameter is a ``RelayRuntimeError`` at ``span``
+    (the argument's text). Suffixed literals and other values keep their dtype, which
+    ``rr.evaluate`` then requires to be the parameter's."""
+    import numpy as np
+
+    from relay_ref.interpreter.args import ArgumentError, convert_argument
+
+    if (type(ty) is TensorType and isinstance(value, np.ndarray) and value.ndim == 0
+            and value.dtype.kind in "iu" and not any(c.isalpha() for c in text)):
+        try:
+            return convert_argument(value.item(), ty)
+        except ArgumentError as err:
+            raise RelayRuntimeError(f"{what}: {err.message}", span) from None
+    return value
+
+
+# ---- rendering --------------------------------------------------------------------------------
+
+def type_text(ty: Type | None) -> str:
+    """One-line Relay text of a type (``_`` for a missing one)."""
+    from relay_ref.ir.type_text import type_to_text
+
+    return type_to_text(ty)
+
+
+def value_text(value: Any) -> str:
+    """A value in Relay syntax (``[[1f, 2f], [3f, 4f]]``, ``Cons(1, Nil)``, ``ref(3)``,
+    ``<closure @f ...>``), as the interpreter writes it."""
+    from relay_ref.interpreter.values import value_to_text
+
+    return value_to_text(value)
+
+
+def format_trace(events: list[Any], limit: int | None = None) -> str:
+    """The evaluation trace ``evaluate_checked(..., trace=True)`` returned, one rule per
+    line (at most ``limit`` lines, then how many were left out)."""
+    from relay_ref.interpreter.trace import format_trace as _format_trace
+
+    return _format_trace(events, limit=limit)
+
+
+# ---- completion and help ----------------------------------------------------------------------
+
+def op_names() -> list[str]:
+    """Every registered operator name, sorted."""
+    from relay_ref.ops.registry import all_ops
+
+    return sorted(all_ops())
+
+
+def op_info(name: str) -> Any:
+    """The registry entry of operator ``name`` (``name``, ``arg_names``, ``num_inputs``,
+    ``attrs`` -- a dataclass whose fields are the attribute names and defaults --, ``doc``,
+    ``support_level``), or ``None`` when there is no such operator."""
+    from relay_ref.ops.registry import get_op, has_op
+
+    return get_op(name) if has_op(name) else None
+
+
+def prelude_text() -> str:
+    """The prelude's source text (``prelude.relay``), read without parsing it."""
+    from relay_ref.prelude import PRELUDE_PATH
+
+    return PRELUDE_PATH.read_text(encoding="utf-8")
+
+
+def warm_up() -> None:
+    """Import the parser, the checker, the interpreter and the op library now (a kernel
+    does this at start, so the first cell does not pay for it)."""
+    import relay_ref.interpreter.eval  # noqa: F401
+    import relay_ref.ops.registry  # noqa: F401
+    import relay_ref.syntax.parser  # noqa: F401
+    import relay_ref.typecheck.infer  # noqa: F401

@@ -203,7 +203,7 @@ def _fmt(ctx: Context, arg: str) -> None:
 
 
 def _cell_defs(mod: Any, source_name: str) -> Any:
-    from relay_ref.ir.module import IRModule
+    from relay_ref import IRModule
 
     def here(node: Any) -> bool:
         span = getattr(node, "span", None)
@@ -322,7 +322,7 @@ TRACE_LIMIT = 400
          "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...).",
          needs_arg=True)
 def _trace(ctx: Context, arg: str) -> None:
-    from relay_ref.interpreter.trace import format_trace
+    from relay_ref.repl import format_trace
 
     outcome = ctx.session.run(arg, ctx.source_name, trace=True)
     text = format_trace(outcome.trace or [], limit=TRACE_LIMIT)
@@ -376,8 +376,7 @@ def ast_text(node: Any, max_nodes: int = 2000, max_chars: int = 100_000) -> str:
     import numpy as np
 
     from relay_kernel.display import scalar_literal, type_text
-    from relay_ref.ir.expr import GlobalVar, Op, Var
-    from relay_ref.ir.types import TensorType, Type
+    from relay_ref.repl import GlobalVar, Op, TensorType, Type, Var
 
     lines: list[str] = []
     used = 0

@@ -65,7 +65,7 @@ def highlight_ansi(code: str) -> str:
 
 def type_text(ty: Any) -> str:
     """One-line Relay text of a type (``_`` for a missing one)."""
-    from relay_ref.ir.type_text import type_to_text
+    from relay_ref.repl import type_text as type_to_text
 
     return type_to_text(ty)
 
@@ -75,7 +75,7 @@ def pretty_type(ty: Any, width: int = 88, indent: str = "") -> str:
 
     Function types put one argument per line, tuple types one field per line; the result
     parses back to the same type (line breaks are whitespace)."""
-    from relay_ref.ir.types import FuncType, TupleType
+    from relay_ref.repl import FuncType, TupleType
 
     flat = type_text(ty)
     if len(indent) + len(flat) <= width:
@@ -106,7 +106,7 @@ def type_bundle(ty: Any, label: str | None = None) -> dict[str, str]:
 
 def tensor_type_text(arr: np.ndarray) -> str:
     """``Tensor[(2, 3), float32]`` (or ``float32`` for a 0-d tensor)."""
-    from relay_ref.ir.types import TensorType
+    from relay_ref.repl import TensorType
 
     return type_text(TensorType(tuple(int(d) for d in arr.shape), str(arr.dtype)))
 
@@ -133,7 +133,7 @@ def tensor_text(arr: np.ndarray) -> str:
 def scalar_literal(arr: np.ndarray) -> str:
     """A 0-d tensor as Relay prints the literal (``3``, ``2i64``, ``1.5f``, ``True``)."""
     try:
-        from relay_ref.interpreter.values import value_to_text
+        from relay_ref.repl import value_text as value_to_text
 
         return value_to_text(arr)
     except Exception:  # interpreter not available: our own rendering of the literal
@@ -220,7 +220,7 @@ def value_text(value: Any) -> str:
     """Relay text of any value (tensor, tuple, ADT value, closure, reference), as the
     interpreter's ``value_to_text`` writes it (``[[1f, 2f], [3f, 4f]]``, ``Cons(1, Nil)``)."""
     try:
-        from relay_ref.interpreter.values import value_to_text
+        from relay_ref.repl import value_text as value_to_text
 
         return value_to_text(value)
     except ImportError:  # no interpreter: NumPy's layout, or the repr
@@ -296,7 +296,7 @@ def error_content(err: BaseException) -> dict[str, Any]:
     A ``RelayError`` renders its diagnostics (ANSI colours, ``In[n]:L:C`` locations) with no
     Python frames; a ``KeyboardInterrupt`` is one line; anything else is a bug in relay_ref
     and keeps its Python traceback (below a line saying so)."""
-    from relay_ref.diagnostics import RelayError
+    from relay_ref.repl import RelayError
 
     if isinstance(err, RelayError):
         lines = _window_long_lines(err.render(colour=True).splitlines())

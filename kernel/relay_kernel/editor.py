@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relay_kernel.lexer import KEYWORDS
@@ -115,7 +114,7 @@ def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
         return {"status": "incomplete", "indent": "  " * len(stack)}
     if session is None:
         return {"status": "complete"}
-    from relay_ref.diagnostics import ParseError
+    from relay_ref.repl import ParseError
 
     try:
         session.parse(code, "<is_complete>")
@@ -139,9 +138,9 @@ def prelude_names() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     ``//`` lines just above its definition). Read from the prelude's text, so it works even
     when the prelude cannot be parsed."""
     try:
-        from relay_ref import prelude
+        from relay_ref.repl import prelude_text
 
-        text = (Path(prelude.__file__).parent / "prelude.relay").read_text()
+        text = prelude_text()
     except (ImportError, OSError, TypeError):
         return {}, {}, {}
     globals_: dict[str, str] = {}
@@ -173,18 +172,18 @@ def prelude_names() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
 def op_names() -> list[str]:
     """Every registered operator name (empty when the op library cannot load)."""
     try:
-        from relay_ref.ops.registry import all_ops
+        from relay_ref.repl import op_names as registered
 
-        return sorted(all_ops())
+        return registered()
     except Exception:
         return []
 
 
 def _op(name: str) -> Any:
     try:
-        from relay_ref.ops.registry import get_op, has_op
+        from relay_ref.repl import op_info
 
-        return get_op(name) if has_op(name) else None
+        return op_info(name)
     except Exception:
         return None
 
@@ -366,7 +365,7 @@ def _strip_header(text: str) -> str:
 
 
 def _module_with_type(session: Session, name: str) -> Any:
-    from relay_ref.ir.module import IRModule
+    from relay_ref import IRModule
 
     return IRModule(type_definitions={name: session.module.type_definitions[name]})
 

@@ -107,12 +107,12 @@ class RelayKernel(Kernel):
         """Import the parser, checker, interpreter and op library now, not in cell 1.
         (relay_ref.deepstack keeps its recursion limit below what its 1 GiB stack holds, so
         a non-terminating recursion is a ``RelayRuntimeError``, not a dead kernel.)"""
-        for mod in ("relay_ref.syntax.parser", "relay_ref.typecheck.infer",
-                    "relay_ref.interpreter.eval", "relay_ref.ops.registry"):
-            try:
-                __import__(mod)
-            except Exception:  # reported when a cell needs it
-                pass
+        try:
+            from relay_ref.repl import warm_up
+
+            warm_up()
+        except Exception:  # reported when a cell needs it
+            pass
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -170,7 +170,7 @@ class RelayKernel(Kernel):
         ``stop`` below raises ``KeyboardInterrupt`` in the worker and waits on an event the
         worker sets itself, before ``run_deep`` lowers the limit."""
         try:
-            from relay_ref.deepstack import run_deep
+            from relay_ref.repl import run_deep
         except ImportError:
             return job()
         done = threading.Event()

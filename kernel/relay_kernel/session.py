@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from relay_ref.ir.module import IRModule
+from relay_ref import IRModule
 
 
 @dataclass
@@ -96,12 +96,11 @@ class Session:
     # -- the pipeline ----------------------------------------------------------------------
     def parse(self, code: str, source_name: str) -> Any:
         """Parse a cell against the session; returns the parser's ``Program``."""
-        from relay_ref.diagnostics import Diagnostic, Note, ParseError
-        from relay_ref.syntax.parser import parse_program
+        from relay_ref.repl import Diagnostic, Note, ParseError, parse_program
 
         self.sources[source_name] = code
         try:
-            return parse_program(code, source_name, base_module=self.module,
+            return parse_program(code, source_name, module=self.module,
                                  scope=dict(self.scope), prelude=self.prelude)
         except ParseError as err:
             forgot = re.match(r"unbound local variable %(\w+)", err.message)
@@ -135,7 +134,7 @@ class Session:
 
     def parse_expr(self, code: str, source_name: str) -> Any:
         """Parse ``code`` as one expression in the session's scope (for ``:ast``)."""
-        from relay_ref.syntax.parser import parse_expr
+        from relay_ref import parse_expr
 
         self.sources[source_name] = code
         return parse_expr(code, source_name, module=self.module, scope=dict(self.scope),
@@ -145,7 +144,7 @@ class Session:
         """``parse`` that insists on a trailing expression (for ``:type``)."""
         program = self.parse(code, source_name)
         if program.expr is None:
-            from relay_ref.diagnostics import ParseError
+            from relay_ref.repl import ParseError
 
             raise ParseError("expected an expression")
         return program
@@ -153,23 +152,20 @@ class Session:
     def _check_module(self, mod: IRModule) -> IRModule:
         if mod is self.module:
             return mod
-        from relay_ref.typecheck.infer import infer_types
+        from relay_ref import infer_types
 
         return infer_types(mod)
 
     def _infer(self, expr: Any, mod: IRModule, var_types: dict[Any, Any]) -> Any:
-        from relay_ref.typecheck.infer import infer_expr
+        from relay_ref.repl import check_expr
 
-        ty, _checked = infer_expr(expr, mod, var_types=dict(var_types))
-        return ty
+        return check_expr(expr, mod, var_types)
 
     def _evaluate(self, expr: Any, mod: IRModule, trace: bool = False) -> Any:
-        from relay_ref.interpreter.eval import evaluate
+        from relay_ref.repl import evaluate_checked
 
         # The cell was type-checked with the session's variable types (rule 6): no re-check.
-        if trace:
-            return evaluate(expr, module=mod, env=dict(self.env), trace=True, typecheck="done")
-        return evaluate(expr, module=mod, env=dict(self.env), typecheck="done")
+        return evaluate_checked(expr, mod, self.env, trace=trace)
 
     def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
         """Run one cell; see ``_run``."""
@@ -247,14 +243,13 @@ class Session:
                     used.append(name)
         if not used:
             return
-        from relay_ref.diagnostics import Diagnostic, Note, ParseError
-        from relay_ref.syntax.parser import parse_program
+        from relay_ref.repl import Diagnostic, Note, ParseError, parse_program
 
         why = (f"%{used[0]} is a session binding (a top-level `let` of an earlier cell); a "
                f"def cannot use session bindings -- pass %{used[0]} as a parameter, or make "
                "it a global (def @name() { ... })")
         try:
-            parse_program(code, source_name, base_module=self.module, scope={},
+            parse_program(code, source_name, module=self.module, scope={},
                           prelude=self.prelude)
         except ParseError as err:
             first = err.diagnostics[0]
@@ -279,7 +274,7 @@ class Session:
                  if _source_of(fn) != source_name
                  and any(id(node) in old_ctors for node in _walk(fn))]
         if users:
-            from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+            from relay_ref.repl import Diagnostic, Note, RelayTypeError
 
             names = ", ".join(f"@{n}" for n, _ in users)
             what = ", ".join(redefined)
@@ -296,7 +291,7 @@ class Session:
     def _check_module_noting(self, mod: IRModule, source_name: str) -> IRModule:
         """``_check_module``; when the error lies in an earlier cell's definition (this cell
         redefined something it uses), add a note saying so."""
-        from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+        from relay_ref.repl import Diagnostic, Note, RelayTypeError
 
         try:
             return self._check_module(mod)
@@ -323,7 +318,7 @@ class Session:
         """A type error that involves the prelude's text while the session shadows a prelude
         type (``type List ...``) gets a note: the prelude's functions and constructors are
         written against its own types and cannot be used with yours."""
-        from relay_ref.diagnostics import Diagnostic, Note, RelayTypeError
+        from relay_ref.repl import Diagnostic, Note, RelayTypeError
 
         try:
             yield
@@ -390,7 +385,7 @@ class Session:
                     else "the prelude's definition"
                 note = f"note: @{name} redefined (replaces {what})"
                 if was is not None and now is not None and was != now:
-                    from relay_ref.ir.type_text import type_to_text
+                    from relay_ref.repl import type_text as type_to_text
 
                     note += f"; its type was {type_to_text(was)}, now {type_to_text(now)}"
                 notes.append(note)
@@ -430,7 +425,7 @@ class Session:
     def check(self, code: str | None, source_name: str) -> IRModule:
         """Type-check the session module (plus ``code``'s definitions, not committed)."""
         if not code or not code.strip():
-            from relay_ref.typecheck.infer import infer_types
+            from relay_ref import infer_types
 
             return infer_types(self.module) if self.module.functions else self.module
         program = self.parse(code, source_name)
@@ -497,7 +492,7 @@ def _value_calls(value: Any, names: set[str]) -> bool:
     ``names``; walks ADT fields, tuples, references and captured environments."""
     import numpy as np
 
-    from relay_ref.ir.expr import GlobalVar
+    from relay_ref.repl import GlobalVar
 
     seen: set[int] = set()
     stack = [value]
@@ -527,7 +522,7 @@ def _value_calls(value: Any, names: set[str]) -> bool:
 
 def _mentions_type(ty: Any, names: set[str]) -> bool:
     """Whether the type ``ty`` mentions an ADT named in ``names``."""
-    from relay_ref.ir.types import GlobalTypeVar
+    from relay_ref.repl import GlobalTypeVar
 
     return ty is not None and any(isinstance(node, GlobalTypeVar) and node.name in names
                                   for node in _walk(ty))
@@ -542,7 +537,7 @@ def _split_trace(result: Any) -> tuple[Any, list[Any]]:
 
 def _let_of(var: Any, value: Any) -> Any:
     """``let %var = value; %var``."""
-    from relay_ref.ir.expr import Let
+    from relay_ref.repl import Let
 
     return Let(var, value, var, span=getattr(value, "span", None))
 
@@ -551,7 +546,7 @@ def _fold_bindings(program: Any) -> Any:
     """The program whose expression is ``let %x = e; ...; expr`` and has no bindings."""
     from dataclasses import replace
 
-    from relay_ref.ir.expr import Let
+    from relay_ref.repl import Let
 
     body = program.expr
     for var, value in reversed(program.bindings):

@@ -31,8 +31,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Diagnostic", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
-    "parse", "parse_expr", "structural_hash", "ConstructorValue", "Closure", "RecClosure",
-    "RefValue",
+    "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
+    "Closure", "RecClosure", "RefValue",
 ]
 
 
@@ -158,6 +158,46 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
     from relay_ref.interpreter.eval import evaluate as _evaluate
 
     return _evaluate(program, *args, entry=entry, **kwargs)
+
+
+def optimize(mod: IRModule, passes: Any, *, opt_level: int = 2,
+             required: Any = (), disabled: Any = ()) -> IRModule:
+    """Type-check ``mod``, run ``passes`` in order (names of registered passes, see
+    ``pass_names()``, or any callables ``IRModule -> IRModule``) under ``opt_level`` as
+    TVM's ``Sequential``/``PassContext`` do (a pass runs when its ``opt_level`` is at most
+    ``opt_level`` or it is named in ``required``, never when named in ``disabled``), and
+    return the type-checked result. An unknown pass name is a ``ValueError`` that lists the
+    known ones; a pass whose output does not type-check raises ``RelayTypeError``."""
+    from relay_ref.passes import Sequential, get_pass
+
+    _require("optimize", "mod", mod, IRModule, "an IRModule")
+    if isinstance(passes, str):
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
+    chosen = []
+    for p in passes:
+        if isinstance(p, str):
+            try:
+                chosen.append(get_pass(p))
+            except KeyError as err:
+                raise ValueError(err.args[0]) from None
+        elif callable(p):
+            chosen.append(p)
+        else:
+            raise TypeError(f"optimize: each pass must be a name or a callable, not "
+                            f"{type(p).__name__}")
+    if not mod.checked_types:
+        mod = infer_types(mod)
+    out = Sequential(chosen, opt_level=opt_level, required=tuple(required),
+                     disabled=tuple(disabled))(mod)
+    return infer_types(out)
+
+
+def pass_names() -> list[str]:
+    """The names of the registered passes (``relay opt --list`` shows them with their
+    opt levels and guarantees)."""
+    from relay_ref.passes import pass_names as _names
+
+    return _names()
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""The ``relay`` command: check, run and format Relay programs.
+"""The ``relay`` command: check, run, format and optimise Relay programs.
 
 Exit codes: 0 success; 1 a user error in the program (diagnostics on stderr) or a failed
 ``fmt --check``; 2 bad command-line usage or an unreadable file; 70 an internal error (a bug
@@ -137,6 +137,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return run_file(args)
 
 
+def _cmd_opt(args: argparse.Namespace) -> int:
+    from relay_ref.cli_opt import run_opt
+
+    return run_opt(args)
+
+
 def _is_number(text: str) -> bool:
     """A negative Relay literal such as ``-3``, ``-2.5f`` or ``-1i64`` (not an option)."""
     return text.startswith("-") and (text[1:2].isdigit() or text[1:2] == ".")
@@ -186,11 +192,38 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if a file is not in canonical form; change nothing")
     mode.add_argument("-i", "--in-place", action="store_true", help="rewrite files in place")
     fmt.set_defaults(func=_cmd_fmt)
+
+    opt = sub.add_parser("opt", help="run optimisation passes, or check them",
+                         description="Print FILE after the named passes (type-checked before "
+                                     "and after), or, with --check N, property-test the "
+                                     "passes against the interpreter on N generated "
+                                     "programs each.")
+    opt.add_argument("file", nargs="?", metavar="FILE")
+    opt.add_argument("--passes", metavar="A,B",
+                     help="comma-separated pass names, run in order (see --list)")
+    opt.add_argument("--opt-level", type=_non_negative_int, default=None, metavar="N",
+                     help="run only the named passes whose opt level is at most N "
+                          "(default: run every named pass)")
+    opt.add_argument("--check", type=_positive_int, default=None, metavar="N",
+                     help="check each pass with check_pass on N generated programs")
+    opt.add_argument("--list", action="store_true", help="list the registered passes")
+    opt.set_defaults(func=_cmd_opt)
     return parser
 
 
+def _non_negative_int(text: str) -> int:
+    """argparse type for ``--opt-level``."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
 def _positive_int(text: str) -> int:
-    """argparse type for ``--max-depth``."""
+    """argparse type for ``--max-depth`` and ``--check``."""
     try:
         value = int(text)
     except ValueError:

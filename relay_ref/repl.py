@@ -10,6 +10,7 @@ beside the public API and may use any layer below. It exposes:
 * arguments: ``argument_value`` (a Relay literal for a parameter of a given type);
 * rendering: ``type_text``, ``value_text``, ``format_trace``;
 * completion and help: ``op_names``, ``op_info``, ``prelude_text``;
+* passes (``relay opt``): ``pass_info``, ``check_named_pass``;
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``;
 * the IR and diagnostic classes a REPL inspects or builds (re-exported below).
 
@@ -40,7 +41,8 @@ __all__ = [
     "Diagnostic", "Expr", "FuncType", "GlobalTypeVar", "GlobalVar", "IRModule", "Let", "Note",
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
-    "evaluate_checked", "format_trace", "op_info", "op_names", "parse_program",
+    "check_named_pass", "evaluate_checked", "format_trace", "op_info", "op_names",
+    "parse_program", "pass_info",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
 ]
 
@@ -209,6 +211,32 @@ def op_info(name: str) -> Any:
     from relay_ref.ops.registry import get_op, has_op
 
     return get_op(name) if has_op(name) else None
+
+
+def pass_info() -> list[tuple[str, int, str]]:
+    """``(name, opt_level, first paragraph of its docstring)`` for every registered pass."""
+    from relay_ref.passes import get_pass, pass_names
+
+    out = []
+    for name in pass_names():
+        p = get_pass(name)
+        first = (type(p).__doc__ or "").strip().split("\n\n")[0]
+        out.append((name, getattr(p, "opt_level", 0), " ".join(first.split())))
+    return out
+
+
+def check_named_pass(name: str, examples: int) -> str | None:
+    """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` with
+    ``examples`` generated programs: ``None`` when it holds, else the failure's message
+    (the shrunk counterexample before and after the pass, arguments, both results)."""
+    from relay_ref.passes import get_pass
+    from relay_ref.testing.check import PassCheckError, check_pass
+
+    try:
+        check_pass(get_pass(name), examples=examples)
+    except PassCheckError as err:
+        return str(err)
+    return None
 
 
 def prelude_text() -> str:

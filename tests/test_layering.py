@@ -63,7 +63,8 @@ LAYERS: dict[str, Layer] = {
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
     # The CLI (relay_ref/cli.py, cli_run.py, __main__.py) and the Jupyter kernel use only
     # the public API and repl.
-    "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.__main__"),
+    "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
+                      "relay_ref.__main__"),
                  only=frozenset({"api", "repl"})),
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }

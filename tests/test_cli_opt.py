@@ -1,0 +1,110 @@
+"""``relay opt``: the optimised program, ``--check``, ``--list`` and usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import relay_ref as rr
+from relay_ref.cli import main
+from relay_ref.passes import Pass, register_pass
+from relay_ref.passes.base import _PASSES
+
+PROGRAM = """def @main(%x: Tensor[(2), float32]) {
+  %0 = add(1f, 2f);
+  let %dead = subtract(%x, %x);
+  multiply(%x, %0)
+}
+"""
+
+
+def relay(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
+                          text=True, timeout=120, env={"NO_COLOR": "1", "PATH": ""})
+
+
+def test_opt_prints_the_optimised_program(tmp_path):
+    path = tmp_path / "p.relay"
+    path.write_text(PROGRAM)
+    res = relay("opt", str(path), "--passes", "FoldConstant,DeadCodeElimination")
+    assert res.returncode == 0, res.stderr
+    out = rr.parse(res.stdout)
+    want = rr.parse("def @main(%x: Tensor[(2), float32]) { multiply(%x, 3f) }")
+    assert rr.alpha_equal(out, want), res.stdout
+
+
+def test_named_passes_run_whatever_their_level_unless_a_level_is_given(tmp_path):
+    path = tmp_path / "p.relay"
+    path.write_text("def @main(%x: float32) { (add(%x, 1f), add(%x, 1f)) }")
+    cse = relay("opt", str(path), "--passes", "EliminateCommonSubexpr")  # opt level 3
+    assert cse.returncode == 0 and cse.stdout.count("add(") == 1, cse.stdout
+    skipped = relay("opt", str(path), "--passes", "EliminateCommonSubexpr", "--opt-level", "2")
+    assert skipped.returncode == 0 and skipped.stdout.count("add(") == 2, skipped.stdout
+
+
+def test_usage_errors(tmp_path):
+    path = tmp_path / "p.relay"
+    path.write_text(PROGRAM)
+    res = relay("opt", str(path), "--passes", "FoldConstant,NoSuchPass")
+    assert res.returncode == 2
+    assert "unknown pass NoSuchPass" in res.stderr and "FoldConstant" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = relay("opt", str(path))
+    assert res.returncode == 2 and "--passes" in res.stderr
+    res = relay("opt", str(tmp_path / "missing.relay"), "--passes", "FoldConstant")
+    assert res.returncode == 2 and "no such file" in res.stderr
+    res = relay("opt", "--passes", "FoldConstant", "--check", "0")
+    assert res.returncode == 2
+
+
+def test_an_ill_typed_file_is_a_located_diagnostic(tmp_path):
+    path = tmp_path / "bad.relay"
+    path.write_text("def @main(%x: float32) {\n  add(%x, 1)\n}\n")
+    res = relay("opt", str(path), "--passes", "FoldConstant")
+    assert res.returncode == 1
+    assert "bad.relay:2:3: error:" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_check_reports_each_pass(capsys):
+    assert main(["opt", "--passes", "FoldConstant,DeadCodeElimination", "--check", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "FoldConstant" in out and "DeadCodeElimination" in out and "ok" in out
+
+
+@pytest.fixture
+def broken_pass():
+    @register_pass
+    class SwapSubtract(Pass):
+        """Swaps the operands of subtract (wrong on purpose)."""
+
+        name = "TestSwapSubtract"
+        opt_level = 0
+
+        def __call__(self, mod):
+            from relay_ref.ir.expr import Call, Op
+            from relay_ref.passes.rewrite import map_functions, rewrite
+
+            def rule(node):
+                if isinstance(node, Call) and node.op == Op("subtract"):
+                    return Call(node.op, node.args[::-1], node.attrs)
+                return None
+            return map_functions(mod, lambda _, f: rewrite(f, rule))
+
+    yield SwapSubtract.name
+    _PASSES.pop(SwapSubtract.name, None)
+
+
+def test_check_fails_with_the_counterexample(broken_pass, capsys):
+    assert main(["opt", "--passes", broken_pass, "--check", "200"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILED" in captured.out
+    assert "subtract" in captured.err  # the shrunk program, before and after
+
+
+def test_list_shows_every_registered_pass(capsys):
+    assert main(["opt", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("FoldConstant", "DeadCodeElimination", "ToANormalForm"):
+        assert name in out

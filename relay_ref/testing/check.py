@@ -15,7 +15,9 @@ A pass is any callable ``IRModule -> IRModule``. On generated well-typed program
 
 Both programs run with ``max_depth`` (default 1000) nested calls at most, so a pass that
 breaks a loop's termination fails instead of hanging. On failure hypothesis shrinks the
-program and the arguments, and ``check_pass`` raises a ``PassCheckError`` (an
+program and the arguments, then ``check_pass`` reduces the program itself (a node replaced
+by a same-typed part, unused lets, parameters, globals and ADTs dropped, while the pass
+still fails), and raises a ``PassCheckError`` (an
 ``AssertionError``) whose message shows the minimal program before and after the pass in
 Relay text, the arguments and both results; the same pieces are its attributes.
 
@@ -28,8 +30,8 @@ project's test suite).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,11 +39,27 @@ from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
+from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError
 from relay_ref.interpreter.eval import evaluate
 from relay_ref.interpreter.values import ConstructorValue, RefValue, value_to_text
 from relay_ref.ir.equal import alpha_equal
+from relay_ref.ir.expr import (
+    Constructor,
+    Expr,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Match,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.visitor import free_vars, post_order
+from relay_ref.passes.rewrite import rewrite
 from relay_ref.syntax.printer import astext
 from relay_ref.testing.programs import arguments
 from relay_ref.testing.programs import programs as generated_programs
@@ -105,23 +123,111 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     """Check that ``pass_`` preserves types and refines meaning on generated programs (see
     the module docstring). ``programs``: a hypothesis strategy of modules, or a list of
     modules / Relay texts to draw from (default: ``programs()``). ``settings``: hypothesis
-    settings to start from (default: the active profile). Raises ``PassCheckError``."""
+    settings to start from (default: the active profile without an example database:
+    every ``check_pass`` call shares one test function, so saved examples of one pass would
+    be replayed on another). Raises ``PassCheckError``."""
     if not callable(pass_):
         raise TypeError(f"check_pass: pass_ must be callable, not {type(pass_).__name__}")
     source = _source(programs)
-    base = settings if settings is not None else Settings.default
+    base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
     config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
                       suppress_health_check=list(base.suppress_health_check) + _HEALTH,
                       phases=[p for p in base.phases if p is not Phase.explain])
 
+    def run(case: _Case) -> None:
+        # one big-stack thread per example for checking, the pass and both runs
+        run_deep(lambda: _check_one(pass_, case, rtol=rtol, atol=atol,
+                                    strict_errors=strict_errors, max_depth=max_depth))
+
     @config
     @given(_cases(source))
     def check(case: _Case) -> None:
-        _check_one(pass_, case, rtol=rtol, atol=atol, strict_errors=strict_errors,
-                   max_depth=max_depth)
+        run(case)
 
-    check()
+    try:
+        check()
+    except PassCheckError as err:
+        raise _reduced(err, run) from None
+
+
+def _reduced(err: PassCheckError, run: Callable[[_Case], None]) -> PassCheckError:
+    """Hypothesis shrinks the choices that built the program; this shrinks the program
+    itself (as C-Reduce does): replace a node by a sub-expression of the same type, drop
+    unused lets, parameters, globals and types, while the pass still fails. Returns the
+    error of the smallest failing program found."""
+    case = _Case(err.before, err.args_)
+    best = err
+    progress = True
+    while progress:
+        progress = False
+        for candidate in _smaller(case):
+            try:
+                run(candidate)
+            except PassCheckError as again:
+                case, best, progress = candidate, again, True
+                break
+            except Exception:  # noqa: BLE001 - an ill-formed candidate: not interesting
+                continue
+    return best
+
+
+def _smaller(case: _Case) -> Iterator[_Case]:
+    """Candidate reductions of ``case``, most aggressive first; each is checked by running
+    it (an ill-typed one fails to check and is skipped)."""
+    mod, args = case.module, case.args
+    used_globals: set[str] = set()
+    used_types: set[str] = set()
+    for fn in mod.functions.values():
+        for node in post_order(fn):
+            if isinstance(node, GlobalVar):
+                used_globals.add(node.name)
+            elif isinstance(node, Constructor):
+                used_types.add(node.belong_to.name)
+    types_text = astext(mod)
+    for name in mod.functions:  # unused globals
+        if name != "main" and name not in used_globals:
+            fns = {k: f for k, f in mod.functions.items() if k != name}
+            yield _Case(replace(mod, functions=fns, checked_types={}, global_types={}), args)
+    for name in mod.type_definitions:  # unused ADTs
+        if name not in used_types and f"{name}[" not in types_text.split("def @", 1)[-1]:
+            tds = {k: t for k, t in mod.type_definitions.items() if k != name}
+            yield _Case(replace(mod, type_definitions=tds, checked_types={},
+                                global_types={}), args)
+    main = mod["main"]
+    free = set(free_vars(main.body))
+    for i, p in enumerate(main.params):  # unused parameters
+        if p not in free:
+            fn = replace(main, params=main.params[:i] + main.params[i + 1:])
+            yield _Case(mod.with_function("main", fn), args[:i] + args[i + 1:])
+    for name, fn in mod.functions.items():  # a node replaced by a same-typed part
+        nodes = [n for n in post_order(fn.body) if not isinstance(n, Var | Function)]
+        for node in reversed(nodes):  # outermost first
+            for part in _parts(node):
+                if part is node or not _closed_in(part, node):
+                    continue
+                new = rewrite(fn.body, lambda n, node=node, part=part:
+                              part if n is node else None) if node is not fn.body else part
+                yield _Case(mod.with_function(name, replace(fn, body=new)), args)
+
+
+def _parts(node: Expr) -> list[Expr]:
+    """Sub-expressions that may stand for ``node`` (the type check decides)."""
+    match node:
+        case If():
+            return [node.true_branch, node.false_branch]
+        case Let():
+            return [node.body, node.value]
+        case Match():
+            return [c.rhs for c in node.clauses]
+        case TupleGetItem(Tuple(fields), i):
+            return [fields[i]]
+    return list(children(node))
+
+
+def _closed_in(part: Expr, node: Expr) -> bool:
+    """``part`` uses no variable bound inside ``node`` (it may replace ``node``)."""
+    return set(free_vars(part)) <= set(free_vars(node))
 
 
 def _source(programs: Any) -> st.SearchStrategy:
@@ -147,9 +253,13 @@ def _source(programs: Any) -> st.SearchStrategy:
 
 @st.composite
 def _cases(draw: st.DrawFn, source: st.SearchStrategy) -> _Case:
-    mod = infer_types(draw(source))  # the pass sees a checked module, as in a pipeline
-    main = mod.global_types["main"]
-    return _Case(mod, draw(arguments(main.arg_types)))
+    mod = draw(source)
+    params = mod["main"].params
+    if all(p.type_annotation is not None for p in params):
+        types = [p.type_annotation for p in params]
+    else:  # only then check here (checking happens once per example, on a deep stack)
+        types = list(infer_types(mod).global_types["main"].arg_types)
+    return _Case(mod, draw(arguments(types)))
 
 
 def _run(mod: IRModule, args: tuple, max_depth: int) -> Any:
@@ -169,7 +279,7 @@ def _copy(args: tuple) -> list:
 
 def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: float,
                atol: float, strict_errors: bool, max_depth: int) -> None:
-    before, args = case.module, case.args
+    before, args = infer_types(case.module), case.args  # the pass sees a checked module
     name = getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
     expected = _run(before, args, max_depth)
 

@@ -133,6 +133,9 @@ class OpTable:
 
     by_op: dict[str, list[Sig]] = field(default_factory=dict)
     by_out: dict[Type, dict[str, list[Sig]]] = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)  # TVM's support level, by op
+    families: dict[str, list[str]] = field(default_factory=dict)  # op names by family
+    family: dict[str, str] = field(default_factory=dict)  # and the family of each op
 
     def add(self, sig: Sig) -> None:
         self.by_op.setdefault(sig.op, []).append(sig)
@@ -140,7 +143,8 @@ class OpTable:
 
 
 _TABLE: tuple[int, OpTable] | None = None
-_SIGS_PER_OP = 48
+_SIGS_PER_OP = 64
+_SIGS_PER_ATTRS = 10
 
 
 def op_table() -> OpTable:
@@ -151,8 +155,12 @@ def op_table() -> OpTable:
     if _TABLE is None or _TABLE[0] != len(ops):
         table = OpTable()
         for op in ops.values():
+            table.levels[op.name] = op.support_level
             for sig in _signatures(op):
                 table.add(sig)
+            table.family[op.name] = family_of(op.name)
+            if op.name in table.by_op:
+                table.families.setdefault(table.family[op.name], []).append(op.name)
         _TABLE = (len(ops), table)
     return _TABLE[1]
 
@@ -178,7 +186,10 @@ def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, .
     out: list[Sig] = []
     seen: set[tuple] = set()
     for attrs in attr_cands:
+        found = 0
         for args in arg_cands:
+            if found >= _SIGS_PER_ATTRS:
+                break
             try:
                 ty = op.relation(list(args), attrs)
             except Exception:  # noqa: BLE001 - a relation refusing (RelationError) or worse
@@ -190,6 +201,7 @@ def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, .
                 continue
             seen.add(key)
             out.append(Sig(op.name, args, attrs, ty))
+            found += 1
             if len(out) >= _SIGS_PER_OP:
                 return out
     return out
@@ -326,7 +338,8 @@ class _Gen:
     """One program being drawn: main's parameters (created on demand), global functions,
     the ADTs used, shareable operator calls, and a count of each form drawn."""
 
-    def __init__(self, draw: st.DrawFn, table: OpTable, stats: dict[str, int] | None) -> None:
+    def __init__(self, draw: st.DrawFn, table: OpTable, stats: dict[str, int] | None,
+                 budget: int = 12) -> None:
         self.draw, self.table, self.stats = draw, table, stats
         self.params: list[Var] = []
         self.globals: dict[str, Function] = {}
@@ -335,10 +348,21 @@ class _Gen:
         self.scope: object = "main"
         self.count = 0
         self.nglobals = 0
+        #: forms (and operator calls) left to draw: bounds the size, hence the run time
+        self.budget = budget
+
+    def level(self, name: str) -> int:
+        return self.table.levels.get(name, 10)
 
     # -- drawing helpers
     def pick(self, seq: typing.Sequence) -> typing.Any:
         return seq[0] if len(seq) == 1 else self.draw(st.sampled_from(seq))
+
+    def spread(self, seq: typing.Sequence) -> typing.Any:
+        """Like ``pick``, but (nearly) uniform: hypothesis favours the first element of a
+        ``sampled_from``, which would make ``abs`` and ``add`` most of the operators."""
+        x = self.draw(st.integers(0, 2**16 - 1))  # small values are the likeliest: scramble
+        return seq[(x * 2654435761) % 2**32 % len(seq)]
 
     def flag(self) -> bool:
         return self.draw(st.booleans())
@@ -382,18 +406,19 @@ class _Gen:
     def expr(self, ty: Type, env: Env, depth: int) -> Expr:
         """An expression of type ``ty`` using the variables of ``env`` (and main's
         parameters), at most ``depth`` forms deep."""
-        if depth <= 0:
-            return self.leaf(ty, env, ops=depth == 0)
+        if depth <= 0 or self.budget <= 0:
+            return self.leaf(ty, env, ops=depth == 0 and self.budget > 0)
+        self.budget -= 1
         forms = ["leaf"]
         tensor = isinstance(ty, TensorType)
         if tensor and ty in self.table.by_out:
-            forms += ["op"] * 16
+            forms += ["op"] * 12
             if any(self.shareable(ty, env)):
                 forms.append("share")
         if not tensor:
             forms += ["intro", "intro"]
-        forms += ["let", "if", "proj", "apply", "hof", "loop", "match", "ref", "global",
-                  "anylet"]
+        forms += ["let", "if", "proj", "apply", "hof", "loop", "match", "match", "ref", "ref",
+                  "global", "anylet", "anylet"]
         if self.callees(ty, env):
             forms.append("callvar")
         form = self.pick(forms)
@@ -409,13 +434,14 @@ class _Gen:
     def leaf(self, ty: Type, env: Env, ops: bool = False) -> Expr:
         """A variable, parameter, constant or a literal of leaves; with ``ops``, also an
         operator call on leaves (most operators sit at the bottom of programs)."""
-        if ops and ty in self.table.by_out and self.draw(st.integers(0, 2)) == 2:
+        if ops and ty in self.table.by_out and self.flag():
+            self.budget -= 1
             return self.f_op(ty, env, -1)
         self.note("leaf")
         found: list[typing.Callable[[], Expr]] = []
         found += [lambda v=v: v for v, t in reversed(env) if t == ty]  # innermost first
         if isinstance(ty, TensorType) and self.scope == "main":
-            found.insert(min(1, len(found)), lambda: self.param(ty))
+            found[min(1, len(found)):0] = [lambda: self.param(ty)] * 3
         for v, t in env:
             if isinstance(t, TupleType):
                 found += [lambda v=v, i=i: TupleGetItem(v, i)
@@ -423,7 +449,7 @@ class _Gen:
             if isinstance(t, RefType) and t.value == ty:
                 found.append(lambda v=v: RefRead(v))
         found.append(lambda: self.intro(ty, env, 0))
-        return self.pick(found)()
+        return self.spread(found)()
 
     def param(self, ty: TensorType) -> Expr:
         same = [p for p in self.params if p.type_annotation == ty]
@@ -435,6 +461,18 @@ class _Gen:
             chosen = Var(f"p{len(self.params)}", ty)
             self.params.append(chosen)
         return chosen
+
+    def other_leaf(self, ty: TensorType, avoid: Expr) -> Expr:
+        """A parameter of ``ty`` other than ``avoid`` (a new one if room), else a constant."""
+        if self.scope == "main":
+            others = [p for p in self.params if p.type_annotation == ty and p is not avoid]
+            if others:
+                return others[0]
+            if len(self.params) < MAX_PARAMS:
+                param = Var(f"p{len(self.params)}", ty)
+                self.params.append(param)
+                return param
+        return self.constant(ty)
 
     def constant(self, ty: TensorType) -> Expr:
         pool = value_pool(ty.dtype)
@@ -495,18 +533,30 @@ class _Gen:
         self.note("op")
         by_op = self.table.by_out[ty]
         names = sorted(by_op)
-        binary = [n for n in names if any(len(s.args) == 2 for s in by_op[n])]
-        if binary and self.flag():  # half the calls: binary operators (operand order)
-            names = binary
-        sigs = by_op[self.pick(names)]
-        sig = self.pick([s for s in sigs if len(s.args) == 2] or sigs) if names is binary \
-            else self.pick(sigs)
+        # TVM's support level 1 (the basic operators) three times as often as the rest
+        binary = [n for n in names for _ in range(3 if self.level(n) <= 1 else 1)
+                  if any(_symmetric(s) for s in by_op[n])]
+        if binary and self.draw(st.integers(0, 3)):  # 3/4 of the calls: f(T, T) operators
+            # (where operand order and ties matter)
+            sig = self.spread([s for s in by_op[self.spread(binary)] if _symmetric(s)])
+        else:  # a family first (each equally often), then one of its operators
+            families = sorted({self.table.family[n] for n in names})
+            family = self.spread(families)
+            sig = self.spread(by_op[self.spread([n for n in names
+                                                 if self.table.family[n] == family])])
         args: list[Expr] = []
         for i, t in enumerate(sig.args):
-            if i and t == sig.args[0] and self.flag():
+            # equal operands: a quarter of the calls, half of the comparisons
+            ties = 1 if isinstance(ty, TensorType) and ty.dtype == "bool" else 3
+            if i and t == sig.args[0] and self.draw(st.integers(0, ties)) == ties:
                 args.append(args[0])  # equal operands, one shared node
-            else:
-                args.append(self.expr(t, env, depth))
+                continue
+            arg = self.expr(t, env, depth)
+            if i and arg is args[0] and isinstance(t, TensorType):
+                # not asked for equal operands: a leaf other than the first operand (both
+                # would otherwise often be the first parameter, hiding operand order)
+                arg = self.other_leaf(t, args[0])
+            args.append(arg)
         if (sig.op in _VALUE_OPS and len(args) == 2 and sig.args == (ty, ty)
                 and self.flag()):
             self.note("opvalue")  # T-Op: the operator as a value, let-bound then called
@@ -515,6 +565,18 @@ class _Gen:
         call = Call(Op(sig.op), tuple(args), sig.attrs)
         self.pool.append((call, ty, env, self.scope))
         return call
+
+    def comparison(self, env: Env, depth: int) -> Expr:
+        """A condition comparing two operands of one non-bool type (``less(%a, %b)``,
+        half the time on equal operands): where strict and non-strict comparisons differ."""
+        sigs = [s for sigs in self.table.by_out.get(BOOL, {}).values() for s in sigs
+                if _symmetric(s) and s.args[0].dtype != "bool"]  # type: ignore[union-attr]
+        if not sigs:
+            return self.expr(BOOL, env, depth)
+        sig = self.spread(sigs)
+        a = self.expr(sig.args[0], env, depth)
+        b = a if self.flag() else self.expr(sig.args[1], env, depth)
+        return Call(Op(sig.op), (a, b), sig.attrs)
 
     def f_share(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("share")
@@ -529,7 +591,7 @@ class _Gen:
 
     def f_if(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("if")
-        cond = self.expr(BOOL, env, depth)
+        cond = self.comparison(env, depth) if self.flag() else self.expr(BOOL, env, depth)
         return If(cond, self.expr(ty, env, depth), self.expr(ty, env, depth))
 
     def f_proj(self, ty: Type, env: Env, depth: int) -> Expr:
@@ -580,7 +642,7 @@ class _Gen:
         self.note("loop")
         loop = self.fresh("loop", FuncType((INT, ty), ty))
         fn = self.loop_body(ty, env, depth, loop)
-        count = Constant(np.array(self.draw(st.integers(0, LOOP_MAX)), "int32"))
+        count = Constant(np.array(self.spread(range(LOOP_MAX + 1)), "int32"))
         return Let(loop, fn, Call(loop, (count, self.expr(ty, env, depth))))
 
     def f_match(self, ty: Type, env: Env, depth: int) -> Expr:
@@ -645,7 +707,7 @@ class _Gen:
             fn = self.loop_body(ty, (), depth, GlobalVar(name))
             args: tuple[Expr, ...] = ()
             self.scope = saved
-            count = Constant(np.array(self.draw(st.integers(0, LOOP_MAX)), "int32"))
+            count = Constant(np.array(self.spread(range(LOOP_MAX + 1)), "int32"))
             args = (count, self.expr(ty, env, depth))
         else:
             t2 = self.a_type(0)
@@ -659,8 +721,8 @@ class _Gen:
     def f_anylet(self, ty: Type, env: Env, depth: int) -> Expr:
         """Any operator (by name, then signature), let-bound and maybe used by the body."""
         self.note("anylet")
-        names = sorted(self.table.by_op)
-        sig = self.pick(self.table.by_op[self.pick(names)])
+        family = self.spread(sorted(self.table.families))  # each family equally often
+        sig = self.spread(self.table.by_op[self.spread(self.table.families[family])])
         args = tuple(self.expr(t, env, depth) for t in sig.args)
         var = self.fresh("x", sig.out)
         call = Call(Op(sig.op), args, sig.attrs)
@@ -672,12 +734,20 @@ class _Gen:
         return Call(f, tuple(self.expr(t, env, depth) for t in fty.arg_types))
 
 
+def _symmetric(sig: Sig) -> bool:
+    """A call on two operands of one type: where operand order and ties matter."""
+    return len(sig.args) == 2 and sig.args[0] == sig.args[1]
+
+
 @st.composite
-def programs(draw: st.DrawFn, max_depth: int = 3,
+def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
              stats: dict[str, int] | None = None) -> IRModule:
     """A well-typed module ``@main(%p0, ...) -> T`` (see the module docstring); ``T`` is
-    first-order (tensors, tuples, ADTs). ``stats``, when given, counts the forms drawn."""
-    gen = _Gen(draw, op_table(), stats)
+    first-order (tensors, tuples, ADTs). At most ``max_depth`` forms nest and at most
+    ``max_forms`` forms and operator calls are drawn (beyond them, leaves): programs stay
+    small, so that checking and two evaluations take a few milliseconds. ``stats``, when
+    given, counts the forms drawn."""
+    gen = _Gen(draw, op_table(), stats, max_forms)
     ret = gen.a_type(1, first_order=True)
     depth = draw(st.integers(1, max_depth))
     body = gen.expr(ret, (), depth)
@@ -696,10 +766,12 @@ def arguments(param_types: typing.Sequence[Type]) -> st.SearchStrategy[tuple]:
 def _value(ty: Type) -> st.SearchStrategy:
     match ty:
         case TensorType(shape, dtype) if all(isinstance(d, int) for d in shape):
-            pool = value_pool(dtype)
-            size = int(np.prod(shape, dtype=np.int64))
-            return st.lists(st.integers(0, len(pool) - 1), min_size=size, max_size=size).map(
-                lambda idx: np.array([pool[i] for i in idx], dtype=dtype).reshape(shape))
+            # elements from the pool, chosen by a drawn seed: varied values (hypothesis
+            # draws small integers most often, and pool[0] everywhere hides most bugs) with
+            # many ties; shrinking goes to seed 0, a fixed mix
+            pool = np.array(value_pool(dtype), dtype=dtype)
+            return st.integers(0, 2**32 - 1).map(
+                lambda seed: np.random.default_rng(seed).choice(pool, size=shape))
         case TupleType(fields):
             return st.tuples(*(_value(f) for f in fields))
     raise TypeError(f"cannot generate arguments of type {ty!r} (tensors and tuples only)")

@@ -885,7 +885,10 @@ class _Resolver:
         """S-Fn: type parameters scope over the signature and body; parameters over the
         body; function attributes (``key=value``) follow the parameters."""
         tvars = self.type_params(tparams)
-        self.type_scopes.append({tv.name: tv for tv in tvars})
+        # A scope only for a function with type parameters: name lookups walk the scopes,
+        # so pushing empty ones made 16 000 nested fn literals quadratic to parse.
+        if tvars:
+            self.type_scopes.append({tv.name: tv for tv in tvars})
         vars_: list[E.Var] = []
         attrs: list[tuple[str, object]] = []
         scope: dict[str, E.Var] = {}
@@ -912,7 +915,8 @@ class _Resolver:
         self.scopes.append(scope)
         result = yield self.expr(body)
         self.scopes.pop()
-        self.type_scopes.pop()
+        if tvars:
+            self.type_scopes.pop()
         fn = E.Function(tuple(vars_), result, ret_type, tuple(tvars), tuple(attrs),
                         self.span(node))
         if self.anchors is not None:
@@ -1354,12 +1358,14 @@ class _Resolver:
     def _t_func_type(self, t: Tree) -> Iterator[Any]:
         _, tparams, args_t, ret_t = t.children
         tvars = self.type_params(tparams)
-        self.type_scopes.append({tv.name: tv for tv in tvars})
+        if tvars:  # as in ``function``: no empty scopes
+            self.type_scopes.append({tv.name: tv for tv in tvars})
         args = []
         for c in args_t.children if args_t is not None else ():
             args.append((yield self.type(c)))
         ret = yield self.type(ret_t)
-        self.type_scopes.pop()
+        if tvars:
+            self.type_scopes.pop()
         return T.FuncType(tuple(args), ret, tuple(tvars), self.span(t))
 
     def _t_tensor_type(self, t: Tree) -> T.TensorType:

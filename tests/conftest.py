@@ -32,6 +32,12 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
+# HYPOTHESIS_PROFILE=thorough: 2000 examples per property (check_pass runs 2000 programs
+# per pass instead of 200); relay_ref.testing.check registers the same profile for users.
+settings.register_profile(
+    "thorough", max_examples=2000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 PROGRAMS = Path(__file__).parent / "programs"

@@ -1,4 +1,5 @@
-"""Every tutorial in ``notebooks/`` runs clean on the Relay kernel (nbclient).
+"""Every tutorial in ``notebooks/`` runs clean (nbclient) on the kernel its metadata names:
+the Relay kernel, or ``python3`` for tutorials of the Python API (05-testing-a-pass).
 
 Cells tagged ``raises-exception`` demonstrate errors: they must fail (with a located Relay
 diagnostic, not a Python traceback); every other cell must succeed."""
@@ -23,10 +24,12 @@ def test_the_tutorials_exist():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_clean(path: Path):
     nb = nbformat.read(path, as_version=4)
-    assert nb.metadata["kernelspec"]["name"] == "relay"
-    NotebookClient(nb, kernel_name="relay", timeout=120, allow_errors=False,
+    kernel = nb.metadata["kernelspec"]["name"]
+    assert kernel in ("relay", "python3")
+    NotebookClient(nb, kernel_name=kernel, timeout=120, allow_errors=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
-    assert nb.metadata["language_info"]["pygments_lexer"] == "relay"
+    lexer = "relay" if kernel == "relay" else "ipython3"
+    assert nb.metadata["language_info"]["pygments_lexer"] == lexer
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue

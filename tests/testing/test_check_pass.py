@@ -146,7 +146,9 @@ def test_every_form_and_every_op_family_is_generated():
     stats: dict[str, int] = {}
     ops: set[str] = set()
 
-    @settings(max_examples=300, database=None, derandomize=True, deadline=None,
+    # 1000 draws (generation only, a few seconds): every family appears in any sample of
+    # this size measured; 300 draws sometimes miss one of the 14 families
+    @settings(max_examples=1000, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(programs(stats=stats))
     def draw(mod):

@@ -384,8 +384,14 @@ def op_doc(op: Any) -> str:
                 attrs.append(f.name)
     sig = f"{op.name}({', '.join(args + attrs)})"
     doc = (op.doc or "").strip()
-    return f"{sig}  (operator, support level {op.support_level})" + (f"\n\n{doc}" if doc
-                                                                    else "")
+    # the op's type as a value (spec/typing.md 3.10), e.g. `fn[t1, t2, t3](t1, t2) -> t3
+    # where Broadcast(t1, t2, t3)`; backwards-running relations say so
+    ty = getattr(op, "type_text", "")
+    if ty:
+        ty = f"\n{op.name} : {ty}" + ("  (relation runs both ways)" if op.bidirectional
+                                      else "")
+    return (f"{sig}  (operator, support level {op.support_level}){ty}"
+            + (f"\n\n{doc}" if doc else ""))
 
 
 def _attr_text(value: object) -> str:

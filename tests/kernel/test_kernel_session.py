@@ -239,6 +239,10 @@ def test_inspect_shows_types_and_docs(k):
     reply = k.request("inspect", "nn.conv2d(%x, %w)", 4)
     text = reply["data"]["text/plain"]
     assert text.startswith("nn.conv2d(") and "strides=" in text
+    text = k.request("inspect", "add", 1)["data"]["text/plain"]
+    assert "add : fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(t1, t2, t3)" in text
+    # an operator used as a value runs (spec/typing.md 3.10 T-Op)
+    assert run_ok(k, "@map(negative, Cons(1, Cons(-2, Nil)))").value == "Cons(-1, Cons(2, Nil))"
     assert "constructor of List" in k.request("inspect", "Cons", 1)["data"]["text/plain"]
     assert not k.request("inspect", "%nothing_here", 3)["found"]
 

@@ -1,7 +1,8 @@
 """Operator families. Importing this package registers every built-in operator.
 
 Each family module registers its operators at import time (attrs schema + type relation +
-NumPy reference, one place per op); see ``registry.py`` for the protocols.
+NumPy reference, one place per op); see ``registry.py`` for the protocols. After them,
+``patterns.py`` gives the built-in ops their fusion patterns (TVM's ``TOpPattern``).
 """
 
 from relay_ref.ops import (  # noqa: F401  (registration side effects)
@@ -20,3 +21,6 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     transform_layout,
     vision,
 )
+from relay_ref.ops.patterns import apply_builtin_patterns
+
+apply_builtin_patterns()

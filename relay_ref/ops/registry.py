@@ -30,11 +30,17 @@ Reference protocol (spec/semantics.md, "E-App-Op"):
     ``reference(args: list[value], attrs) -> value`` with ``numpy.ndarray`` tensors (tuples
     of arrays for tuple-typed arguments and results); it raises ``OpRuntimeError`` for
     run-time failures (division by zero, out-of-range index) and never mutates its inputs.
+
+Fusion pattern (``OpDef.op_pattern``, TVM's ``TOpPattern``): how the op may be fused with
+its neighbours by ``relay_ref.passes.fuse_ops`` (``OpPattern``); ``OPAQUE``, never fused,
+unless the op says otherwise. The built-in ops' patterns are TVM's, set in
+``relay_ref/ops/patterns.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import types as pytypes
 import typing
 from collections.abc import Callable
@@ -88,6 +94,19 @@ class NoAttrs:
     """Attributes of an operator that takes none."""
 
 
+class OpPattern(enum.IntEnum):
+    """TVM's ``OpPatternKind`` (``include/tvm/relay/op_attr_types.h``): the more complex
+    pattern has the larger value, and fusion compares them by ``<=``."""
+
+    ELEMWISE = 0  # out[i] = f(in[i]): same shape in and out
+    BROADCAST = 1  # out[i, j] = f(in[i]): input axes map to output axes in order
+    INJECTIVE = 2  # every output element reads some inputs at computable indices (reshape)
+    COMM_REDUCE = 3  # commutative reduction (sum, max)
+    OUT_ELEMWISE_FUSABLE = 4  # complex op whose output can take elementwise ops (conv2d)
+    TUPLE = 7  # a tuple node (used by fusion only)
+    OPAQUE = 8  # never fused
+
+
 @dataclass(frozen=True, slots=True)
 class OpDef:
     """Everything known about one operator."""
@@ -103,6 +122,7 @@ class OpDef:
     kernels: dict[str, Callable[..., object]] = field(default_factory=dict)
     predicate: Callable[..., object] | None = None
     relation_name: str = ""
+    op_pattern: OpPattern = OpPattern.OPAQUE
     #: test-generation hints (``relay_ref.testing.programs``, ``set_examples``): attribute
     #: dicts worth trying besides the defaults, and argument-type tuples (each a ``Type``, a
     #: shape, or a ``(shape, dtype)`` pair) besides the generator's generic ones. Data only.
@@ -145,11 +165,13 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
                 kernels: dict[str, Callable[..., object]] | None = None,
                 override: bool = False,
                 predicate: Callable[..., object] | None = None,
-                relation_name: str | None = None) -> OpDef:
+                relation_name: str | None = None,
+                op_pattern: OpPattern = OpPattern.OPAQUE) -> OpDef:
     """Register (or, with ``override=True``, replace) an operator. Usable by end users.
     ``predicate`` (default: the relation's own ``predicate`` attribute, if any) makes the
     relation bidirectional; ``relation_name`` names it in types (``where Broadcast(...)``;
-    default: the relation's ``relation_name`` attribute, else the op's name)."""
+    default: the relation's ``relation_name`` attribute, else the op's name); ``op_pattern``
+    is its fusion pattern (see ``OpPattern``)."""
     if name in _REGISTRY and not override:
         raise ValueError(f"operator {name!r} is already registered")
     if not dataclasses.is_dataclass(attrs):
@@ -161,7 +183,14 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
     if relation_name is None:
         relation_name = getattr(relation, "relation_name", None) or name
     op = OpDef(name, num_inputs, relation, reference, attrs, arg_names, support_level, doc,
-               dict(kernels or {}), predicate, relation_name)
+               dict(kernels or {}), predicate, relation_name, OpPattern(op_pattern))
+    _REGISTRY[name] = op
+    return op
+
+
+def set_op_pattern(name: str, pattern: OpPattern) -> OpDef:
+    """Give the registered operator ``name`` the fusion pattern ``pattern``."""
+    op = dataclasses.replace(_REGISTRY[name], op_pattern=OpPattern(pattern))
     _REGISTRY[name] = op
     return op
 

@@ -10,6 +10,8 @@ from relay_ref.passes import (  # noqa: E402, F401, I001
     dead_code,
     eliminate_common_subexpr,
     fold_constant,
+    fold_scale_axis,
+    fuse_ops,
     inline,
     lambda_lift,
     partial_eval,

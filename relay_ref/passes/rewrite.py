@@ -8,6 +8,9 @@
   the number of paths through it. ``rule(node)`` sees the node with its children already
   rewritten and returns a replacement or ``None`` (keep it). Iterative: deep let chains and
   long graphs do not touch Python's recursion limit.
+* ``rewrite_with_origin(expr, rule)``: the same rebuild, but ``rule(original, rebuilt)``
+  also sees the node as it was, for rules that read the original's recorded type
+  (``mod.checked_types``: rebuilt nodes have none).
 * ``map_functions(mod, fn)``: apply ``fn`` to every global function of a module.
 * ``fresh_copy(expr)``: a copy with fresh binders (``Var``s bound inside are renamed to new
   objects), for passes that duplicate code (inlining, partial evaluation): the IR's
@@ -100,6 +103,18 @@ def rewrite(expr: Expr, rule: Rule, memo: dict[int, Expr] | None = None) -> Expr
         out = rule(rebuilt)
         done[id(node)] = rebuilt if out is None else out
         keep.append(node)
+    return done[id(expr)]
+
+
+def rewrite_with_origin(expr: Expr, rule: Callable[[Expr, Expr], Expr | None]) -> Expr:
+    """Like ``rewrite``, with ``rule(original, rebuilt)`` (see the module docstring)."""
+    from relay_ref.ir.visitor import post_order
+
+    done: dict[int, Expr] = {}  # ids of nodes of ``expr``: alive while ``expr`` is
+    for node in post_order(expr):
+        rebuilt = with_children(node, (done[id(k)] for k in children(node)))
+        out = rule(node, rebuilt)
+        done[id(node)] = rebuilt if out is None else out
     return done[id(expr)]
 
 

@@ -21,7 +21,8 @@ from relay_ref.testing.growth import let_residual_chain, residual_chain, step_co
 from relay_ref.testing.typed_strategies import let_chain_module, well_typed_modules
 
 PASSES = ["ToANormalForm", "ToGraphNormalForm", "DeadCodeElimination", "FoldConstant",
-          "EliminateCommonSubexpr", "SimplifyExpr", "Inline", "LambdaLift"]
+          "EliminateCommonSubexpr", "SimplifyExpr", "Inline", "LambdaLift", "SimplifyInference",
+          "FoldScaleAxis", "FuseOps", "DefuseOps"]
 
 
 def _same(a: object, b: object) -> bool:

@@ -1,0 +1,533 @@
+"""FoldScaleAxis (TVM ``src/relay/transforms/fold_scale_axis.cc``): fold a per-channel
+``multiply`` by a scale into the weights of the ``nn.conv2d`` / ``nn.conv3d`` / ``nn.dense``
+next to it, so that (after FoldConstant) the multiplication costs nothing at run time. The
+batch-norm scale that SimplifyInference leaves after a convolution is the main customer.
+
+Two directions, each a *prepare* analysis and a *transform*, as TVM:
+
+* **Backward** (``conv -> ... -> multiply(y, s)``, the batch-norm case). Prepare, bottom-up:
+  a consumer (conv2d/conv3d/dense) offers to absorb a scale on its output channel axis; the
+  offer passes up through ``nn.relu`` / ``nn.leaky_relu`` (then the scale must be a
+  constant >= 0), ``add`` / ``subtract`` (of a per-channel term, or of two offering
+  branches of the same shape) and ``nn.bias_add`` -- but only through nodes used exactly
+  once. Transform: a ``multiply`` whose operand carries an offer, by a scale that broadcasts
+  along exactly those axes, disappears; the scale is pushed down: the per-channel terms of
+  ``add``/``bias_add`` are multiplied by it, and the consumer's weight becomes
+  ``multiply(w, expand_dims(s, ...))`` on its output-channel axis.
+* **Forward** (``multiply(x, s) -> ... -> conv``). Prepare, top-down (from users to
+  producers): a conv2d/conv3d/dense asks for a scale on its input-channel axis; the request
+  passes back through relu / leaky_relu (scale >= 0) and add/subtract (the other operand is
+  divided by the scale); a node's request is the intersection of all its users' requests,
+  so one user that cannot take a scale stops it. Transform: the ``multiply`` becomes a
+  pending (value, scale) pair that flows to the consumer, whose weight is multiplied by the
+  scale on its input-channel axis (output-channel axis for a depthwise conv).
+
+Which convolutions: ``groups == 1`` or depthwise (O == groups, I == 1, TVM's rule), any plain
+layout (NCHW/OIHW, NHWC/HWIO, ...; the channel axes are read from the layout strings);
+``nn.dense`` with 2-d data. The weight's dtype must be the scale's.
+
+Departures from TVM, all for correctness: the scale may be any expression (a parameter too;
+the rewrite ``multiply(%w, scale)`` is then computed at run time), except that through
+relu it must be a constant >= 0 (as TVM) and forward through add/subtract a constant with
+no zero element (TVM divides by it whatever it is); through ``add`` of two offering branches
+both branches' requirements count (TVM keeps the left one's only, so it can push a negative
+scale through a relu on the right); ``nn.dense`` only with 2-d data; a pending scale that a
+user cannot take is re-applied there (TVM aborts: "outstanding scale"); TVM's forward rewriter
+also folds ``(a, b).0`` to ``a``, which is not done here (it would drop effects).
+
+``FoldScaleAxis`` = ``BackwardFoldScaleAxis`` then ``ForwardFoldScaleAxis``. TVM appends
+``FoldConstant``; here run it after (``// pass: FoldScaleAxis, FoldConstant``) to fold
+``multiply(constant_weight, constant_scale)``.
+
+Guarantee: the result type-checks with the same types and computes the same values up to
+float rounding. Needs types (infers them when absent). Linear in the number of distinct
+nodes; iterative (no recursion on deep graphs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from relay_ref.ir.expr import Call, Expr, Function, Op, children
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import Type
+from relay_ref.ir.visitor import post_order
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.pattern_utils import (
+    expand_bias_to_match_axis,
+    is_all_nonzero_constant,
+    is_all_positive_constant,
+    match_broadcast_to_left_axes,
+    op_call,
+    reshape_or_expand_to_match_axis,
+    tensor_type,
+)
+from relay_ref.passes.rewrite import map_functions, with_children
+from relay_ref.typecheck.infer import infer_types
+
+Types = dict[Expr, Type]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A scale that may be folded: along ``axes`` (sorted, non-empty) of the node's value;
+    ``require_positive`` when it passes a relu (the scale must be a constant >= 0)."""
+
+    axes: tuple[int, ...]
+    require_positive: bool = False
+
+
+def intersect(a: Message | None, b: Message | None) -> Message | None:
+    """Both requests at once: common axes (None when there are none), either's sign rule."""
+    if a is None or b is None:
+        return None
+    axes = tuple(sorted(set(a.axes) & set(b.axes)))
+    return Message(axes, a.require_positive or b.require_positive) if axes else None
+
+
+def _op_name(expr: Expr) -> str | None:
+    if isinstance(expr, Call) and isinstance(expr.op, Op):
+        return expr.op.name
+    return None
+
+
+# -- convolutions and dense: where the channel axes are ---------------------------------
+
+@dataclass(frozen=True, slots=True)
+class _ConvInfo:
+    data_c: int  # C in data_layout
+    out_c: int  # C in out_layout (data_layout when empty)
+    ko: int  # O in kernel_layout
+    ki: int  # I in kernel_layout
+    kernel_ndim: int
+    depthwise: bool
+
+
+def _conv_info(call: Call, types: Types) -> _ConvInfo | None:
+    """Channel axes of a foldable conv2d/conv3d: groups == 1 or depthwise, plain layouts,
+    weight dtype = data dtype = output dtype (the scale's)."""
+    attrs = call.attrs
+    data, weight, out = (tensor_type(types, e) for e in (call.args[0], call.args[1], call))
+    if data is None or weight is None or out is None:
+        return None
+    if not (data.dtype == weight.dtype == out.dtype):
+        return None
+    dl, kl = attrs.data_layout, attrs.kernel_layout
+    ol = attrs.out_layout or dl
+    if not (dl.isupper() and kl.isupper() and ol.isupper()):
+        return None  # blocked layouts: not supported by nn.conv2d here
+    o, i = weight.shape[kl.index("O")], weight.shape[kl.index("I")]
+    depthwise = o == attrs.groups and i == 1
+    if attrs.groups != 1 and not depthwise:
+        return None
+    return _ConvInfo(dl.index("C"), ol.index("C"), kl.index("O"), kl.index("I"), len(kl),
+                     depthwise)
+
+
+def _dense_ok(call: Call, types: Types) -> bool:
+    data, weight, out = (tensor_type(types, e) for e in (call.args[0], call.args[1], call))
+    return (data is not None and weight is not None and out is not None and data.ndim == 2
+            and data.dtype == weight.dtype == out.dtype)
+
+
+def _match(types: Types, lhs: Expr, rhs: Expr, axes: tuple[int, ...],
+           rhs_value: Expr | None = None) -> tuple[bool, Expr | None]:
+    tl, tr = tensor_type(types, lhs), tensor_type(types, rhs)
+    if tl is None or tr is None:
+        return False, None
+    return match_broadcast_to_left_axes(tl, tr, axes, rhs_value)
+
+
+# == forward ===========================================================================
+
+@dataclass(frozen=True, slots=True)
+class Scaled:
+    """A pending scale (TVM's ``ScaledExpr``): the value is ``value`` times ``scale`` along
+    ``axes``; ``plain`` is the same value computed without folding (used by a user that
+    cannot take the scale)."""
+
+    value: Expr
+    scale: Expr
+    axes: tuple[int, ...]
+    plain: Expr
+
+
+def realize(x: Expr | Scaled) -> Expr:
+    return x.plain if isinstance(x, Scaled) else x
+
+
+ForwardPrep = Callable[[Call, Message | None, Types], list[Message | None]]
+ForwardRewrite = Callable[[Call, list, Message | None, Types], "Expr | Scaled | None"]
+
+
+def _relu_fwd_prep(call: Call, out: Message | None, types: Types) -> list[Message | None]:
+    return [Message(out.axes, True) if out else None]
+
+
+def _add_sub_fwd_prep(call: Call, out: Message | None, types: Types) -> list[Message | None]:
+    lhs, rhs = call.args
+    if out is not None:
+        if _match(types, lhs, rhs, out.axes)[0]:
+            return [out, None]
+        if _match(types, rhs, lhs, out.axes)[0]:
+            return [None, out]
+    return [None, None]
+
+
+def _conv_fwd_prep(call: Call, out: Message | None, types: Types) -> list[Message | None]:
+    info = _conv_info(call, types)
+    return [Message((info.data_c,)) if info else None, None]
+
+
+def _dense_fwd_prep(call: Call, out: Message | None, types: Types) -> list[Message | None]:
+    return [Message((1,)) if _dense_ok(call, types) else None, None]
+
+
+#: Forward prepare rules: op -> (call, its request, types) -> requests to its arguments.
+FORWARD_PREP: dict[str, ForwardPrep] = {
+    "nn.relu": _relu_fwd_prep,  # relu(x * s) = relu(x) * s when s >= 0
+    "nn.leaky_relu": _relu_fwd_prep,  # likewise
+    "add": _add_sub_fwd_prep,  # x * s + b = (x + b / s) * s: the scaled side only
+    "subtract": _add_sub_fwd_prep,  # likewise
+    "nn.conv2d": _conv_fwd_prep,  # asks for a scale on the input channels
+    "nn.conv3d": _conv_fwd_prep,  # likewise
+    "nn.dense": _dense_fwd_prep,  # asks for a scale on the reduction axis
+}
+
+
+def _multiply_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Scaled | None:
+    if msg is None or any(isinstance(a, Scaled) for a in args):
+        return None
+    lhs, rhs = args
+    plain = with_children(call, (call.op, lhs, rhs))
+    ok, scale = _match(types, call.args[0], call.args[1], msg.axes, rhs)
+    if ok and (not msg.require_positive or is_all_positive_constant(scale)):
+        return Scaled(lhs, scale, msg.axes, plain)
+    ok, scale = _match(types, call.args[1], call.args[0], msg.axes, lhs)
+    if ok and (not msg.require_positive or is_all_positive_constant(scale)):
+        return Scaled(rhs, scale, msg.axes, plain)
+    return None
+
+
+def _relu_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Scaled | None:
+    x = args[0]
+    if not isinstance(x, Scaled):
+        return None
+    value = with_children(call, (call.op, x.value))
+    return Scaled(value, x.scale, x.axes, with_children(call, (call.op, x.plain)))
+
+
+def _add_sub_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Scaled | None:
+    lhs, rhs = args
+    if isinstance(lhs, Scaled) == isinstance(rhs, Scaled):
+        return None
+    s = lhs if isinstance(lhs, Scaled) else rhs
+    ty = tensor_type(types, call.args[0] if s is lhs else call.args[1])
+    if ty is None or not is_all_nonzero_constant(s.scale):
+        return None
+    scale = reshape_or_expand_to_match_axis(s.scale, ty.shape, s.axes)
+    if scale is None:
+        return None
+    if s is lhs:
+        value = with_children(call, (call.op, lhs.value, op_call("divide", rhs, scale)))
+    else:
+        value = with_children(call, (call.op, op_call("divide", lhs, scale), rhs.value))
+    plain = with_children(call, (call.op, realize(lhs), realize(rhs)))
+    return Scaled(value, s.scale, s.axes, plain)
+
+
+def _conv_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Expr | None:
+    data, weight = args
+    info = _conv_info(call, types)
+    if not isinstance(data, Scaled) or isinstance(weight, Scaled) or info is None:
+        return None
+    if data.axes != (info.data_c,):
+        return None
+    axis = info.ko if info.depthwise else info.ki
+    scale = expand_bias_to_match_axis(data.scale, info.kernel_ndim, (axis,))
+    return with_children(call, (call.op, data.value, op_call("multiply", weight, scale)))
+
+
+def _dense_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Expr | None:
+    data, weight = args
+    if not isinstance(data, Scaled) or isinstance(weight, Scaled) or data.axes != (1,):
+        return None
+    return with_children(call, (call.op, data.value, op_call("multiply", weight, data.scale)))
+
+
+#: Forward transform rules: op -> (call, new args, its request, types) -> result or None.
+FORWARD_REWRITE: dict[str, ForwardRewrite] = {
+    "multiply": _multiply_fwd,  # multiply(x, s) -> pending (x, s) when requested
+    "nn.relu": _relu_fwd,  # relu((x, s)) -> (relu(x), s)
+    "nn.leaky_relu": _relu_fwd,  # likewise
+    "add": _add_sub_fwd,  # (x, s) + b -> (x + b / s, s)
+    "subtract": _add_sub_fwd,  # likewise
+    "nn.conv2d": _conv_fwd,  # conv((x, s), w) -> conv(x, w * s on I)
+    "nn.conv3d": _conv_fwd,  # likewise
+    "nn.dense": _dense_fwd,  # dense((x, s), w) -> dense(x, w * s)
+}
+
+
+def forward_fold(fn: Function, types: Types) -> Function:
+    """ForwardFoldScaleAxis on one function (see the module docstring)."""
+    order = list(post_order(fn))
+    msgs: dict[int, Message | None] = {id(fn): None}
+
+    def update(node: Expr, m: Message | None) -> None:
+        key = id(node)
+        msgs[key] = intersect(msgs[key], m) if key in msgs else m
+
+    for node in reversed(order):  # every user before what it uses
+        name = _op_name(node)
+        if name in FORWARD_PREP:
+            assert isinstance(node, Call)
+            for arg, m in zip(node.args, FORWARD_PREP[name](node, msgs.get(id(node)), types),
+                              strict=True):
+                update(arg, m)
+        else:
+            for kid in children(node):
+                update(kid, None)
+    if not any(m is not None for m in msgs.values()):
+        return fn
+
+    done: dict[int, Expr | Scaled] = {}
+    for node in order:
+        kids = [done[id(k)] for k in children(node)]
+        name = _op_name(node)
+        if name in FORWARD_REWRITE:
+            assert isinstance(node, Call)
+            out = FORWARD_REWRITE[name](node, kids[1:], msgs.get(id(node)), types)
+            if out is not None:
+                done[id(node)] = out
+                continue
+        done[id(node)] = with_children(node, [realize(k) for k in kids])
+    out = realize(done[id(fn)])
+    assert isinstance(out, Function)
+    return out
+
+
+# == backward ==========================================================================
+
+BackwardPrep = Callable[[Call, list[Message | None], Types], "tuple[Message, str] | None"]
+BackwardTransform = Callable[[Call, list[Expr], Message, Expr, str, Types], Expr]
+
+
+def _relu_bwd_prep(call: Call, ins: list[Message | None], types: Types):
+    return (Message(ins[0].axes, True), "") if ins[0] else None
+
+
+def _add_sub_bwd_prep(call: Call, ins: list[Message | None], types: Types):
+    lhs, rhs = call.args
+    tl, tr = tensor_type(types, lhs), tensor_type(types, rhs)
+    if tl is None or tr is None:
+        return None
+    a, b = ins
+    if a and b and a.axes == b.axes and tl.shape == tr.shape:
+        return Message(a.axes, a.require_positive or b.require_positive), "both"
+    if a and _match(types, lhs, rhs, a.axes)[0]:
+        return a, "lhs"
+    if b and _match(types, rhs, lhs, b.axes)[0]:
+        return b, "rhs"
+    return None
+
+
+def _bias_add_bwd_prep(call: Call, ins: list[Message | None], types: Types):
+    data = tensor_type(types, call.args[0])
+    m = ins[0]
+    if m and data is not None and m.axes == (call.attrs.axis % data.ndim,):
+        return m, ""
+    return None
+
+
+def _conv_bwd_prep(call: Call, ins: list[Message | None], types: Types):
+    info = _conv_info(call, types)
+    return (Message((info.out_c,)), "") if info else None
+
+
+def _dense_bwd_prep(call: Call, ins: list[Message | None], types: Types):
+    return (Message((1,)), "") if _dense_ok(call, types) else None
+
+
+#: Backward prepare rules: op -> (call, its arguments' offers, types) -> its offer and,
+#: for add/subtract, which side takes the scale ("both", "lhs", "rhs").
+BACKWARD_PREP: dict[str, BackwardPrep] = {
+    "nn.relu": _relu_bwd_prep,  # relu(y) * s = relu(y * s) when s >= 0
+    "nn.leaky_relu": _relu_bwd_prep,  # likewise
+    "add": _add_sub_bwd_prep,  # (y + b) * s = y * s + b * s
+    "subtract": _add_sub_bwd_prep,  # likewise
+    "nn.bias_add": _bias_add_bwd_prep,  # bias_add(y, b) * s = bias_add(y * s, b * s)
+    "nn.conv2d": _conv_bwd_prep,  # conv(x, w) * s = conv(x, w * s on O)
+    "nn.conv3d": _conv_bwd_prep,  # likewise
+    "nn.dense": _dense_bwd_prep,  # dense(x, w) * s = dense(x, w * s on units)
+}
+
+
+def _pass_through_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
+                      types: Types) -> Expr:
+    return with_children(call, (call.op, *args))
+
+
+def _add_sub_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
+                 types: Types) -> Expr:
+    lhs, rhs = args
+    if side == "lhs":
+        ty = tensor_type(types, call.args[0])
+        assert ty is not None
+        rhs = op_call("multiply", rhs, reshape_or_expand_to_match_axis(scale, ty.shape, m.axes))
+    elif side == "rhs":
+        ty = tensor_type(types, call.args[1])
+        assert ty is not None
+        lhs = op_call("multiply", lhs, reshape_or_expand_to_match_axis(scale, ty.shape, m.axes))
+    return with_children(call, (call.op, lhs, rhs))
+
+
+def _bias_add_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
+                  types: Types) -> Expr:
+    return with_children(call, (call.op, args[0], op_call("multiply", args[1], scale)))
+
+
+def _conv_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
+              types: Types) -> Expr:
+    info = _conv_info(call, types)
+    assert info is not None
+    wscale = expand_bias_to_match_axis(scale, info.kernel_ndim, (info.ko,))
+    return with_children(call, (call.op, args[0], op_call("multiply", args[1], wscale)))
+
+
+def _dense_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
+               types: Types) -> Expr:
+    wscale = expand_bias_to_match_axis(scale, 2, (0,))
+    return with_children(call, (call.op, args[0], op_call("multiply", args[1], wscale)))
+
+
+#: Backward transform rules: op -> rebuild of a node asked to absorb ``scale`` (its
+#: arguments already rebuilt, the scaled ones already scaled).
+BACKWARD_TRANSFORM: dict[str, BackwardTransform] = {
+    "nn.relu": _pass_through_bwd,  # the input took the scale
+    "nn.leaky_relu": _pass_through_bwd,  # likewise
+    "add": _add_sub_bwd,  # the non-offering side is multiplied by the scale
+    "subtract": _add_sub_bwd,  # likewise
+    "nn.bias_add": _bias_add_bwd,  # the bias is multiplied by the scale
+    "nn.conv2d": _conv_bwd,  # the weight is multiplied on its O axis
+    "nn.conv3d": _conv_bwd,  # likewise
+    "nn.dense": _dense_bwd,  # the weight is multiplied on its units axis
+}
+
+#: Which arguments of an absorbing node absorb the scale in turn (by add's side).
+_PASSES_TO: dict[str, Callable[[str], tuple[int, ...]]] = {
+    "nn.relu": lambda side: (0,),
+    "nn.leaky_relu": lambda side: (0,),
+    "add": lambda side: {"both": (0, 1), "lhs": (0,), "rhs": (1,)}[side],
+    "subtract": lambda side: {"both": (0, 1), "lhs": (0,), "rhs": (1,)}[side],
+    "nn.bias_add": lambda side: (0,),
+}
+
+
+def backward_fold(fn: Function, types: Types) -> Function:
+    """BackwardFoldScaleAxis on one function (see the module docstring)."""
+    order = list(post_order(fn))
+    uses: dict[int, int] = {}
+    for node in order:
+        for kid in children(node):
+            uses[id(kid)] = uses.get(id(kid), 0) + 1
+    offers: dict[int, tuple[Message, str]] = {}
+    for node in order:  # prepare, bottom-up; only through nodes used once
+        name = _op_name(node)
+        if name in BACKWARD_PREP and uses.get(id(node), 0) == 1:
+            assert isinstance(node, Call)
+            ins = [offers[id(a)][0] if id(a) in offers else None for a in node.args]
+            offer = BACKWARD_PREP[name](node, ins, types)
+            if offer is not None:
+                offers[id(node)] = offer
+    if not offers:
+        return fn
+
+    # Decide, top-down, which multiplies go and which nodes absorb which scale.
+    absorb: dict[int, tuple[Message, Expr]] = {}
+    dropped: dict[int, int] = {}  # multiply -> index of the operand that replaces it
+    for node in reversed(order):
+        name = _op_name(node)
+        if name is None:
+            continue
+        assert isinstance(node, Call)
+        if name == "multiply":
+            lhs, rhs = node.args
+            if id(lhs) in offers:
+                m = offers[id(lhs)][0]
+                ok, scale = _match(types, lhs, rhs, m.axes, rhs)
+                keep = 0
+            elif id(rhs) in offers:
+                m = offers[id(rhs)][0]
+                ok, scale = _match(types, rhs, lhs, m.axes, lhs)
+                keep = 1
+            else:
+                continue
+            if ok and (not m.require_positive or is_all_positive_constant(scale)):
+                assert scale is not None
+                dropped[id(node)] = keep
+                absorb[id(node.args[keep])] = (m, scale)
+        elif id(node) in absorb and name in _PASSES_TO:
+            m, scale = absorb[id(node)]
+            for i in _PASSES_TO[name](offers[id(node)][1]):
+                absorb[id(node.args[i])] = (m, scale)
+
+    done: dict[int, Expr] = {}
+    for node in order:
+        kids = [done[id(k)] for k in children(node)]
+        name = _op_name(node)
+        if id(node) in dropped:
+            done[id(node)] = kids[1 + dropped[id(node)]]
+        elif id(node) in absorb:
+            assert isinstance(node, Call) and name is not None
+            m, scale = absorb[id(node)]
+            done[id(node)] = BACKWARD_TRANSFORM[name](node, kids[1:], m, scale,
+                                                     offers[id(node)][1], types)
+        else:
+            done[id(node)] = with_children(node, kids)
+    out = done[id(fn)]
+    assert isinstance(out, Function)
+    return out
+
+
+# == the passes ========================================================================
+
+def _run(mod: IRModule, fold: Callable[[Function, Types], Function]) -> IRModule:
+    if not mod.checked_types:
+        mod = infer_types(mod)
+    types = mod.checked_types
+    return map_functions(mod, lambda name, fn: fold(fn, types))
+
+
+@register_pass
+class BackwardFoldScaleAxis(Pass):
+    """Fold ``multiply`` by a per-channel scale into the conv/dense before it."""
+
+    name = "BackwardFoldScaleAxis"
+    opt_level = 3
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        return _run(mod, backward_fold)
+
+
+@register_pass
+class ForwardFoldScaleAxis(Pass):
+    """Fold ``multiply`` by a per-channel scale into the conv/dense after it."""
+
+    name = "ForwardFoldScaleAxis"
+    opt_level = 3
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        return _run(mod, forward_fold)
+
+
+@register_pass
+class FoldScaleAxis(Pass):
+    """``BackwardFoldScaleAxis`` then ``ForwardFoldScaleAxis`` (TVM also runs FoldConstant
+    last; run it after this pass)."""
+
+    name = "FoldScaleAxis"
+    opt_level = 3
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        return ForwardFoldScaleAxis()(BackwardFoldScaleAxis()(mod))

@@ -1,0 +1,180 @@
+"""SimplifyInference (TVM ``src/relay/transforms/simplify_inference.cc``): replace the
+training-time normalisation and dropout operators by the arithmetic they compute at
+inference, so that later passes (FoldScaleAxis, FoldConstant, FuseOps) see plain
+elementwise, broadcast and reduce operators.
+
+Rules (one per operator; ``x`` the data, ``c`` its ``axis`` made non-negative, ``n`` its
+rank, ``eps`` the attribute as a scalar of x's dtype, ``E(v)`` = ``v`` expanded to broadcast
+along ``c``, i.e. ``expand_dims(v, axis=1, num_newaxis=n-c-1)`` when that is > 0):
+
+* ``nn.batch_norm(x, gamma, beta, mean, var).0`` -> ``x * E(scale) + E(shift)`` with
+  ``scale = 1 / sqrt(var + eps) * gamma`` (``* gamma`` only if ``scale=True``) and
+  ``shift = -mean * scale + beta`` (``+ beta`` only if ``center=True``). Only the
+  projection ``.0`` of a batch_norm *call* is rewritten, as TVM matches
+  ``TupleGetItem(batch_norm(...), 0)``: other uses of the call (``.1``, ``.2``: the running
+  statistics, or the whole tuple) keep the call, so they stay correct.
+* ``nn.dropout(x).0`` -> ``x``.
+* ``nn.layer_norm(x, gamma, beta)`` -> ``(x - m) / sqrt(variance(x, m) + eps) * E(gamma) +
+  E(beta)``, ``m = mean(x, axis=[axis], keepdims=True)`` (``axis`` as written), variance
+  with the same axes and ``keepdims``.
+* ``nn.instance_norm``: the same over every axis but 0 and ``c``.
+* ``nn.group_norm``: reshape ``c`` into (num_groups, C / num_groups), normalise over the
+  group's channels and every later axis, reshape back, then gamma and beta.
+* ``nn.l2_normalize(x)`` -> ``x / sqrt(maximum(sum(x * x, axis, keepdims=True), eps))``
+  (``eps`` in x's dtype; TVM always uses float32, which only matters for other dtypes).
+
+The expansions are written exactly as TVM builds them (same operators, order and
+attributes), so TVM's expected programs are alpha-equal to ours.
+
+Guarantee: the result type-checks with every type unchanged and computes the same values up
+to float rounding (the expansions associate differently from the references). Needs types
+(run ``infer_types`` first or let the pass do it); the norms on non-floating-point data and
+group_norm on a dynamic shape are left as calls. Linear in the number of distinct nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from relay_ref.ir.expr import Call, Expr, Function, Op, TupleGetItem
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.pattern_utils import expand_bias_to_match_axis, op_call, scalar
+from relay_ref.passes.rewrite import map_functions, rewrite_with_origin
+from relay_ref.typecheck.infer import infer_types
+
+
+def batch_norm_to_infer(call: Call, ty: TensorType) -> Expr:
+    """``nn.batch_norm(...).0`` at inference (TVM ``BatchNormToInferUnpack``)."""
+    data, gamma, beta, mean, var = call.args
+    attrs = call.attrs
+    scale: Expr = op_call("divide", scalar(1.0, ty.dtype),
+                          op_call("sqrt", op_call("add", var, scalar(attrs.epsilon, ty.dtype))))
+    if attrs.scale:
+        scale = op_call("multiply", scale, gamma)
+    shift: Expr = op_call("multiply", op_call("negative", mean), scale)
+    if attrs.center:
+        shift = op_call("add", shift, beta)
+    axis = attrs.axis % ty.ndim
+    scale = expand_bias_to_match_axis(scale, ty.ndim, (axis,))
+    shift = expand_bias_to_match_axis(shift, ty.ndim, (axis,))
+    return op_call("add", op_call("multiply", data, scale), shift)
+
+
+def _normalize(data: Expr, axes: tuple[int, ...], eps: float, dtype: str) -> Expr:
+    """``(data - mean) / sqrt(variance + eps)`` over ``axes``, keepdims (TVM's order)."""
+    mean = op_call("mean", data, axis=axes, keepdims=True)
+    var = op_call("variance", data, mean, axis=axes, keepdims=True)
+    denom = op_call("sqrt", op_call("add", var, scalar(eps, dtype)))
+    return op_call("divide", op_call("subtract", data, mean), denom)
+
+
+def _affine(out: Expr, call: Call, ndim: int, axis: int) -> Expr:
+    """``* gamma`` and ``+ beta`` along ``axis`` as the attrs ask."""
+    if call.attrs.scale:
+        out = op_call("multiply", out, expand_bias_to_match_axis(call.args[1], ndim, (axis,)))
+    if call.attrs.center:
+        out = op_call("add", out, expand_bias_to_match_axis(call.args[2], ndim, (axis,)))
+    return out
+
+
+def layer_norm_to_infer(call: Call, ty: TensorType) -> Expr:
+    """``nn.layer_norm`` (TVM ``LayerNormToInferUnpack``; the reduce axis as written)."""
+    out = _normalize(call.args[0], (call.attrs.axis,), call.attrs.epsilon, ty.dtype)
+    return _affine(out, call, ty.ndim, call.attrs.axis % ty.ndim)
+
+
+def instance_norm_to_infer(call: Call, ty: TensorType) -> Expr:
+    """``nn.instance_norm`` (TVM ``InstanceNormToInferUnpack``)."""
+    axis = call.attrs.axis % ty.ndim
+    axes = tuple(i for i in range(1, ty.ndim) if i != axis)
+    out = _normalize(call.args[0], axes, call.attrs.epsilon, ty.dtype)
+    return _affine(out, call, ty.ndim, axis)
+
+
+def group_norm_to_infer(call: Call, ty: TensorType) -> Expr | None:
+    """``nn.group_norm`` (TVM ``GroupNormToInferUnpack``); None on a dynamic shape."""
+    if not all(isinstance(d, int) for d in ty.shape):
+        return None
+    axis = call.attrs.axis % ty.ndim
+    groups = call.attrs.num_groups
+    new_shape: list[int] = []
+    axes: list[int] = []
+    for i, d in enumerate(ty.shape):
+        if i == axis:
+            new_shape += [groups, d // groups]
+            axes.append(i + 1)
+            continue
+        if i >= axis:
+            axes.append(i + 1)
+        new_shape.append(d)
+    data = op_call("reshape", call.args[0], newshape=tuple(new_shape))
+    out = _normalize(data, tuple(axes), call.attrs.epsilon, ty.dtype)
+    out = op_call("reshape", out, newshape=tuple(ty.shape))
+    return _affine(out, call, ty.ndim, axis)
+
+
+def l2_normalize_to_infer(call: Call, ty: TensorType) -> Expr:
+    """``nn.l2_normalize`` (TVM ``L2NormToInferUnpack``)."""
+    data = call.args[0]
+    axis = call.attrs.axis or None  # () and None both reduce every axis
+    sqr = op_call("multiply", data, data)
+    total = op_call("maximum", op_call("sum", sqr, axis=axis, keepdims=True),
+                    scalar(call.attrs.eps, ty.dtype))
+    return op_call("divide", data, op_call("sqrt", total))
+
+
+#: Operator calls replaced whole: op name -> expansion(call, data type) (None: keep).
+CALL_RULES: dict[str, Callable[[Call, TensorType], Expr | None]] = {
+    "nn.layer_norm": layer_norm_to_infer,  # normalise over axis, then gamma/beta
+    "nn.instance_norm": instance_norm_to_infer,  # over all axes but batch and axis
+    "nn.group_norm": group_norm_to_infer,  # over each group of channels
+    "nn.l2_normalize": l2_normalize_to_infer,  # x / sqrt(max(sum(x*x), eps))
+}
+
+#: Projections ``.0`` of operator calls replaced: op name -> expansion(call, data type).
+#: (``nn.dropout(x).0`` -> ``x`` too, for any dtype.)
+PROJECTION_RULES: dict[str, Callable[[Call, TensorType], Expr]] = {
+    "nn.batch_norm": batch_norm_to_infer,  # x * scale + shift, per channel
+}
+
+
+def _is_float(ty: TensorType) -> bool:
+    """The expansions use sqrt and divide: floating-point data only (others stay calls)."""
+    return ty.dtype.startswith(("float", "bfloat"))
+
+
+def _simplify(fn: Function, types: dict[Expr, Type]) -> Function:
+    def rule(old: Expr, new: Expr) -> Expr | None:
+        # ``old`` carries the recorded type; ``new`` the already simplified children.
+        ty = types.get(old)
+        if not isinstance(ty, TensorType):
+            return None
+        match new:
+            case TupleGetItem(Call(Op("nn.dropout")) as call, 0):
+                return call.args[0]  # identity at inference
+            case TupleGetItem(Call(Op(name)) as call, 0) if name in PROJECTION_RULES:
+                return PROJECTION_RULES[name](call, ty) if _is_float(ty) else None
+            case Call(Op(name)) if name in CALL_RULES and _is_float(ty):
+                return CALL_RULES[name](new, ty)
+        return None
+
+    out = rewrite_with_origin(fn, rule)
+    assert isinstance(out, Function)
+    return out
+
+
+@register_pass
+class SimplifyInference(Pass):
+    """Replace batch_norm, dropout and the other norms by their inference-time arithmetic
+    (see the module docstring). Opt level 0, as TVM registers it."""
+
+    name = "SimplifyInference"
+    opt_level = 0
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if not mod.checked_types:
+            mod = infer_types(mod)
+        types = mod.checked_types
+        return map_functions(mod, lambda name, fn: _simplify(fn, types))

@@ -20,6 +20,7 @@ from relay_ref.ops.registry import OpPattern, all_ops, set_op_pattern
 
 BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
     OpPattern.ELEMWISE: (
+        "qnn.simulated_dequantize", "qnn.simulated_quantize",
         "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_not", "cast",
         "cast_like", "ceil", "clip", "copy", "cos", "cosh", "dyn.full", "dyn.ones",
         "dyn.zeros", "erf", "exp", "fast_erf", "fast_exp", "fast_tanh", "floor", "full",
@@ -55,6 +56,10 @@ BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
         "nn.global_max_pool2d", "nn.log_softmax", "nn.matmul", "nn.max_pool1d",
         "nn.max_pool2d", "nn.max_pool3d", "nn.softmax", "one_hot", "qnn.conv2d", "qnn.dense",
         "vision.roi_align", "vision.roi_pool",
+        # added with the 1-d/3-d transposes and adaptive pools (TVM: kOutEWiseFusable)
+        "nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool3d", "nn.adaptive_max_pool1d",
+        "nn.adaptive_max_pool3d", "nn.conv1d_transpose", "nn.conv3d_transpose",
+        "qnn.avg_pool2d",
     ),
     # Everything else is OPAQUE: sort/argsort/topk/cumsum/cumprod, arange, shape_of,
     # nn.dropout, nn.lrn, the norms SimplifyInference expands, qnn.(de|re)quantize and the

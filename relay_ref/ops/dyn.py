@@ -261,3 +261,14 @@ register_op("dyn.strided_slice", attrs=DynStridedSliceAttrs, num_inputs=4,
             relation=_dyn_strided_slice_rel, reference=_runtime(_dyn_strided_slice_ref),
             doc="``strided_slice`` with ``begin``/``end``/``strides`` as run-time 1-d "
                 "integer tensors; output rank = data's, dims ``?``.")
+
+
+# -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
+from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+
+# begin / end / strides are run-time values (drawn from the int32 pool: some slices are
+# empty or have a zero stride, a run-time error)
+_set_examples("dyn.strided_slice", attrs=({"slice_mode": "size"}, {"axes": (1,)}), args=(
+    (((2, 3), "float32"), ((2,), "int32"), ((2,), "int32"), ((2,), "int32")),
+    (((2, 3), "int32"), ((1,), "int32"), ((1,), "int32"), ((1,), "int32")),
+    (((2, 1, 3), "float32"), ((3,), "int32"), ((3,), "int32"), ((3,), "int32"))))

@@ -707,3 +707,11 @@ for _name in ("nn.max_pool1d", "nn.avg_pool1d"):
                   args=(((1, 2, 5),),))
 for _name in ("nn.max_pool3d", "nn.avg_pool3d"):
     _set_examples(_name, attrs=({"pool_size": (2, 2, 2)},), args=(((1, 2, 3, 3, 3),),))
+_set_examples("nn.conv1d_transpose", attrs=(
+    {"strides": (2,)}, {"strides": (2,), "output_padding": (1,)}, {"padding": (1,)},
+    {"dilation": (2,)}, {"groups": 2}, {"data_layout": "NWC", "kernel_layout": "WIO"}),
+    args=(((1, 2, 3), (2, 2, 2)), ((1, 3, 2), (2, 2, 2)), ((1, 2, 3), (2, 1, 1))))
+_set_examples("nn.conv3d_transpose", attrs=(
+    {"strides": (2, 2, 2)}, {"strides": (2, 1, 1), "output_padding": (1, 0, 0)},
+    {"padding": (1, 1, 1)}, {"groups": 2}, {"data_layout": "NDHWC", "kernel_layout": "DHWIO"}),
+    args=(((1, 2, 2, 2, 2), (2, 1, 2, 2, 2)), ((1, 2, 2, 2, 2), (2, 2, 1, 1, 1))))

@@ -837,3 +837,27 @@ register_op("qnn.softmax", attrs=SoftmaxAttrs, num_inputs=5, arg_names=_UNARY_NA
                 "UPWARD). It approximates softmax to a few output units; it is not the float "
                 "softmax. input_scale must be in (0, 1]; an int32 overflow in the lowering "
                 "is a run-time error.")
+
+
+# -- test-generation hints for the ops above (relay_ref.testing.programs) ------------------
+_F, _I = ((), "float32"), ((), "int32")
+_set_examples("qnn.concatenate", attrs=({"axis": 1}, {"axis": -1}), args=(
+    ([((2, 3), "int8"), ((1, 3), "int8")], [_F, _F], [_I, _I], _F, _I),
+    ([((2, 3), "uint8"), ((2, 3), "uint8"), ((2, 1), "uint8")], [_F, _F, _F], [_I, _I, _I],
+     _F, _I),
+    ([((2, 3), "int8")], [_F], [_I], _F, _I)))
+_set_examples("qnn.batch_matmul", attrs=({"transpose_b": False},), args=(
+    (((2, 2, 3), "int8"), ((2, 4, 3), "int8"), _I, _I, _F, _F),
+    (((1, 2, 3), "uint8"), ((1, 3, 2), "uint8"), _I, _I, _F, _F)))
+_set_examples("qnn.conv2d_transpose", attrs=(
+    {"strides": (2, 2)}, {"strides": (2, 2), "output_padding": (1, 1)}, {"padding": (1, 1)},
+    {"groups": 2}, {"out_dtype": "int16"}), args=(
+    (((1, 2, 3, 3), "int8"), ((2, 2, 2, 2), "int8"), _I, _I, _F, _F),
+    (((1, 2, 3, 3), "uint8"), ((2, 1, 2, 2), "uint8"), _I, ((1,), "int32"), _F,
+     ((1,), "float32"))))
+_set_examples("qnn.avg_pool2d", attrs=(
+    {"pool_size": (2, 2)}, {"pool_size": (2, 2), "strides": (2, 2)},
+    {"pool_size": (3, 3), "padding": (1, 1), "count_include_pad": True},
+    {"pool_size": (2, 2), "ceil_mode": True, "strides": (2, 2)},
+    {"pool_size": (2, 2), "layout": "NHWC"}), args=(
+    (((1, 2, 5, 5), "int8"), _F, _I, _F, _I), (((1, 4, 4, 2), "uint8"), _F, _I, _F, _I)))

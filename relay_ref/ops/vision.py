@@ -514,3 +514,16 @@ register_op("vision.non_max_suppression", attrs=NonMaximumSuppressionAttrs, num_
                 "return_indices: (the kept rows' entries of ``indices``, compacted to the "
                 "front, -1 after; their count (B, 1)), else the rows (invalid_to_bottom: "
                 "rows whose first value is >= 0 moved to the top).")
+
+
+# -- test-generation hints for the ops above (relay_ref.testing.programs) ------------------
+# rows of 6 values: class id, score, 4 coordinates (coord_start 2); valid_count and indices
+# are run-time values from the int32 pool (a count outside [0, N] is a run-time error)
+_set_examples("vision.non_max_suppression", attrs=(
+    {"return_indices": False}, {"return_indices": False, "invalid_to_bottom": True},
+    {"force_suppress": True}, {"top_k": 2}, {"id_index": -1, "return_indices": False},
+    {"score_index": 0, "coord_start": 1, "id_index": -1}), args=(
+    (((1, 3, 6), "float32"), ((1,), "int32"), ((1, 3), "int32"), ((), "int32"),
+     ((), "float32")),
+    (((2, 3, 5), "float32"), ((2,), "int32"), ((2, 3), "int32"), ((1,), "int32"),
+     ((1,), "float32"))))

@@ -296,16 +296,20 @@ def _arg_candidates(op: OpDef) -> list[tuple[Type, ...]]:
 
 def _expand_example(example: tuple) -> list[tuple[Type, ...]]:
     """An op's ``arg_examples`` entry: a tuple of argument specs, each a ``Type``, a shape
-    (tried as float32 and int32) or a ``(shape, dtype)`` pair."""
+    (tried as float32 and int32), a ``(shape, dtype)`` pair or a list of specs (a tuple
+    argument, e.g. ``[((2, 3), "int8"), ((1, 3), "int8")]``)."""
     def options(spec: object) -> list[Type]:
         if isinstance(spec, Type):
             return [spec]
+        if isinstance(spec, list):
+            fields = _expand_example(tuple(spec))
+            return [TupleType(f) for f in fields]
         if (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[1], str)):
             return [TensorType(tuple(spec[0]), spec[1])]
         return [TensorType(tuple(spec), "float32"),  # type: ignore[arg-type]
                 TensorType(tuple(spec), "int32")]  # type: ignore[arg-type]
     per_arg = [options(s) for s in example]
-    if all(len(o) == 2 for o in per_arg):  # shapes only: the same dtype for every argument
+    if per_arg and all(len(o) == 2 for o in per_arg):  # shapes only: one dtype for all
         return [tuple(o[0] for o in per_arg), tuple(o[1] for o in per_arg)]
     return [tuple(c) for c in itertools.product(*per_arg)]
 

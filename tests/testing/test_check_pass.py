@@ -162,7 +162,9 @@ def test_every_form_and_every_op_family_is_generated():
     seen = {family_of(name) for name in ops if name in all_ops()}
     assert families <= seen, families - seen
     generated = set(op_table().by_op)
-    assert len(generated) >= 0.95 * len(all_ops()), set(all_ops()) - generated
+    # every registered op has calls in the table (1000 draws show only part of the 199
+    # ops: each one appears in 40000, test_op_table checks the table itself)
+    assert generated == set(all_ops()), set(all_ops()) - generated
 
 
 def test_programs_type_check_and_have_the_annotated_main_type():

@@ -6,7 +6,9 @@ beside the public API and may use any layer below. It exposes:
 
 * cells: ``parse_program`` (definitions, ``let`` statements and an expression, parsed
   against a session module and scope, the prelude on demand), ``check_expr`` (the type of
-  an expression with typed free variables), ``evaluate_checked`` (run what was checked);
+  an expression with typed free variables), ``evaluate_checked`` (run what was checked),
+  ``with_operators`` and ``op_value_type`` (top-level bindings of operators, ``let %f =
+  add;``, kept polymorphic: each use instantiates the operator afresh);
 * arguments: ``argument_value`` (a Relay literal for a parameter of a given type);
 * rendering: ``type_text``, ``value_text``, ``format_trace``;
 * completion and help: ``op_names``, ``op_info``, ``prelude_text``;
@@ -42,7 +44,7 @@ __all__ = [
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
     "check_named_pass", "evaluate_checked", "format_trace", "op_info", "op_names",
-    "parse_program", "pass_info",
+    "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
 ]
 
@@ -71,6 +73,43 @@ def check_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None =
 
     ty, _types = infer_expr(expr, module, var_types=dict(var_types or {}))
     return ty
+
+
+def with_operators(expr: Expr, aliases: dict[Var, str]) -> Expr:
+    """``expr`` with every use of a variable in ``aliases`` replaced by a fresh ``Op``
+    node of the aliased operator, one per use (a REPL's ``let %f = add;``: each use of
+    ``%f`` then instantiates the operator's type afresh, spec/typing.md 3.10 T-Op, as a
+    use of ``add`` itself would)."""
+    if not aliases:
+        return expr
+    from relay_ref.ir.expr import children
+    from relay_ref.passes.rewrite import rewrite, with_children
+
+    def fresh(node: Expr) -> Expr:
+        if isinstance(node, Var) and node in aliases:
+            return Op(aliases[node], span=node.span)
+        return node
+
+    def rule(node: Expr) -> Expr | None:
+        kids = list(children(node))
+        new = [fresh(k) for k in kids]
+        if any(a is not b for a, b in zip(kids, new, strict=True)):
+            return with_children(node, new)
+        return None
+
+    return fresh(rewrite(expr, rule))
+
+
+def op_value_type(name: str) -> FuncType:
+    """The polymorphic type of operator ``name`` used as a value, without its relation
+    (``fn[t1, t2, t3](t1, t2) -> t3`` for ``add``; ``op_info(name).type_text`` has the
+    ``where`` clause)."""
+    from relay_ref.ir.types import TypeVar
+    from relay_ref.ops.registry import get_op
+
+    op = get_op(name)
+    tvs = tuple(TypeVar(f"t{i + 1}") for i in range(max(op.num_inputs, 0) + 1))
+    return FuncType(tvs[:-1], tvs[-1], tvs)
 
 
 def evaluate_checked(expr: Expr, module: IRModule, env: dict[Var, Any] | None = None, *,

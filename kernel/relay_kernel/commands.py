@@ -164,6 +164,9 @@ def _help(ctx: Context, arg: str) -> None:
 def _type(ctx: Context, arg: str) -> None:
     ty = ctx.session.type_of(arg, ctx.source_name)
     label = arg.strip() if "\n" not in arg.strip() and len(arg.strip()) <= 40 else None
+    if isinstance(ty, str):  # an operator: its relation-constrained type, as text
+        ctx.out.result({"text/plain": f"{label} : {ty}" if label else ty})
+        return
     ctx.out.result(type_bundle(ty, label))
 
 

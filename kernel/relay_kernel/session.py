@@ -14,7 +14,9 @@ The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
    forgotten (with a note).
 3. ``let %x = e;`` at the top of a cell, with nothing after the ``;`` binding it, evaluates
    ``e`` and binds ``%x`` for later cells (its value and type are kept). Bindings are not
-   visible in ``def``s (a clear error at the use).
+   visible in ``def``s (a clear error at the use). A binding of a bare operator (``let %f =
+   add;``) stays polymorphic: every use of ``%f`` is the operator itself, instantiated
+   afresh (spec/typing.md 3.10), so ``%f(1f, 2f)`` and ``%f(1, 2)`` both work, as in a file.
 4. The trailing expression is type-checked and evaluated; its value is the cell's result
    (``Out[n]``).
 5. The prelude (``List``, ``Option``, ``@map``, ``@foldl`` ...) is available: a name the
@@ -82,6 +84,9 @@ class Session:
         self.user_types: list[str] = []
         self.sources: dict[str, str] = {}
         self.forgotten: dict[str, str] = {}  # binding name -> the cell that forgot it
+        # `let %f = add;`: bindings of a bare operator stay polymorphic (rule 3): each use
+        # of %f is the operator itself, instantiated afresh (spec/typing.md 3.10 T-Op)
+        self.op_aliases: dict[Any, str] = {}
 
     @property
     def bindings(self) -> list[tuple[str, Any, Any]]:
@@ -192,9 +197,13 @@ class Session:
         stale |= self._stale_closures(checked, source_name)
         # Type-check the bindings and the expression before evaluating anything (rule 6).
         var_types = {v: t for v, t in self.var_types.items() if v not in stale}
+        program, aliases = self._with_op_aliases(program)
         binding_types = []
         for var, expr in program.bindings:
-            ty = self._infer(_let_of(var, expr), checked, var_types)
+            if var in aliases:
+                ty = self._op_type(aliases[var])
+            else:
+                ty = self._infer(_let_of(var, expr), checked, var_types)
             var_types[var] = ty
             binding_types.append(ty)
         expr_type = None
@@ -212,6 +221,10 @@ class Session:
                 continue
             self.env[var] = value
             self.var_types[var] = ty
+            if var in aliases:
+                self.op_aliases[var] = aliases[var]
+            else:
+                self.op_aliases.pop(var, None)
             self.scope.pop(var.name_hint, None)
             self.scope[var.name_hint] = var
             self.forgotten.pop(var.name_hint, None)
@@ -224,6 +237,31 @@ class Session:
         t3 = time.perf_counter()
         out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t2}
         return out
+
+    def _with_op_aliases(self, program: Any) -> tuple[Any, dict[Any, str]]:
+        """The program with every use of an operator alias (a binding ``let %f = add;`` of
+        this or an earlier cell) replaced by the operator, and the aliases in force."""
+        from dataclasses import replace
+
+        from relay_ref.repl import Op, Var, with_operators
+
+        aliases = dict(self.op_aliases)
+        bindings = []
+        for var, expr in program.bindings:
+            expr = with_operators(expr, aliases)
+            if isinstance(expr, Op):
+                aliases[var] = expr.name
+            elif isinstance(expr, Var) and expr in aliases:
+                aliases[var] = aliases[expr]
+            bindings.append((var, expr))
+        body = None if program.expr is None else with_operators(program.expr, aliases)
+        return replace(program, bindings=tuple(bindings), expr=body), aliases
+
+    @staticmethod
+    def _op_type(name: str) -> Any:
+        from relay_ref.repl import op_value_type
+
+        return op_value_type(name)
 
     # -- rules for definitions that meet the session's state ------------------------------
     def _reject_bindings_in_defs(self, program: Any, code: str, source_name: str) -> None:
@@ -354,6 +392,7 @@ class Session:
             var = self.scope.pop(name)
             self.env.pop(var, None)
             self.var_types.pop(var, None)
+            self.op_aliases.pop(var, None)
         listed = ", ".join(f"%{n}" for n in names)
         return (f"note: forgot {listed}: made with a definition this cell replaces (a type "
                 "it redefines, or a global whose type it changes)")
@@ -415,11 +454,21 @@ class Session:
             return self._type_of(code, source_name)
 
     def _type_of(self, code: str, source_name: str) -> Any:
+        """A type, or for an operator (or an alias of one) the text of its
+        relation-constrained type (``fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(...)``)."""
+        from relay_ref.repl import Op, op_info
+
         program = self.parse_with_expr(code, source_name)
+        program, aliases = self._with_op_aliases(program)
+        if isinstance(program.expr, Op):
+            info = op_info(program.expr.name)
+            if info is not None:
+                return info.type_text
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
-            var_types[var] = self._infer(_let_of(var, expr), checked, var_types)
+            var_types[var] = (self._op_type(aliases[var]) if var in aliases
+                              else self._infer(_let_of(var, expr), checked, var_types))
         return self._infer(program.expr, checked, var_types)
 
     def check(self, code: str | None, source_name: str) -> IRModule:

@@ -436,3 +436,16 @@ def test_a_recursive_top_level_let_works_in_later_cells(k):
                     "  if (%n == 0) { 0 } else { 1 + %down(%n - 1) }\n};\n%down(10)")
     assert res.value == "10"
     assert run_ok(k, "%down(7)").value == "7"
+
+
+def test_operators_bound_at_top_level_stay_polymorphic(k):
+    # spec/typing.md 3.10: `let %f = add;` in a cell types as the same text in a file
+    assert run_ok(k, "let %f = add;\n%f(1f, 2f)").value == "3f"
+    assert run_ok(k, "(%f(1, 2), %f(1f, 2f))").value == "(3, 3f)"
+    run_ok(k, "let %r = nn.relu;")
+    assert run_ok(k, "@map(%r, Cons(-1f, Cons(2f, Nil)))").value == "Cons(0f, Cons(2f, Nil))"
+    res = run_ok(k, ":type add")
+    assert res.value == "add : fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(t1, t2, t3)"
+    assert "where Identity(t1, t2)" in run_ok(k, ":type %r").value
+    res = run_err(k, "%f(1)", "RelayTypeError")
+    assert "takes 2 arguments" in res.error

@@ -523,11 +523,14 @@ class ForwardFoldScaleAxis(Pass):
 
 @register_pass
 class FoldScaleAxis(Pass):
-    """``BackwardFoldScaleAxis`` then ``ForwardFoldScaleAxis`` (TVM also runs FoldConstant
-    last; run it after this pass)."""
+    """``BackwardFoldScaleAxis``, ``ForwardFoldScaleAxis``, then ``FoldConstant``, as TVM's
+    ``FoldScaleAxis`` (src/relay/transforms/fold_scale_axis.cc: a ``Sequential`` of the
+    three), so constant weights come out already scaled."""
 
     name = "FoldScaleAxis"
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:
-        return ForwardFoldScaleAxis()(BackwardFoldScaleAxis()(mod))
+        from relay_ref.passes.fold_constant import FoldConstant
+
+        return FoldConstant()(ForwardFoldScaleAxis()(BackwardFoldScaleAxis()(mod)))

@@ -29,6 +29,7 @@ project's test suite).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -127,7 +128,13 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     every ``check_pass`` call shares one test function, so saved examples of one pass would
     be replayed on another). Raises ``PassCheckError``."""
     if not callable(pass_):
-        raise TypeError(f"check_pass: pass_ must be callable, not {type(pass_).__name__}")
+        hint = (" (a pass name? use relay_ref.passes.get_pass(name))"
+                if isinstance(pass_, str) else "")
+        raise TypeError(f"check_pass: pass_ must be callable, not "
+                        f"{type(pass_).__name__}{hint}")
+    if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
+                                 or examples < 1):
+        raise ValueError(f"check_pass: examples must be a positive integer, not {examples!r}")
     source = _source(programs)
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
@@ -148,7 +155,12 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     try:
         check()
     except PassCheckError as err:
-        raise _reduced(err, run) from None
+        best = _reduced(err, run)
+        # hypothesis's own "Falsifying example" notes repeat what the message shows
+        with contextlib.suppress(AttributeError):
+            del best.__notes__
+        # a pass that raised: its exception stays the cause, so the user's line shows
+        raise best from best.__cause__
 
 
 def _reduced(err: PassCheckError, run: Callable[[_Case], None]) -> PassCheckError:
@@ -283,16 +295,17 @@ def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: floa
     name = getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
     expected = _run(before, args, max_depth)
 
-    def fail(reason: str, after: IRModule | None, got: Any) -> None:
+    def fail(reason: str, after: IRModule | None, got: Any,
+             cause: BaseException | None = None) -> None:
         raise PassCheckError(_message(name, reason, before, after, args, expected, got),
                              reason=reason, before=before, after=after, args=args,
-                             expected=expected, got=got)
+                             expected=expected, got=got) from cause
 
     functions = dict(before.functions)
     try:
         after = pass_(before)
     except Exception as err:  # noqa: BLE001 - any failure of the pass is a finding
-        fail(f"the pass raised {type(err).__name__}: {err}", None, _Error(err))
+        fail(f"the pass raised {type(err).__name__}: {err}", None, _Error(err), err)
     if not isinstance(after, IRModule):
         fail(f"the pass returned {type(after).__name__}, not an IRModule", None, None)
     if (before.functions.keys() != functions.keys()
@@ -366,7 +379,7 @@ def _message(name: str, reason: str, before: IRModule, after: IRModule | None,
              args: tuple, expected: Any, got: Any) -> str:
     lines = [f"check_pass({name}): {reason}", "", "-- program before the pass --",
              astext(before).strip(), "", f"-- after {name} --",
-             astext(after).strip() if after is not None else "(the pass did not return)",
+             astext(after).strip() if after is not None else "(no module: see the reason above)",
              "", f"-- arguments of @main -- {_args_text(args)}",
              f"-- result before -- {_outcome_text(expected)}",
              f"-- result after --  {_outcome_text(got)}"]

@@ -176,3 +176,23 @@ def test_programs_type_check_and_have_the_annotated_main_type():
         assert rr.alpha_equal(typed.global_types["main"].ret_type, mod["main"].ret_type)
 
     draw()
+
+
+def test_a_crash_in_the_users_pass_keeps_its_traceback():
+    import traceback
+
+    def crashes(mod):
+        raise KeyError("oops")
+
+    with pytest.raises(AssertionError) as info:
+        check_pass(crashes, examples=5)
+    assert isinstance(info.value.__cause__, KeyError)
+    assert "raise KeyError" in "".join(traceback.format_exception(info.value))
+    assert not getattr(info.value, "__notes__", None)  # no second copy from hypothesis
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="positive integer"):
+        check_pass(lambda m: m, examples=0)
+    with pytest.raises(TypeError, match="get_pass"):
+        check_pass("FoldConstant")

@@ -64,8 +64,17 @@ def get_pass(name: str) -> Pass:
     try:
         return _PASSES[name]()
     except KeyError:
-        raise KeyError(f"unknown pass {name!r} (known passes: {', '.join(sorted(_PASSES))})"
-                       ) from None
+        raise KeyError(f"unknown pass {name!r}{_did_you_mean(name)} (known passes: "
+                       f"{', '.join(sorted(_PASSES))})") from None
+
+
+def _did_you_mean(name: str) -> str:
+    """``; did you mean 'FoldConstant'?`` for a near miss (any case), else ``""``."""
+    import difflib
+
+    by_lower = {n.lower(): n for n in _PASSES}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean {by_lower[close[0]]!r}?" if close else ""
 
 
 def _load() -> None:

@@ -81,3 +81,5 @@ def test_sequential_follows_opt_level_required_and_disabled():
 def test_unknown_pass_names_list_the_known_ones():
     with pytest.raises(KeyError, match="unknown pass 'NoSuchPass'"):
         get_pass("NoSuchPass")
+    with pytest.raises(KeyError, match="did you mean 'FoldConstant'"):
+        get_pass("foldconstant")

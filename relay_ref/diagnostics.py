@@ -68,10 +68,18 @@ def _render_one(level: str, message: str, span: Span | None, colour: bool) -> st
     else:
         end = max(len(text), start + 1)
     # Columns count characters; the quoted line is shown with tabs expanded and the carets
-    # placed by display width, so they line up under tabs and wide characters.
-    shown = text.replace("\t", " " * _TAB)
-    indent = _display_width(text[:start])
-    width = max(_display_width(text[start:end]), 1)
+    # placed by display width, so they line up under tabs and wide characters. A line
+    # longer than _LINE_MAX (a printed model's parameter list) is cut to a window around
+    # the span, "…" marking each cut, so one diagnostic never prints kilobytes.
+    lo, hi = 0, len(text)
+    if len(text) > _LINE_MAX:
+        lo = max(0, min(start - _LINE_MAX // 4, len(text) - _LINE_MAX))
+        hi = lo + _LINE_MAX
+    left = "…" if lo > 0 else ""
+    right = "…" if hi < len(text) else ""
+    shown = left + text[lo:hi].replace("\t", " " * _TAB) + right
+    indent = len(left) + _display_width(text[lo:max(start, lo)])
+    width = max(_display_width(text[max(start, lo):min(end, hi)]), 1)
     carets = "^" * width
     if colour:
         carets = f"{_GREEN}{carets}{_RESET}"
@@ -80,6 +88,7 @@ def _render_one(level: str, message: str, span: Span | None, colour: bool) -> st
 
 
 _TAB = 4  # columns a tab is shown as in quoted source lines
+_LINE_MAX = 160  # characters of a quoted source line shown around the span
 
 
 def _display_width(text: str) -> int:

@@ -49,3 +49,18 @@ def test_source_lines_split_at_newlines_only():
     text = Diagnostic("error", "unbound local variable %y", Span(src, 2, 15, 2, 17)).render()
     assert text.splitlines()[1] == " 2 | def @main() { %y }"
     assert src.line(1) == "// a\u2028b \x0c c" and src.line(3) == ""
+
+
+def test_a_very_long_source_line_is_quoted_as_a_window_around_the_span():
+    import pytest
+
+    import relay_ref as rr
+
+    params = ", ".join(f"%p{i}: Tensor[(3), float32]" for i in range(300))
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.infer_types(rr.parse(f"def @main({params}) {{ add(%p0, 1) }}"))
+    lines = info.value.render().splitlines()
+    source, carets = lines[1], lines[2]
+    assert len(source) < 200 and source.startswith(" 1 | …")
+    column = carets.index("^")
+    assert source[column:column + 10] == "add(%p0, 1"

@@ -35,6 +35,12 @@ Invariants.
   arguments is never unrolled (a dynamic argument is always newer). Two explicit bounds
   cap the output: ``MAX_UNFOLD_DEPTH`` nested unfoldings of one function on a path, and
   ``UNFOLD_BUDGET`` unfoldings per global function.
+* Types: residual code has the input's types. Annotations written into it (parameters of
+  residual functions and of globals, bindings of constructor values whose fields do not
+  fix their type, pattern variables, type arguments) are checked types instantiated at
+  the use, never mentioning a type variable out of scope; an expression typed with ``?``
+  whose residual code may be more precise is bound to a variable annotated with its
+  checked type (PE-Retype).
 * Graph bindings (a node reached by several edges) are evaluated once per activation, as
   in the interpreter (spec/semantics.md 2.3); the cost is linear in the nodes.
 * Deep programs: let chains and static branches are followed in a loop; the rest recurses
@@ -81,10 +87,12 @@ from relay_ref.ir.expr import (
     TupleGetItem,
     Var,
     children,
+    pattern_vars,
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import (
     FuncType,
+    IncompleteType,
     RefType,
     TensorType,
     TupleType,
@@ -137,6 +145,8 @@ class STuple:
 class SCtor:
     ctor: Constructor
     fields: tuple[PS, ...]
+    ty: Type | None = None  # its type where it was built (to annotate a residual binding)
+    typed: bool | None = None  # do its fields fix its type (memo of ``_PE.self_typed``)
 
 
 @dataclass(slots=True, eq=False)
@@ -180,8 +190,8 @@ class _LetList:
         self.bindings: list[tuple[Var, Expr]] = []
         self.open = True
 
-    def push(self, value: Expr, hint: str) -> Var:
-        var = Var(hint)
+    def push(self, value: Expr, hint: str, ty: Type | None = None) -> Var:
+        var = Var(hint, ty)
         self.bindings.append((var, value))
         return var
 
@@ -296,7 +306,12 @@ def _subst(ty: Type | None, m: dict[TypeVar, Type]) -> Type | None:
 
 
 def _bind_types(pattern: Type, ty: Type, out: dict[TypeVar, Type]) -> None:
-    """Extend ``out`` so that ``pattern`` (mentioning type parameters) becomes ``ty``."""
+    """Extend ``out`` so that ``pattern`` (mentioning type parameters) becomes ``ty``.
+    A polymorphic ``ty`` (a constructor or a polymorphic global used as a value: its type
+    as declared, not as instantiated at this use) binds nothing: its type variables are
+    not in scope at the use."""
+    if type(ty) is FuncType and ty.type_params:
+        return
     match pattern, ty:
         case TypeVar(), _:
             out.setdefault(pattern, ty)
@@ -312,6 +327,114 @@ def _bind_types(pattern: Type, ty: Type, out: dict[TypeVar, Type]) -> None:
         case TypeCall(_, pa), TypeCall(_, ta) if len(pa) == len(ta):
             for p, t in zip(pa, ta, strict=True):
                 _bind_types(p, t, out)
+
+
+def _function_free_vars(roots: list[Function]) -> dict[Function, tuple[Var, ...]]:
+    """The free variables of every function literal under ``roots``, in one traversal.
+
+    ``fv(F)`` = the variables used directly in ``F`` (not under a nested function) and the
+    free variables of its nested functions, less those ``F`` binds (parameters, ``let``s,
+    pattern variables). Every node is visited once per innermost enclosing function (a
+    node shared by several functions once for each), so the cost is the size of the
+    program plus the size of the result, not ``free_vars`` once per function (quadratic on
+    nested closures)."""
+    out: dict[Function, tuple[Var, ...]] = {}
+    uses: dict[Function, dict[Var, None]] = {}
+    bound: dict[Function, set[Var]] = {}
+    seen: set[tuple[int, int]] = set()
+    stack: list[tuple[Expr, Function | None, bool]] = [(r, None, False) for r in roots]
+    while stack:
+        node, owner, done = stack.pop()
+        if done:  # every node under the function ``node`` was visited
+            fv = tuple(v for v in uses.pop(node) if v not in bound[node])
+            del bound[node]
+            out[node] = fv
+            if owner is not None:
+                uses[owner].update(dict.fromkeys(fv))
+            continue
+        key = (id(node), id(owner))
+        if key in seen:
+            continue
+        seen.add(key)
+        match node:
+            case Var():
+                if owner is not None:
+                    uses[owner][node] = None
+                continue
+            case Function(params):
+                got = out.get(node)
+                if got is not None:  # reached again from another function
+                    if owner is not None:
+                        uses[owner].update(dict.fromkeys(got))
+                    continue
+                uses[node], bound[node] = {}, set(params)
+                stack.append((node, owner, True))
+                for kid in reversed(tuple(children(node))):
+                    stack.append((kid, node, False))
+                continue
+            case Let(var) if owner is not None:
+                bound[owner].add(var)
+            case Match(_, clauses) if owner is not None:
+                for clause in clauses:
+                    bound[owner].update(pattern_vars(clause.lhs))
+        for kid in reversed(tuple(children(node))):
+            stack.append((kid, owner, False))
+    return out
+
+
+def _type_vars(ty: Type | None, out: set[TypeVar]) -> set[TypeVar]:
+    """The type variables occurring free in ``ty`` (added to ``out``)."""
+    match ty:
+        case TypeVar():
+            out.add(ty)
+        case TupleType(fields):
+            for f in fields:
+                _type_vars(f, out)
+        case FuncType(args, ret, params):
+            inner: set[TypeVar] = set()
+            for a in args:
+                _type_vars(a, inner)
+            _type_vars(ret, inner)
+            out.update(inner.difference(params))
+        case RefType(value):
+            _type_vars(value, out)
+        case TypeCall(_, args):
+            for a in args:
+                _type_vars(a, out)
+    return out
+
+
+def _has_any(ty: Type | None) -> bool:
+    """A ``?`` dimension anywhere in ``ty``: a residual value may have a more precise
+    type than the expression it replaces (``@f(zeros((5, 3)))`` for ``@f: (?, 3)``)."""
+    match ty:
+        case TensorType():
+            return not ty.is_static
+        case TupleType(fields):
+            return any(_has_any(f) for f in fields)
+        case FuncType(args, ret):
+            return any(_has_any(a) for a in args) or _has_any(ret)
+        case RefType(value):
+            return _has_any(value)
+        case TypeCall(_, args):
+            return any(_has_any(a) for a in args)
+    return False
+
+
+def _complete(ty: Type | None) -> bool:
+    """No hole (``IncompleteType``) anywhere in ``ty``."""
+    match ty:
+        case None | IncompleteType():
+            return False
+        case TupleType(fields):
+            return all(_complete(f) for f in fields)
+        case FuncType(args, ret):
+            return all(_complete(a) for a in args) and _complete(ret)
+        case RefType(value):
+            return _complete(value)
+        case TypeCall(_, args):
+            return all(_complete(a) for a in args)
+    return True
 
 
 def _fill_of(data: np.ndarray) -> float | None:
@@ -339,7 +462,8 @@ class _PE:
         self.store = _Store()
         self.ll = _LetList()
         self.tsubst: dict[TypeVar, Type] = {}
-        self.fv_cache: dict[Function, tuple[Var, ...]] = {}
+        self.tvars: frozenset[TypeVar] = frozenset()  # type parameters in scope here
+        self.fv_cache = _function_free_vars(list(mod.functions.values()))
 
     # -- values ----------------------------------------------------------------------------
     def mk(self, static: object, dyn: Expr | None = None, scope: _LetList | None = None,
@@ -355,9 +479,10 @@ class _PE:
         return self.mk(STensor(data), node if node is not None else Constant(data), None,
                        _fill_of(data))
 
-    def reify(self, ps: PS) -> Expr:
+    def reify(self, ps: PS, typed: bool = False) -> Expr:
         """The atom of ``ps`` in the current scope, emitting its construction if needed
-        (Reify-* rules, spec/partial_eval.md 3)."""
+        (Reify-* rules, spec/partial_eval.md 3). ``typed``: the use fixes the value's type
+        (a field of a constructor whose type is fixed), so no annotation is needed."""
         if ps.dyn is not None and (ps.scope is None or ps.scope.open):
             return ps.dyn
         s = ps.static
@@ -368,9 +493,11 @@ class _PE:
                 scope = None
             case STuple(fields):                                         # Reify-Tuple
                 atom = self.ll.push(Tuple(tuple(self.reify(f) for f in fields)), "t")
-            case SCtor(ctor, fields):                                    # Reify-Ctor
-                atom = self.ll.push(Call(ctor, tuple(self.reify(f) for f in fields)),
-                                    ctor.name.lower())
+            case SCtor(ctor, fields, ty):                                # Reify-Ctor
+                # ``Nil`` alone: only an annotation fixes its type arguments
+                ann = None if typed or self.self_typed(s) else self.annotation(ty)
+                atom = self.ll.push(Call(ctor, tuple(self.reify(f, True) for f in fields)),
+                                    ctor.name.lower(), ann)
             case SClosure():                                             # Reify-Fn
                 return self.reify_closure(ps, s)
             case SGlobal(name):
@@ -409,6 +536,49 @@ class _PE:
         if ty is None and type(node) is Var:
             ty = node.type_annotation
         return _subst(ty, self.tsubst)
+
+    def annotation(self, ty: Type | None) -> Type | None:
+        """``ty`` if it may be written into the residual program here: complete, and its
+        type variables in scope (never a callee's or an ADT's own parameter); else None."""
+        if ty is None or not _complete(ty) or not _type_vars(ty, set()) <= self.tvars:
+            return None
+        return ty
+
+    def retyped(self, ps: PS, want: Type | None) -> PS:
+        """PE-Retype: ``ps`` as a value of type ``want`` (an expression's checked type with
+        ``?`` dimensions), bound to a variable annotated so, since its residual code may
+        have a more precise type (a static shape) that would change the program's type."""
+        ann = self.annotation(want) if _has_any(want) else None
+        if ann is None:
+            return ps
+        return PS(None, self.ll.push(self.reify(ps), "a", ann), self.ll, next(self.clock))
+
+    def type_args(self, type_args: tuple[Type, ...]) -> tuple[Type, ...]:
+        """Explicit type arguments of a residual call, instantiated here; none at all (the
+        checker infers them) when one cannot be written in this scope."""
+        out = tuple(self.annotation(_subst(t, self.tsubst)) for t in type_args)
+        return () if any(t is None for t in out) else out  # type: ignore[return-value]
+
+    def self_typed(self, s: SCtor) -> bool:
+        """Do the fields of a static ADT value fix its type arguments (``Cons(1, Nil)``
+        does, ``Nil`` and ``Cons(Nil, Nil)`` do not)? Fields that are not ADT values
+        count as typed (atoms are typed by their bindings); memoised on ``s``."""
+        if s.typed is None:
+            td = self.mod.type_definitions.get(s.ctor.belong_to.name)
+            need = set(td.type_vars) if td is not None else set()
+            pending = []
+            for t, f in zip(s.ctor.inputs, s.fields, strict=True):
+                if type(f.static) is SCtor:
+                    pending.append((t, f.static))
+                else:
+                    need.difference_update(_type_vars(t, set()))
+            for t, f in pending:
+                if not need:
+                    break
+                if self.self_typed(f):
+                    need.difference_update(_type_vars(t, set()))
+            s.typed = not need
+        return s.typed
 
     def free_vars_of(self, func: Function) -> tuple[Var, ...]:
         got = self.fv_cache.get(func)
@@ -468,7 +638,12 @@ class _PE:
                 if type(value) is Function and value not in self.shared:
                     frame.vars[var] = self.closure(value, frame, var)
                 else:
-                    frame.vars[var] = self.visit(value, frame)
+                    got = self.visit(value, frame)
+                    if var.type_annotation is not None:
+                        want = self.type_of(var)
+                        if want != self.type_of(value):
+                            got = self.retyped(got, want)
+                    frame.vars[var] = got
                 return body, frame
             case Function():                                             # PE-Fn
                 return self.closure(expr, frame, None)
@@ -483,7 +658,10 @@ class _PE:
             case If(cond, then, else_):
                 c = self.visit(cond, frame)
                 if type(c.static) is STensor:                            # PE-If-Static
-                    return (then if bool(c.static.data) else else_), frame
+                    chosen = then if bool(c.static.data) else else_
+                    if _has_any(self.type_of(expr)):
+                        return self.retyped(self.visit(chosen, frame), self.type_of(expr))
+                    return chosen, frame
                 atom = self.reify(c)                                     # PE-If-Dyn
                 t = self.branch(then, _Frame(parent=frame))
                 f = self.branch(else_, _Frame(parent=frame))
@@ -500,6 +678,9 @@ class _PE:
                     if matched:                                          # PE-Match-Static
                         for var, ps in binds:
                             frame.vars[var] = ps
+                        if _has_any(self.type_of(expr)):
+                            return self.retyped(self.visit(clause.rhs, frame),
+                                                self.type_of(expr))
                         return clause.rhs, frame
                 return self.residual_match(expr, d, frame)               # PE-Match-Dyn
             case RefCreate(value):                                       # PE-Ref
@@ -552,7 +733,8 @@ class _PE:
         if type(s) is SOp:
             return self.call_op(node, s.op, args)
         if type(s) is SCtorFn:                                           # PE-App-Ctor
-            return self.mk(SCtor(s.ctor, tuple(args)))
+            ty = self.type_of(node) if node is not None else None
+            return self.mk(SCtor(s.ctor, tuple(args), ty))
         if type(s) is SClosure or type(s) is SGlobal:
             func = s.func if type(s) is SClosure else self.mod[s.name]
             if _primitive(func):
@@ -562,7 +744,8 @@ class _PE:
                 if out is not None:
                     return out
         fn = self.reify(callee)                                          # PE-App-Dyn
-        out = self.emit(Call(fn, tuple(self.reify(a) for a in args), attrs, type_args), "c")
+        out = self.emit(Call(fn, tuple(self.reify(a) for a in args), attrs,
+                             self.type_args(type_args)), "c")
         if not pure:
             self.store.invalidate()
         return out
@@ -572,15 +755,19 @@ class _PE:
 
         attrs = node.attrs if node is not None else None
         opdef = get_op(op.name)
+        if attrs is None:  # an operator called as a value: its default attributes
+            try:
+                attrs = opdef.attrs()
+            except Exception:  # noqa: BLE001 - attributes without defaults
+                attrs = None
         values = [self.reflect(a) for a in args]
         if op.name not in STATEFUL_OPS and all(v is not None for v in values):
             try:                                                         # PE-App-Op-Fold
-                out = self.from_value(opdef.reference(
-                    values, attrs if attrs is not None else opdef.attrs()))
+                out = self.from_value(opdef.reference(values, attrs))
             except Exception:  # a run-time failure stays in the residual program
                 out = None
             if out is not None:
-                return out
+                return out if node is None else self.retyped(out, self.type_of(node))
         if node is not None and len(args) == 2:                          # PE-App-Op-Unit
             for name, pos, fill in _UNIT_RULES:
                 if name == op.name and args[pos].fill == fill:
@@ -636,6 +823,11 @@ class _PE:
             tsubst = {}
         if func.type_params and node is not None:
             inst: dict[TypeVar, Type] = {}
+            header = self.types.get(func)
+            ret = header.ret_type if type(header) is FuncType else func.ret_type
+            want = self.type_of(node)  # the instantiated result type at this call
+            if ret is not None and want is not None:
+                _bind_types(ret, want, inst)
             for p, a in zip(func.params, node.args, strict=True):
                 pt, at = self.types.get(p, p.type_annotation), self.type_of(a)
                 if pt is not None and at is not None:
@@ -648,7 +840,7 @@ class _PE:
         self.fuel[func] = met
         self.depth[func] += 1
         try:
-            return self.visit(func.body, frame)
+            out = self.visit(func.body, frame)
         finally:
             self.depth[func] -= 1
             self.tsubst = saved[0]
@@ -656,6 +848,7 @@ class _PE:
                 del self.fuel[func]
             else:
                 self.fuel[func] = saved[1]
+        return out if node is None else self.retyped(out, self.type_of(node))
 
     def reify_closure(self, ps: PS, s: SClosure) -> Expr:
         """Reify-Fn: the residual function of a closure that escapes, its body partially
@@ -667,7 +860,11 @@ class _PE:
             value = self.copy_closure(s, var)
         else:
             saved_tsubst, self.tsubst = self.tsubst, s.tsubst
-            params = tuple(Var(p.name_hint, self.type_of(p)) for p in func.params)
+            saved_tvars, self.tvars = self.tvars, self.tvars.union(func.type_params)
+            # Parameters annotated with their checked types (an unannotated one may be
+            # typed only by code that partial evaluation removes).
+            params = tuple(Var(p.name_hint, self.annotation(self.type_of(p)))
+                           for p in func.params)
             outer, self.ll = self.ll, _LetList()
             frame = _Frame(dict(s.env))
             if s.rec is not None:
@@ -692,6 +889,7 @@ class _PE:
                 self.ll.open = False
                 self.ll = outer
                 self.tsubst = saved_tsubst
+                self.tvars = saved_tvars
             value = Function(params, body, None, func.type_params, func.attrs, func.span)
         self.ll.bindings.append((var, value))
         return var
@@ -755,7 +953,8 @@ class _PE:
     def fresh_pattern(self, pattern: Pattern, renamed: dict) -> Pattern:
         match pattern:
             case PatternVar(var):
-                new = Var(var.name_hint, _subst(var.type_annotation, self.tsubst))
+                new = Var(var.name_hint,
+                          self.annotation(_subst(var.type_annotation, self.tsubst)))
                 renamed[var] = PS(None, new, None, next(self.clock))
                 return PatternVar(new)
             case PatternConstructor(ctor, pats):
@@ -774,17 +973,26 @@ class _PE:
         self.budget = UNFOLD_BUDGET
         self.store = _Store()
         self.ll = _LetList()
+        self.tvars = frozenset(func.type_params)
+        self.tsubst = {}
         frame = _Frame()
         args = []
+        params = []
         for p in func.params:
-            frame.vars[p] = a = PS(None, p, None, next(self.clock))
+            if p.type_annotation is None:  # its checked type, which the body may not fix
+                ann = self.annotation(self.types.get(p))
+                if ann is not None:
+                    p = Var(p.name_hint, ann, p.span)
+            params.append(p)
+        for p, q in zip(func.params, params, strict=True):
+            frame.vars[p] = a = PS(None, q, None, next(self.clock))
             args.append(a)
         self.fuel = {func: self.fuel_of(args)}
         self.depth.clear()
         body = self.ll.finish(self.reify(self.visit(func.body, frame)))
         for inline in (False, False, True, True):  # deaths first (a read dies, then its cell)
-            body = _Tidy.run(body, inline)
-        return replace(func, body=body)
+            body = _Tidy.run(body, inline, func.ret_type is not None)
+        return replace(func, params=tuple(params), body=body)
 
 
 # -- the clean-up ---------------------------------------------------------------------------
@@ -806,7 +1014,12 @@ class _Tidy:
       evaluated before it there. Only operator,
       constructor and tuple code is inlined (never functions, ``if``, ``match``), at most
       ``MAX_INLINE_DEPTH`` deep.
-    * Tidy-Tail: ``let %v = e; %v`` is ``e`` (any ``e``).
+    * Tidy-Tail: ``let %v = e; %v`` is ``e`` (any ``e``), unless ``%v`` is annotated and
+      nothing else fixes the type there (a function's declared return type, the annotation
+      of the binding whose value this is).
+
+    A binding with an annotation (``let %nil: List[int32] = Nil``) is never inlined: the
+    annotation may be the only thing that fixes its value's type.
 
     Counts are of uses (edges); one traversal counts, one rebuilds: linear."""
 
@@ -827,10 +1040,11 @@ class _Tidy:
         self.inlining = True
 
     @staticmethod
-    def run(body: Expr, inline: bool = True) -> Expr:
+    def run(body: Expr, inline: bool = True, typed: bool = False) -> Expr:
+        """One round; ``typed``: the context fixes the type of ``body``."""
         tidy = _Tidy(body)
         tidy.inlining = inline
-        return tidy.clean(body)
+        return tidy.clean(body, typed)
 
     def effect(self, expr: Expr) -> int:
         got = self.effects.get(id(expr))
@@ -856,50 +1070,64 @@ class _Tidy:
         return self.effects[id(expr)]
 
     def forget(self, expr: Expr) -> None:
+        """``expr`` is removed: its uses of variables no longer count."""
+        if type(expr) is Var:
+            self.count[expr] -= 1
+            return
         for node in post_order(expr):
             for kid in children(node):
                 if type(kid) is Var:
                     self.count[kid] -= 1
 
-    def clean(self, expr: Expr) -> Expr:
+    def clean(self, expr: Expr, typed: bool = False) -> Expr:
+        """``expr`` cleaned; ``typed``: its context fixes its type (Tidy-Tail may drop an
+        annotation then)."""
         match expr:
             case Let():
                 bindings = []
                 while type(expr) is Let:
                     bindings.append((expr.var, expr.value))
                     expr = expr.body
-                result = self.clean(expr)
+                result = self.clean(expr, typed)
                 kept = []
                 for var, value in reversed(bindings):
                     if self.count[var] == 0 and self.effect(value) <= _READ:
                         self.forget(value)                               # Tidy-Dead-Let
                         continue
-                    value = self.clean(value)
+                    if (type(value) is RefWrite and value.ref in self.dead_refs
+                            and self.count[var] == 0                     # Tidy-Dead-Ref
+                            and self.effect(value.value) > _READ):
+                        self.count[value.ref] -= 1  # the write goes; its value's effects stay
+                        value = value.value
+                    value = self.clean(value, var.type_annotation is not None)
                     if self.count[var] == 0 and self.effect(value) <= _READ:
                         self.forget(value)
                         continue
                     kept.append((var, value))
                 kept.reverse()
                 if self.inlining:
-                    return self.inline(kept, result)
+                    return self.inline(kept, result, typed)
                 for var, value in reversed(kept):
                     result = Let(var, value, result)
                 return result
             case Function(_, body):
-                new = self.clean(body)
+                new = self.clean(body, expr.ret_type is not None)
                 return expr if new is body else replace(expr, body=new)
             case If(_, then, else_):
-                return replace(expr, true_branch=self.clean(then),
-                               false_branch=self.clean(else_))
+                return replace(expr, true_branch=self.clean(then, typed),
+                               false_branch=self.clean(else_, typed))
             case Match(_, clauses):
-                return replace(expr, clauses=tuple(replace(c, rhs=self.clean(c.rhs))
+                return replace(expr, clauses=tuple(replace(c, rhs=self.clean(c.rhs, typed))
                                                    for c in clauses))
-            case RefWrite(ref) if ref in self.dead_refs:                 # Tidy-Dead-Ref
-                self.forget(expr)
-                return _UNIT
+            case RefWrite(ref, value) if ref in self.dead_refs:          # Tidy-Dead-Ref
+                if self.effect(value) <= _READ:
+                    self.forget(expr)
+                    return _UNIT
+                self.count[ref] -= 1  # the value's effects stay (an inlined call)
+                return Let(Var("_"), value, _UNIT)
         return expr
 
-    def inline(self, kept: list[tuple[Var, Expr]], result: Expr) -> Expr:
+    def inline(self, kept: list[tuple[Var, Expr]], result: Expr, typed: bool) -> Expr:
         """Tidy-Inline over one let chain (``kept`` bindings, then ``result``)."""
         where: dict[Var, int] = {}   # binding (or len(kept): the result) using it eagerly
         first: set[Var] = set()      # ... where only pure code is evaluated before it
@@ -939,13 +1167,15 @@ class _Tidy:
             value, depth = substitute(value)
             j = where.get(var)
             if (self.count[var] == 1 and j is not None and isinstance(value, _INLINABLE)
+                    and var.type_annotation is None  # a typed binding keeps its type
                     and depth < MAX_INLINE_DEPTH
                     and (self.effect(value) == _PURE or (j == i + 1 and var in first))):
                 inlined[var] = (value, depth + 1)
                 continue
             out.append((var, value))
         body, _ = substitute(result)
-        if out and body is out[-1][0] and self.count[body] == 1:        # Tidy-Tail
+        if (out and body is out[-1][0] and self.count[body] == 1        # Tidy-Tail
+                and (body.type_annotation is None or typed)):
             body = out.pop()[1]
         for var, value in reversed(out):
             body = Let(var, value, body)

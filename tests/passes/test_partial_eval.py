@@ -259,3 +259,97 @@ def test_gradient_of_square_becomes_straight_line_code() -> None:
     want = rr.infer_types(rr.parse("""
     def @main(%d: Tensor[(3), float32]) { (multiply(%d, %d), (add(%d, %d),)) }"""))
     assert rr.alpha_equal(out, want), rr.astext(out)
+
+
+# -- regressions ----------------------------------------------------------------------------
+def test_write_to_dead_cell_keeps_the_effects_of_its_value() -> None:
+    # The tidy-up inlines `let %c1 = %r(); ref_write(%ref1, %c1)` into
+    # `ref_write(%ref1, %r())`; when %ref1 is later found dead, the call must stay.
+    src = """
+    def @main(%c: bool) -> int32 {
+      let %s = ref(0);
+      let %f = if (%c) { fn () -> int32 { ref_write(%s, 1); 1 } }
+               else { fn () -> int32 { ref_write(%s, 2); 2 } };
+      let %D = ref(0); let %C = ref(ref(0)); let %B = ref(ref(ref(0)));
+      let %A = ref(ref(ref(ref(0))));
+      ref_write(%A, %B); ref_write(%B, %C); ref_write(%C, %D);
+      if (%c) { ref_write(%D, %f()) } else { () };
+      ref_read(%s)
+    }"""
+    mod = rr.infer_types(rr.parse(src))
+    out = rr.infer_types(rr.optimize(mod, ["PartialEvaluate"], opt_level=3))
+    for c, want in [(True, 1), (False, 0)]:
+        assert int(evaluate(out, np.bool_(c))) == want == int(evaluate(mod, np.bool_(c)))
+    calls = [n for n in post_order(out["main"].body)
+             if isinstance(n, Call) and isinstance(n.op, Var)]
+    assert len(calls) == 1, rr.astext(out)
+
+
+def _type_vars_in_annotations(expr) -> set[str]:
+    from relay_ref.ir.types import TypeVar
+    from relay_ref.passes.partial_eval import _type_vars
+
+    names: set[str] = set()
+    for var in _binders(expr):
+        names.update(v.name for v in _type_vars(var.type_annotation, set())
+                     if isinstance(v, TypeVar))
+    return names
+
+
+@pytest.mark.parametrize("body", ["@rev(%xs)", "@foldr(Cons, Nil, %xs)",
+                                  "@map(@id, @rev(%xs))"])
+def test_polymorphic_constructor_argument_is_instantiated(body: str) -> None:
+    # @flip(Cons) inside @rev: flip's type parameters are List's A at this use (int32),
+    # not Cons's own polymorphic type (whose A is out of scope in @main).
+    src = f"def @id[T](%a: T) -> T {{ %a }}\ndef @main(%xs: List[int32]) {{ {body} }}"
+    mod = rr.infer_types(rr.parse(src))
+    out = rr.infer_types(PE(mod))  # raised "type parameter A is not in scope"
+    assert _type_vars_in_annotations(out["main"]) == set()
+    assert rr.alpha_equal(out.global_types["main"], mod.global_types["main"])
+    cons, nil = mod.constructors["Cons"], mod.constructors["Nil"]
+    from relay_ref.interpreter.values import ConstructorValue
+
+    xs = ConstructorValue(nil, ())
+    for i in (3, 2, 1):
+        xs = ConstructorValue(cons, (np.array(i, "int32"), xs))
+    assert values_equal(evaluate(out, xs), evaluate(mod, xs))
+
+
+@pytest.mark.parametrize("src", [
+    # the annotation is all that fixes Nil's type argument
+    "def @main(%a: int32) { let %e: List[float32] = Nil; (Cons(%a, Nil), %e) }",
+    "def @main() { let %e: List[List[int32]] = Cons(Nil, Nil); %e }",
+    "def @main() { let %e: Option[float32] = None; let %t = (%e, %e); %t }",
+    # an unannotated parameter typed only backwards, by a binding PE removes
+    "def @main(%a) -> int32 { let %u: Tensor[(2, 2), int32] = ones_like(%a); 1 }",
+    "def @main(%a: float32) { let %f = fn (%y) { let %u: float32 = %y; 1 }; (%f, %f(%a)) }",
+    # ? dimensions: the residual value has a static shape, the program keeps `?`
+    """def @f(%x: Tensor[(?, 3), float32]) -> Tensor[(?, 3), float32] { %x }
+       def @main() { let %z = zeros(shape=[5, 3], dtype="float32"); (@f(%z), %z) }""",
+    """def @main() {
+         let %z: Tensor[(?, 3), float32] = zeros(shape=[5, 3], dtype="float32"); %z }""",
+])
+def test_types_fixed_only_by_removed_code_are_kept(src: str) -> None:
+    mod = rr.infer_types(rr.parse(src))
+    out = rr.infer_types(PE(mod))  # raised "cannot infer the type"
+    assert rr.alpha_equal(out.global_types["main"], mod.global_types["main"]), \
+        rr.astext(out)
+
+
+def test_typed_binding_needed_only_once() -> None:
+    # Cons(1, Nil): the head fixes the list's type, so Nil needs no annotation.
+    out = _pe("def @main() -> List[int32] { let %e: List[int32] = Nil; Cons(1, %e) }")
+    assert ":" not in rr.astext(out["main"].body), rr.astext(out)
+
+
+def test_linear_on_applied_closures() -> None:
+    # (fn (%x1) { (fn (%x2) { ... })(%x1) })(%x0): each closure's free variables were
+    # computed by a traversal of its body (quadratic in the depth).
+    from relay_ref.testing.nested_fns import applied_closures
+
+    def cost(n: int) -> int:
+        mod = rr.infer_types(rr.parse(applied_closures(n)))
+        return step_count(lambda: PE(mod))
+
+    small, large = cost(200), cost(400)
+    assert large <= 2.3 * small + 5000, (small, large)

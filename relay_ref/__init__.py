@@ -160,14 +160,20 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
     return _evaluate(program, *args, entry=entry, **kwargs)
 
 
-def optimize(mod: IRModule, passes: Any, *, opt_level: int = 2,
+def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
              required: Any = (), disabled: Any = ()) -> IRModule:
     """Type-check ``mod``, run ``passes`` in order (names of registered passes, see
-    ``pass_names()``, or any callables ``IRModule -> IRModule``) under ``opt_level`` as
-    TVM's ``Sequential``/``PassContext`` do (a pass runs when its ``opt_level`` is at most
-    ``opt_level`` or it is named in ``required``, never when named in ``disabled``), and
-    return the type-checked result. An unknown pass name is a ``ValueError`` that lists the
-    known ones; a pass whose output does not type-check raises ``RelayTypeError``."""
+    ``pass_names()``, or any callables ``IRModule -> IRModule``) and return the type-checked
+    result.
+
+    Without ``opt_level`` every pass listed runs, whatever its own opt level
+    (``optimize(m, ["PartialEvaluate"])`` partially evaluates, as ``relay opt --passes``
+    does), except those named in ``disabled``. With ``opt_level=N`` TVM's
+    ``Sequential``/``PassContext`` rule applies: a pass runs when its ``opt_level`` is at
+    most N or it is named in ``required``, never when named in ``disabled`` (TVM's default
+    context is N = 2, under which PartialEvaluate and EliminateCommonSubexpr, level 3, are
+    skipped). An unknown pass name is a ``ValueError`` that lists the known ones; a pass
+    whose output does not type-check raises ``RelayTypeError``."""
     from relay_ref.passes import Sequential, get_pass
 
     _require("optimize", "mod", mod, IRModule, "an IRModule")
@@ -185,9 +191,16 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int = 2,
         else:
             raise TypeError(f"optimize: each pass must be a name or a callable, not "
                             f"{type(p).__name__}")
+    required = tuple(required)
+    if opt_level is None:  # every listed pass is wanted: run it whatever its level
+        opt_level = 2
+        required += tuple(getattr(p, "name", getattr(p, "__name__", "")) for p in chosen)
+    elif not isinstance(opt_level, int) or isinstance(opt_level, bool):
+        raise TypeError(f"optimize: opt_level must be an int or None, not "
+                        f"{type(opt_level).__name__}")
     if not mod.checked_types:
         mod = infer_types(mod)
-    out = Sequential(chosen, opt_level=opt_level, required=tuple(required),
+    out = Sequential(chosen, opt_level=opt_level, required=required,
                      disabled=tuple(disabled))(mod)
     return infer_types(out)
 

@@ -24,7 +24,7 @@ from relay_ref import RelayError
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour, _read, _Usage
+    from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage
 
     if args.list:
         _print_passes()
@@ -45,11 +45,10 @@ def run_opt(args: argparse.Namespace) -> int:
     if not args.file:
         raise _Usage("give a FILE to optimise (or --check N to test the passes)")
     source = _read(args.file)
-    level = args.opt_level if args.opt_level is not None else 4
-    required = names if args.opt_level is None else ()
     try:
         mod = rr.parse(source, args.file)
-        out = rr.optimize(mod, names, opt_level=level, required=required)
+        # rr.optimize's rule: without an opt level every named pass runs
+        out = rr.optimize(mod, names, opt_level=args.opt_level)
     except RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER

@@ -16,6 +16,24 @@ it *refines* the input (same value wherever the input returns one).
 Invariants: passes never mutate their input (modules and expressions are immutable); a pass
 returns a module without recorded types (``checked_types`` empty) when it changed anything,
 so stale types are never read; passes run after ``infer_types`` when they need types.
+
+Types stay determined, not only correct: on a well-typed input a pass's output type-checks
+on its own (``infer_types`` infers every type again, from what is left). A pass that drops
+code or replaces a variable by its value may remove the only thing that fixed a type
+(``add(ones_like(%a), 1)`` types ``%a`` backwards; ``let %e: List[float32] = Nil`` types
+``Nil`` by its annotation), so such passes (DeadCodeElimination, ToGraphNormalForm,
+SimplifyExpr) use ``relay_ref.passes.pin_types``: ``annotate_params`` first gives every
+unannotated parameter its checked type (what TVM's frontends produce anyway), and
+``Determinacy`` lets them drop code only when every variable in it is typed without it,
+and drop an annotation only when the value's type follows from the value alone. This is
+checked by the passes themselves, not by ``rr.optimize``: ``check_pass`` calls a pass
+directly.
+
+Output round-trips through text: ``parse(astext(pass(m)))`` is alpha-equal to ``pass(m)``.
+An operator call built from an operator value (``let %f = add; %f(x, y)`` with ``%f``
+substituted) carries the operator's default attrs, as the parser gives ``add(x, y)``
+(``relay_ref.passes.rewrite.with_children`` does it for every pass that rebuilds with it);
+``alpha_equal`` tells ``None`` from default attrs, as TVM's structural equality does.
 """
 
 from __future__ import annotations

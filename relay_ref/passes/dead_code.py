@@ -8,6 +8,12 @@ through, a parameter say, may write). Every other node is kept as it is, sharing
 The result type-checks with the same types and refines the input: the same value wherever
 the input returns one (a removed binding that would have failed, or looped, no longer does).
 
+Types stay determined (``relay_ref.passes.pin_types``): unannotated parameters get their
+checked types as annotations first (``annotate_params``; a dropped ``ones_like(%a)`` may
+have been all that typed ``%a``), and a binding is removed only when every variable in its
+value has a type fixed without it (``Determinacy.vars_fixed``: in ``let %n = Nil; let %u =
+Cons(1, %n); match (%n) {..}`` the dead ``%u`` is what types ``%n``, so it stays).
+
 The purity analysis, stated plainly: removable are operator calls, constructors, tuples,
 projections, function literals (making a closure runs nothing), ``ref(..)`` (a fresh cell
 nobody can reach) and ``ref_read``, and ``if``/``match``/``let`` made of those, and calls of
@@ -31,12 +37,14 @@ from relay_ref.ir.expr import Expr, Function, Let, Var, children
 from relay_ref.ir.module import IRModule
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
+from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import with_children
 
 
 class _DCE:
-    def __init__(self, effects: Effects) -> None:
+    def __init__(self, effects: Effects, det: Determinacy) -> None:
         self.effects = effects
+        self.det = det
         self.memo: dict[int, Expr] = {}
         self.used: set[Var] = set()
         self.keep: list[Expr] = []
@@ -64,7 +72,8 @@ class _DCE:
             cur = cur.body
         out = self.visit(cur)  # the body first: it decides which bindings are live
         for let in reversed(chain):
-            if let.var in self.used or self.effects.writes(let.value):
+            if (let.var in self.used or self.effects.writes(let.value)
+                    or not self.det.vars_fixed(let.value)):
                 value = self.visit(let.value)
                 if value is not let.value or out is not let.body:
                     out = Let(let.var, value, out, let.span)
@@ -76,9 +85,9 @@ class _DCE:
         return out
 
 
-def dead_code_function(fn: Function, effects: Effects) -> Function:
+def dead_code_function(fn: Function, effects: Effects, det: Determinacy) -> Function:
     """``fn`` without its dead bindings (see the module docstring)."""
-    body = run_deep(lambda: _DCE(effects).visit(fn.body))
+    body = run_deep(lambda: _DCE(effects, det).visit(fn.body))
     return fn if body is fn.body else replace(fn, body=body)
 
 
@@ -90,8 +99,10 @@ class DeadCodeElimination(Pass):
     opt_level = 1
 
     def __call__(self, mod: IRModule) -> IRModule:
-        effects = Effects(mod)
-        functions = {n: dead_code_function(f, effects) for n, f in mod.functions.items()}
+        original = mod
+        mod = annotate_params(mod)
+        effects, det = Effects(mod), Determinacy(mod)
+        functions = {n: dead_code_function(f, effects, det) for n, f in mod.functions.items()}
         if all(functions[n] is f for n, f in mod.functions.items()):
-            return mod
+            return original  # nothing removed: no annotations added either
         return replace(mod, functions=functions, checked_types={}, global_types={})

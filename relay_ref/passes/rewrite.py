@@ -1,7 +1,11 @@
 """Rebuilding expressions: the traversal every pass is written with.
 
 * ``with_children(expr, kids)``: ``expr`` with its direct sub-expressions (in the order of
-  ``relay_ref.ir.expr.children``) replaced; ``expr`` itself when nothing changed.
+  ``relay_ref.ir.expr.children``) replaced; ``expr`` itself when nothing changed. A call
+  whose callee becomes an operator (``let %f = add; %f(x, y)`` with ``%f`` substituted) and
+  that has no attrs gets the op's default attrs (``default_attrs``), as the parser gives
+  ``add(x, y)``: a pass's output prints and parses back to itself (alpha-equal; attrs
+  ``None`` and default attrs differ, as in TVM's structural equality).
 * ``rewrite(expr, rule)``: a bottom-up rebuild. Each distinct node is visited once, after
   its children (memoised by identity: a node shared by several users, a graph binding, is
   rewritten once and stays shared), so the cost is linear in the size of the graph, never in
@@ -33,6 +37,7 @@ from relay_ref.ir.expr import (
     If,
     Let,
     Match,
+    Op,
     Pattern,
     PatternConstructor,
     PatternTuple,
@@ -64,7 +69,10 @@ def with_children(expr: Expr, kids: Iterable[Expr]) -> Expr:
         case Let():
             return replace(expr, value=new[0], body=new[1])
         case Call():
-            return replace(expr, op=new[0], args=new[1:])
+            attrs = expr.attrs
+            if attrs is None and isinstance(new[0], Op):
+                attrs = default_attrs(new[0].name)  # an op value now in call position
+            return replace(expr, op=new[0], args=new[1:], attrs=attrs)
         case Function():
             return replace(expr, body=new[0])
         case If():
@@ -80,6 +88,17 @@ def with_children(expr: Expr, kids: Iterable[Expr]) -> Expr:
         case RefWrite():
             return replace(expr, ref=new[0], value=new[1])
     raise TypeError(f"{type(expr).__name__} has no children to replace")
+
+
+def default_attrs(op_name: str) -> object | None:
+    """The attrs object of ``op_name`` with every default, as the parser gives a call
+    written without attributes; ``None`` for an unknown op or attrs without defaults."""
+    from relay_ref.ops.registry import get_op
+
+    try:
+        return get_op(op_name).attrs()
+    except Exception:  # noqa: BLE001 - unknown op, or required attributes
+        return None
 
 
 def rewrite(expr: Expr, rule: Rule, memo: dict[int, Expr] | None = None) -> Expr:

@@ -25,6 +25,12 @@ already been simplified; a node is rewritten until no rule applies):
 * ``zeros_like(x)`` / ``ones_like(x)`` -> ``zeros`` / ``ones`` of ``x``'s static type when
   ``x`` has no effect (TVM's ConcretizeLike): the data dependency on ``x`` goes.
 
+Dropping an argument (``ones_like``'s, ``reshape_like``'s shape) could drop the only thing
+that typed a variable (``def @main(%a) -> Tensor[(2, 2), int32] { add(ones_like(%a), 1) }``
+types ``%a`` backwards): unannotated parameters get their checked types as annotations
+first, and an argument is dropped only when every variable in it has a type fixed without
+it (``relay_ref.passes.pin_types``).
+
 Not taken from TVM: ``x * 0 -> 0`` (wrong for inf/nan), rules that need layouts or
 rewrite into ops with broadcast semantics the type check would have to re-derive.
 
@@ -47,6 +53,7 @@ from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import make_attrs
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
+from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import with_children
 from relay_ref.typecheck.infer import infer_types
 
@@ -56,9 +63,14 @@ TypeOf = Callable[[Expr], Type | None]
 class _Ctx:
     """What a rule may ask: types of (rewritten) nodes, and effects of the input's nodes."""
 
-    def __init__(self, types: TypeOf, effects: Effects) -> None:
+    def __init__(self, types: TypeOf, effects: Effects, det: Determinacy) -> None:
         self.type_of = types
         self.effects = effects
+        self.det = det
+
+    def droppable(self, node: Expr) -> bool:
+        """May ``node`` go? No effect, and nothing else's type depends on it."""
+        return not self.effects.stateful(node) and self.det.vars_fixed(node)
 
 
 Rule = Callable[[Call, Type, _Ctx], Expr | None]
@@ -170,7 +182,7 @@ _RESHAPE_LIKE = ("reshape", "squeeze", "expand_dims", "reshape_like")
 def _reshape(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
     x = node.args[0]
     if ctx.type_of(x) == ty and (node.op.name != "reshape_like"  # type: ignore[attr-defined]
-                                 or not ctx.effects.stateful(node.args[1])):
+                                 or ctx.droppable(node.args[1])):
         return x  # a reshape that changes nothing
     if not _op(x, *_RESHAPE_LIKE):
         return None
@@ -179,8 +191,8 @@ def _reshape(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
     if static is None or _static(ctx.type_of(inner_x)) is None:
         return None
     dropped = [*x.args[1:], *node.args[1:]]  # type: ignore[attr-defined]
-    if any(ctx.effects.stateful(d) for d in dropped):
-        return None  # reshape_like's shape argument: keep it if it does something
+    if not all(ctx.droppable(d) for d in dropped):
+        return None  # reshape_like's shape argument: keep it if it does or types something
     if ctx.type_of(inner_x) == ty:
         return inner_x
     return Call(Op("reshape"), (inner_x,), make_attrs("reshape", {"newshape": static.shape}))
@@ -190,7 +202,7 @@ def _concretize(target: str) -> Rule:
     """``zeros_like(x)`` -> ``zeros(shape, dtype)`` for a static, effect-free ``x``."""
     def rule(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
         static = _static(ty)
-        if static is None or ctx.effects.stateful(node.args[0]):
+        if static is None or not ctx.droppable(node.args[0]):
             return None
         attrs = make_attrs(target, {"shape": tuple(static.shape), "dtype": static.dtype})
         return Call(Op(target), (), attrs)
@@ -221,7 +233,7 @@ class _Simplifier:
     def __init__(self, mod: IRModule, effects: Effects) -> None:
         self.types = mod.checked_types
         self.new_types: dict[int, Type] = {}
-        self.ctx = _Ctx(self.type_of, effects)
+        self.ctx = _Ctx(self.type_of, effects, Determinacy(mod))
         self.memo: dict[int, Expr] = {}
         self.keep: list[Expr] = []
 
@@ -276,12 +288,13 @@ class SimplifyExpr(Pass):
     opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:
-        mod = mod if mod.checked_types else infer_types(mod)
+        original = mod
+        mod = annotate_params(mod if mod.checked_types else infer_types(mod))
         simplifier = _Simplifier(mod, Effects(mod))
         functions = {}
         for n, f in mod.functions.items():
             body = run_deep(lambda f=f: simplifier.visit(f.body))
             functions[n] = f if body is f.body else replace(f, body=body)
         if all(functions[n] is f for n, f in mod.functions.items()):
-            return mod
+            return original  # nothing simplified: no annotations added either
         return replace(mod, functions=functions, checked_types={}, global_types={})

@@ -15,6 +15,14 @@ Kept as ``let`` (in their order, so effects stay ordered):
   TVM's pass substitutes these too (and so drops an unused ``ref_write``); this one does not.
 * let-bound recursive functions (the variable occurs in its own value). TVM replaces each
   use by ``let %f = fn ...; %f``; keeping the binding is the same program, printed once.
+* bindings that keep types determined (``relay_ref.passes.pin_types``): an annotated
+  ``let`` whose value's type does not follow from the value alone (``let %e:
+  List[float32] = Nil``: a bare ``Nil`` in its place would have no type argument), and an
+  unused binding whose value is what fixes the type of a variable or shared node that stays
+  (``Determinacy.vars_fixed``), and an unannotated binding used several times whose value's
+  type comes from its uses (``let %n = Nil``: the shared ``Nil`` would be printed at each
+  use, each then on its own). Unannotated parameters get their checked types as
+  annotations first (``annotate_params``), as a dropped binding may be all that typed them.
 
 Cost: linear in the number of distinct nodes; runs on a deep stack.
 """
@@ -26,15 +34,18 @@ from dataclasses import replace
 from relay_ref.deepstack import run_deep
 from relay_ref.ir.expr import Expr, Function, Let, Var, children
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.visitor import free_vars
+from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
+from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import with_children
 
 
 class _GNF:
-    def __init__(self, effects: Effects) -> None:
+    def __init__(self, effects: Effects, det: Determinacy, uses: dict[Var, int]) -> None:
         self.effects = effects
+        self.det = det
+        self.uses = uses
         self.memo: dict[int, Expr] = {}
         self.subst: dict[Var, Expr] = {}
         self.keep: list[Expr] = []
@@ -60,8 +71,7 @@ class _GNF:
         cur: Expr = node
         while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
             var, value = cur.var, cur.value
-            recursive = isinstance(value, Function) and var in free_vars(value)
-            if not recursive and not self.effects.stateful(value):
+            if self.substitutable(var, value):
                 self.subst[var] = self.visit(value)
                 chain.append((cur, None))
             else:
@@ -76,10 +86,32 @@ class _GNF:
                 self.keep.append(let)
         return out
 
+    def substitutable(self, var: Var, value: Expr) -> bool:
+        """May ``let var = value`` become graph sharing? (see the module docstring)"""
+        if isinstance(value, Function) and var in free_vars(value):
+            return False  # recursive
+        if self.effects.stateful(value):
+            return False
+        uses = self.uses.get(var, 0)
+        if uses == 0 and not self.det.vars_fixed(value):
+            return False  # dropping the value would untype a variable that stays
+        if self.det.determined(value):
+            return True
+        # The variable's type comes from outside the value: from the annotation (which a
+        # bare value would lose), or from its uses, which a single use keeps (a shared
+        # atom such as ``Nil`` is printed at each use: the sharing would not round-trip).
+        return var.type_annotation is None and uses <= 1
 
-def to_graph_normal_form_function(fn: Function, effects: Effects) -> Function:
+
+def to_graph_normal_form_function(fn: Function, effects: Effects,
+                                  det: Determinacy) -> Function:
     """The graph normal form of a global function (see the module docstring)."""
-    return run_deep(lambda: replace(fn, body=_GNF(effects).visit(fn.body)))
+    uses: dict[Var, int] = {}  # the number of places each variable is used in
+    for node in post_order(fn.body):
+        for kid in children(node):
+            if isinstance(kid, Var):
+                uses[kid] = uses.get(kid, 0) + 1
+    return run_deep(lambda: replace(fn, body=_GNF(effects, det, uses).visit(fn.body)))
 
 
 @register_pass
@@ -90,7 +122,8 @@ class ToGraphNormalForm(Pass):
     opt_level = 1
 
     def __call__(self, mod: IRModule) -> IRModule:
-        effects = Effects(mod)
-        functions = {n: to_graph_normal_form_function(f, effects)
+        mod = annotate_params(mod)
+        effects, det = Effects(mod), Determinacy(mod)
+        functions = {n: to_graph_normal_form_function(f, effects, det)
                      for n, f in mod.functions.items()}
         return replace(mod, functions=functions, checked_types={}, global_types={})

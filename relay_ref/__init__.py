@@ -163,8 +163,8 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
 def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
              required: Any = (), disabled: Any = ()) -> IRModule:
     """Type-check ``mod``, run ``passes`` in order (names of registered passes, see
-    ``pass_names()``, or any callables ``IRModule -> IRModule``) and return the type-checked
-    result.
+    ``pass_names()``, or any callables ``IRModule -> IRModule``; a comma-separated string
+    of names also works) and return the type-checked result.
 
     Without ``opt_level`` every pass listed runs, whatever its own opt level
     (``optimize(m, ["PartialEvaluate"])`` partially evaluates, as ``relay opt --passes``
@@ -172,37 +172,74 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     ``Sequential``/``PassContext`` rule applies: a pass runs when its ``opt_level`` is at
     most N or it is named in ``required``, never when named in ``disabled`` (TVM's default
     context is N = 2, under which PartialEvaluate and EliminateCommonSubexpr, level 3, are
-    skipped). An unknown pass name is a ``ValueError`` that lists the known ones; a pass
-    whose output does not type-check raises ``RelayTypeError``."""
-    from relay_ref.passes import Sequential, get_pass
+    skipped).
+
+    Errors: wrong argument types are ``TypeError`` and unknown pass names (in ``passes``,
+    ``required`` or ``disabled``) ``ValueError``, each naming the argument; the result of
+    every pass is type-checked, as TVM runs InferType between passes, and a pass whose
+    output does not type-check (or that returns something else than a module) is named in
+    the ``RelayTypeError`` (``TypeError``)."""
+    from relay_ref.diagnostics import ERROR, Diagnostic
+    from relay_ref.passes import Sequential, get_pass, pass_names
 
     _require("optimize", "mod", mod, IRModule, "an IRModule")
-    if isinstance(passes, str):
-        passes = [p.strip() for p in passes.split(",") if p.strip()]
     chosen = []
-    for p in passes:
+    for p in _names_or_items("passes", passes):
         if isinstance(p, str):
             try:
                 chosen.append(get_pass(p))
             except KeyError as err:
-                raise ValueError(err.args[0]) from None
+                raise ValueError(f"optimize: {err.args[0]}") from None
+        elif isinstance(p, type):
+            raise TypeError(f"optimize: give a pass instance, {p.__name__}(), not the "
+                            f"class {p.__name__}")
         elif callable(p):
             chosen.append(p)
         else:
             raise TypeError(f"optimize: each pass must be a name or a callable, not "
                             f"{type(p).__name__}")
-    required = tuple(required)
+    names = [getattr(p, "name", None) or getattr(p, "__name__", repr(p)) for p in chosen]
+    known = set(pass_names()) | set(names)
+    required = tuple(_names_or_items("required", required))
+    disabled = tuple(_names_or_items("disabled", disabled))
+    for arg, given in (("required", required), ("disabled", disabled)):
+        unknown = [n for n in given if not isinstance(n, str) or n not in known]
+        if unknown:
+            raise ValueError(f"optimize: {arg} names no pass: {unknown[0]!r} (passes: "
+                             f"{', '.join(sorted(known))})")
     if opt_level is None:  # every listed pass is wanted: run it whatever its level
-        opt_level = 2
-        required += tuple(getattr(p, "name", getattr(p, "__name__", "")) for p in chosen)
+        opt_level, required = 2, required + tuple(names)
     elif not isinstance(opt_level, int) or isinstance(opt_level, bool):
-        raise TypeError(f"optimize: opt_level must be an int or None, not "
-                        f"{type(opt_level).__name__}")
+        raise TypeError(f"optimize: opt_level must be an int or None, not {opt_level!r}")
+    elif opt_level < 0:
+        raise ValueError(f"optimize: opt_level must be at least 0, not {opt_level}")
     if not mod.checked_types:
         mod = infer_types(mod)
-    out = Sequential(chosen, opt_level=opt_level, required=required,
-                     disabled=tuple(disabled))(mod)
-    return infer_types(out)
+    for p in Sequential(chosen, opt_level=opt_level, required=required,
+                        disabled=disabled).selected():
+        name = getattr(p, "name", None) or getattr(p, "__name__", repr(p))
+        out = p(mod)
+        if not isinstance(out, IRModule):
+            raise TypeError(f"optimize: pass {name} returned {type(out).__name__}, not an "
+                            "IRModule")
+        try:
+            mod = infer_types(out)
+        except RelayTypeError as err:
+            head = Diagnostic(ERROR, f"the output of pass {name} does not type-check (the "
+                              "errors below point into its output; rr.astext shows it)")
+            raise RelayTypeError([head, *err.diagnostics]) from None
+    return mod
+
+
+def _names_or_items(arg: str, value: Any) -> list[Any]:
+    """``value`` as a list: a comma-separated string of names, or any iterable."""
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"optimize: {arg} must be a list of pass names (or a comma-separated "
+                        f"string), not {type(value).__name__}") from None
 
 
 def pass_names() -> list[str]:

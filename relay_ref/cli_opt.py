@@ -36,8 +36,14 @@ def run_opt(args: argparse.Namespace) -> int:
     known = rr.pass_names()
     unknown = [n for n in names if n not in known]
     if unknown:
+        import difflib
+
+        by_lower = {n.lower(): n for n in known}
+        hints = [by_lower[c[0]] for n in unknown
+                 if (c := difflib.get_close_matches(n.lower(), list(by_lower), n=1))]
+        hint = f"; did you mean {', '.join(hints)}?" if hints else ""
         raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
-                     f"{', '.join(unknown)} (known passes: {', '.join(known)})")
+                     f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
     if args.check is not None:
         if args.file:
             raise _Usage("--check generates its own programs; give no FILE with it")

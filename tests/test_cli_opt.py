@@ -51,6 +51,8 @@ def test_usage_errors(tmp_path):
     assert res.returncode == 2
     assert "unknown pass NoSuchPass" in res.stderr and "FoldConstant" in res.stderr
     assert "Traceback" not in res.stderr
+    res = relay("opt", str(path), "--passes", "foldconstant")
+    assert res.returncode == 2 and "did you mean FoldConstant?" in res.stderr
     res = relay("opt", str(path))
     assert res.returncode == 2 and "--passes" in res.stderr
     res = relay("opt", str(tmp_path / "missing.relay"), "--passes", "FoldConstant")

@@ -1,0 +1,50 @@
+"""``rr.optimize``: argument errors are clear, and a pass whose output is ill-typed is named."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relay_ref as rr
+from relay_ref.ir.expr import Call, Constant, Op
+from relay_ref.passes.fold_constant import FoldConstant
+from relay_ref.passes.rewrite import map_functions, rewrite
+
+MOD = rr.parse("def @main(%x: Tensor[(2), float32]) { add(%x, multiply(1f, 2f)) }")
+
+
+def test_a_pass_whose_output_is_ill_typed_is_named():
+    def to_int(mod):
+        def rule(node):
+            if isinstance(node, Call) and node.op == Op("multiply"):
+                return Constant(np.array(1, "int32"))
+            return None
+        return map_functions(mod, lambda _, f: rewrite(f, rule))
+
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.optimize(MOD, [to_int])
+    assert "the output of pass to_int does not type-check" in info.value.render()
+    assert "dtypes differ" in info.value.render()
+
+
+@pytest.mark.parametrize(("kwargs", "error", "words"), [
+    ({"passes": None}, TypeError, "passes must be a list"),
+    ({"passes": 3}, TypeError, "passes must be a list"),
+    ({"passes": [FoldConstant]}, TypeError, "FoldConstant(), not the class"),
+    ({"passes": [lambda m: None]}, TypeError, "returned NoneType"),
+    ({"passes": ["FoldConstnt"]}, ValueError, "did you mean 'FoldConstant'"),
+    ({"passes": ["FoldConstant"], "disabled": None}, TypeError, "disabled must be a list"),
+    ({"passes": ["FoldConstant"], "required": ["Nope"]}, ValueError, "required names no pass"),
+    ({"passes": ["FoldConstant"], "opt_level": "2"}, TypeError, "opt_level must be an int"),
+    ({"passes": ["FoldConstant"], "opt_level": -1}, ValueError, "at least 0"),
+])
+def test_bad_arguments_are_clear_errors(kwargs, error, words):
+    with pytest.raises(error) as info:
+        rr.optimize(MOD, **kwargs)
+    assert words in str(info.value)
+
+
+def test_names_may_be_a_comma_separated_string():
+    out = rr.optimize(MOD, "FoldConstant", required="FoldConstant", opt_level=0)
+    assert rr.alpha_equal(out, rr.infer_types(rr.parse(
+        "def @main(%x: Tensor[(2), float32]) { add(%x, 2f) }")))

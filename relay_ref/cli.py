@@ -31,7 +31,18 @@ def _colour(stream) -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
 
 
+def source_name(path: str) -> str:
+    """The name diagnostics give the text of ``path`` (``<stdin>`` for ``-``)."""
+    return "<stdin>" if path == "-" else path
+
+
 def _read(path: str) -> str:
+    """The text of ``path``; ``-`` reads standard input (as ``relay check -``)."""
+    if path == "-":
+        try:
+            return sys.stdin.read()
+        except (OSError, UnicodeDecodeError) as err:
+            raise _Usage(f"-: cannot read standard input: {err}") from None
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -88,7 +99,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     def check(path: str) -> int:
         source = _read(path)
         try:
-            mod = rr.parse(source, path, prelude=not args.no_prelude)
+            mod = rr.parse(source, source_name(path), prelude=not args.no_prelude)
             mod = rr.infer_types(mod)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
@@ -107,11 +118,13 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
     import relay_ref as rr
 
     def fmt(path: str) -> int:
+        if args.in_place and path == "-":
+            raise _Usage("-: standard input cannot be formatted in place")
         source = _read(path)
         try:
             # Prelude definitions the file uses are resolved but not printed into it; the
             # file's comments are kept (spec/syntax.md, P-Comments).
-            text = rr.astext(rr.parse(source, path), omit_prelude=True)
+            text = rr.astext(rr.parse(source, source_name(path)), omit_prelude=True)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
             return EXIT_USER
@@ -159,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="parse and type-check files",
                            description="Parse and type-check each FILE; report every error.")
-    check.add_argument("files", nargs="+", metavar="FILE")
+    check.add_argument("files", nargs="+", metavar="FILE", help="files to check (- reads "
+                       "standard input)")
     check.add_argument("--types", action="store_true", help="print the type of each global")
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     check.add_argument("--no-prelude", action="store_true",
@@ -198,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "and after), or, with --check N, property-test the "
                                      "passes against the interpreter on N generated "
                                      "programs each.")
-    opt.add_argument("file", nargs="?", metavar="FILE")
+    opt.add_argument("file", nargs="?", metavar="FILE", help="the program (- reads standard "
+                     "input)")
     opt.add_argument("--passes", metavar="A,B",
                      help="comma-separated pass names, run in order (see --list)")
     opt.add_argument("--opt-level", type=_non_negative_int, default=None, metavar="N",

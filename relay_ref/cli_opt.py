@@ -24,7 +24,7 @@ from relay_ref import RelayError
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage
+    from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage, source_name
 
     if args.list:
         _print_passes()
@@ -52,7 +52,7 @@ def run_opt(args: argparse.Namespace) -> int:
         raise _Usage("give a FILE to optimise (or --check N to test the passes)")
     source = _read(args.file)
     try:
-        mod = rr.parse(source, args.file)
+        mod = rr.parse(source, source_name(args.file))
         # rr.optimize's rule: without an opt level every named pass runs
         out = rr.optimize(mod, names, opt_level=args.opt_level)
     except RelayError as err:

@@ -110,3 +110,15 @@ def test_list_shows_every_registered_pass(capsys):
     out = capsys.readouterr().out
     for name in ("FoldConstant", "DeadCodeElimination", "ToANormalForm"):
         assert name in out
+
+
+def test_standard_input_is_read_for_a_dash():
+    res = subprocess.run([sys.executable, "-m", "relay_ref", "opt", "-", "--passes",
+                          "FoldConstant"], input="def @main() { add(1f, 2f) }\n",
+                         capture_output=True, text=True, timeout=120,
+                         env={"NO_COLOR": "1", "PATH": ""})
+    assert res.returncode == 0 and "3f" in res.stdout, res.stderr
+    res = subprocess.run([sys.executable, "-m", "relay_ref", "check", "-"],
+                         input="def @main() { add(1f, 2) }\n", capture_output=True, text=True,
+                         timeout=120, env={"NO_COLOR": "1", "PATH": ""})
+    assert res.returncode == 1 and "<stdin>:1:15: error:" in res.stderr

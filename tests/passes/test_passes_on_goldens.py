@@ -3,10 +3,7 @@
 nothing): the result type-checks with ``@main``'s type unchanged and gives the same value
 as the input (where the input gives one: passes may only refine). Arguments are fixed,
 deterministic tensors of the parameters' static types. A pass registered later, or a golden
-program added later, is covered without touching this file.
-
-``KNOWN_FAILURES`` lists the (pass, program) pairs skipped because of bugs being fixed
-elsewhere, each with its reason, so they stay visible; remove an entry when it passes.
+program added later, is covered without touching this file. No pair is skipped.
 """
 
 from __future__ import annotations
@@ -26,9 +23,6 @@ PROGRAMS = sorted(p for d in ("eval", "typecheck") for p in (ROOT / d).glob("*.r
                   if not p.name.endswith(".expected.relay"))
 
 #: (pass, program relative to tests/programs) -> why it is skipped for now.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {}
-
-
 def _args(mod: rr.IRModule) -> tuple | None:
     """Deterministic arguments for ``@main``, or None when a parameter is not a tensor of a
     static type."""
@@ -81,9 +75,6 @@ CASES = [(name, p) for name in pass_names() for p in PROGRAMS if _LOADED[p] is n
 @pytest.mark.parametrize(("name", "path"), CASES,
                          ids=[f"{n}-{p.parent.name}/{p.stem}" for n, p in CASES])
 def test_pass_keeps_types_and_values_of_golden_program(name: str, path: Path) -> None:
-    key = (name, f"{path.parent.name}/{path.name}")
-    if key in KNOWN_FAILURES:
-        pytest.skip(KNOWN_FAILURES[key])
     mod, args = _LOADED[path]  # type: ignore[misc]
     out = rr.infer_types(get_pass(name)(mod))
     assert rr.alpha_equal(out.global_types["main"], mod.global_types["main"])

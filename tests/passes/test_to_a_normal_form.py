@@ -158,7 +158,7 @@ def test_conditional_first_use_then_unconditional_use_keeps_one_evaluation() -> 
 
 
 def test_shared_effect_in_exclusive_match_clauses_is_copied() -> None:
-    run("""def @main(%x: int32) -> int32 {
+    out = run("""def @main(%x: int32) -> int32 {
       let %r = ref(%x);
       %0 = ref_write(%r, add(ref_read(%r), 1));
       %1 = (%0, ref_read(%r));
@@ -167,6 +167,10 @@ def test_shared_effect_in_exclusive_match_clauses_is_copied() -> None:
         None => { %1.1 },
       }
     }""", (np.int32(3),))
+    # %1 is first used after the clause's write: 3, then 3 + 1 read back
+    assert int(rr.evaluate(out, np.int32(3))) == 4
+    writes = [n for n in post_order(out.functions["main"].body) if isinstance(n, RefWrite)]
+    assert len(writes) == 3  # the clause's own write and one copy of %0 per clause
 
 
 def test_shared_ref_used_inside_a_function_and_outside() -> None:

@@ -18,8 +18,9 @@ along ``c``, i.e. ``expand_dims(v, axis=1, num_newaxis=n-c-1)`` when that is > 0
   E(beta)``, ``m = mean(x, axis=[axis], keepdims=True)`` (``axis`` as written), variance
   with the same axes and ``keepdims``.
 * ``nn.instance_norm``: the same over every axis but 0 and ``c``.
-* ``nn.group_norm``: reshape ``c`` into (num_groups, C / num_groups), normalise over the
-  group's channels and every later axis, reshape back, then gamma and beta.
+* ``nn.group_norm``: reshape ``c`` into (num_groups, C / num_groups), normalise over every
+  axis but 0 and the group axis (TVM: only the later axes; the same for axis=1), reshape
+  back, then gamma and beta.
 * ``nn.l2_normalize(x)`` -> ``x / sqrt(maximum(sum(x * x, axis, keepdims=True), eps))``
   (``eps`` in x's dtype; TVM always uses float32, which only matters for other dtypes).
 
@@ -100,15 +101,13 @@ def group_norm_to_infer(call: Call, ty: TensorType) -> Expr | None:
     axis = call.attrs.axis % ty.ndim
     groups = call.attrs.num_groups
     new_shape: list[int] = []
-    axes: list[int] = []
     for i, d in enumerate(ty.shape):
-        if i == axis:
-            new_shape += [groups, d // groups]
-            axes.append(i + 1)
-            continue
-        if i >= axis:
-            axes.append(i + 1)
-        new_shape.append(d)
+        new_shape += [groups, d // groups] if i == axis else [d]
+    # Normalise over every axis but the batch axis 0 and the group axis, as the op's
+    # reference does. TVM reduces only the axes after the group axis, which is the same
+    # for the usual axis=1 but not for a channel axis further right (its expansion then
+    # disagrees with the operator it replaces).
+    axes = [i for i in range(len(new_shape)) if i not in (0, axis)]
     data = op_call("reshape", call.args[0], newshape=tuple(new_shape))
     out = _normalize(data, tuple(axes), call.attrs.epsilon, ty.dtype)
     out = op_call("reshape", out, newshape=tuple(ty.shape))

@@ -181,3 +181,17 @@ def @main(%x: Tensor[(2, 3), float32]) {
         assert not names & SIMPLIFIED
     x = np.arange(6, dtype="float32").reshape(2, 3)
     np.testing.assert_allclose(rr.evaluate(out, x), x / np.sqrt(np.sum(x * x)), rtol=1e-6)
+
+
+def test_group_norm_with_the_channel_axis_last_keeps_its_value() -> None:
+    # found by the property test above: the expansion reduced only the axes after the
+    # group axis, so with axis=-1 it normalised each element alone (0 instead of +-1)
+    mod = rr.infer_types(rr.parse(
+        "def @main(%x: Tensor[(1, 2, 1), float32], %g: Tensor[(1), float32], "
+        "%b: Tensor[(1), float32]) { nn.group_norm(%x, %g, %b, num_groups=1, axis=-1, "
+        "center=False, scale=False) }"))
+    out = rr.infer_types(SimplifyInference()(mod))
+    args = [np.array([[[3.0], [1.0]]], "float32"), np.ones(1, "float32"),
+            np.zeros(1, "float32")]
+    np.testing.assert_allclose(rr.evaluate(out, *args), rr.evaluate(mod, *args), atol=1e-5)
+    np.testing.assert_allclose(rr.evaluate(out, *args), [[[1.0], [-1.0]]], atol=1e-4)

@@ -33,45 +33,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from relay_ref.deepstack import run_deep
-from relay_ref.ir.expr import Expr, Function, Let, Var, children
+from relay_ref.ir.expr import Expr, Function, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
-from relay_ref.passes.rewrite import with_children
+from relay_ref.passes.rewrite import LetChainMutator
 
 
-class _DCE:
+class _DCE(LetChainMutator):
     def __init__(self, effects: Effects, det: Determinacy) -> None:
+        super().__init__()
         self.effects = effects
         self.det = det
-        self.memo: dict[int, Expr] = {}
         self.used: set[Var] = set()
-        self.keep: list[Expr] = []
 
-    def visit(self, node: Expr) -> Expr:
-        got = self.memo.get(id(node))
-        if got is not None:
-            return got
-        if isinstance(node, Var):
-            self.used.add(node)
-            out: Expr = node
-        elif isinstance(node, Let):
-            out = self.let(node)
-        else:
-            out = with_children(node, [self.visit(k) for k in children(node)])
-        self.memo[id(node)] = out
-        self.keep.append(node)
-        return out
+    def visit_var(self, var: Var) -> Expr:
+        self.used.add(var)
+        return var
 
     def let(self, node: Let) -> Expr:
-        chain: list[Let] = []
-        cur: Expr = node
-        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
-            chain.append(cur)
-            cur = cur.body
-        out = self.visit(cur)  # the body first: it decides which bindings are live
-        for let in reversed(chain):
+        lets, rest = self.chain(node)
+        out = self.visit(rest)  # the body first: it decides which bindings are live
+        for let in reversed(lets):
             if (let.var in self.used or self.effects.writes(let.value)
                     or not self.det.vars_fixed(let.value)):
                 value = self.visit(let.value)
@@ -79,9 +63,7 @@ class _DCE:
                     out = Let(let.var, value, out, let.span)
                 else:
                     out = let
-            if let is not node:
-                self.memo[id(let)] = out
-                self.keep.append(let)
+            self.done(node, let, out)
         return out
 
 

@@ -41,14 +41,12 @@ from relay_ref.ir.expr import (
     Op,
     Tuple,
     TupleGetItem,
-    Var,
-    children,
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS, Effects
-from relay_ref.passes.rewrite import with_children
+from relay_ref.passes.rewrite import LetChainMutator
 from relay_ref.typecheck.infer import infer_types
 
 #: Operators never evaluated: annotations mean something where they are, not as values.
@@ -92,51 +90,22 @@ def _as_expr(value: object, ty: Type | None) -> Expr | None:
     return None
 
 
-class _Folder:
+class _Folder(LetChainMutator):
     def __init__(self, mod: IRModule, effects: Effects) -> None:
+        super().__init__()
         self.mod = mod
         self.types = mod.checked_types
         self.effects = effects
-        self.memo: dict[int, Expr] = {}
-        self.subst: dict[Var, Expr] = {}
-        self.keep: list[Expr] = []
 
-    def visit(self, node: Expr) -> Expr:
-        got = self.memo.get(id(node))
-        if got is not None:
-            return got
-        match node:
-            case Var():
-                out = self.subst.get(node, node)
-            case Let():
-                out = self.let(node)
-            case _:
-                out = with_children(node, [self.visit(k) for k in children(node)])
-                out = self.fold(node, out)
-        self.memo[id(node)] = out
-        self.keep.append(node)
-        return out
+    def bind(self, let: Let) -> Expr | None:
+        value = self.visit(let.value)
+        if isinstance(value, Constant):
+            self.subst[let.var] = value  # let %v = c; ... %v ...  ->  ... c ...
+            return None
+        return value
 
-    def let(self, node: Let) -> Expr:
-        chain: list[tuple[Let, Expr | None]] = []
-        cur: Expr = node
-        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
-            value = self.visit(cur.value)
-            if isinstance(value, Constant):
-                self.subst[cur.var] = value  # let %v = c; ... %v ...  ->  ... c ...
-                chain.append((cur, None))
-            else:
-                chain.append((cur, value))
-            cur = cur.body
-        out = self.visit(cur)
-        for let, value in reversed(chain):
-            if value is not None:
-                out = let if value is let.value and out is let.body else Let(
-                    let.var, value, out, let.span)
-            if let is not node:
-                self.memo[id(let)] = out
-                self.keep.append(let)
-        return out
+    def rebuilt(self, orig: Expr, node: Expr) -> Expr:
+        return self.fold(orig, node)
 
     def fold(self, orig: Expr, node: Expr) -> Expr:
         match node:

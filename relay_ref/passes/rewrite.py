@@ -16,6 +16,8 @@
   also sees the node as it was, for rules that read the original's recorded type
   (``mod.checked_types``: rebuilt nodes have none).
 * ``map_functions(mod, fn)``: apply ``fn`` to every global function of a module.
+* ``LetChainMutator``: the memoised, let-chain-iterative rebuild for passes that decide
+  binding by binding.
 * ``fresh_copy(expr)``: a copy with fresh binders (``Var``s bound inside are renamed to new
   objects), for passes that duplicate code (inlining, partial evaluation): the IR's
   invariant is that each ``Var`` object is bound by at most one binder.
@@ -135,6 +137,89 @@ def rewrite_with_origin(expr: Expr, rule: Callable[[Expr, Expr], Expr | None]) -
         out = rule(node, rebuilt)
         done[id(node)] = rebuilt if out is None else out
     return done[id(expr)]
+
+
+class LetChainMutator:
+    """A memoised rebuild that walks ``let`` chains iteratively: the scaffolding shared by
+    the passes that decide binding by binding (FoldConstant, ToGraphNormalForm,
+    DeadCodeElimination).
+
+    Invariants: every distinct node is visited once (``memo`` by identity; ``keep`` holds
+    the visited nodes so their ids stay valid); a chain of lets is walked with a loop, so
+    only values recurse (deep chains need no deep stack); every let of a chain that is not
+    the chain's head gets its own memo entry, so a let node shared by another user is not
+    redone. Subclasses override the hooks:
+
+    * ``visit_var(var)``: a variable's replacement (default: ``subst``, else itself);
+    * ``rebuilt(orig, node)``: a non-let node after its children were visited;
+    * ``bind(let)``: the new value of a binding, or ``None`` to drop it (after putting
+      what replaces the variable, if anything, in ``subst``);
+    * ``let(node)`` itself, for a pass that must see the body before the bindings
+      (use ``chain`` and ``done`` then).
+    """
+
+    def __init__(self) -> None:
+        self.memo: dict[int, Expr] = {}
+        self.keep: list[Expr] = []
+        self.subst: dict[Var, Expr] = {}
+
+    def visit(self, node: Expr) -> Expr:
+        got = self.memo.get(id(node))
+        if got is not None:
+            return got
+        if isinstance(node, Var):
+            out = self.visit_var(node)
+        elif isinstance(node, Let):
+            out = self.let(node)
+        else:
+            out = self.rebuilt(node, with_children(node, [self.visit(k)
+                                                          for k in children(node)]))
+        self.memo[id(node)] = out
+        self.keep.append(node)
+        return out
+
+    def visit_var(self, var: Var) -> Expr:
+        return self.subst.get(var, var)
+
+    def rebuilt(self, orig: Expr, node: Expr) -> Expr:
+        return node
+
+    def bind(self, let: Let) -> Expr | None:
+        return self.visit(let.value)
+
+    def chain(self, node: Let) -> tuple[list[Let], Expr]:
+        """The lets from ``node`` down to the first one already visited (or a non-let), and
+        the expression after them."""
+        lets: list[Let] = []
+        cur: Expr = node
+        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
+            lets.append(cur)
+            cur = cur.body
+        return lets, cur
+
+    def done(self, head: Let, let: Let, out: Expr) -> None:
+        """Record ``out`` as the result of ``let``, an inner let of ``head``'s chain."""
+        if let is not head:
+            self.memo[id(let)] = out
+            self.keep.append(let)
+
+    def let(self, node: Let) -> Expr:
+        # bindings in order, each before the next let is looked at (a binding may extend
+        # ``subst`` for what follows), then the body, then the chain rebuilt inside out
+        lets: list[Let] = []
+        values: list[Expr | None] = []
+        cur: Expr = node
+        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
+            lets.append(cur)
+            values.append(self.bind(cur))
+            cur = cur.body
+        out = self.visit(cur)
+        for let, value in zip(reversed(lets), reversed(values), strict=True):
+            if value is not None:
+                out = let if value is let.value and out is let.body else Let(
+                    let.var, value, out, let.span)
+            self.done(node, let, out)
+        return out
 
 
 def map_functions(mod: IRModule, fn: Callable[[str, Function], Function]) -> IRModule:

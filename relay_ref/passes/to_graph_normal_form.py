@@ -38,53 +38,21 @@ from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
-from relay_ref.passes.rewrite import with_children
+from relay_ref.passes.rewrite import LetChainMutator
 
 
-class _GNF:
+class _GNF(LetChainMutator):
     def __init__(self, effects: Effects, det: Determinacy, uses: dict[Var, int]) -> None:
+        super().__init__()
         self.effects = effects
         self.det = det
         self.uses = uses
-        self.memo: dict[int, Expr] = {}
-        self.subst: dict[Var, Expr] = {}
-        self.keep: list[Expr] = []
 
-    def visit(self, node: Expr) -> Expr:
-        got = self.memo.get(id(node))
-        if got is not None:
-            return got
-        if isinstance(node, Var):
-            out = self.subst.get(node, node)
-        elif isinstance(node, Let):
-            out = self.let(node)
-        else:
-            out = with_children(node, [self.visit(k) for k in children(node)])
-        self.memo[id(node)] = out
-        self.keep.append(node)
-        return out
-
-    def let(self, node: Let) -> Expr:
-        # A chain of lets is walked iteratively; only the values recurse. Every let of the
-        # chain gets its own result (a let node shared by another user is not redone).
-        chain: list[tuple[Let, Expr | None]] = []
-        cur: Expr = node
-        while isinstance(cur, Let) and (cur is node or id(cur) not in self.memo):
-            var, value = cur.var, cur.value
-            if self.substitutable(var, value):
-                self.subst[var] = self.visit(value)
-                chain.append((cur, None))
-            else:
-                chain.append((cur, self.visit(value)))
-            cur = cur.body
-        out = self.visit(cur)
-        for let, value in reversed(chain):
-            if value is not None:
-                out = Let(let.var, value, out, let.span)
-            if let is not node:
-                self.memo[id(let)] = out
-                self.keep.append(let)
-        return out
+    def bind(self, let: Let) -> Expr | None:
+        if self.substitutable(let.var, let.value):
+            self.subst[let.var] = self.visit(let.value)
+            return None
+        return self.visit(let.value)
 
     def substitutable(self, var: Var, value: Expr) -> bool:
         """May ``let var = value`` become graph sharing? (see the module docstring)"""

@@ -136,8 +136,9 @@ class OpDef:
 
     @property
     def type_text(self) -> str:
-        """The op's type as spec/typing.md 3.10 writes it, e.g. ``fn[t1, t2, t3](t1, t2) -> t3
-        where Broadcast(t1, t2, t3)`` (``...`` for a variable number of arguments)."""
+        """The op's type as spec/typing.md 3.10 writes it (K-FnRel, a function type with a
+        K-Relation constraint), e.g. ``fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(t1, t2,
+        t3)`` (``...`` for a variable number of arguments)."""
         if self.num_inputs < 0:
             return f"fn(...) -> t where {self.relation_name}(...)"
         ts = [f"t{i + 1}" for i in range(self.num_inputs + 1)]

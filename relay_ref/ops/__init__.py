@@ -2,7 +2,8 @@
 
 Each family module registers its operators at import time (attrs schema + type relation +
 NumPy reference, one place per op); see ``registry.py`` for the protocols. After them,
-``patterns.py`` gives the built-in ops their fusion patterns (TVM's ``TOpPattern``).
+``patterns.py`` gives the built-in ops their fusion patterns (TVM's ``TOpPattern``) and
+``kernels.py`` their fast CPU kernels (``OpDef.kernels["cpu"]``, loaded on first use).
 """
 
 from relay_ref.ops import (  # noqa: F401  (registration side effects)
@@ -21,6 +22,8 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     transform_layout,
     vision,
 )
+from relay_ref.ops.kernels import apply_builtin_kernels
 from relay_ref.ops.patterns import apply_builtin_patterns
 
 apply_builtin_patterns()
+apply_builtin_kernels()

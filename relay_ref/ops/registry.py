@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 import types as pytypes
 import typing
 from collections.abc import Callable
@@ -157,7 +158,36 @@ class OpDef:
         return Solved(((len(types) - 1, out),))
 
 
+@dataclass(frozen=True, slots=True)
+class KernelRef:
+    """A fast kernel named by module and function (``OpDef.kernels[target]``), imported on
+    first use: the op library stays cheap to import, numba loads only when a kernel runs.
+
+    The kernel protocol (the executor's, ``relay_ref.executor``): ``kernel(args, attrs,
+    out=None) -> value`` computes what ``reference(args, attrs)`` computes; ``out``, when
+    given, is a C-contiguous array of the result's shape and dtype overlapping no argument,
+    written and returned. Without ``out`` the result is a fresh array, unless the function
+    has ``returns_view = True`` (it may return a view of an argument, and is never given
+    ``out``)."""
+
+    module: str
+    name: str
+
+    def load(self) -> Callable[..., object]:
+        """The kernel function (``ImportError``/``AttributeError`` if the table is wrong)."""
+        return getattr(importlib.import_module(self.module), self.name)
+
+    @classmethod
+    def parse(cls, text: str) -> KernelRef:
+        """``"package.module:function"`` as a ``KernelRef``."""
+        module, _, name = text.partition(":")
+        if not module or not name:
+            raise ValueError(f"a kernel is named 'module:function', not {text!r}")
+        return cls(module, name)
+
+
 _REGISTRY: dict[str, OpDef] = {}
+_LOADED_KERNELS: dict[tuple[str, str], Callable[..., object]] = {}
 
 
 def register_op(name: str, *, relation: Callable[..., object], reference: Callable[..., object],
@@ -205,6 +235,31 @@ def set_examples(name: str, attrs: typing.Iterable[dict] = (),
                              arg_examples=tuple(args))
     _REGISTRY[name] = op
     return op
+
+
+def set_kernel(name: str, target: str, kernel: KernelRef | Callable[..., object] | str) -> OpDef:
+    """Give the registered operator ``name`` a fast kernel for ``target`` (``"cpu"``, ...):
+    a ``KernelRef``, a ``"module:function"`` string, or a callable (see ``KernelRef`` for
+    the protocol)."""
+    if isinstance(kernel, str):
+        kernel = KernelRef.parse(kernel)
+    op = _REGISTRY[name]
+    op = dataclasses.replace(op, kernels={**op.kernels, target: kernel})
+    _REGISTRY[name] = op
+    _LOADED_KERNELS.pop((name, target), None)
+    return op
+
+
+def op_kernel(name: str, target: str = "cpu") -> Callable[..., object] | None:
+    """The loaded ``target`` kernel of operator ``name``, or None when it has none."""
+    key = (name, target)
+    fn = _LOADED_KERNELS.get(key)
+    if fn is None:
+        kernel = get_op(name).kernels.get(target)
+        if kernel is None:
+            return None
+        fn = _LOADED_KERNELS[key] = kernel.load() if isinstance(kernel, KernelRef) else kernel
+    return fn
 
 
 def _ensure_loaded() -> None:

@@ -1,0 +1,54 @@
+"""Fast kernels of the built-in operators: ``OpDef.kernels["cpu"]`` (registry data, as
+``patterns.py`` is for fusion patterns).
+
+Each entry names a kernel ``"module:function"`` (a ``KernelRef``, imported when the executor
+first runs it). The kernels follow the protocol in ``registry.KernelRef``: the reference's
+signature plus ``out=``. The adapters in ``relay_ref/ops/cpu_*.py`` read the op's attributes,
+pick a ``relay_ref.compute.cpu`` kernel for the cases it speeds up and call the op's NumPy
+reference for the rest, so every entry is correct for every input the reference accepts.
+Ops named nowhere run their reference inside compiled plans.
+
+Invariant: ``apply_builtin_kernels`` only sets targets an op does not already have (a user's
+``set_kernel`` wins), and every entry loads (``tests/ops/test_kernels_table.py``).
+"""
+
+from __future__ import annotations
+
+from relay_ref.ops.registry import all_ops, set_kernel
+
+_NN = "relay_ref.ops.cpu_nn"
+_TENSOR = "relay_ref.ops.cpu_tensor"
+
+BUILTIN_CPU_KERNELS: dict[str, str] = {
+    # convolutions and pooling (cpu_nn.py over compute/cpu/conv.py, pool.py)
+    "nn.conv2d": f"{_NN}:conv2d",
+    "nn.max_pool2d": f"{_NN}:max_pool2d",
+    "nn.avg_pool2d": f"{_NN}:avg_pool2d",
+    "nn.global_avg_pool2d": f"{_NN}:global_avg_pool2d",
+    "nn.global_max_pool2d": f"{_NN}:global_max_pool2d",
+    # BLAS, softmax, normalisation, reductions, layout (cpu_tensor.py over compute/cpu/*)
+    "nn.dense": f"{_TENSOR}:dense",
+    "nn.matmul": f"{_TENSOR}:matmul",
+    "nn.batch_matmul": f"{_TENSOR}:batch_matmul",
+    "nn.softmax": f"{_TENSOR}:softmax",
+    "nn.log_softmax": f"{_TENSOR}:log_softmax",
+    "nn.layer_norm": f"{_TENSOR}:layer_norm",
+    "sum": f"{_TENSOR}:sum",
+    "mean": f"{_TENSOR}:mean",
+    "max": f"{_TENSOR}:max",
+    "min": f"{_TENSOR}:min",
+    "reshape": f"{_TENSOR}:reshape",
+    "transpose": f"{_TENSOR}:transpose",
+    "concatenate": f"{_TENSOR}:concatenate",
+    "squeeze": f"{_TENSOR}:squeeze",
+    "expand_dims": f"{_TENSOR}:expand_dims",
+    "nn.batch_flatten": f"{_TENSOR}:batch_flatten",
+}
+
+
+def apply_builtin_kernels() -> None:
+    """Register ``BUILTIN_CPU_KERNELS`` (idempotent; never replaces a kernel already set)."""
+    ops = all_ops()
+    for name, kernel in BUILTIN_CPU_KERNELS.items():
+        if name in ops and "cpu" not in ops[name].kernels:
+            set_kernel(name, "cpu", kernel)

@@ -1,0 +1,376 @@
+"""One generated numba kernel per fused group of elementwise and broadcast operators.
+
+``build_elementwise(params, body, types)`` turns the body of a FuseOps ``Primitive``
+function (or any expression over ``params`` made of elementwise/broadcast operator calls and
+constants) into an ``ElementwiseKernel``: a single loop nest computing every output element
+from the inputs' elements, each operator call one scalar expression
+(``relay_ref.compute.cpu.elementwise``), each node shared by several users one local
+variable (computed once per element).
+
+**Loops, not array expressions.** Every node is evaluated at every *output* element; an
+input is read through a *view*: the output axis each of its axes lines up with (NumPy's
+right-aligned broadcasting, or ``axis`` for ``nn.bias_add``/``nn.prelu``'s 1-d operand).
+The output shape is collapsed into the fewest dimensions: size-1 axes dropped, adjacent
+axes merged where every view is broadcast on both or on neither (same shapes: rank 1; a
+``(C, 1, 1)`` bias on ``(1, C, H, W)``: rank 2). The generated source depends only on the
+operators, dtypes, collapsed rank and each view's broadcast pattern; shapes and strides
+(in elements; 0 on broadcast axes) are run-time arguments. So one kernel serves every
+shape with the same structure, and numba compiles (and caches on disk, through
+``relay_ref.compute.cpu.codecache``) a handful of files for a whole network.
+
+Loop nest for rank ``r``: ``r - 1`` outer loops accumulate each view's base offset; the
+innermost loop reads ``x[base + i]`` (through a slice, so indices are provably
+non-negative and LLVM can vectorise) for views that are dense on the innermost axis, and
+one element loaded before the loop for views broadcast on it.
+
+**Semantics** are those of running each operator's NumPy reference in turn (every
+intermediate is converted to its checked dtype, so integers wrap where the reference
+wraps). Integer division or remainder by zero (and integer ``power`` with a negative
+exponent) makes the kernel return an error code, turned into the reference's
+``OpRuntimeError`` message naming the op; the output is then partly written. Exception:
+with a zero-size output nothing is computed and nothing is checked (the reference would
+still check a non-empty divisor).
+
+**``out`` and aliasing.** ``k(args, out=out)`` writes into ``out`` (C-contiguous, the
+result's shape and dtype). ``ElementwiseKernel.inplace_ok`` lists the parameters that may be
+the very array passed as ``out``: those of the output's shape and dtype read only at the
+output element's own index (each element is read before it is written).
+
+``build_elementwise`` returns None (the executor then runs the ops one by one) for: a node
+whose type is not a static tensor type, an op that is not elementwise/broadcast or has no
+template for its dtypes (float16, integer ``exp``, ...), free variables other than
+``params``, tuples, functions, lets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from relay_ref.compute.cpu import codecache, elementwise
+from relay_ref.ir.expr import Call, Constant, Expr, Op, Var
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ops.registry import OpPattern, OpRuntimeError, get_op, has_op
+
+#: ops whose second argument is a 1-d tensor lined up with the data's ``axis``
+_PER_AXIS = frozenset({"nn.bias_add", "nn.prelu"})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ElementwiseKernel:
+    """A compiled fused group; ``k(args, out=None)`` with ``args`` in ``params`` order.
+
+    ``inputs``: the kernel's arrays in order, each a parameter index or a bound constant
+    (raveled); ``dims``/``strides``: the collapsed shape and each input's element strides
+    on it (run-time arguments of ``fn``); ``errors[c - 1]``: the message of error code
+    ``c``."""
+
+    fn: Callable[..., int] = field(repr=False)
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    param_types: tuple[tuple[tuple[int, ...], np.dtype], ...] = field(repr=False)
+    inputs: tuple[int | np.ndarray, ...] = field(repr=False)
+    dims: np.ndarray = field(repr=False)
+    strides: np.ndarray = field(repr=False)
+    errors: tuple[str, ...] = field(repr=False)
+    inplace_ok: frozenset[int]
+    ops: tuple[str, ...]
+    source: str = field(repr=False)
+
+    def __call__(self, args: Sequence[np.ndarray], out: np.ndarray | None = None
+                 ) -> np.ndarray:
+        """The group's result for ``args`` (written into ``out`` when given)."""
+        if len(args) != len(self.param_types):
+            raise ValueError(f"fused kernel takes {len(self.param_types)} arguments, "
+                             f"got {len(args)}")
+        flat = []
+        for src in self.inputs:
+            if type(src) is int:
+                a = args[src]
+                if type(a) is not np.ndarray:
+                    a = np.asarray(a)
+                shape, dtype = self.param_types[src]
+                if a.shape != shape or a.dtype != dtype:
+                    raise ValueError(f"fused kernel argument {src}: expected {shape} "
+                                     f"{dtype}, got {a.shape} {a.dtype}")
+                flat.append(a.reshape(-1) if a.flags.c_contiguous
+                            else np.ascontiguousarray(a).reshape(-1))
+            else:
+                flat.append(src)
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif (out.shape != self.shape or out.dtype != self.dtype
+              or not out.flags.c_contiguous):
+            raise ValueError(f"out must be a C-contiguous {self.shape} {self.dtype} array")
+        if out.size:
+            code = self._run(out.reshape(-1), flat)
+            if code:
+                raise OpRuntimeError(self.errors[code - 1])
+        return out
+
+    def _run(self, out: np.ndarray, flat: list[np.ndarray]) -> int:
+        from relay_ref.compute.cpu import numba
+
+        try:
+            return self.fn(out, self.dims, self.strides, *flat)
+        except numba.core.errors.NumbaError as err:  # a template bug, never a user error
+            raise RuntimeError(f"internal error: compiling the fused kernel of "
+                               f"{', '.join(self.ops)} failed: {err}") from err
+
+
+class _Unsupported(Exception):
+    """The body cannot become one elementwise kernel."""
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """An input array as the loop reads it: ``shape`` and ``dtype`` of the array, ``axes``
+    the output axis of each of its axes; ``source`` a parameter index or a constant."""
+
+    source: int | np.ndarray
+    shape: tuple[int, ...]
+    dtype: str
+    axes: tuple[int, ...]
+
+
+def build_elementwise(params: Sequence[Var], body: Expr, types: Mapping[Expr, Type], *,
+                      cache_dir: str | os.PathLike[str] | None = None
+                      ) -> ElementwiseKernel | None:
+    """The fused kernel of ``body`` over ``params`` (see the module docstring), or None
+    when some node is not supported. ``types`` maps nodes (by identity) to checked types;
+    ``cache_dir`` overrides the kernel source cache's root directory."""
+    try:
+        gen = _Generator(params, types, body)
+        return gen.kernel(cache_dir)
+    except _Unsupported:
+        return None
+
+
+class _Generator:
+    """Walks the body once (iteratively), giving each (node, axes) pair a variable of the
+    innermost loop and each leaf a view."""
+
+    def __init__(self, params: Sequence[Var], types: Mapping[Expr, Type], body: Expr):
+        self.params = {p: i for i, p in enumerate(params)}
+        self.param_types = tuple(self._static(p, types) for p in params)
+        self.types = types
+        self.body = body
+        out = self._static(body, types)
+        self.shape, self.out_dtype = out.shape, out.dtype
+        self.views: list[_View] = []
+        self.view_of: dict[tuple[int, tuple[int, ...]], int] = {}  # (id(leaf), axes)
+        self.names: dict[tuple[int, tuple[int, ...]], str] = {}  # (id(node), axes)
+        self.lines: list[str] = []
+        self.helpers: set[str] = set()
+        self.errors: list[str] = []
+        self.ops: list[str] = []
+        self.root = self._walk(body, tuple(range(len(self.shape))))
+
+    # -- types --------------------------------------------------------------------------
+
+    def _static(self, node: Expr, types: Mapping[Expr, Type]) -> TensorType:
+        ty = types.get(node)
+        if ty is None and isinstance(node, Var):
+            ty = node.type_annotation
+        if ty is None and isinstance(node, Constant):
+            ty = TensorType(node.data.shape, node.data.dtype.name)
+        if not isinstance(ty, TensorType) or not ty.is_static or ty.dtype not in \
+                elementwise.KINDS:
+            raise _Unsupported
+        return TensorType(tuple(int(d) for d in ty.shape), ty.dtype)  # type: ignore[arg-type]
+
+    # -- the walk -----------------------------------------------------------------------
+
+    def _walk(self, root: Expr, axes: tuple[int, ...]) -> str:
+        # post-order over (node, axes) pairs; a pair is emitted once all its arguments are
+        stack: list[tuple[Expr, tuple[int, ...], bool]] = [(root, axes, False)]
+        while stack:
+            node, ax, ready = stack.pop()
+            key = (id(node), ax)
+            if key in self.names:
+                continue
+            if isinstance(node, Var | Constant):
+                self.names[key] = self._leaf(node, ax)
+                continue
+            args = self._call_args(node, ax)
+            if ready:
+                self.names[key] = self._emit(node, ax, args)
+                continue
+            stack.append((node, ax, True))
+            stack.extend((a, a_ax, False) for a, a_ax in reversed(args))
+        return self.names[(id(root), axes)]
+
+    def _call_args(self, node: Expr, axes: tuple[int, ...]
+                   ) -> list[tuple[Expr, tuple[int, ...]]]:
+        """The arguments of a supported call, each with the output axes of its axes."""
+        if not isinstance(node, Call) or not isinstance(node.op, Op):
+            raise _Unsupported
+        name = node.op.name
+        if not has_op(name) or get_op(name).op_pattern > OpPattern.BROADCAST \
+                or not elementwise.supports(name):
+            raise _Unsupported
+        ndim = len(axes)
+        out = []
+        for i, arg in enumerate(node.args):
+            rank = len(self._static(arg, self.types).shape)
+            if name in _PER_AXIS and i == 1:
+                if rank != 1 or ndim == 0:
+                    raise _Unsupported
+                out.append((arg, (axes[node.attrs.axis % ndim],)))  # type: ignore[union-attr]
+            elif rank > ndim:
+                raise _Unsupported
+            else:
+                out.append((arg, axes[ndim - rank:]))
+        return out
+
+    def _leaf(self, node: Var | Constant, axes: tuple[int, ...]) -> str:
+        ty = self._static(node, self.types)
+        if isinstance(node, Constant):
+            if node.data.size == 1:  # inlined: broadcasting a single value is the value
+                return elementwise.literal(node.data.reshape(-1)[0].item(), ty.dtype)
+            source: int | np.ndarray = np.ascontiguousarray(node.data, ty.dtype).reshape(-1)
+        else:
+            if node not in self.params:
+                raise _Unsupported
+            source = self.params[node]
+        for d, a in zip(ty.shape, axes, strict=True):
+            if d != 1 and d != self.shape[a]:
+                raise _Unsupported  # not a broadcast of the output shape
+        key = (id(node), axes)
+        v = self.view_of.get(key)
+        if v is None:
+            v = self.view_of[key] = len(self.views)
+            self.views.append(_View(source, ty.shape, ty.dtype, axes))
+        return f"a{v}"
+
+    def _emit(self, node: Call, axes: tuple[int, ...],
+              args: list[tuple[Expr, tuple[int, ...]]]) -> str:
+        name = node.op.name  # type: ignore[union-attr]
+        attrs = node.attrs
+        plain = ({f.name: getattr(attrs, f.name) for f in dataclasses.fields(attrs)}
+                 if dataclasses.is_dataclass(attrs) else {})
+        code = elementwise.render(
+            name, [self.names[(id(a), ax)] for a, ax in args],
+            [self._static(a, self.types).dtype for a, _ in args],
+            self._static(node, self.types).dtype, plain)
+        if code is None:
+            raise _Unsupported
+        var = f"t{len(self.ops)}"
+        self.ops.append(name)
+        self.helpers.update(code.helpers)
+        if code.guard is not None:
+            self.errors.append(f"{name}: {code.error}")
+            self.lines.append(f"if {code.guard}:")
+            self.lines.append(f"    err = {len(self.errors)}")
+        self.lines.append(f"{var} = {code.expr}")
+        return var
+
+    # -- layout and source ----------------------------------------------------------------
+
+    def _layout(self) -> tuple[list[int], list[list[int]], list[tuple[bool, ...]]]:
+        """Collapsed dims, each view's strides on them, each view's pattern (True: dense)."""
+        full: list[list[int]] = []  # per view, its element stride on each output axis
+        for view in self.views:
+            cstrides = [1] * len(view.shape)
+            for j in range(len(view.shape) - 2, -1, -1):
+                cstrides[j] = cstrides[j + 1] * view.shape[j + 1]
+            st = [0] * len(self.shape)
+            for j, a in enumerate(view.axes):
+                if view.shape[j] != 1:
+                    st[a] = cstrides[j]
+            full.append(st)
+        dims: list[int] = []
+        strides: list[list[int]] = [[] for _ in self.views]
+        status: tuple[bool, ...] | None = None
+        for a, d in enumerate(self.shape):
+            if d == 1:
+                continue
+            now = tuple(st[a] != 0 for st in full)
+            if now == status:  # merge into the previous dim: keep the inner stride
+                dims[-1] *= d
+                for v, st in enumerate(full):
+                    strides[v][-1] = st[a]
+            else:
+                dims.append(d)
+                for v, st in enumerate(full):
+                    strides[v].append(st[a])
+                status = now
+        if not dims:  # one element: the dense rank-1 kernel
+            dims = [1]
+            strides = [[1] for _ in self.views]
+        patterns = [tuple(s != 0 for s in st) for st in strides]
+        return dims, strides, patterns
+
+    def _source(self, rank: int, patterns: list[tuple[bool, ...]]) -> str:
+        ind = "    "
+        lines = ['"""Generated by relay_ref.executor.fused: '
+                 f'{", ".join(self.ops) or "copy"} -> {self.out_dtype}, rank {rank}."""',
+                 "import math", "", "import numba", "import numpy as np", ""]
+        for h in sorted(self.helpers):
+            lines += ["", elementwise.HELPERS[h]]
+        xs = "".join(f", x{v}" for v in range(len(self.views)))
+        lines += ["", '@numba.njit(cache=True, error_model="numpy", nogil=True)',
+                  f"def kernel(out, dims, st{xs}):", f"{ind}err = 0"]
+        lines += [f"{ind}n{d} = dims[{d}]" for d in range(rank)]
+        for v, pat in enumerate(patterns):
+            lines += [f"{ind}s{v}_{d} = st[{v}, {d}]" for d in range(rank - 1) if pat[d]]
+        base: list[str | None] = [None] * len(self.views)
+        obase: str | None = None
+        depth = 1
+        for d in range(rank - 1):  # outer loops: base offsets of dense views and of out
+            lines.append(f"{ind * depth}for i{d} in range(n{d}):")
+            depth += 1
+            pre = ind * depth
+            for v, pat in enumerate(patterns):
+                if pat[d]:
+                    term = f"i{d} * s{v}_{d}"
+                    lines.append(f"{pre}b{v}_{d} = {term if base[v] is None else base[v]}"
+                                 + ("" if base[v] is None else f" + {term}"))
+                    base[v] = f"b{v}_{d}"
+            lines.append(f"{pre}o{d} = i{d}" if obase is None
+                         else f"{pre}o{d} = {obase} * n{d} + i{d}")
+            obase = f"o{d}"
+        pre = ind * depth
+        n = f"n{rank - 1}"
+        if obase is None:
+            lines.append(f"{pre}y = out")
+        else:
+            lines.append(f"{pre}ob = {obase} * {n}")
+            lines.append(f"{pre}y = out[ob:ob + {n}]")
+        loads = []
+        for v, pat in enumerate(patterns):
+            b = base[v] or "0"
+            if pat[-1]:
+                lines.append(f"{pre}z{v} = x{v}" if base[v] is None
+                             else f"{pre}z{v} = x{v}[{b}:{b} + {n}]")
+                loads.append(f"a{v} = z{v}[i]")
+            else:
+                lines.append(f"{pre}a{v} = x{v}[{b}]")
+        lines.append(f"{pre}for i in range({n}):")
+        pre += ind
+        lines += [pre + s for s in loads + self.lines + [f"y[i] = {self.root}"]]
+        lines += [f"{ind}return err", ""]
+        return "\n".join(lines)
+
+    def kernel(self, cache_dir: str | os.PathLike[str] | None) -> ElementwiseKernel:
+        dims, strides, patterns = self._layout()
+        source = self._source(len(dims), patterns)
+        module = codecache.load_source(source, cache_dir)
+        shape, dtype = tuple(self.shape), np.dtype(self.out_dtype)
+        inplace = frozenset(
+            i for i, t in enumerate(self.param_types)
+            if t.shape == shape and t.dtype == self.out_dtype
+            and all(all(p) for v, p in zip(self.views, patterns, strict=True)
+                    if isinstance(v.source, int) and v.source == i))
+        return ElementwiseKernel(
+            fn=module.kernel, shape=shape, dtype=dtype,
+            param_types=tuple((t.shape, np.dtype(t.dtype)) for t in self.param_types),
+            inputs=tuple(v.source for v in self.views),
+            dims=np.array(dims, np.int64),
+            strides=np.array(strides, np.int64).reshape(len(self.views), len(dims)),
+            errors=tuple(self.errors), inplace_ok=inplace, ops=tuple(self.ops),
+            source=source)

@@ -8,6 +8,7 @@ The public API (names are stable; see DESIGN.md section 3)::
     text = rr.astext(mod_or_expr)                   # canonical text
     rr.alpha_equal(a, b)                            # structural equality modulo bound names
     val  = rr.evaluate(mod, *args, entry="main")    # definitional interpreter
+    exe  = rr.compile(mod, params=None, target="cpu")  # fast executor: exe(*args)
 
 Heavy modules (numba, the op library) are imported on first use, so ``import relay_ref``
 stays cheap.
@@ -32,7 +33,7 @@ __all__ = [
     "Diagnostic", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
-    "Closure", "RecClosure", "RefValue",
+    "Closure", "RecClosure", "RefValue", "compile",
 ]
 
 
@@ -158,6 +159,29 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
     from relay_ref.interpreter.eval import evaluate as _evaluate
 
     return _evaluate(program, *args, entry=entry, **kwargs)
+
+
+def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: A001
+            entry: str = "main", profile: bool = False, passes: Any = None,
+            cache_dir: str | None = None) -> Any:
+    """Compile ``mod`` with the fast executor and return an ``Executable``.
+
+    ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
+    constants, folded with the rest of the program at compile time. ``exe(*args)`` /
+    ``exe(**inputs)`` run ``@entry`` on the remaining parameters with ``rr.evaluate``'s
+    argument conventions and return its values. ``exe.plan`` summarises the fused groups,
+    kernels and buffers; ``exe.stats`` measures the last call (per kernel with
+    ``profile=True``). ``passes`` replaces the default pipeline
+    (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
+    kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
+
+    Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
+    or entry, a ``params`` key naming no parameter or a value of the wrong shape or dtype,
+    ``TypeError`` for arguments of the wrong Python type."""
+    from relay_ref.executor.compile import compile_module
+
+    return compile_module(mod, params, target, entry=entry, profile=profile, passes=passes,
+                          cache_dir=cache_dir)
 
 
 def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,

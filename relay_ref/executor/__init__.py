@@ -1,0 +1,5 @@
+"""The fast executor (DESIGN.md sections 2 and 6): ``compile_module`` turns a module into an
+``Executable``. ``compile.py`` is the pipeline (passes, then planning), ``groups.py`` plans
+each fused group, ``fused.py`` generates numba kernels for elementwise groups,
+``codegen.py`` generates Python for the rest of the language, ``executable.py`` runs it,
+``values.py`` converts values at its boundary and ``errors.py`` locates its failures."""

@@ -1,0 +1,69 @@
+"""Run-time failures of compiled code as located ``RelayRuntimeError`` s.
+
+The generated code carries no bookkeeping for errors (no "current node" variable, no
+try/except per call: both would cost on every call). When something raises, the traceback
+is read instead: each frame of generated code has a line number, ``line_spans`` maps it to
+the Relay expression that line computes, and the frames of generated global functions give
+the Relay call stack, as the interpreter reports it (``relay_ref.interpreter.eval.
+runtime_error``; frames of self tail calls turned into loops are not repeated).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from relay_ref.diagnostics import RelayRuntimeError
+from relay_ref.executor.codegen import MatchFailure, ShapeMismatch
+from relay_ref.interpreter.eval import Stuck, runtime_error
+from relay_ref.interpreter.values import value_to_text
+from relay_ref.ir.span import Span
+from relay_ref.ops.registry import OpRuntimeError
+
+__all__ = ["runtime_failure"]
+
+
+def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
+    """The user-facing error for ``err`` raised inside ``exe``'s generated code."""
+    gen = exe.generated
+    frames: list[tuple[str, int]] = []  # (generated function, line), outermost first
+    tb = err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == gen.filename:
+            frames.append((code.co_name, tb.tb_lineno))
+        tb = tb.tb_next
+    span: Span | None = None
+    if isinstance(err, ShapeMismatch) and err.at_call and len(frames) > 1:
+        frames.pop()  # a parameter's annotation: the call that passed the value failed
+    if frames:
+        span = gen.line_spans.get(frames[-1][1])
+    if span is None:
+        span = exe.module.functions[exe.entry].span
+    message = _message(err, exe)
+    stuck = Stuck(message, span)
+    # The interpreter's frames: (called global, call site), innermost first.
+    for k in range(len(frames) - 1, -1, -1):
+        info = gen.functions.get(frames[k][0])
+        if info is None or info.global_name is None:
+            continue
+        site = gen.line_spans.get(frames[k - 1][1]) if k > 0 else None
+        stuck.frames.append((info.global_name, site))
+    return runtime_error(stuck, exe.module.source_name)
+
+
+def _message(err: BaseException, exe: Any) -> str:
+    if isinstance(err, Stuck):
+        return err.message
+    if isinstance(err, MatchFailure):
+        text = value_to_text(exe.converter.to_relay(err.value))
+        if len(text) > 80:
+            text = text[:77] + "..."
+        return f"no match clause matched the value {text}"
+    if isinstance(err, OpRuntimeError | ShapeMismatch):
+        return str(err)
+    if isinstance(err, RecursionError):
+        return "recursion nested too deeply for Python's stack"
+    if isinstance(err, MemoryError):
+        return "ran out of memory"
+    return f"internal error in compiled code ({type(err).__name__}: {err}); this is a bug " \
+           "in relay_ref"

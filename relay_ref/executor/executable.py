@@ -1,0 +1,223 @@
+"""``Executable``: what ``rr.compile`` returns: a callable running generated code.
+
+``exe(*args)`` / ``exe(**inputs)`` take the same arguments as ``rr.evaluate`` (converted by
+the same rule, spec/semantics.md 4.1, against the entry's parameter types) and return the
+same values (tensors as ``numpy.ndarray``, tuples, ADT values, closures, refs).
+
+Invariants:
+
+* Nothing but ``RelayError`` leaves a call for a user mistake (wrong argument count, shape,
+  dtype; a match failure, an operator failing at run time): errors are located at the Relay
+  expression whose generated line failed (``relay_ref.executor.errors``).
+* A program that can recurse (it calls functions) runs on the project's big-stack thread
+  (``relay_ref.deepstack``); a pure dataflow entry runs on the caller's thread, so a tiny
+  operator costs microseconds per call.
+* Results never alias the executable's state: every value returned is produced by this call
+  (bound weights are constants of the plan, never returned without a copy).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from relay_ref.deepstack import run_deep
+from relay_ref.diagnostics import RelayError, RelayRuntimeError
+from relay_ref.executor.codegen import GeneratedModule
+from relay_ref.executor.errors import runtime_failure
+from relay_ref.executor.plan import Plan
+from relay_ref.executor.values import Converter
+from relay_ref.interpreter.args import ArgumentError, convert_argument
+from relay_ref.ir.expr import Function
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import TensorType, Type
+
+__all__ = ["Executable", "Stats"]
+
+#: Recursion limit of the big-stack thread compiled code runs on (each nested Relay call is
+#: one Python frame of generated code, plus the kernels' own).
+RECURSION_LIMIT = 1_000_000
+
+
+@dataclass(slots=True)
+class Stats:
+    """Measurements of the last call: wall time, calls so far; with ``profile=True`` the
+    time per fused group and kernel (label -> [calls, seconds]), summed over calls."""
+
+    calls: int = 0
+    last_seconds: float = 0.0
+    kernels: dict[str, list[float]] = field(default_factory=dict)
+
+    def table(self) -> str:
+        """The per-kernel times as text, slowest first."""
+        rows = sorted(self.kernels.items(), key=lambda kv: -kv[1][1])
+        lines = [f"{'kernel':50} {'calls':>7} {'ms total':>10} {'us/call':>9}"]
+        for label, (n, secs) in rows:
+            lines.append(f"{label[:50]:50} {int(n):7d} {secs * 1e3:10.3f} "
+                         f"{secs * 1e6 / max(n, 1):9.1f}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        head = f"calls: {self.calls}, last call: {self.last_seconds * 1e3:.3f} ms"
+        return head + ("\n" + self.table() if self.kernels else "")
+
+
+class Executable:
+    """A compiled program (see the module docstring). ``entry`` names the function run by
+    ``exe(...)``; ``plan`` summarises kernels, fused groups and buffers; ``stats`` has the
+    last call's measurements; ``source`` is the generated Python."""
+
+    def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
+                 entry: str, plan: Plan, *, deep: bool, scalar_ops: bool,
+                 profile: bool) -> None:
+        self.generated = generated
+        self.module = module  # the compiled (optimised, type-checked) module
+        self.host_module = host_module  # the user's module, checked: host closures run here
+        self.entry = entry
+        self.plan = plan
+        self.stats = Stats()
+        self.profile = profile
+        self.converter = Converter(self)
+        self._deep = deep
+        self._scalar_ops = scalar_ops
+        func = module.functions[entry]
+        self._func = func
+        self._fn: Callable[..., Any] = generated.namespace[generated.globals[entry]]
+        self._params = func.params
+        self._param_types = _param_types(module, entry, func)
+        self._fast = [_fast_check(t) for t in self._param_types]
+        self._names = {p.name_hint: i for i, p in enumerate(func.params)}
+        if profile:
+            generated.namespace["_perf"] = time.perf_counter
+            generated.namespace["_prof"] = self._record
+
+    @property
+    def source(self) -> str:
+        return self.generated.source
+
+    def _record(self, label: str, seconds: float) -> None:
+        entry = self.stats.kernels.get(label)
+        if entry is None:
+            entry = self.stats.kernels[label] = [0, 0.0]
+        entry[0] += 1
+        entry[1] += seconds
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **inputs: Any) -> Any:
+        values = self._arguments(args, inputs)
+        return self._run(self._fn, values)
+
+    def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
+        params, entry = self._params, self.entry
+        if inputs:
+            if args:
+                raise RelayRuntimeError(f"@{entry}: give the arguments either by position or "
+                                        "by name, not both", self._func.span)
+            unknown = [k for k in inputs if k not in self._names]
+            if unknown:
+                raise RelayRuntimeError(
+                    f"@{entry} has no parameter %{unknown[0]} (its parameters: "
+                    f"{', '.join('%' + p.name_hint for p in params) or 'none'})",
+                    self._func.span)
+            missing = [p.name_hint for p in params if p.name_hint not in inputs]
+            if missing:
+                raise RelayRuntimeError(f"@{entry}: no value given for parameter "
+                                        f"%{missing[0]}", self._func.span)
+            args = tuple(inputs[p.name_hint] for p in params)
+        if len(args) != len(params):
+            raise RelayRuntimeError(f"@{entry} takes {len(params)} argument(s), {len(args)} "
+                                    "given", self._func.span)
+        values = []
+        for i, arg in enumerate(args):
+            fast = self._fast[i]
+            if fast is not None and type(arg) is np.ndarray and arg.dtype == fast[1] and \
+                    arg.shape == fast[0]:
+                values.append(arg)
+                continue
+            try:
+                value = convert_argument(arg, self._param_types[i], self.host_module)
+            except ArgumentError as err:
+                p = params[i]
+                raise RelayRuntimeError(f"argument %{p.name_hint} of @{entry}: {err.message}",
+                                        p.span) from None
+            values.append(value if type(value) is np.ndarray else
+                          self.converter.from_relay(value))
+        return values
+
+    def _run(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+        start = time.perf_counter()
+
+        def job() -> Any:
+            try:
+                if self._scalar_ops:
+                    with np.errstate(over="ignore"):
+                        result = fn(*values)
+                else:
+                    result = fn(*values)
+            except RelayError:
+                raise
+            except Exception as err:  # noqa: BLE001 - located below, never leaked
+                raise runtime_failure(err, self) from None
+            return self.converter.to_relay(result)
+
+        if self._deep:
+            result = run_deep(job, name="relay-exe", recursion_limit=RECURSION_LIMIT)
+        else:
+            result = job()
+        self.stats.calls += 1
+        self.stats.last_seconds = time.perf_counter() - start
+        return result
+
+    def call_function(self, closure: Any, func: Function, args: tuple[Any, ...]) -> Any:
+        """Call a closure this executable returned (``CompiledClosure.__call__``)."""
+        if len(args) != len(func.params):
+            raise RelayRuntimeError(f"the function takes {len(func.params)} argument(s), "
+                                    f"{len(args)} given", func.span)
+        values = []
+        for p, arg in zip(func.params, args, strict=True):
+            try:
+                value = convert_argument(arg, p.type_annotation, self.host_module)
+            except ArgumentError as err:
+                raise RelayRuntimeError(f"argument %{p.name_hint}: {err.message}",
+                                        p.span) from None
+            values.append(self.converter.from_relay(value))
+        return self._run(closure.compiled, values)
+
+    def apply_host(self, value: Any, args: tuple[Any, ...]) -> Any:
+        """Apply a function value from outside (an interpreter closure) inside compiled code:
+        the interpreter runs it, on values converted both ways."""
+        from relay_ref.interpreter.eval import Interpreter
+
+        interp = Interpreter(self.host_module)
+        out = interp.apply(value, [self.converter.to_relay(a) for a in args], None)
+        return self.converter.from_relay(out)
+
+    def __repr__(self) -> str:
+        return f"<Executable @{self.entry}: {self.plan.summary()}>"
+
+
+def _param_types(module: IRModule, entry: str, func: Function) -> list[Type | None]:
+    from relay_ref.ir.types import FuncType
+
+    inferred = module.global_types.get(entry)
+    out: list[Type | None] = []
+    for i, param in enumerate(func.params):
+        ty = param.type_annotation
+        if (ty is None or type(ty) is not TensorType) and type(inferred) is FuncType:
+            ty = inferred.arg_types[i]
+        out.append(ty)
+    return out
+
+
+def _fast_check(ty: Type | None) -> tuple[tuple[int, ...], np.dtype] | None:
+    """(shape, dtype) of a fully static tensor parameter (the argument fast path)."""
+    if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
+        return None
+    try:
+        return tuple(ty.shape), np.dtype(ty.dtype)
+    except TypeError:
+        return None

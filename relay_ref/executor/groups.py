@@ -1,0 +1,271 @@
+"""Plans of fused groups: how one FuseOps ``Primitive`` function runs (DESIGN.md section 2).
+
+FuseOps (``relay_ref.passes.fuse_ops``) decides *what* runs together; this module decides
+*how*, from the group's operators and types, as a list of ``Step`` s the code generator
+emits as statements (one Python line per step, located at the Relay call it computes):
+
+1. every operator of the group is elementwise or broadcast, shapes static: one generated
+   numba kernel for the whole group (``relay_ref.executor.fused.build_elementwise``);
+2. an *anchor* (conv2d, dense, pooling, a reduction: whatever is not elementwise) followed
+   by an elementwise tail that only it feeds: the anchor's kernel, then the tail as one
+   generated kernel written in place into the anchor's fresh output when the tail's
+   kernel allows it (TVM's out-elemwise-fusable groups: conv2d + bias_add + relu);
+3. otherwise one step per operator, in post-order.
+
+A step calls the operator's ``kernels["cpu"]`` when it has one, else its NumPy reference
+(every op runs; nothing falls back to the interpreter). Invariants: steps only read group
+inputs, constants and earlier steps; a step writes ``out=`` only into the fresh result of
+an earlier step of the same group that nothing else reads (the anchor's output).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from relay_ref.ir.span import Span
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.visitor import post_order
+from relay_ref.ops.registry import OpPattern, get_op, op_kernel
+
+__all__ = ["GroupPlan", "GroupPlanner", "Step"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Step:
+    """One statement of a group's plan. ``kind``: ``"op"`` (``fn(args, attrs)``),
+    ``"fused"`` (``fn(args)``, a generated kernel), ``"const"`` (``value``), ``"tuple"``,
+    ``"proj"`` (field ``index`` of input 0). ``inputs`` index the group's values: its
+    parameters first, then one value per step. ``out`` is the index of a value whose array
+    the step may overwrite with its result (``None``: a fresh result). ``scalar_inputs``
+    are the inputs whose static type is 0-d (passed as arrays to kernels)."""
+
+    kind: str
+    inputs: tuple[int, ...]
+    fn: Callable[..., Any] | None = None
+    attrs: object = None
+    value: object = None
+    index: int = 0
+    out: int | None = None
+    span: Span | None = None
+    label: str = ""
+    scalar_inputs: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GroupPlan:
+    """How a fused group runs: its steps, a label (``conv2d+bias_add+relu``) and the
+    strategy (``fused`` / ``anchor+fused`` / ``ops``), for ``exe.plan``."""
+
+    label: str
+    strategy: str
+    n_params: int
+    steps: tuple[Step, ...]
+    out_type: Type | None = None
+    ops: tuple[str, ...] = field(default=())
+    kernels: tuple[str, ...] = field(default=())
+
+
+def _short(name: str) -> str:
+    return name.split(".")[-1]
+
+
+class GroupPlanner:
+    """Plans groups (memoised by function identity) with the module's checked types."""
+
+    def __init__(self, types: dict[Expr, Type], *, fuse: bool = True,
+                 cache_dir: str | None = None) -> None:
+        self.types = types
+        self.fuse = fuse
+        self.cache_dir = cache_dir
+        self.plans: dict[Function, GroupPlan] = {}
+        self.singles: dict[tuple[str, int], Callable[..., Any]] = {}
+
+    # -- a single operator call (outside a group) --------------------------------------------
+    def single_op(self, call: Call) -> Callable[..., Any]:
+        """A Python function of the call's arguments running the op (kernel or reference)."""
+        name = call.op.name
+        fn, attrs = _op_fn(name), call.attrs if call.attrs is not None else get_op(name).attrs()
+
+        def run(*args: Any) -> Any:
+            return fn([np.asarray(a) if isinstance(a, np.generic) else a for a in args], attrs)
+
+        return run
+
+    # -- a group ------------------------------------------------------------------------------
+    def plan(self, prim: Function) -> GroupPlan:
+        known = self.plans.get(prim)
+        if known is None:
+            known = self.plans[prim] = self._plan(prim)
+        return known
+
+    def _plan(self, prim: Function) -> GroupPlan:
+        body = prim.body
+        nodes = [n for n in post_order(body) if type(n) is not Op]
+        ops = tuple(n.op.name for n in nodes if type(n) is Call and type(n.op) is Op)
+        label = "+".join(_short(o) for o in ops) or "plumbing"
+        out_type = self.types.get(body)
+        if self.fuse and ops and self._all_elementwise(nodes):
+            kernel = self._elementwise(prim.params, body)
+            if kernel is not None:
+                step = Step("fused", tuple(range(len(prim.params))), fn=kernel,
+                            span=body.span, label=label)
+                return GroupPlan(label, "fused", len(prim.params), (step,), out_type, ops,
+                                 ("numba fused",))
+        if self.fuse:
+            split = self._anchor_split(prim, nodes)
+            if split is not None:
+                return split
+        steps, index = self._op_steps(prim.params, nodes)
+        del index
+        kernels = tuple(_kernel_kind(o) for o in ops)
+        return GroupPlan(label, "ops", len(prim.params), tuple(steps), out_type, ops, kernels)
+
+    def _op_steps(self, params: tuple[Var, ...], nodes: list[Expr],
+                  index: dict[Expr, int] | None = None) -> tuple[list[Step], dict[Expr, int]]:
+        """One step per node (post-order), inputs indexed through ``index``."""
+        index = dict(index or {})
+        for i, p in enumerate(params):
+            index.setdefault(p, i)
+        steps: list[Step] = []
+        for node in nodes:
+            if node in index:
+                continue
+            kind = type(node)
+            if kind is Constant:
+                step = Step("const", (), value=node.data)
+            elif kind is Tuple:
+                step = Step("tuple", tuple(index[f] for f in node.fields))
+            elif kind is TupleGetItem:
+                step = Step("proj", (index[node.tuple_value],), index=node.index)
+            elif kind is Call and type(node.op) is Op:
+                name = node.op.name
+                attrs = node.attrs if node.attrs is not None else get_op(name).attrs()
+                inputs = tuple(index[a] for a in node.args)
+                scalars = frozenset(i for i, a in zip(inputs, node.args, strict=True)
+                                    if _is_scalar(self.types.get(a)))
+                step = Step("op", inputs, fn=_op_fn(name), attrs=attrs, span=node.span,
+                            label=name, scalar_inputs=scalars)
+            else:  # pragma: no cover - FuseOps's invariant: groups hold only these nodes
+                raise NotImplementedError(f"{kind.__name__} inside a fused group")
+            index[node] = len(params) + len(steps)
+            steps.append(step)
+        return steps, index
+
+    # -- elementwise kernels --------------------------------------------------------------------
+    def _all_elementwise(self, nodes: list[Expr]) -> bool:
+        for n in nodes:
+            kind = type(n)
+            if kind is Call:
+                if type(n.op) is not Op or get_op(n.op.name).op_pattern > OpPattern.BROADCAST:
+                    return False
+            elif kind is not Var and kind is not Constant:
+                return False
+        return True
+
+    def _elementwise(self, params: tuple[Var, ...], body: Expr) -> Any:
+        try:
+            from relay_ref.executor.fused import build_elementwise
+        except ImportError:  # pragma: no cover - the fused-kernel generator is optional
+            return None
+        return build_elementwise(params, body, self.types, cache_dir=self.cache_dir)
+
+    def _anchor_split(self, prim: Function, nodes: list[Expr]) -> GroupPlan | None:
+        """Strategy 2: ``tail(anchor(...), other inputs)`` with an elementwise tail."""
+        body = prim.body
+        users: dict[Expr, int] = {}
+        for n in nodes:
+            for kid in _kids(n):
+                users[kid] = users.get(kid, 0) + 1
+        # Walk the tail from the root: elementwise calls; the anchor is the one
+        # non-elementwise call they reach, used once.
+        anchor: Call | None = None
+        tail: set[Expr] = set()
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            if n in tail or type(n) is Var or type(n) is Constant:
+                continue
+            if type(n) is not Call or type(n.op) is not Op:
+                return None
+            if get_op(n.op.name).op_pattern <= OpPattern.BROADCAST:
+                tail.add(n)
+                stack.extend(n.args)
+                continue
+            if anchor is not None and anchor is not n:
+                return None
+            anchor = n
+        if anchor is None or not tail or users.get(anchor, 0) != 1:
+            return None
+        out_ty, anchor_ty = self.types.get(body), self.types.get(anchor)
+        if type(anchor_ty) is not TensorType or type(out_ty) is not TensorType:
+            return None
+        hole = Var("anchor", anchor_ty)
+        mapping: dict[Expr, Expr] = {anchor: hole}
+        types = dict(self.types)
+        types[hole] = anchor_ty
+        for n in post_order(body):
+            if n in tail:
+                new = Call(n.op, tuple(mapping.get(a, a) for a in n.args), n.attrs,
+                           n.type_args, n.span)
+                mapping[n] = new
+                types[new] = self.types[n]
+        extra = [p for p in prim.params if _reaches(body, p, tail)]
+        try:
+            from relay_ref.executor.fused import build_elementwise
+        except ImportError:  # pragma: no cover
+            return None
+        kernel = build_elementwise((hole, *extra), mapping[body], types,
+                                   cache_dir=self.cache_dir)
+        if kernel is None:
+            return None
+        before = [n for n in nodes if n not in tail]
+        steps, index = self._op_steps(prim.params, before)
+        a = index[anchor]
+        inplace = (anchor_ty == out_ty and 0 in getattr(kernel, "inplace_ok", frozenset())
+                   and _fresh_result(anchor.op.name))
+        steps.append(Step("fused", (a, *(prim.params.index(p) for p in extra)), fn=kernel,
+                          out=a if inplace else None, span=body.span,
+                          label="+".join(_short(n.op.name) for n in post_order(body)
+                                         if n in tail)))
+        ops = tuple(n.op.name for n in nodes if type(n) is Call and type(n.op) is Op)
+        label = "+".join(_short(o) for o in ops)
+        return GroupPlan(label, "anchor+fused", len(prim.params), tuple(steps),
+                         self.types.get(body), ops,
+                         (_kernel_kind(anchor.op.name), "numba fused"))
+
+
+def _kids(n: Expr) -> tuple[Expr, ...]:
+    if type(n) is Call:
+        return n.args
+    if type(n) is Tuple:
+        return n.fields
+    if type(n) is TupleGetItem:
+        return (n.tuple_value,)
+    return ()
+
+
+def _reaches(body: Expr, param: Var, tail: set[Expr]) -> bool:
+    return any(param in n.args for n in tail)
+
+
+def _is_scalar(ty: Type | None) -> bool:
+    return type(ty) is TensorType and ty.shape == ()
+
+
+def _fresh_result(name: str) -> bool:
+    """Whether the op's kernel returns a fresh array (so a tail may overwrite it)."""
+    fn = _op_fn(name)
+    return not getattr(fn, "returns_view", False) and op_kernel(name, "cpu") is not None
+
+
+def _op_fn(name: str) -> Callable[..., Any]:
+    return op_kernel(name, "cpu") or get_op(name).reference
+
+
+def _kernel_kind(name: str) -> str:
+    return "cpu kernel" if op_kernel(name, "cpu") is not None else "reference"

@@ -1,0 +1,76 @@
+"""``exe.plan``: a printable summary of what ``rr.compile`` built.
+
+It lists the passes run, the fused groups with the strategy each runs by (one generated
+numba kernel, an anchor kernel plus a fused tail, or one kernel / NumPy reference per
+operator), kernel launches per call of the entry, the constants folded into the plan, and
+the buffers. Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+__all__ = ["GroupSummary", "Plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One distinct fused group: its label (the ops), strategy, kernels, occurrences."""
+
+    label: str
+    strategy: str
+    kernels: tuple[str, ...]
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What the executable runs (see the module docstring)."""
+
+    entry: str
+    target: str
+    passes: tuple[str, ...]
+    functions: int
+    groups: tuple[GroupSummary, ...]
+    constants: int
+    constant_bytes: int
+    buffers: int = 0
+    peak_bytes: int = 0
+    compile_seconds: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def launches(self) -> int:
+        """Kernel launches per pass through every group once (numba kernels, CPU kernels
+        and NumPy references each count one)."""
+        return sum(g.count * max(len(g.kernels), 1) for g in self.groups)
+
+    def summary(self) -> str:
+        return (f"{sum(g.count for g in self.groups)} fused groups, {self.launches} kernel "
+                f"calls, {self.constants} constants")
+
+    def table(self) -> str:
+        """The groups as a text table, most frequent first."""
+        lines = [f"{'count':>5}  {'strategy':13} {'kernels':28} group"]
+        for g in sorted(self.groups, key=lambda g: (-g.count, g.label)):
+            lines.append(f"{g.count:5d}  {g.strategy:13} {', '.join(g.kernels)[:28]:28} "
+                         f"{g.label}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        strategies = Counter()
+        for g in self.groups:
+            strategies[g.strategy] += g.count
+        head = [
+            f"plan for @{self.entry} (target {self.target}, compiled in "
+            f"{self.compile_seconds:.2f} s)",
+            f"passes: {', '.join(self.passes) or 'none'}",
+            f"functions: {self.functions}; fused groups: {sum(g.count for g in self.groups)} "
+            f"({', '.join(f'{n} {s}' for s, n in sorted(strategies.items())) or 'none'}); "
+            f"kernel calls: {self.launches}",
+            f"constants: {self.constants} ({self.constant_bytes / 1e6:.2f} MB)",
+            f"buffers: {self.buffers} preallocated, peak {self.peak_bytes / 1e6:.2f} MB",
+            *self.notes,
+        ]
+        return "\n".join(head) + ("\n" + self.table() if self.groups else "")

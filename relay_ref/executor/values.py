@@ -1,0 +1,185 @@
+"""Values crossing the boundary of compiled code (spec/semantics.md section 1).
+
+Inside compiled code a value is what the interpreter uses (``relay_ref.interpreter.values``)
+with two differences, for speed: a 0-d tensor may be a NumPy scalar (``np.int32(3)``), and
+a function is a Python callable (a generated ``def``, an operator or constructor wrapper).
+``to_relay`` turns a result into the interpreter's representation (0-d arrays, ``Closure``
+values) and ``from_relay`` turns arguments into the compiled one.
+
+Invariants:
+
+* ADT values and reference cells are converted *in place* (a field or a cell's content is
+  replaced by an equal value of the other representation), so their identity, the store's
+  locations, is kept: a ref handed out and passed back in is the same cell. Tuples have no
+  identity and are rebuilt. Both walks are iterative over ADTs and refs: a 100 000-element
+  list converts without deep recursion.
+* A returned function is a ``CompiledClosure`` (or ``CompiledRecClosure``): a ``Closure`` the
+  interpreter accepts (its captured environment converted) that Python can also call, which
+  runs its compiled code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, RefValue
+from relay_ref.ir.expr import Constructor, Op
+
+__all__ = ["CompiledClosure", "CompiledRecClosure", "Converter"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledClosure(Closure):
+    """A closure produced by compiled code: an interpreter ``Closure`` (``env``, ``func``)
+    that also carries its compiled Python function; calling it from Python runs that
+    (arguments converted and checked as ``exe(...)`` does)."""
+
+    compiled: Callable[..., Any] | None = field(default=None, repr=False)
+    runner: Any = field(default=None, repr=False)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.runner.call_function(self, self.func, args)
+
+    __repr__ = Closure.__repr__
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CompiledRecClosure(RecClosure):
+    """A recursive closure produced by compiled code (see ``CompiledClosure``)."""
+
+    compiled: Callable[..., Any] | None = field(default=None, repr=False)
+    runner: Any = field(default=None, repr=False)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.runner.call_function(self, self.closure.func, args)
+
+    __repr__ = RecClosure.__repr__
+
+
+class Converter:
+    """Both directions for one executable (``runner``: the ``Executable``, which knows the
+    generated functions and how to run the interpreter on a host closure)."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+        self.functions = runner.generated.functions
+        self.closures: dict[int, Any] = {}
+
+    # -- compiled -> interpreter -------------------------------------------------------------
+    def to_relay(self, value: Any) -> Any:
+        work: list[Any] = []
+        seen: set[int] = set()
+        leaf = self._leaf_out
+
+        def conv(v: Any) -> Any:
+            return leaf(v, work, seen)
+
+        out = conv(value)
+        while work:
+            cell = work.pop()
+            if type(cell) is ConstructorValue:
+                cell.fields = tuple([conv(f) for f in cell.fields])
+            else:
+                cell.value = conv(cell.value)
+        return out
+
+    def _leaf_out(self, v: Any, work: list[Any], seen: set[int]) -> Any:
+        kind = type(v)
+        if kind is np.ndarray:
+            return v
+        if isinstance(v, np.generic):
+            return np.asarray(v)
+        if kind is tuple:
+            return tuple([self._leaf_out(x, work, seen) for x in v])
+        if kind is ConstructorValue or kind is RefValue:
+            if id(v) not in seen:
+                seen.add(id(v))
+                work.append(v)
+            return v
+        if callable(v) and not isinstance(v, Closure | RecClosure | Constructor | Op):
+            return self.closure_of(v)
+        return v
+
+    def closure_of(self, fn: Callable[..., Any]) -> Any:
+        """The Relay function value behind a compiled callable."""
+        known = self.closures.get(id(fn))
+        if known is not None:
+            return known[1]
+        original = getattr(fn, "relay_value", None)
+        if original is not None:  # a host function value passed in: give it back
+            return original
+        op = getattr(fn, "relay_op", None)
+        if op is not None:
+            return Op(op)
+        ctor = getattr(fn, "relay_constructor", None)
+        if ctor is not None:
+            return ctor
+        info = self.functions.get(getattr(getattr(fn, "__code__", None), "co_name", ""))
+        if info is None:  # pragma: no cover - every callable in compiled code is one above
+            raise TypeError(f"not a compiled Relay function: {fn!r}")
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+        env = {var: self.to_relay(cells[name].cell_contents)
+               for name, var in info.captured.items() if name in cells}
+        closure = CompiledClosure(env, info.func, info.global_name, fn, self.runner)
+        value: Any = closure
+        if info.rec_var is not None:
+            value = CompiledRecClosure(closure, info.rec_var, fn, self.runner)
+        self.closures[id(fn)] = (fn, value)  # keep fn alive: ids stay unique
+        return value
+
+    # -- interpreter -> compiled -------------------------------------------------------------
+    def from_relay(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is np.ndarray:
+            return value
+        work: list[Any] = []
+        seen: set[int] = set()
+
+        def conv(v: Any) -> Any:
+            k = type(v)
+            if k is np.ndarray:
+                return v
+            if k is tuple:
+                return tuple([conv(x) for x in v])
+            if k is ConstructorValue or k is RefValue:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    work.append(v)
+                return v
+            if isinstance(v, Closure | RecClosure | Constructor | Op):
+                return self.callable_of(v)
+            return v
+
+        out = conv(value)
+        while work:
+            cell = work.pop()
+            if type(cell) is ConstructorValue:
+                cell.fields = tuple([conv(f) for f in cell.fields])
+            else:
+                cell.value = conv(cell.value)
+        return out
+
+    def callable_of(self, value: Any) -> Callable[..., Any]:
+        """A Python callable for a Relay function value given from outside."""
+        compiled = getattr(value, "compiled", None)
+        if compiled is not None and getattr(value, "runner", None) is self.runner:
+            return compiled
+        if type(value) is Constructor:
+            from relay_ref.executor.codegen import _constructor_value
+
+            return _constructor_value(value)
+        if type(value) is Op:
+            from relay_ref.executor.codegen import _op_value
+
+            return _op_value(value.name)
+        runner = self.runner
+
+        def host(*args: Any) -> Any:
+            return runner.apply_host(value, args)
+
+        host.relay_value = value  # type: ignore[attr-defined]
+        return host

@@ -1,0 +1,184 @@
+"""2-d convolution kernels: zero-padded copies, im2col into a preallocated column buffer,
+and direct depthwise loops (``../shared/reference/performance.md`` section 3).
+
+These are pure array kernels over C-contiguous float32/float64 arrays of fixed rank; the
+op-level adapter (``relay_ref.ops.cpu_nn``) validates shapes, picks a kernel per shape class
+and runs the matrix products with NumPy's BLAS *outside* numba (``np.dot`` inside ``@njit``
+would need SciPy and start a second BLAS thread pool).
+
+Inner loops run over 1-d slices taken at non-negative offsets, so numba emits no
+wrap-around code there and they vectorise. Shape conventions:
+
+* ``pad3``: ``(B, H, W)`` into ``(B, Hp, Wp)``, the input at offset ``(top, left)`` and
+  ``fill`` everywhere else. An NHWC tensor is padded as ``(N, H, W * C)`` with the left and
+  right padding multiplied by ``C``.
+* ``im2col_nchw``: ``(C, H, W)`` into ``(C * KH * KW, OH * OW)``; row ``(c * KH + i) * KW +
+  j``, column ``y * OW + x``; the zero padding is written by the kernel (no padded copy).
+  ``weight.reshape(O, -1) @ col`` is the ``(O, OH * OW)`` output.
+* ``im2col_nhwc``: channels ``[c0, c0 + cg)`` of ``(H, W, C)`` into ``(OH * OW, KH * KW *
+  cg)``; column ``(i * KW + j) * cg + c``. ``col @ weight_hwio.reshape(
+  -1, O)`` is the ``(OH * OW, O)`` output.
+* depthwise (``groups == C``, ``O = C * mult``): output channel ``o`` reads input channel
+  ``o // mult``.
+
+Every function is compiled with ``cache=True``; the parallel ones split the outermost loop
+over numba's OpenMP pool, which ``relay_ref.compute.cpu`` keeps passive between calls so it
+does not spin against OpenBLAS.
+"""
+
+from __future__ import annotations
+
+from relay_ref.compute.cpu import numba
+
+njit = numba.njit
+prange = numba.prange
+
+
+@njit(cache=True)
+def pad3(x, out, top, left, fill):
+    """Copy ``x`` (B, H, W) into ``out`` (B, Hp, Wp) at (top, left); ``fill`` elsewhere.
+    Serial: a copy of cache-sized images is faster than waking the thread pool."""
+    b_, h, w = x.shape
+    hp, wp = out.shape[1], out.shape[2]
+    for b in range(b_):
+        for i in range(hp):
+            dst = out[b, i]
+            if i < top or i >= top + h:
+                for j in range(wp):
+                    dst[j] = fill
+            else:
+                for j in range(left):
+                    dst[j] = fill
+                src = x[b, i - top]
+                inner = dst[left:]
+                for j in range(w):
+                    inner[j] = src[j]
+                for j in range(left + w, wp):
+                    dst[j] = fill
+
+
+@njit(cache=True)
+def valid_range(start, step, size, count):
+    """The positions ``k`` in [0, count) with ``0 <= start + k * step < size``, as a
+    (lo, hi) pair with lo <= hi (``step`` >= 1)."""
+    lo = 0
+    if start < 0:
+        lo = (-start + step - 1) // step
+    hi = 0
+    if size - 1 - start >= 0:
+        hi = (size - 1 - start) // step + 1
+    lo = min(lo, count)
+    hi = max(min(hi, count), lo)
+    return lo, hi
+
+
+@njit(cache=True, parallel=True)
+def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow):
+    """Columns of the (C, H, W) image ``x``, zero-padded by ``pt`` rows on top and ``pl``
+    columns on the left (and as needed bottom/right), into ``col`` (C*KH*KW, OH*OW)."""
+    c_, h, w = x.shape
+    kk = kh * kw
+    for r in prange(c_ * kk):
+        c = r // kk
+        k = r - c * kk
+        i = k // kw
+        j = k - i * kw
+        xs = j * dw - pl  # input column of output column 0
+        lo, hi = valid_range(xs, sw, w, ow)
+        for y in range(oh):
+            dst = col[r, y * ow:(y + 1) * ow]
+            row = y * sh + i * dh - pt
+            if row < 0 or row >= h:
+                for q in range(ow):
+                    dst[q] = 0.0
+                continue
+            for q in range(lo):
+                dst[q] = 0.0
+            if hi > lo:
+                # slices start at non-negative offsets: the copy loop has no wrap-around
+                src = x[c, row, xs + lo * sw:]
+                inner = dst[lo:hi]
+                if sw == 1:
+                    for q in range(hi - lo):
+                        inner[q] = src[q]
+                else:
+                    for q in range(hi - lo):
+                        inner[q] = src[q * sw]
+            for q in range(hi, ow):
+                dst[q] = 0.0
+
+
+@njit(cache=True, parallel=True)
+def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
+    """Columns of channels [c0, c0+cg) of the (H, W, C) image ``x``, zero-padded by ``pt``
+    rows on top and ``pl`` columns on the left, into ``col`` (OH*OW, KH*KW*cg)."""
+    h, w = x.shape[0], x.shape[1]
+    for p in prange(oh * ow):
+        y = p // ow
+        xo = p - y * ow
+        for i in range(kh):
+            row = y * sh + i * dh - pt
+            for j in range(kw):
+                cx = xo * sw + j * dw - pl
+                base = (i * kw + j) * cg
+                dst = col[p, base:base + cg]
+                if row < 0 or row >= h or cx < 0 or cx >= w:
+                    for c in range(cg):
+                        dst[c] = 0.0
+                else:
+                    src = x[row, cx, c0:c0 + cg]
+                    for c in range(cg):
+                        dst[c] = src[c]
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def depthwise_nchw(xp, w, out, c_, sh, sw, dh, dw, mult):
+    """Depthwise convolution: padded ``xp`` (N*C, Hp, Wp), ``w`` (O, KH, KW) with
+    O = C*mult, into ``out`` (N*O, OH, OW)."""
+    no, oh, ow = out.shape
+    o_, kh, kw = w.shape
+    for r in prange(no):
+        n = r // o_
+        o = r - n * o_
+        c = n * c_ + o // mult
+        for y in range(oh):
+            dst = out[r, y]
+            for q in range(ow):
+                dst[q] = 0.0
+            for i in range(kh):
+                row = y * sh + i * dh
+                for j in range(kw):
+                    wv = w[o, i, j]
+                    src = xp[c, row, j * dw:]
+                    if sw == 1:
+                        for q in range(ow):
+                            dst[q] += wv * src[q]
+                    else:
+                        for q in range(ow):
+                            dst[q] += wv * src[q * sw]
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def depthwise_nhwc(xp, w, out, sh, sw, dh, dw, mult):
+    """Depthwise convolution: padded ``xp`` (N, Hp, Wp, C), ``w`` (KH, KW, O) with
+    O = C*mult, into ``out`` (N, OH, OW, O)."""
+    n_, oh, ow, o_ = out.shape
+    kh, kw = w.shape[0], w.shape[1]
+    for r in prange(n_ * oh):
+        n = r // oh
+        y = r - n * oh
+        for q in range(ow):
+            dst = out[n, y, q]
+            for o in range(o_):
+                dst[o] = 0.0
+            for i in range(kh):
+                row = y * sh + i * dh
+                for j in range(kw):
+                    src = xp[n, row, q * sw + j * dw]
+                    wr = w[i, j]
+                    if mult == 1:
+                        for o in range(o_):
+                            dst[o] += wr[o] * src[o]
+                    else:
+                        for o in range(o_):
+                            dst[o] += wr[o] * src[o // mult]

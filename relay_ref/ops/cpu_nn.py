@@ -1,0 +1,320 @@
+"""CPU kernels of the convolution and pooling operators: the ``kernels["cpu"]`` entries of
+``nn.conv2d``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
+``nn.global_max_pool2d`` (named in ``relay_ref/ops/kernels.py``).
+
+Each function follows the kernel protocol (``registry.KernelRef``): ``fn(args, attrs,
+out=None)`` computes what the op's NumPy reference computes, writes into ``out`` when given
+and returns it, never returns a view of an argument and never mutates one. The fast path
+(``relay_ref.compute.cpu.conv`` / ``pool`` plus NumPy's BLAS) covers:
+
+* float32 and float64 (conv2d: both arguments of one dtype, ``out_dtype`` empty or equal);
+* data layout ``NCHW`` or ``NHWC`` with ``out_layout`` empty or equal; conv2d accepts any
+  kernel layout (the small weight is transposed to ``OIHW`` / ``HWIO``);
+* non-empty tensors whose shapes fit the attributes.
+
+Everything else (integer dtypes, mixed dtypes, other layouts, empty tensors, shapes the
+relation would reject) runs the op's reference, whose errors are therefore the reference's.
+
+conv2d picks a kernel per shape class: a 1x1, stride-1, unpadded convolution is a plain
+matrix product; a depthwise one (``groups == C > 1``, one input channel per group) is a
+direct loop over a zero-padded copy; the rest is im2col into a column buffer (one group and
+batch element at a time) followed by ``np.dot``. Only the im2col and direct loops run in
+numba; the products run in NumPy's OpenBLAS.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from relay_ref.compute.cpu import conv as cconv
+from relay_ref.compute.cpu import pool as cpool
+from relay_ref.ops.layout import to_canonical
+from relay_ref.ops.nn import pad4, pool_out
+from relay_ref.ops.registry import get_op
+
+Array = np.ndarray
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_LAYOUTS = ("NCHW", "NHWC")
+
+
+def _reference(op: str, args: list, attrs: object, out: Array | None) -> Array:
+    """The op's NumPy reference, copied into ``out`` when given."""
+    result = get_op(op).reference(args, attrs)
+    if out is None:
+        return result  # type: ignore[return-value]
+    np.copyto(out, result)
+    return out
+
+
+def _target(out: Array | None, shape: tuple[int, ...], dtype: np.dtype) -> Array:
+    """Where to compute: ``out`` when it is what the protocol promises, else a new array."""
+    if (out is not None and out.shape == shape and out.dtype == dtype
+            and out.flags.c_contiguous):
+        return out
+    return np.empty(shape, dtype)
+
+
+def _finish(result: Array, out: Array | None) -> Array:
+    if out is None or result is out:
+        return result
+    np.copyto(out, result)
+    return out
+
+
+def _fast_layout(data: object, layout: str, out_layout: str) -> bool:
+    """True when ``data`` is a non-empty 4-d float tensor in a layout the kernels read."""
+    return (isinstance(data, np.ndarray) and data.dtype in _FLOATS and data.ndim == 4
+            and data.size > 0 and layout in _LAYOUTS and out_layout in ("", layout))
+
+
+# -- nn.conv2d ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ConvGeometry:
+    """Sizes of one convolution; ``cg``/``og`` are input/output channels per group."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    o: int
+    kh: int
+    kw: int
+    groups: int
+    strides: tuple[int, int]
+    dilation: tuple[int, int]
+    pads: tuple[int, int, int, int]  # top, left, bottom, right
+    oh: int
+    ow: int
+
+    @property
+    def cg(self) -> int:
+        return self.c // self.groups
+
+    @property
+    def og(self) -> int:
+        return self.o // self.groups
+
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1, stride-1, unpadded convolution: a matrix product per group."""
+        return (self.kh == self.kw == 1 and self.strides == (1, 1)
+                and not any(self.pads))
+
+    @property
+    def depthwise(self) -> bool:
+        """One input channel per group, more than one group (``O = C * multiplier``)."""
+        return self.groups == self.c > 1
+
+
+def conv_geometry(data_shape: tuple[int, ...], weight_shape: tuple[int, ...],
+                  attrs: object) -> ConvGeometry | None:
+    """The geometry of ``nn.conv2d`` on these shapes (data ``NCHW`` or ``NHWC``, weight
+    ``OIHW``), or None when the shapes do not fit the attributes or anything is empty."""
+    if attrs.data_layout == "NCHW":  # type: ignore[attr-defined]
+        n, c, h, w = data_shape
+    else:
+        n, h, w, c = data_shape
+    o, i, kh, kw = weight_shape
+    g = attrs.groups  # type: ignore[attr-defined]
+    if c != i * g or o % g or min(n, c, h, w, o, kh, kw) <= 0:
+        return None
+    (sh, sw), (dh, dw) = attrs.strides, attrs.dilation  # type: ignore[attr-defined]
+    pads = pad4(attrs.padding)  # type: ignore[attr-defined]
+    oh = (h + pads[0] + pads[2] - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (w + pads[1] + pads[3] - ((kw - 1) * dw + 1)) // sw + 1
+    if oh <= 0 or ow <= 0:
+        return None
+    return ConvGeometry(n, c, h, w, o, kh, kw, g, (sh, sw), (dh, dw), pads, oh, ow)
+
+
+def conv2d(args: list, attrs: object, out: Array | None = None) -> Array:
+    """``nn.conv2d`` (see the module docstring for the fast cases)."""
+    data, weight = args[0], args[1]
+    layout = attrs.data_layout  # type: ignore[attr-defined]
+    if not (_fast_layout(data, layout, attrs.out_layout)  # type: ignore[attr-defined]
+            and isinstance(weight, np.ndarray) and weight.dtype == data.dtype
+            and weight.ndim == 4
+            and attrs.out_dtype in ("", data.dtype.name)):  # type: ignore[attr-defined]
+        return _reference("nn.conv2d", args, attrs, out)
+    kernel_layout = attrs.kernel_layout  # type: ignore[attr-defined]
+    geo = conv_geometry(data.shape, to_canonical(weight, kernel_layout, "OIHW").shape, attrs)
+    if geo is None:
+        return _reference("nn.conv2d", args, attrs, out)
+    x = np.ascontiguousarray(data)
+    if layout == "NCHW":
+        w = np.ascontiguousarray(to_canonical(weight, kernel_layout, "OIHW"))
+        res = _target(out, (geo.n, geo.o, geo.oh, geo.ow), x.dtype)
+        _conv_nchw(x, w, geo, res)
+    else:
+        w = np.ascontiguousarray(to_canonical(weight, kernel_layout, "HWIO"))
+        res = _target(out, (geo.n, geo.oh, geo.ow, geo.o), x.dtype)
+        _conv_nhwc(x, w, geo, res)
+    return _finish(res, out)
+
+
+def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
+    """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous."""
+    n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geo.strides, geo.dilation, geo.pads
+    if geo.depthwise:
+        x3 = x.reshape(n * c, geo.h, geo.w)
+        if any(geo.pads):
+            xp = np.empty((n * c, geo.h + pt + pb, geo.w + pl + pr), x.dtype)
+            cconv.pad3(x3, xp, pt, pl, 0.0)
+            x3 = xp
+        cconv.depthwise_nchw(x3, w.reshape(geo.o, geo.kh, geo.kw),
+                             res.reshape(n * geo.o, geo.oh, geo.ow), c, sh, sw, dh, dw, og)
+        return
+    w2 = w.reshape(geo.o, cg * geo.kh * geo.kw)
+    r3 = res.reshape(n, geo.o, geo.oh * geo.ow)
+    if geo.pointwise:
+        x3 = x.reshape(n, c, geo.h * geo.w)
+        for b in range(n):
+            for k in range(g):
+                np.dot(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
+                       out=r3[b, k * og:(k + 1) * og])
+        return
+    col = np.empty((cg * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
+    for b in range(n):
+        for k in range(g):
+            cconv.im2col_nchw(x[b, k * cg:(k + 1) * cg], col, geo.kh, geo.kw, sh, sw, dh, dw,
+                              pt, pl, geo.oh, geo.ow)
+            np.dot(w2[k * og:(k + 1) * og], col, out=r3[b, k * og:(k + 1) * og])
+
+
+def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
+    """NHWC x HWIO into ``res`` (N, OH, OW, O); all C-contiguous."""
+    n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geo.strides, geo.dilation, geo.pads
+    if geo.depthwise:
+        hp, wp = geo.h + pt + pb, geo.w + pl + pr
+        xp = np.empty((n, hp, wp * c), x.dtype)
+        cconv.pad3(x.reshape(n, geo.h, geo.w * c), xp, pt, pl * c, 0.0)
+        cconv.depthwise_nhwc(xp.reshape(n, hp, wp, c), w.reshape(geo.kh, geo.kw, geo.o), res,
+                             sh, sw, dh, dw, og)
+        return
+    if geo.pointwise and g == 1:
+        rows = n * geo.h * geo.w
+        np.dot(x.reshape(rows, c), w.reshape(c, geo.o), out=res.reshape(rows, geo.o))
+        return
+    k_len = geo.kh * geo.kw * cg
+    pixels = geo.oh * geo.ow
+    if g == 1:
+        weights = [w.reshape(k_len, geo.o)]
+    else:
+        weights = [np.ascontiguousarray(w[:, :, :, k * og:(k + 1) * og]).reshape(k_len, og)
+                   for k in range(g)]
+    col = np.empty((pixels, k_len), x.dtype)
+    for b in range(n):
+        rb = res[b].reshape(pixels, geo.o)
+        for k in range(g):
+            cconv.im2col_nhwc(x[b], col, geo.kh, geo.kw, sh, sw, dh, dw, pt, pl, geo.oh,
+                              geo.ow, k * cg, cg)
+            if g == 1:
+                np.dot(col, weights[0], out=rb)
+            else:
+                rb[:, k * og:(k + 1) * og] = np.dot(col, weights[k])
+
+
+# -- pooling -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def _window_counts(k: int, s: int, d: int, lo: int, hi: int, out_size: int,
+                   dtype: np.dtype) -> Array:
+    """For each of ``out_size`` windows along one axis (positions counted from the start of
+    the explicit padding), how many of its ``k`` taps fall in the counted range [lo, hi), at
+    least 1 (read-only, cached)."""
+    taps = np.arange(out_size)[:, None] * s + np.arange(k)[None, :] * d
+    counts = np.maximum(((taps >= lo) & (taps < hi)).sum(axis=1), 1).astype(dtype)
+    counts.setflags(write=False)
+    return counts
+
+
+@functools.lru_cache(maxsize=4)
+def _no_counts(dtype: np.dtype) -> Array:
+    """Empty divisors for max pooling (read-only, as ``_window_counts``'s: one numba
+    specialisation serves both)."""
+    counts = np.ones(0, dtype)
+    counts.setflags(write=False)
+    return counts
+
+
+def _pool(op: str, args: list, attrs: object, out: Array | None, is_max: bool) -> Array:
+    data = args[0]
+    layout = attrs.layout  # type: ignore[attr-defined]
+    if not _fast_layout(data, layout, attrs.out_layout):  # type: ignore[attr-defined]
+        return _reference(op, args, attrs, out)
+    if layout == "NCHW":
+        n, c, h, w = data.shape
+    else:
+        n, h, w, c = data.shape
+    (kh, kw), (sh, sw) = attrs.pool_size, attrs.strides  # type: ignore[attr-defined]
+    dh, dw = attrs.dilation  # type: ignore[attr-defined]
+    ceil = attrs.ceil_mode  # type: ignore[attr-defined]
+    pt, pl, pb, pr = pad4(attrs.padding)  # type: ignore[attr-defined]
+    oh = pool_out(h, kh, sh, pt + pb, dh, ceil)
+    ow = pool_out(w, kw, sw, pl + pr, dw, ceil)
+    if oh <= 0 or ow <= 0:  # type: ignore[operator]
+        return _reference(op, args, attrs, out)
+    dtype = data.dtype
+    if is_max:
+        cnt_h = cnt_w = _no_counts(dtype)
+    else:
+        include = attrs.count_include_pad  # type: ignore[attr-defined]
+        lo_h, hi_h = (0, h + pt + pb) if include else (pt, pt + h)
+        lo_w, hi_w = (0, w + pl + pr) if include else (pl, pl + w)
+        cnt_h = _window_counts(kh, sh, dh, lo_h, hi_h, oh, dtype)
+        cnt_w = _window_counts(kw, sw, dw, lo_w, hi_w, ow, dtype)
+    x = np.ascontiguousarray(data)
+    # the kernels skip padding taps: bottom/right padding (and ceil_mode's extra) is implied
+    # by the output size
+    if layout == "NCHW":
+        res = _target(out, (n, c, oh, ow), dtype)  # type: ignore[arg-type]
+        cpool.pool_nchw(x.reshape(n * c, h, w), res.reshape(n * c, oh, ow), kh, kw, sh, sw,
+                        dh, dw, pt, pl, is_max, cnt_h, cnt_w)
+    else:
+        res = _target(out, (n, oh, ow, c), dtype)  # type: ignore[arg-type]
+        cpool.pool_nhwc(x, res, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w)
+    return _finish(res, out)
+
+
+def max_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
+    """``nn.max_pool2d`` (padding is ``-inf``: it never wins)."""
+    return _pool("nn.max_pool2d", args, attrs, out, True)
+
+
+def avg_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
+    """``nn.avg_pool2d`` (divisors as the reference counts them)."""
+    return _pool("nn.avg_pool2d", args, attrs, out, False)
+
+
+def _global(op: str, args: list, attrs: object, out: Array | None, is_max: bool) -> Array:
+    data = args[0]
+    layout = attrs.layout  # type: ignore[attr-defined]
+    if not _fast_layout(data, layout, attrs.out_layout):  # type: ignore[attr-defined]
+        return _reference(op, args, attrs, out)
+    x = np.ascontiguousarray(data)
+    if layout == "NCHW":
+        n, c, h, w = x.shape
+        res = _target(out, (n, c, 1, 1), x.dtype)
+        cpool.global_rows(x.reshape(n * c, h * w), res.reshape(n * c), is_max)
+    else:
+        n, h, w, c = x.shape
+        res = _target(out, (n, 1, 1, c), x.dtype)
+        cpool.global_mid(x.reshape(n, h * w, c), res.reshape(n, c), is_max)
+    return _finish(res, out)
+
+
+def global_avg_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
+    """``nn.global_avg_pool2d``: the mean over H and W."""
+    return _global("nn.global_avg_pool2d", args, attrs, out, False)
+
+
+def global_max_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
+    """``nn.global_max_pool2d``: the max over H and W."""
+    return _global("nn.global_max_pool2d", args, attrs, out, True)

@@ -182,20 +182,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="type-check and evaluate @main",
                          description="Type-check FILE, then evaluate @main with the "
-                                     "definitional interpreter and print its value.")
+                                     "definitional interpreter (with --compile: the fast "
+                                     "CPU executor, rr.compile) and print its value.")
     run.add_argument("file", metavar="FILE")
     run.add_argument("args", nargs="*", metavar="ARG",
                      help="arguments of @main: Relay literals (e.g. 3, 2.5f, '(1, 2)', "
                           "'Cons(1, Nil)') or .npy files")
     run.add_argument("--entry", default="main", help="the global to run (default: main)")
     run.add_argument("--trace", action="store_true",
-                     help="print each evaluation rule applied (for teaching)")
+                     help="print each evaluation rule applied (for teaching; interpreter "
+                          "only)")
     run.add_argument("-o", "--output", metavar="OUT.npy",
                      help="save the resulting tensor to a .npy file")
     run.add_argument("--no-prelude", action="store_true",
                      help="do not supply prelude definitions")
     run.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
-                     help="report recursion deeper than N nested calls (default 1000000)")
+                     help="report recursion deeper than N nested calls (default 1000000; "
+                          "interpreter only)")
+    run.add_argument("--compile", action="store_true",
+                     help="compile the program with rr.compile (fused numba kernels, "
+                          "generated Python for control flow) and run that instead of the "
+                          "interpreter: same arguments, value and errors")
+    run.add_argument("--plan", action="store_true",
+                     help="with --compile: print the compiled plan (passes, fused groups, "
+                          "kernel calls, buffers) to stderr before running")
+    run.add_argument("--profile", action="store_true",
+                     help="with --compile: after the result, print the call's time and the "
+                          "time spent in each fused group or kernel to stderr")
     run.set_defaults(func=_cmd_run)
 
     fmt = sub.add_parser("fmt", help="print files in canonical form",

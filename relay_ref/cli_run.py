@@ -5,7 +5,13 @@ Arguments are Relay expressions evaluated in the module's context (``3``, ``2.5f
 without a suffix takes the parameter's dtype when it fits exactly (``3`` for an ``int64``
 parameter). Exit codes and colours are ``relay_ref.cli``'s: 0 ok, 1 an error in the program
 or its arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor
-for ``--output``).
+for ``--output``, options that do not combine).
+
+``--compile`` runs ``@main`` through ``rr.compile`` (the fast executor) instead of the
+definitional interpreter; everything else -- argument parsing, the printed value, located
+diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--profile``
+(the time per fused group and kernel) print to stderr and need ``--compile``; the
+interpreter's ``--trace`` and ``--max-depth`` are usage errors with it.
 
 Part of the CLI layer: it uses only the public API and ``relay_ref.repl`` (DESIGN.md
 section 2; tests/test_layering.py checks it).
@@ -46,8 +52,37 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
+def _option_conflict(args: argparse.Namespace) -> str | None:
+    """Why the options cannot be combined (a usage error), or None.
+
+    ``--trace`` and ``--max-depth`` are the interpreter's: compiled code applies no
+    evaluation rules and has no call counter (it recurses on a big stack instead).
+    ``--plan`` and ``--profile`` describe a compiled program, so they need ``--compile``."""
+    if getattr(args, "compile", False):
+        if args.trace:
+            return ("--trace lists the interpreter's evaluation rules; compiled code applies "
+                    "none: drop --compile to trace, or --trace to compile")
+        if getattr(args, "max_depth", None) is not None:
+            return ("--max-depth bounds the interpreter's call nesting; compiled code "
+                    "recurses on a big stack instead: drop --max-depth or --compile")
+        return None
+    for flag, name in (("plan", "--plan"), ("profile", "--profile")):
+        if getattr(args, flag, False):
+            return f"{name} describes a compiled program: add --compile"
+    return None
+
+
 def run_file(args: argparse.Namespace) -> int:
-    """Run ``args.file`` as ``relay run`` does; return the exit code."""
+    """Run ``args.file`` as ``relay run`` does; return the exit code.
+
+    With ``args.compile`` @entry runs through ``rr.compile`` instead of the interpreter
+    (same argument parsing, printing, diagnostics and exit codes); ``args.plan`` prints the
+    plan and ``args.profile`` the per-kernel times, both to stderr."""
+    conflict = _option_conflict(args)
+    if conflict is not None:
+        return _usage(conflict)
+    compiled = getattr(args, "compile", False)
+    profile = getattr(args, "profile", False)
     try:
         text = Path(args.file).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -73,11 +108,33 @@ def run_file(args: argparse.Namespace) -> int:
             if isinstance(value, int):  # an exit code
                 return value
             values.append(value)
-        result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace,
-                             max_depth=getattr(args, "max_depth", None))
+        if compiled:
+            exe = rr.compile(mod, entry=args.entry, profile=profile)
+            if getattr(args, "plan", False):
+                print(exe.plan, file=sys.stderr)
+            result = exe(*values)
+        else:
+            result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace,
+                                 max_depth=getattr(args, "max_depth", None))
     except rr.RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
+    status = _print_result(args, result)
+    if compiled and profile:
+        print(_profile_text(exe.stats), file=sys.stderr)
+    return status
+
+
+def _profile_text(stats: Any) -> str:
+    """``--profile``'s report: the call's time, then the per-kernel table."""
+    text = str(stats)
+    if not stats.kernels:
+        text += "\n(no kernel calls: the program ran as generated Python only)"
+    return text
+
+
+def _print_result(args: argparse.Namespace, result: Any) -> int:
+    """Print (or with ``--output`` save) the value ``@entry`` returned; the exit code."""
     if args.trace:
         result, events = result
         print(repl.format_trace(events))

@@ -316,6 +316,8 @@ def test_out_and_in_place_bias_relu():
     np.testing.assert_array_equal(out, want)
     assert k([x, b], out=x) is x  # in place: x is the output buffer
     np.testing.assert_array_equal(x, want)
+    assert "in place through x0" in k.inplace_sources[0]  # the vectorisable variant ran
+    assert 0 in k._variants
     with pytest.raises(ValueError, match="C-contiguous"):
         k([x, b], out=np.empty((1, 4, 3, 3), np.float64))
 

@@ -13,7 +13,9 @@ beside the public API and may use any layer below. It exposes:
 * rendering: ``type_text``, ``value_text``, ``format_trace``;
 * completion and help: ``op_names``, ``op_info``, ``prelude_text``;
 * passes (``relay opt``): ``pass_info``, ``check_named_pass``;
-* running: ``run_deep`` (deep recursion on a big stack), ``warm_up``;
+* running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
+  (an expression with typed free variables compiled by ``rr.compile``, for ``:time
+  --compile``);
 * the IR and diagnostic classes a REPL inspects or builds (re-exported below).
 
 Invariants: every function raises only ``RelayError`` subclasses for mistakes in the Relay
@@ -43,7 +45,7 @@ __all__ = [
     "Diagnostic", "Expr", "FuncType", "GlobalTypeVar", "GlobalVar", "IRModule", "Let", "Note",
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
-    "check_named_pass", "evaluate_checked", "format_trace", "op_info", "op_names",
+    "check_named_pass", "compile_expr", "evaluate_checked", "format_trace", "op_info", "op_names",
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
 ]
@@ -123,6 +125,68 @@ def evaluate_checked(expr: Expr, module: IRModule, env: dict[Var, Any] | None = 
         return evaluate(expr, module=module, env=dict(env or {}), trace=True,
                         typecheck="done")
     return evaluate(expr, module=module, env=dict(env or {}), typecheck="done")
+
+
+def compile_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None = None, *,
+                 profile: bool = False) -> tuple[Any, list[Var]]:
+    """Compile ``expr`` -- checked in ``module`` with its free variables typed by
+    ``var_types`` (``check_expr``) -- with ``rr.compile``: ``(exe, free)`` where ``exe(*[env[v]
+    for v in free])`` evaluates ``expr`` with the free variables bound to those values.
+
+    ``expr`` becomes the body of a fresh global ``@cell`` (``@cell_``, ... when the module
+    has one) whose parameters are its free variables, annotated with their types:
+    ``fn (%x: T, ...) { let %x = %x'; ...; expr }``; the module is not changed. Raises
+    ``RelayTypeError`` at the variable's use when a free variable has no type in
+    ``var_types`` or a polymorphic one (a parameter of ``@cell`` must have one type), and
+    whatever ``rr.compile`` raises."""
+    from dataclasses import replace
+
+    import relay_ref as rr
+    from relay_ref.ir.expr import Function
+    from relay_ref.ir.types import TypeVar
+    from relay_ref.ir.visitor import free_vars
+
+    types = dict(var_types or {})
+    free = free_vars(expr)
+    params = []
+    for var in free:
+        ty = types.get(var)
+        if ty is None:
+            raise RelayTypeError(f"%{var.name_hint} has no known type, so the expression "
+                                 "cannot be compiled", var.span)
+        if _mentions(ty, TypeVar):
+            raise RelayTypeError(f"%{var.name_hint} has a polymorphic type "
+                                 f"{type_text(ty)}; a compiled expression takes each free "
+                                 "variable as a parameter of one type: compile an "
+                                 "expression that does not use it, or apply it first",
+                                 var.span)
+        params.append(Var(var.name_hint, ty, var.span))
+    body = expr
+    for var, param in reversed(list(zip(free, params, strict=True))):
+        body = Let(var, param, body, expr.span)
+    name = "cell"
+    while name in module.functions:
+        name += "_"
+    func = Function(tuple(params), body, span=expr.span)
+    mod = replace(module, functions={**module.functions, name: func})
+    return rr.compile(mod, entry=name, profile=profile), free
+
+
+def _mentions(ty: Type, kind: type) -> bool:
+    """Whether the type ``ty`` contains a node of class ``kind`` (iterative walk)."""
+    import dataclasses
+
+    stack: list[Any] = [ty]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kind):
+            return True
+        if isinstance(node, (tuple, list)):
+            stack.extend(node)
+        elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+            stack.extend(getattr(node, f.name) for f in dataclasses.fields(node)
+                         if f.name != "span")
+    return False
 
 
 # ---- arguments --------------------------------------------------------------------------------

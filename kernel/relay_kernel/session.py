@@ -59,6 +59,10 @@ class CellOutcome:
     bound: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     trace: list[Any] | None = None
+    # run(compiled=True): the executable the expression was compiled to and the arguments
+    # (the values of its free variables) that the first call, giving ``value``, was made with
+    executable: Any = None
+    arguments: tuple[Any, ...] = ()
 
 
 def _source_of(node: Any) -> str | None:
@@ -172,22 +176,34 @@ class Session:
         # The cell was type-checked with the session's variable types (rule 6): no re-check.
         return evaluate_checked(expr, mod, self.env, trace=trace)
 
-    def run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
+    def run(self, code: str, source_name: str, *, trace: bool = False,
+            compiled: bool = False) -> CellOutcome:
         """Run one cell; see ``_run``."""
         with self._explaining_shadowed_prelude():
-            return self._run(code, source_name, trace=trace)
+            return self._run(code, source_name, trace=trace, compiled=compiled)
 
-    def _run(self, code: str, source_name: str, *, trace: bool = False) -> CellOutcome:
+    def _run(self, code: str, source_name: str, *, trace: bool = False,
+             compiled: bool = False) -> CellOutcome:
         """Run one cell under the rules in the module docstring.
 
         With ``trace=True`` (``:trace``) the cell's bindings are folded into ``let``s around
         its expression -- so the trace shows them and they are not kept -- and
         ``CellOutcome.trace`` holds the interpreter's trace events.
-        Raises ``RelayError`` (parse, type or runtime) and lets ``KeyboardInterrupt``
-        through; the session is left as rule 6 says."""
+        With ``compiled=True`` (``:time --compile``) the trailing expression, which the cell
+        must have, is compiled with ``rr.compile`` after type checking (a failure changes
+        nothing, as a type error) and called once on the values of its free variables;
+        ``CellOutcome.executable`` and ``arguments`` let the caller call it again. The
+        definitions and bindings are handled as in any cell (bindings by the interpreter).
+        Raises ``RelayError`` (parse, type, compile or runtime) and lets
+        ``KeyboardInterrupt`` through; the session is left as rule 6 says."""
         out = CellOutcome()
         t0 = time.perf_counter()
         program = self.parse(code, source_name)
+        if compiled and program.expr is None:
+            from relay_kernel.display import CommandError
+
+            raise CommandError(":time --compile times the cell's trailing expression, and "
+                               "this cell has none")
         self._reject_bindings_in_defs(program, code, source_name)
         if trace and program.expr is not None and program.bindings:
             program = _fold_bindings(program)
@@ -210,6 +226,12 @@ class Session:
         if program.expr is not None:
             expr_type = self._infer(program.expr, checked, var_types)
         t2 = time.perf_counter()
+        free: list[Any] = []
+        if compiled:
+            from relay_ref.repl import compile_expr
+
+            out.executable, free = compile_expr(program.expr, checked, var_types)
+        t_compiled = time.perf_counter()
         out.notes.extend(self._commit_module(checked, source_name, out))
         if stale:
             out.notes.append(self._forget(stale, source_name))
@@ -229,13 +251,23 @@ class Session:
             self.scope[var.name_hint] = var
             self.forgotten.pop(var.name_hint, None)
             out.bound.append(var.name_hint)
+        if compiled:
+            out.arguments = tuple(self.env[var] for var in free)
+            t_bound = time.perf_counter()
+            out.has_value, out.value, out.type = True, out.executable(*out.arguments), \
+                expr_type
+            t3 = time.perf_counter()
+            # "eval": the bindings (by the interpreter); "call": the first compiled call
+            out.timings = {"parse": t1 - t0, "check": t2 - t1, "compile": t_compiled - t2,
+                           "eval": t_bound - t_compiled, "call": t3 - t_bound}
+            return out
         if program.expr is not None:
             result = self._evaluate(program.expr, checked, trace=trace)
             if trace:
                 result, out.trace = _split_trace(result)
             out.has_value, out.value, out.type = True, result, expr_type
         t3 = time.perf_counter()
-        out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t2}
+        out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t_compiled}
         return out
 
     def _with_op_aliases(self, program: Any) -> tuple[Any, dict[Any, str]]:

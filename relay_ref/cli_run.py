@@ -126,11 +126,14 @@ def run_file(args: argparse.Namespace) -> int:
 
 
 def _profile_text(stats: Any) -> str:
-    """``--profile``'s report: the call's time, then the per-kernel table."""
+    """``--profile``'s report: the call's time, then the per-kernel table. ``relay run``
+    makes one call, the first: its kernel times include loading (or compiling) each numba
+    kernel, which the report says."""
     text = str(stats)
     if not stats.kernels:
-        text += "\n(no kernel calls: the program ran as generated Python only)"
-    return text
+        return text + "\n(no kernel calls: the program ran as generated Python only)"
+    return text + ("\n(one call, the first: a kernel's time includes loading it from numba's "
+                   "cache, or compiling it)")
 
 
 def _print_result(args: argparse.Namespace, result: Any) -> int:

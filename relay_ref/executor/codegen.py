@@ -117,6 +117,7 @@ class GeneratedModule:
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
                   "greater": ">", "less_equal": "<=", "greater_equal": ">=",
                   "equal": "==", "not_equal": "!="}
+_ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # not on bool: NumPy refuses some
 _SCALAR_BOOL_BINOPS = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}
 
 
@@ -555,7 +556,7 @@ def _scalar_operator(name: str, types: list[Type | None]) -> str | None:
     for integers); None otherwise."""
     if len(types) != 2 or types[0] is None or types[0] != types[1] or not _is_scalar(types[0]):
         return None
-    if name in _SCALAR_BINOPS:
+    if name in _SCALAR_BINOPS and (types[0].dtype != "bool" or name not in _ARITHMETIC):
         return _SCALAR_BINOPS[name]
     if name in _SCALAR_BOOL_BINOPS and types[0].dtype == "bool":
         return _SCALAR_BOOL_BINOPS[name]

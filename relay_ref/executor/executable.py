@@ -162,6 +162,10 @@ class Executable:
                 raise
             except Exception as err:  # noqa: BLE001 - located below, never leaked
                 raise runtime_failure(err, self) from None
+            finally:
+                for value in values:  # refs and ADTs passed in were converted in place
+                    if type(value) is not np.ndarray:
+                        self.converter.to_relay(value)
             return self.converter.to_relay(result)
 
         if self._deep:

@@ -32,7 +32,13 @@ from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import OpPattern, get_op, op_kernel
 
-__all__ = ["GroupPlan", "GroupPlanner", "Step"]
+__all__ = ["MIN_FUSED_ELEMENTS", "GroupPlan", "GroupPlanner", "Step"]
+
+#: Groups whose result has fewer elements run op by op through the kernels / references
+#: instead of a generated numba kernel: compiling one costs 0.2-0.9 s (performance.md
+#: section 5), which a few calls on small tensors never pay back, and NumPy takes about a
+#: microsecond per op on them.
+MIN_FUSED_ELEMENTS = 1024
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -168,6 +174,8 @@ class GroupPlanner:
         return True
 
     def _elementwise(self, params: tuple[Var, ...], body: Expr) -> Any:
+        if not _big(self.types.get(body)):
+            return None
         try:
             from relay_ref.executor.fused import build_elementwise
         except ImportError:  # pragma: no cover - the fused-kernel generator is optional
@@ -202,7 +210,8 @@ class GroupPlanner:
         if anchor is None or not tail or users.get(anchor, 0) != 1:
             return None
         out_ty, anchor_ty = self.types.get(body), self.types.get(anchor)
-        if type(anchor_ty) is not TensorType or type(out_ty) is not TensorType:
+        if type(anchor_ty) is not TensorType or type(out_ty) is not TensorType or \
+                not _big(out_ty):
             return None
         hole = Var("anchor", anchor_ty)
         mapping: dict[Expr, Expr] = {anchor: hole}
@@ -251,6 +260,13 @@ def _kids(n: Expr) -> tuple[Expr, ...]:
 
 def _reaches(body: Expr, param: Var, tail: set[Expr]) -> bool:
     return any(param in n.args for n in tail)
+
+
+def _big(ty: Type | None) -> bool:
+    """A static tensor type with at least ``MIN_FUSED_ELEMENTS`` elements."""
+    if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
+        return False
+    return int(np.prod(ty.shape, dtype=np.int64)) >= MIN_FUSED_ELEMENTS
 
 
 def _is_scalar(ty: Type | None) -> bool:

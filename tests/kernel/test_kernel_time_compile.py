@@ -131,9 +131,6 @@ def test_multiline_code_after_the_option():
     assert out.results == ["9"]
 
 
-@pytest.mark.xfail(reason="rr.compile leaves a ref argument's contents as a NumPy scalar "
-                          "after a call, which the next call's argument check refuses "
-                          "(relay_ref/executor/values.py)")
 def test_refs_of_the_session_are_updated_by_each_call():
     s = Session()
     s.run("let %r = ref(0);", "In[1]")

@@ -17,7 +17,7 @@ relation would reject) runs the op's reference, whose errors are therefore the r
 
 conv2d picks a kernel per shape class: a 1x1, stride-1, unpadded convolution is a plain
 matrix product; a depthwise one (``groups == C > 1``, one input channel per group) is a
-direct loop over a zero-padded copy; the rest is im2col into a column buffer (one group and
+direct loop that skips the padding taps; the rest is im2col into a column buffer (one group and
 batch element at a time) followed by ``np.dot``. Only the im2col and direct loops run in
 numba; the products run in NumPy's OpenBLAS.
 """
@@ -160,15 +160,15 @@ def conv2d(args: list, attrs: object, out: Array | None = None) -> Array:
 def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous."""
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geo.strides, geo.dilation, geo.pads
+    (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:
-        x3 = x.reshape(n * c, geo.h, geo.w)
-        if any(geo.pads):
-            xp = np.empty((n * c, geo.h + pt + pb, geo.w + pl + pr), x.dtype)
-            cconv.pad3(x3, xp, pt, pl, 0.0)
-            x3 = xp
-        cconv.depthwise_nchw(x3, w.reshape(geo.o, geo.kh, geo.kw),
-                             res.reshape(n * geo.o, geo.oh, geo.ow), c, sh, sw, dh, dw, og)
+        planes = x.reshape(n * c, geo.h, geo.w)
+        w3 = w.reshape(geo.o, geo.kh, geo.kw)
+        r3 = res.reshape(n * geo.o, geo.oh, geo.ow)
+        if geo.strides == (1, 1):
+            cconv.depthwise_nchw_s1(planes, w3, r3, c, dh, dw, pt, pl, og)
+        else:
+            cconv.depthwise_nchw(planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og)
         return
     w2 = w.reshape(geo.o, cg * geo.kh * geo.kw)
     r3 = res.reshape(n, geo.o, geo.oh * geo.ow)
@@ -190,13 +190,10 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
 def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     """NHWC x HWIO into ``res`` (N, OH, OW, O); all C-contiguous."""
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
-    (sh, sw), (dh, dw), (pt, pl, pb, pr) = geo.strides, geo.dilation, geo.pads
+    (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:
-        hp, wp = geo.h + pt + pb, geo.w + pl + pr
-        xp = np.empty((n, hp, wp * c), x.dtype)
-        cconv.pad3(x.reshape(n, geo.h, geo.w * c), xp, pt, pl * c, 0.0)
-        cconv.depthwise_nhwc(xp.reshape(n, hp, wp, c), w.reshape(geo.kh, geo.kw, geo.o), res,
-                             sh, sw, dh, dw, og)
+        cconv.depthwise_nhwc(x, w.reshape(geo.kh, geo.kw, geo.o), res, sh, sw, dh, dw, pt, pl,
+                             og)
         return
     if geo.pointwise and g == 1:
         rows = n * geo.h * geo.w

@@ -81,16 +81,21 @@ def test_conv2d_matches_reference(case: tuple, seed: int) -> None:
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_conv2d_depthwise_3x3_strided(layout: str) -> None:
-    """A MobileNet-like depthwise layer: stride 2, asymmetric padding, multiplier 1."""
+@pytest.mark.parametrize("strides, dilation, mult", [
+    ((1, 1), (1, 1), 1), ((1, 1), (2, 1), 2), ((2, 2), (1, 1), 1), ((1, 2), (1, 2), 2)])
+def test_conv2d_depthwise_3x3(layout: str, strides: tuple, dilation: tuple, mult: int) -> None:
+    """MobileNet-like depthwise layers (stride 1 runs its own wide-row kernel in NCHW),
+    asymmetric padding, channel multipliers 1 and 2."""
     rng = np.random.default_rng(0)
-    shape = (1, 8, 9, 11) if layout == "NCHW" else (1, 9, 11, 8)
+    shape = (2, 8, 9, 11) if layout == "NCHW" else (2, 9, 11, 8)
     kernel_layout = "OIHW" if layout == "NCHW" else "HWIO"
-    weight = rng.uniform(-1, 1, (8, 1, 3, 3) if layout == "NCHW" else (3, 3, 1, 8))
+    o = 8 * mult
+    weight = rng.uniform(-1, 1, (o, 1, 3, 3) if layout == "NCHW" else (3, 3, 1, o))
     check_kernel("nn.conv2d", [rng.uniform(-1, 1, shape).astype("float32"),
                                weight.astype("float32")],
-                 {"groups": 8, "strides": (2, 2), "padding": (0, 0, 1, 1),
-                  "data_layout": layout, "kernel_layout": kernel_layout}, **TOL)
+                 {"groups": 8, "strides": strides, "dilation": dilation,
+                  "padding": (0, 2, 1, 1), "data_layout": layout,
+                  "kernel_layout": kernel_layout}, **TOL)
 
 
 def test_conv2d_strided_view_input() -> None:

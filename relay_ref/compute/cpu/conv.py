@@ -1,5 +1,5 @@
-"""2-d convolution kernels: zero-padded copies, im2col into a preallocated column buffer,
-and direct depthwise loops (``../shared/reference/performance.md`` section 3).
+"""2-d convolution kernels: im2col into a preallocated column buffer and direct depthwise
+loops (``../shared/reference/performance.md`` section 3).
 
 These are pure array kernels over C-contiguous float32/float64 arrays of fixed rank; the
 op-level adapter (``relay_ref.ops.cpu_nn``) validates shapes, picks a kernel per shape class
@@ -9,9 +9,6 @@ would need SciPy and start a second BLAS thread pool).
 Inner loops run over 1-d slices taken at non-negative offsets, so numba emits no
 wrap-around code there and they vectorise. Shape conventions:
 
-* ``pad3``: ``(B, H, W)`` into ``(B, Hp, Wp)``, the input at offset ``(top, left)`` and
-  ``fill`` everywhere else. An NHWC tensor is padded as ``(N, H, W * C)`` with the left and
-  right padding multiplied by ``C``.
 * ``im2col_nchw``: ``(C, H, W)`` into ``(C * KH * KW, OH * OW)``; row ``(c * KH + i) * KW +
   j``, column ``y * OW + x``; the zero padding is written by the kernel (no padded copy).
   ``weight.reshape(O, -1) @ col`` is the ``(O, OH * OW)`` output.
@@ -19,7 +16,11 @@ wrap-around code there and they vectorise. Shape conventions:
   cg)``; column ``(i * KW + j) * cg + c``. ``col @ weight_hwio.reshape(
   -1, O)`` is the ``(OH * OW, O)`` output.
 * depthwise (``groups == C``, ``O = C * mult``): output channel ``o`` reads input channel
-  ``o // mult``.
+  ``o // mult``; taps in the padding are skipped.
+
+No kernel copies the input into a padded buffer: the zero padding is written into the
+columns (im2col) or skipped (depthwise), with ``valid_range`` giving the in-bounds output
+columns of each tap.
 
 Every function is compiled with ``cache=True``; the parallel ones split the outermost loop
 over numba's OpenMP pool, which ``relay_ref.compute.cpu`` keeps passive between calls so it
@@ -28,33 +29,12 @@ does not spin against OpenBLAS.
 
 from __future__ import annotations
 
+import numpy as np
+
 from relay_ref.compute.cpu import numba
 
 njit = numba.njit
 prange = numba.prange
-
-
-@njit(cache=True)
-def pad3(x, out, top, left, fill):
-    """Copy ``x`` (B, H, W) into ``out`` (B, Hp, Wp) at (top, left); ``fill`` elsewhere.
-    Serial: a copy of cache-sized images is faster than waking the thread pool."""
-    b_, h, w = x.shape
-    hp, wp = out.shape[1], out.shape[2]
-    for b in range(b_):
-        for i in range(hp):
-            dst = out[b, i]
-            if i < top or i >= top + h:
-                for j in range(wp):
-                    dst[j] = fill
-            else:
-                for j in range(left):
-                    dst[j] = fill
-                src = x[b, i - top]
-                inner = dst[left:]
-                for j in range(w):
-                    inner[j] = src[j]
-                for j in range(left + w, wp):
-                    dst[j] = fill
 
 
 @njit(cache=True)
@@ -132,11 +112,13 @@ def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nchw(xp, w, out, c_, sh, sw, dh, dw, mult):
-    """Depthwise convolution: padded ``xp`` (N*C, Hp, Wp), ``w`` (O, KH, KW) with
-    O = C*mult, into ``out`` (N*O, OH, OW)."""
+def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult):
+    """Depthwise convolution of ``x`` (N*C, H, W), zero-padded by ``pt`` rows on top and
+    ``pl`` columns on the left, with ``w`` (O, KH, KW), O = C*mult, into ``out``
+    (N*O, OH, OW). Padding taps are skipped, not materialised."""
     no, oh, ow = out.shape
     o_, kh, kw = w.shape
+    h, wd = x.shape[1], x.shape[2]
     for r in prange(no):
         n = r // o_
         o = r - n * o_
@@ -146,23 +128,69 @@ def depthwise_nchw(xp, w, out, c_, sh, sw, dh, dw, mult):
             for q in range(ow):
                 dst[q] = 0.0
             for i in range(kh):
-                row = y * sh + i * dh
+                row = y * sh + i * dh - pt
+                if row < 0 or row >= h:
+                    continue
                 for j in range(kw):
+                    xs = j * dw - pl
+                    lo, hi = valid_range(xs, sw, wd, ow)
+                    if hi <= lo:
+                        continue
                     wv = w[o, i, j]
-                    src = xp[c, row, j * dw:]
+                    src = x[c, row, xs + lo * sw:]
+                    part = dst[lo:hi]
                     if sw == 1:
-                        for q in range(ow):
-                            dst[q] += wv * src[q]
+                        for q in range(hi - lo):
+                            part[q] += wv * src[q]
                     else:
-                        for q in range(ow):
-                            dst[q] += wv * src[q * sw]
+                        for q in range(hi - lo):
+                            part[q] += wv * src[q * sw]
 
 
 @njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nhwc(xp, w, out, sh, sw, dh, dw, mult):
-    """Depthwise convolution: padded ``xp`` (N, Hp, Wp, C), ``w`` (KH, KW, O) with
-    O = C*mult, into ``out`` (N, OH, OW, O)."""
+def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
+    """``depthwise_nchw`` for stride 1, on a zero-padded copy of each plane (row pitch
+    ``wp``): every tap is then one loop over all ``OH * wp`` positions of the plane ("wide"
+    rows whose last ``wp - OW`` values are discarded), long and contiguous, instead of one
+    short loop per output row."""
+    no, oh, ow = out.shape
+    o_, kh, kw = w.shape
+    h, wd = x.shape[1], x.shape[2]
+    hp = max(h + pt, oh + (kh - 1) * dh)
+    wp = max(wd + pl, ow + (kw - 1) * dw)
+    span = oh * wp
+    for r in prange(no):
+        n = r // o_
+        o = r - n * o_
+        c = n * c_ + o // mult
+        # one spare row: the wide loops of the last taps read up to wp - 1 values past hp
+        xp = np.zeros((hp + 1) * wp, x.dtype)
+        for y in range(h):
+            src = x[c, y]
+            dst = xp[(y + pt) * wp + pl:]
+            for q in range(wd):
+                dst[q] = src[q]
+        acc = np.zeros(span, x.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                wv = w[o, i, j]
+                src = xp[i * dh * wp + j * dw:]
+                for k in range(span):
+                    acc[k] += wv * src[k]
+        for y in range(oh):
+            dst = out[r, y]
+            src = acc[y * wp:]
+            for q in range(ow):
+                dst[q] = src[q]
+
+
+@njit(cache=True, parallel=True, fastmath=True)
+def depthwise_nhwc(x, w, out, sh, sw, dh, dw, pt, pl, mult):
+    """Depthwise convolution of ``x`` (N, H, W, C), zero-padded by ``pt`` rows on top and
+    ``pl`` columns on the left, with ``w`` (KH, KW, O), O = C*mult, into ``out``
+    (N, OH, OW, O)."""
     n_, oh, ow, o_ = out.shape
+    h, wd = x.shape[1], x.shape[2]
     kh, kw = w.shape[0], w.shape[1]
     for r in prange(n_ * oh):
         n = r // oh
@@ -172,9 +200,14 @@ def depthwise_nhwc(xp, w, out, sh, sw, dh, dw, mult):
             for o in range(o_):
                 dst[o] = 0.0
             for i in range(kh):
-                row = y * sh + i * dh
+                row = y * sh + i * dh - pt
+                if row < 0 or row >= h:
+                    continue
                 for j in range(kw):
-                    src = xp[n, row, q * sw + j * dw]
+                    cx = q * sw + j * dw - pl
+                    if cx < 0 or cx >= wd:
+                        continue
+                    src = x[n, row, cx]
                     wr = w[i, j]
                     if mult == 1:
                         for o in range(o_):

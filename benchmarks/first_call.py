@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -92,25 +93,27 @@ def logits_module(mod: IRModule) -> IRModule:
 # -- child: one fresh process ------------------------------------------------------------------
 
 
-def child(seed: int) -> None:
+def child(seed: int, profile: bool) -> None:
     """Time rr.compile + the first call in this (fresh) process; print one JSON line."""
     mod = resnet_like_module()
     params, x = weights(mod, seed), image(seed)
     built = time.perf_counter()
-    exe = rr.compile(mod, params=params)
+    exe = rr.compile(mod, params=params, profile=profile)
     compiled = time.perf_counter()
     y = exe(x)
     first = time.perf_counter()
     assert y.shape == (1, 1000) and np.all(np.isfinite(y))
     print(json.dumps({"import": _IMPORTED - _START, "build": built - _IMPORTED,
                       "compile": compiled - built, "first_call": first - compiled,
-                      "plan": str(exe.plan)}))
+                      "plan": str(exe.plan),
+                      "profile": exe.stats.table() if profile else ""}))
 
 
-def spawn(cache: str, seed: int) -> dict[str, Any]:
+def spawn(cache: str, seed: int, profile: bool = False) -> dict[str, Any]:
     env = dict(os.environ, RELAY_REF_CACHE_DIR=cache, NUMBA_CACHE_DIR=cache)
+    command = [sys.executable, __file__, "--child", "--seed", str(seed)]
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--child", "--seed", str(seed)], env=env,
+    proc = subprocess.run(command + (["--profile"] if profile else []), env=env,
                           capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
@@ -246,15 +249,26 @@ def main() -> None:
     parser.add_argument("--plan", action="store_true", help="also print exe.plan")
     parser.add_argument("--seed", type=int, default=0, help="weights' seed (default 0)")
     parser.add_argument("--markdown", action="store_true", help="print Markdown tables")
+    parser.add_argument("--profile-cold", action="store_true",
+                        help="run the cold process with profile=True and print the time of "
+                             "each kernel group in its first call (mostly numba compiling)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.seed)
+        child(args.seed, args.profile)
         return
     cache = tempfile.mkdtemp(prefix="relay_ref_first_call_")
+    try:
+        _parent(args, cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _parent(args: argparse.Namespace, cache: str) -> None:
     with Progress(transient=True) as progress:
         task = progress.add_task("cold process (compiles every kernel)", total=1 + args.warm_runs)
-        runs = [("cold", spawn(cache, args.seed))]
+        runs = [("cold", spawn(cache, args.seed, args.profile_cold))]
         progress.advance(task)
         for i in range(args.warm_runs):
             progress.update(task, description=f"warm process {i + 1}")
@@ -280,6 +294,9 @@ def main() -> None:
     report(runs, check, timing, args)
     if args.plan:
         print(runs[-1][1]["plan"])
+    if args.profile_cold:
+        print("\ncold first call, per kernel group (compiling included):")
+        print(runs[0][1]["profile"])
 
 
 def check_logits(mod: IRModule, params: dict[str, np.ndarray], x: np.ndarray) -> dict:

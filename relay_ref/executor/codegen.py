@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor.memory import writer_step
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
     Call,
@@ -166,6 +167,8 @@ class _Generator:
         self.interned: dict[int, str] = {}
         self.counter = 0
         self.check_shapes = any(_has_any(t) for t in self.types.values())
+        #: group call -> the preallocated array its result goes into (the memory plan)
+        self.views: dict[Call, Any] = {}
         self.out.namespace["_check_shape"] = _check_shape
 
     def fresh(self, prefix: str) -> str:
@@ -380,9 +383,12 @@ class _FunctionGen:
         plan = self.gen.group_planner.plan(prim)
         self.gen.out.groups.append(plan)
         types = self.gen.types
+        view = self.gen.views.get(call)
+        writer = writer_step(plan) if view is not None else None
+        out_name = self.gen.intern(view, "B") if writer is not None else None
         vals = [f"_np.asarray({a})" if _is_zero_d(types.get(p)) else a
                 for a, p in zip(args, prim.params, strict=True)]
-        for step in plan.steps:
+        for i, step in enumerate(plan.steps):
             kind = step.kind
             if kind == "const":
                 vals.append(self.gen.intern(step.value, "C"))
@@ -390,10 +396,12 @@ class _FunctionGen:
             ins = [vals[j] for j in step.inputs]
             if kind == "op":
                 fn, attrs = self.gen.intern(step.fn, "F"), self.gen.intern(step.attrs, "A")
-                code = f"{fn}([{', '.join(ins)}], {attrs})"
+                out = f", out={out_name}" if i == writer else ""
+                code = f"{fn}([{', '.join(ins)}], {attrs}{out})"
             elif kind == "fused":
                 fn = self.gen.intern(step.fn, "E")
-                out = f", out={vals[step.out]}" if step.out is not None else ""
+                out = f", out={vals[step.out]}" if step.out is not None else \
+                    f", out={out_name}" if i == writer else ""
                 code = f"{fn}([{', '.join(ins)}]{out})"
             elif kind == "tuple":
                 code = "(" + "".join(f"{a}, " for a in ins) + ")"
@@ -637,6 +645,11 @@ def _as_array(x: Any) -> Any:
     return np.asarray(x) if isinstance(x, np.generic) else x
 
 
-def generate(mod: IRModule, group_planner: Any, *, profile: bool = False) -> GeneratedModule:
-    """The Python module implementing ``mod`` (type-checked, after the executor's passes)."""
-    return _Generator(mod, group_planner, profile).run()
+def generate(mod: IRModule, group_planner: Any, *, profile: bool = False,
+             views: dict[Call, Any] | None = None) -> GeneratedModule:
+    """The Python module implementing ``mod`` (type-checked, after the executor's passes);
+    ``views`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
+    is written into a preallocated array."""
+    gen = _Generator(mod, group_planner, profile)
+    gen.views = dict(views or {})
+    return gen.run()

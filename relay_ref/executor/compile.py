@@ -31,6 +31,7 @@ from relay_ref.diagnostics import ERROR, Diagnostic, RelayError, RelayTypeError
 from relay_ref.executor.codegen import generate
 from relay_ref.executor.executable import Executable
 from relay_ref.executor.groups import GroupPlanner
+from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.eval import checked_module
@@ -49,7 +50,7 @@ TARGETS = ("cpu",)
 def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    target: str = "cpu", *, entry: str = "main", profile: bool = False,
                    passes: Sequence[str] | None = None,
-                   cache_dir: str | None = None) -> Executable:
+                   cache_dir: str | None = None, reuse_buffers: bool = True) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``."""
     start = time.perf_counter()
     if not isinstance(mod, IRModule):
@@ -71,17 +72,20 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     names = tuple(DEFAULT_PASSES if passes is None else passes)
     work = _run_passes(work, names)
     planner = GroupPlanner(work.checked_types, cache_dir=cache_dir)
+    memory = plan_memory(work.functions[entry], planner, work.checked_types) \
+        if reuse_buffers else MemoryPlan()
 
     def build() -> Any:
-        return generate(work, planner, profile=profile)
+        return generate(work, planner, profile=profile, views=memory.views)
 
     generated = run_deep(build, name="relay-compile")
     code = compile(generated.source, generated.filename, "exec")
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
-    plan = _plan(work, entry, target, names, generated, time.perf_counter() - start)
+    plan = _plan(work, entry, target, names, generated, memory,
+                 time.perf_counter() - start)
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), scalar_ops=_scalar_ops(generated),
-                      profile=profile)
+                      profile=profile, memory=memory)
 
 
 def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
@@ -162,7 +166,7 @@ def _scalar_ops(generated: Any) -> bool:
 
 
 def _plan(mod: IRModule, entry: str, target: str, passes: tuple[str, ...], generated: Any,
-          seconds: float) -> Plan:
+          memory: MemoryPlan, seconds: float) -> Plan:
     counts: Counter = Counter()
     first: dict[int, Any] = {}
     for plan in generated.groups:
@@ -177,6 +181,10 @@ def _plan(mod: IRModule, entry: str, target: str, passes: tuple[str, ...], gener
         info[k] = p
     groups = tuple(GroupSummary(label, strategy, kernels, n)
                    for (label, strategy, kernels), n in merged.items())
-    consts = [v for v in generated.namespace.values() if type(v) is np.ndarray]
+    views = {id(v) for v in memory.views.values()}
+    consts = [v for v in generated.namespace.values()
+              if type(v) is np.ndarray and id(v) not in views]
     return Plan(entry, target, passes, len(generated.functions), groups, len(consts),
-                sum(c.nbytes for c in consts), compile_seconds=seconds)
+                sum(c.nbytes for c in consts), buffers=len(memory.buffers),
+                peak_bytes=memory.peak_bytes, planned_values=len(memory.views),
+                compile_seconds=seconds)

@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,7 @@ class Executable:
 
     def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
                  entry: str, plan: Plan, *, deep: bool, scalar_ops: bool,
-                 profile: bool) -> None:
+                 profile: bool, memory: Any = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -82,6 +83,9 @@ class Executable:
         self.stats = Stats()
         self.profile = profile
         self.converter = Converter(self)
+        self.memory = memory
+        #: A call writing preallocated buffers must not overlap another (threads).
+        self._lock = threading.Lock() if memory is not None and memory.buffers else None
         self._deep = deep
         self._scalar_ops = scalar_ops
         func = module.functions[entry]
@@ -109,7 +113,10 @@ class Executable:
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args: Any, **inputs: Any) -> Any:
         values = self._arguments(args, inputs)
-        return self._run(self._fn, values)
+        if self._lock is None:
+            return self._run(self._fn, values)
+        with self._lock:
+            return self._run(self._fn, values)
 
     def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
         params, entry = self._params, self.entry

@@ -37,6 +37,7 @@ class Plan:
     constant_bytes: int
     buffers: int = 0
     peak_bytes: int = 0
+    planned_values: int = 0
     compile_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
 
@@ -70,7 +71,8 @@ class Plan:
             f"({', '.join(f'{n} {s}' for s, n in sorted(strategies.items())) or 'none'}); "
             f"kernel calls: {self.launches}",
             f"constants: {self.constants} ({self.constant_bytes / 1e6:.2f} MB)",
-            f"buffers: {self.buffers} preallocated, peak {self.peak_bytes / 1e6:.2f} MB",
+            f"buffers: {self.buffers} preallocated for {self.planned_values} intermediate "
+            f"values, peak {self.peak_bytes / 1e6:.2f} MB (outputs are always fresh arrays)",
             *self.notes,
         ]
         return "\n".join(head) + ("\n" + self.table() if self.groups else "")

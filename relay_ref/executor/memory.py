@@ -1,0 +1,171 @@
+"""The memory plan: preallocated, reused output buffers for the entry's dataflow graph.
+
+When the entry function is pure dataflow after FuseOps (calls of fused groups, tuples,
+projections, variables, constants: no control flow, no calls of other functions, so it is
+never re-entered while it runs), the result of a fused group is written into a buffer
+allocated once at compile time instead of a fresh array, when
+
+* its type is a static tensor type and its group's writing step honours ``out=`` (a CPU
+  kernel that returns no views, or a generated elementwise kernel), and
+* every user of the result is another fused group whose steps all produce fresh arrays
+  (so no view of the buffer outlives the user), i.e. the value never escapes: it is not
+  returned, put in a tuple or passed to anything else.
+
+Liveness: nodes run in the code generator's order (post-order, left to right, as
+``relay_ref.ir.visitor.post_order``); a value is live from its group until its last user.
+Buffers are assigned by a linear scan: a group takes the smallest free buffer large enough
+(or a new one) *before* the buffers of the inputs it reads last are released, so a group
+never writes over its own inputs. Each planned value is a fixed view of a fixed buffer,
+made at compile time: nothing is allocated or looked up per call for it.
+
+Invariant (checked by ``tests/executor/test_memory.py``): two planned values share bytes
+only if their live ranges are disjoint, and no value handed to the caller is in a buffer,
+so an output is never overwritten by a later call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from relay_ref.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from relay_ref.ir.types import TensorType, Type
+from relay_ref.ops.registry import op_kernel
+
+__all__ = ["MemoryPlan", "plan_memory"]
+
+
+@dataclass(slots=True)
+class MemoryPlan:
+    """``views``: group call -> the array its result is written into; ``buffers``: the
+    allocations (their total is the peak); ``ranges``: group call -> (first, last) step of
+    the value's live range, for the tests."""
+
+    views: dict[Call, np.ndarray] = field(default_factory=dict)
+    buffers: list[np.ndarray] = field(default_factory=list)
+    ranges: dict[Call, tuple[int, int]] = field(default_factory=dict)
+    offsets: dict[Call, int] = field(default_factory=dict)
+
+    @property
+    def peak_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers)
+
+
+def _is_group_call(node: Expr) -> bool:
+    return type(node) is Call and type(node.op) is Function and \
+        node.op.attr("Primitive") is not None
+
+
+def _kids(node: Expr) -> tuple[Expr, ...]:
+    kind = type(node)
+    if kind is Call:
+        return node.args  # a group's function literal is planned through its call
+    if kind is Tuple:
+        return node.fields
+    if kind is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
+
+
+def _dataflow(func: Function) -> list[Expr] | None:
+    """The entry's nodes in run order (post-order, left to right, as the code generator
+    emits them; group bodies not entered), or None when it is not pure dataflow."""
+    nodes: list[Expr] = []
+    seen: set[int] = set()
+    stack: list[tuple[Expr, bool]] = [(func.body, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            nodes.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        kind = type(node)
+        if kind is Call and not _is_group_call(node):
+            return None
+        if kind not in (Call, Tuple, TupleGetItem, Var, Constant):
+            return None
+        stack.append((node, True))
+        stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in seen)
+    return nodes
+
+
+def _fresh_step(step: object) -> bool:
+    """Whether a plan step produces a fresh array (never a view of an input)."""
+    kind = step.kind  # type: ignore[attr-defined]
+    if kind == "fused":
+        return True
+    if kind == "op":
+        kernel = op_kernel(step.label, "cpu")  # type: ignore[attr-defined]
+        return kernel is not None and step.fn is kernel and \
+            not getattr(kernel, "returns_view", False)  # type: ignore[attr-defined]
+    return kind == "const"
+
+
+def writer_step(plan: object) -> int | None:
+    """The index of the step that may write the group's result into a buffer: the last
+    step, or the anchor when the last (fused, in place) step writes over it; None when
+    that step cannot take ``out=``."""
+    steps = plan.steps  # type: ignore[attr-defined]
+    if not steps:
+        return None
+    last = steps[-1]
+    if last.kind == "fused" and last.out is not None:
+        anchor = last.out - plan.n_params  # type: ignore[attr-defined]
+        return anchor if 0 <= anchor < len(steps) and _fresh_step(steps[anchor]) else None
+    return len(steps) - 1 if _fresh_step(last) else None
+
+
+def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> MemoryPlan:
+    """Assign buffers to the entry's group results (see the module docstring)."""
+    plan = MemoryPlan()
+    nodes = _dataflow(func)
+    if nodes is None:
+        return plan
+    order = {node: i for i, node in enumerate(nodes)}
+    users: dict[Expr, list[Expr]] = {}
+    for node in nodes:
+        for kid in _kids(node):
+            users.setdefault(kid, []).append(node)
+    plans = {node: planner.plan(node.op) for node in nodes  # type: ignore[attr-defined]
+             if type(node) is Call}
+    safe_user = {node: bool(p.steps) and _fresh_step(p.steps[-1]) and all(
+        _fresh_step(s) or s.kind in ("tuple", "proj") for s in p.steps[:-1])
+        for node, p in plans.items()}
+    candidates: dict[Expr, int] = {}
+    for node, gp in plans.items():
+        ty = types.get(node)
+        if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
+            continue
+        if node is func.body or writer_step(gp) is None:
+            continue
+        us = users.get(node, [])
+        if not us or not all(type(u) is Call and safe_user.get(u, False) for u in us):
+            continue
+        candidates[node] = max(order[u] for u in us)
+    free: list[np.ndarray] = []
+    releases: dict[int, list[Call]] = {}
+    held: dict[Expr, np.ndarray] = {}
+    for i, node in enumerate(nodes):
+        if node in candidates:
+            ty = types[node]
+            dtype = np.dtype(ty.dtype)
+            nbytes = int(np.prod(ty.shape, dtype=np.int64)) * dtype.itemsize
+            fits = [k for k, b in enumerate(free) if b.nbytes >= nbytes]
+            if fits:
+                buf = free.pop(min(fits, key=lambda k: free[k].nbytes))
+            else:
+                buf = np.empty(max(nbytes, 1), np.uint8)
+                plan.buffers.append(buf)
+            held[node] = buf
+            view = buf[:nbytes].view(dtype).reshape(ty.shape)
+            plan.views[node] = view  # type: ignore[index]
+            plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
+            plan.offsets[node] = next(  # type: ignore[index]
+                k for k, b in enumerate(plan.buffers) if b is buf)
+            releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
+        for done in releases.pop(i, ()):
+            free.append(held.pop(done))
+    return plan

@@ -409,6 +409,15 @@ class Interpreter:
             if self.tracing:
                 self.emit("E-App-Op", call)
             return self.run_op(callee.name, args, None, call)
+        elif isinstance(callee, Closure):                # E-App-Closure, a subclass (the
+            func = callee.func                           # executor's compiled closures)
+            frame = dict(callee.env)
+            rule = "E-App-Closure"
+        elif isinstance(callee, RecClosure):             # E-App-Rec, likewise
+            func = callee.closure.func
+            frame = dict(callee.closure.env)
+            frame[callee.var] = callee
+            rule = "E-App-Rec"
         else:                                            # Stuck-App (4)
             raise Stuck(f"cannot call {_short(value_to_text(callee))}: not a function",
                         _span(call))
@@ -425,7 +434,7 @@ class Interpreter:
         info = self.fn_info.get(func) or self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
-        name = callee.global_name if type(callee) is Closure else None
+        name = callee.global_name if isinstance(callee, Closure) else None
         self.calls = depth
         try:
             result = self.eval(func.body, frame)

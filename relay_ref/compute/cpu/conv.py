@@ -172,9 +172,19 @@ def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
                 dst[q] = src[q]
         acc = np.zeros(span, x.dtype)
         for i in range(kh):
-            for j in range(kw):
-                wv = w[o, i, j]
-                src = xp[i * dh * wp + j * dw:]
+            row = i * dh * wp
+            j = 0
+            while j + 3 <= kw:  # three taps per pass: a third of the loads/stores of acc
+                w0, w1, w2 = w[o, i, j], w[o, i, j + 1], w[o, i, j + 2]
+                s0 = xp[row + j * dw:]
+                s1 = xp[row + (j + 1) * dw:]
+                s2 = xp[row + (j + 2) * dw:]
+                for k in range(span):
+                    acc[k] += w0 * s0[k] + w1 * s1[k] + w2 * s2[k]
+                j += 3
+            for jj in range(j, kw):
+                wv = w[o, i, jj]
+                src = xp[row + jj * dw:]
                 for k in range(span):
                     acc[k] += wv * src[k]
         for y in range(oh):

@@ -13,8 +13,10 @@ Timing follows ../shared/reference/performance.md: rounds interleave the two imp
 in this process (the order alternates between rounds), each measurement is the mean of a
 loop of calls long enough to last ~30 ms, the harness sleeps 0.12 s between implementations
 (OpenBLAS, libgomp and ORT pools keep spinning after a call), and the ratio is the median
-over rounds of the per-round ratio relay / ORT. The tiny-op row is the per-call cost of
-``exe(a, b)`` on two (4,) tensors in microseconds (and of ``sess.run`` for the same Add).
+over rounds of the per-round ratio relay / ORT (the lowest and highest per-round ratio are
+printed too: on a shared 2-core machine they show how much load disturbed the run). The
+tiny-op row is the per-call cost of ``exe(a, b)`` on two (4,) tensors in microseconds (and
+of ``sess.run`` for the same Add).
 Results are recorded in benchmarks/README.md ("Executor: operators vs onnxruntime").
 """
 
@@ -180,6 +182,7 @@ class Row:
     relay: float | None = None  # median seconds per call
     ort: float | None = None
     ratio: float | None = None  # median of per-round ratios
+    spread: tuple[float, float] | None = None  # lowest and highest per-round ratio
     note: str = ""
     plan: str = ""
 
@@ -233,6 +236,7 @@ def measure(rows: list[tuple[Row, Any, Any]], rounds: int, progress: Progress) -
             progress.advance(task)
         row.relay, row.ort = statistics.median(t_relay), statistics.median(t_ort)
         row.ratio = statistics.median(ratios)
+        row.spread = (min(ratios), max(ratios))
 
 
 def verdict(row: Row) -> str:
@@ -280,12 +284,13 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
         c = row.case
         target = f"<= {c.limit:g} us" if c.tiny else f"<= {c.limit:g}x"
         ratio = "-" if row.ratio is None else f"{row.ratio:.2f}x"
-        body.append([c.name, _fmt_time(row, row.relay), _fmt_time(row, row.ort), ratio,
+        spread = "-" if row.spread is None else f"{row.spread[0]:.2f}-{row.spread[1]:.2f}"
+        body.append([c.name, _fmt_time(row, row.relay), _fmt_time(row, row.ort), ratio, spread,
                      f"{c.kind} {target}", verdict(row) if not row.note else row.note])
     return body
 
 
-HEADS = ["op", "relay ms", "ORT ms", "relay / ORT", "target", "met"]
+HEADS = ["op", "relay ms", "ORT ms", "relay / ORT", "rounds' range", "target", "met"]
 
 
 def main() -> None:

@@ -84,7 +84,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     plan = _plan(work, entry, target, names, generated, memory,
                  time.perf_counter() - start)
     return Executable(generated, work, checked, entry, plan,
-                      deep=_may_recurse(work, entry), scalar_ops=_scalar_ops(generated),
+                      deep=_may_recurse(work, entry), scalar_ops=generated.scalar_ops,
                       profile=profile, memory=memory)
 
 
@@ -158,11 +158,6 @@ def _may_recurse(mod: IRModule, entry: str) -> bool:
         elif type(node) is GlobalVar:
             return True
     return False
-
-
-def _scalar_ops(generated: Any) -> bool:
-    """Whether the code does NumPy-scalar arithmetic (run under errstate(over=ignore))."""
-    return any(op in generated.source for op in (" + ", " - ", " * "))
 
 
 def _plan(mod: IRModule, entry: str, target: str, passes: tuple[str, ...], generated: Any,

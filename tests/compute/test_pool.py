@@ -100,3 +100,19 @@ def test_global_pool2d_matches_reference(n: int, c: int, h: int, w: int, layout:
 @pytest.mark.parametrize("kind", ["avg", "max"])
 def test_global_pool2d_empty_extent_raises_as_the_reference(kind: str) -> None:
     check_kernel(f"nn.global_{kind}_pool2d", [np.zeros((1, 2, 0, 3), "float32")], {})
+
+
+def test_max_pools_propagate_nan_as_the_reference() -> None:
+    from relay_ref.ops.registry import get_op, make_attrs, op_kernel
+
+    x = np.arange(2 * 3 * 6 * 6, dtype="float32").reshape(2, 3, 6, 6)
+    x[0, 1, 2, 3] = np.nan
+    x[1, 2, 0, 0] = np.inf
+    for name, attrs in (("nn.max_pool2d", {"pool_size": (3, 3), "strides": (2, 2),
+                                           "padding": (1, 1)}),
+                        ("nn.global_max_pool2d", {})):
+        a = make_attrs(name, attrs)
+        got = op_kernel(name)([x], a)
+        want = get_op(name).reference([x], a)
+        np.testing.assert_array_equal(got, want)  # NaN positions equal too
+        assert np.isnan(got).any()

@@ -19,7 +19,8 @@ Average pooling divides the sum at ``(y, x)`` by ``cnt_h[y] * cnt_w[x]``: the co
 window is a product of one count per axis (the adapter passes counts >= 1). A window with no
 valid tap gives ``-inf`` (max) or 0 (average), as the padded reference does. Max selects are
 ``m = max(m, v)`` (lesson 3); NaN inputs are not propagated by them (as in MLAS, unlike
-NumPy's ``max``).
+NumPy's ``max``): the adapters (``relay_ref/ops/cpu_nn.py``) send inputs holding a NaN to
+the reference.
 
 Shapes: ``pool_nchw``: ``(B, H, W)`` into ``(B, OH, OW)`` (B = N*C, one plane per thread);
 ``pool_nhwc``: ``(N, H, W, C)`` into ``(N, OH, OW, C)``; ``global_rows``: ``(R, L)`` into

@@ -34,7 +34,7 @@ from relay_ref.executor.groups import GroupPlanner
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.interpreter.args import ArgumentError, convert_argument
-from relay_ref.interpreter.eval import checked_module
+from relay_ref.interpreter.eval import checked_module, param_types
 from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
@@ -99,9 +99,7 @@ def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
             raise RelayError(f"compile: params names no parameter of @{entry}: {key!r} (its "
                              f"parameters: {', '.join('%' + n for n in by_name) or 'none'})",
                              func.span)
-    from relay_ref.executor.executable import _param_types
-
-    types = dict(zip(func.params, _param_types(mod, entry, func), strict=True))
+    types = dict(zip(func.params, param_types(mod, entry, func), strict=True))
     consts: dict[Var, Constant] = {}
     for key, value in params.items():
         var = by_name[key]

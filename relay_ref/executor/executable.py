@@ -33,6 +33,7 @@ from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.values import Converter
 from relay_ref.interpreter.args import ArgumentError, convert_argument
+from relay_ref.interpreter.eval import param_types
 from relay_ref.ir.expr import Function
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, Type
@@ -92,7 +93,7 @@ class Executable:
         self._func = func
         self._fn: Callable[..., Any] = generated.namespace[generated.globals[entry]]
         self._params = func.params
-        self._param_types = _param_types(module, entry, func)
+        self._param_types = param_types(module, entry, func)
         self._fast = [_fast_check(t) for t in self._param_types]
         self._names = {p.name_hint: i for i, p in enumerate(func.params)}
         if profile:
@@ -209,19 +210,6 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<Executable @{self.entry}: {self.plan.summary()}>"
-
-
-def _param_types(module: IRModule, entry: str, func: Function) -> list[Type | None]:
-    from relay_ref.ir.types import FuncType
-
-    inferred = module.global_types.get(entry)
-    out: list[Type | None] = []
-    for i, param in enumerate(func.params):
-        ty = param.type_annotation
-        if (ty is None or type(ty) is not TensorType) and type(inferred) is FuncType:
-            ty = inferred.arg_types[i]
-        out.append(ty)
-    return out
 
 
 def _fast_check(ty: Type | None) -> tuple[tuple[int, ...], np.dtype] | None:

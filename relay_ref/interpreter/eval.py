@@ -83,7 +83,7 @@ from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import free_vars, post_order
 
-__all__ = ["MAX_DEPTH", "Interpreter", "checked_module", "evaluate"]
+__all__ = ["MAX_DEPTH", "Interpreter", "checked_module", "evaluate", "param_types"]
 
 
 class Stuck(Exception):
@@ -938,13 +938,13 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
             program = checked_module(program)
             func = program.functions[entry]
         interp = cls(program, max_depth=max_depth, checked=checked)
-        param_types = _param_types(program, entry, func)
+        types = param_types(program, entry, func)
         mod = program
 
         def job() -> Value:
             values = [_host_argument(arg, ty, mod, f"argument %{param.name_hint} of @{entry}",
                                      param.span)
-                      for param, ty, arg in zip(func.params, param_types, args, strict=True)]
+                      for param, ty, arg in zip(func.params, types, args, strict=True)]
             return interp.apply(interp.global_closure(entry, func.span), values, None)
     else:
         source_name = module.source_name if module is not None else None
@@ -1004,8 +1004,9 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     return value
 
 
-def _param_types(module: IRModule, entry: str, func: Function) -> list[Type | None]:
-    """The parameter types of ``@entry``: annotations, else the inferred types if any."""
+def param_types(module: IRModule, entry: str, func: Function) -> list[Type | None]:
+    """The parameter types of ``@entry``: annotations, else the inferred types if any (the
+    types host arguments are converted to, by ``evaluate`` and the executor)."""
     from relay_ref.ir.types import FuncType
 
     inferred = module.global_types.get(entry)

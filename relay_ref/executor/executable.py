@@ -144,7 +144,9 @@ class Executable:
             fast = self._fast[i]
             if fast is not None and type(arg) is np.ndarray and arg.dtype == fast[1] and \
                     arg.shape == fast[0]:
-                values.append(arg)
+                # a 0-d tensor runs as a NumPy scalar (codegen's Scalars invariant): 0-d
+                # array arithmetic costs ~10x more per operation
+                values.append(arg[()] if not fast[0] else arg)
                 continue
             try:
                 value = convert_argument(arg, self._param_types[i], self.host_module)
@@ -152,8 +154,10 @@ class Executable:
                 p = params[i]
                 raise RelayRuntimeError(f"argument %{p.name_hint} of @{entry}: {err.message}",
                                         p.span) from None
-            values.append(value if type(value) is np.ndarray else
-                          self.converter.from_relay(value))
+            if type(value) is np.ndarray:
+                values.append(value[()] if value.ndim == 0 else value)
+            else:
+                values.append(self.converter.from_relay(value))
         return values
 
     def _run(self, fn: Callable[..., Any], values: list[Any]) -> Any:
@@ -172,7 +176,7 @@ class Executable:
                 raise runtime_failure(err, self) from None
             finally:
                 for value in values:  # refs and ADTs passed in were converted in place
-                    if type(value) is not np.ndarray:
+                    if type(value) is not np.ndarray and not isinstance(value, np.generic):
                         self.converter.to_relay(value)
             return self.converter.to_relay(result)
 
@@ -196,6 +200,8 @@ class Executable:
             except ArgumentError as err:
                 raise RelayRuntimeError(f"argument %{p.name_hint}: {err.message}",
                                         p.span) from None
+            if type(value) is np.ndarray and value.ndim == 0:
+                value = value[()]
             values.append(self.converter.from_relay(value))
         return self._run(closure.compiled, values)
 

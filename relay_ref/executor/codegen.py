@@ -26,7 +26,7 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   a ``while True`` loop: self tail calls are loops.
 * **Scalars**: 0-d tensors stay NumPy values; ``add``/``subtract``/``multiply`` and the
   comparisons of two 0-d operands are Python operators on them (NumPy scalars keep the dtype
-  and wrap around as Relay's integers do; the executor runs under ``np.errstate(over=
+  and wrap around as Relay's integers do; the executor runs under ``np.errstate(all=
   "ignore")``), so scalar loops cost NumPy-scalar arithmetic, not 0-d array allocation.
 * **Operators** run through the plan of their fused group (``relay_ref.executor.groups``):
   a generated numba kernel, the op's ``kernels["cpu"]``, or its NumPy reference; nothing
@@ -113,9 +113,6 @@ class GeneratedModule:
     globals: dict[str, str]
     groups: list[Any] = field(default_factory=list)
     filename: str = "<relay-executable>"
-    #: whether the code does NumPy-scalar arithmetic (run under errstate(over="ignore"):
-    #: Relay's integers wrap around silently)
-    scalar_ops: bool = False
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -364,7 +361,6 @@ class _FunctionGen:
         """A single operator call outside a fused group (FuseOps left it, or did not run)."""
         fast = _scalar_operator(e.op.name, [self.gen.types.get(a) for a in e.args])
         if fast is not None:
-            self.gen.out.scalar_ops = True
             return f"({args[0]} {fast} {args[1]})"
         step = self.gen.group_planner.single_op(e)
         fn = self.gen.intern(step, "F")
@@ -383,7 +379,6 @@ class _FunctionGen:
                     operands.append(self.constant(a))
             fast = _scalar_operator(body.op.name, [self.gen.types.get(a) for a in body.args])
             if fast is not None and len(operands) == 2:
-                self.gen.out.scalar_ops = True
                 return f"({operands[0]} {fast} {operands[1]})"
         plan = self.gen.group_planner.plan(prim)
         self.gen.out.groups.append(plan)

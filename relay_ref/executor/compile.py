@@ -84,7 +84,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     plan = _plan(work, entry, target, names, generated, memory,
                  time.perf_counter() - start)
     return Executable(generated, work, checked, entry, plan,
-                      deep=_may_recurse(work, entry), scalar_ops=generated.scalar_ops,
+                      deep=_may_recurse(work, entry),
                       profile=profile, memory=memory)
 
 

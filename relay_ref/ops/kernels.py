@@ -6,7 +6,10 @@ first runs it). The kernels follow the protocol in ``registry.KernelRef``: the r
 signature plus ``out=``. The adapters in ``relay_ref/ops/cpu_*.py`` read the op's attributes,
 pick a ``relay_ref.compute.cpu`` kernel for the cases it speeds up and call the op's NumPy
 reference for the rest, so every entry is correct for every input the reference accepts.
-Ops named nowhere run their reference inside compiled plans.
+Ops named nowhere run their reference inside compiled plans. The plain elementwise ops
+have a kernel too (``cpu_elementwise.py``): inside fused groups of large tensors they run
+in generated numba kernels, but small tensors run op by op, where a ufunc call without the
+reference's checks is what counts.
 
 Invariant: ``apply_builtin_kernels`` only sets targets an op does not already have (a user's
 ``set_kernel`` wins), and every entry loads (``tests/ops/test_kernels_table.py``).
@@ -18,6 +21,16 @@ from relay_ref.ops.registry import all_ops, set_kernel
 
 _NN = "relay_ref.ops.cpu_nn"
 _TENSOR = "relay_ref.ops.cpu_tensor"
+_EW = "relay_ref.ops.cpu_elementwise"
+
+#: the plain elementwise ops (``tensor.plain_ufunc``): one ufunc call, no checks
+_PLAIN_UFUNC_OPS = (
+    "add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor",
+    "exp", "fast_exp", "log", "log2", "log10", "sqrt", "tanh", "fast_tanh", "erf",
+    "fast_erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+    "acosh", "atanh",
+)
 
 BUILTIN_CPU_KERNELS: dict[str, str] = {
     # convolutions and pooling (cpu_nn.py over compute/cpu/conv.py, pool.py)
@@ -43,6 +56,8 @@ BUILTIN_CPU_KERNELS: dict[str, str] = {
     "squeeze": f"{_TENSOR}:squeeze",
     "expand_dims": f"{_TENSOR}:expand_dims",
     "nn.batch_flatten": f"{_TENSOR}:batch_flatten",
+    # elementwise ops outside fused kernels (cpu_elementwise.py)
+    **{name: f"{_EW}:{name}" for name in _PLAIN_UFUNC_OPS},
 }
 
 

@@ -248,6 +248,26 @@ _UNARY_EXACT: dict[str, tuple[Callable[[Array], object], str]] = {
 }
 
 
+def plain_ufunc(op: str) -> tuple[np.ufunc, str] | None:
+    """``(ufunc, kinds)`` when operator ``op`` computes exactly ``ufunc`` on arrays of one
+    dtype whose kind is in ``kinds`` (``"f"`` float, ``"iu"`` integers), IEEE warnings
+    aside: what the fast CPU kernels (``relay_ref/ops/cpu_elementwise.py``) call directly,
+    without the reference's checks. None for every other op (the division family, power,
+    the ones with attributes or dtype checks)."""
+    entry = _BINARY.get(op)
+    if entry is not None:
+        fn, _, _, check, _ = entry
+        if fn in (np.logical_and, np.logical_or, np.logical_xor):
+            return fn, "b"  # on other dtypes the reference casts the bool result back
+        if isinstance(fn, np.ufunc) and check is None:
+            return fn, ("fiu" if fn in _FLAG_FREE_ON_INTEGERS else "f")
+        return None
+    unary = _UNARY_MATH.get(op)
+    if unary is not None and isinstance(unary[0], np.ufunc):
+        return unary[0], "f"  # integers compute in float64 then cast back: not plain
+    return None
+
+
 def _unary_ref(op: str, fn: Callable[[Array], object]) -> Callable[[list, object], Array]:
     def ref(args: list, attrs: object) -> Array:
         x = np.asarray(args[0])

@@ -161,28 +161,30 @@ class Executable:
 
     def _run(self, fn: Callable[..., Any], values: list[Any]) -> Any:
         start = time.perf_counter()
-
-        def job() -> Any:
-            try:
-                with np.errstate(all="ignore"):  # as the references: IEEE results, no
-                    result = fn(*values)         # warnings; Relay's integers wrap silently
-            except RelayError:
-                raise
-            except Exception as err:  # noqa: BLE001 - located below, never leaked
-                raise runtime_failure(err, self) from None
-            finally:
-                for value in values:  # refs and ADTs passed in were converted in place
-                    if type(value) is not np.ndarray and not isinstance(value, np.generic):
-                        self.converter.to_relay(value)
-            return self.converter.to_relay(result)
-
         if self._deep:
-            result = run_deep(job, name="relay-exe", recursion_limit=RECURSION_LIMIT)
+            result = run_deep(lambda: self._job(fn, values), name="relay-exe",
+                              recursion_limit=RECURSION_LIMIT)
         else:
-            result = job()
-        self.stats.calls += 1
-        self.stats.last_seconds = time.perf_counter() - start
+            result = self._job(fn, values)
+        stats = self.stats
+        stats.calls += 1
+        stats.last_seconds = time.perf_counter() - start
         return result
+
+    def _job(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+        try:
+            result = _quietly(fn, values)
+        except RelayError:
+            raise
+        except Exception as err:  # noqa: BLE001 - located below, never leaked
+            raise runtime_failure(err, self) from None
+        finally:
+            for value in values:  # refs and ADTs passed in were converted in place
+                if type(value) is not np.ndarray and not isinstance(value, np.generic):
+                    self.converter.to_relay(value)
+        if type(result) is np.ndarray:
+            return result
+        return self.converter.to_relay(result)
 
     def call_function(self, closure: Any, func: Function, args: tuple[Any, ...]) -> Any:
         """Call a closure this executable returned (``CompiledClosure.__call__``)."""
@@ -212,6 +214,13 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<Executable @{self.entry}: {self.plan.summary()}>"
+
+
+@np.errstate(all="ignore")
+def _quietly(fn: Callable[..., Any], values: list[Any]) -> Any:
+    """``fn(*values)`` as the references compute: IEEE results without warnings, Relay's
+    integers wrapping silently (the decorator form of ``errstate`` is the cheaper one)."""
+    return fn(*values)
 
 
 def _fast_check(ty: Type | None) -> tuple[tuple[int, ...], np.dtype] | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from relay_ref.diagnostics import (
     Diagnostic,
+    FrontendError,
     ParseError,
     RelayError,
     RelayRuntimeError,
@@ -30,7 +31,7 @@ from relay_ref.ir.module import IRModule
 __version__ = "0.1.0"
 
 __all__ = [
-    "Diagnostic", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
+    "Diagnostic", "FrontendError", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
     "Closure", "RecClosure", "RefValue", "compile",

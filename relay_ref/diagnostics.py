@@ -160,3 +160,11 @@ class RelayRuntimeError(RelayError):
                  relay_stack: tuple[str, ...] = ()) -> None:
         self.relay_stack = tuple(relay_stack)
         super().__init__(diagnostics, span)
+
+
+class FrontendError(RelayError):
+    """A model that a frontend cannot import: unsupported operators or attribute values
+    (all of them listed in one error, before any conversion), a malformed graph, a file that
+    is not a model."""
+
+    kind = "frontend"

@@ -295,7 +295,8 @@ HEADS = ["op", "relay ms", "ORT ms", "relay / ORT", "rounds' range", "target", "
 
 def main() -> None:
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description="Single operators through rr.compile against onnxruntime with the same "
+                    "2 threads (interleaved rounds, outputs checked first).",
         epilog="Times are medians over rounds (ms per call; the tiny-op row in us).")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds (default 9)")
     parser.add_argument("--only", nargs="+", metavar="WORD", default=None,

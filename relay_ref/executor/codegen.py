@@ -13,9 +13,11 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   is computed by one statement ``tN = ...`` emitted in post-order, so effects (refs) and
   failures happen in the interpreter's order.
 * **Sharing** (spec 2.3): a node reached through several edges is computed at its first use
-  in each activation and reused: the statement computing it is reused wherever it dominates
-  the use (same block or an enclosing one); a use in a block it does not dominate (the other
-  branch of an ``if``) computes it there, which is exactly its first use on that path.
+  in each activation and reused. First computed in the function's top block, its variable
+  dominates every later use. First computed inside a branch (of an ``if`` or a ``match``
+  clause), it gets a variable set to ``_UNSET`` at the start of the activation and every
+  use outside the block that computed it is guarded (``if s is _UNSET: s = ...``): computed
+  once on each path, at its first use, even when effectful (refs).
 * **Closures** (E-Fn): a function literal with free variables is built by a module-level
   factory ``_mk_f(free...)`` whose parameters are the captured values, so a closure captures
   values, never a Python variable that changes later (the parameters of a loop below). A
@@ -47,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.executor.memory import writer_step
+from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
     Call,
@@ -77,6 +80,9 @@ from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import free_vars
 
 __all__ = ["FunctionInfo", "GeneratedModule", "MatchFailure", "generate"]
+
+
+_UNSET = object()  # a lazy shared node not computed yet in this activation
 
 
 class MatchFailure(Exception):
@@ -112,6 +118,11 @@ class GeneratedModule:
     functions: dict[str, FunctionInfo]
     globals: dict[str, str]
     groups: list[Any] = field(default_factory=list)
+    line_ops: dict[int, str] = field(default_factory=dict)
+    #: fused kernel name -> (op name -> span of its call in the group), for errors
+    op_spans: dict[str, dict[str, Span]] = field(default_factory=dict)
+    #: ids of the constant tensors the code refers to (kept alive by ``namespace``)
+    constants: set[int] = field(default_factory=set)
     filename: str = "<relay-executable>"
 
 
@@ -145,12 +156,17 @@ class _Emitter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.spans: list[tuple[int, Span]] = []
+        self.ops: list[tuple[int, str]] = []
         self.depth = 0
 
-    def emit(self, text: str, span: Span | None = None) -> None:
+    def emit(self, text: str, span: Span | None = None, op: str = "") -> None:
+        """Add a line; ``span``: the Relay expression it computes, ``op``: the operator
+        it runs (named in run-time errors, as the interpreter names it)."""
         self.lines.append("    " * self.depth + text)
         if span is not None:
             self.spans.append((len(self.lines), span))
+        if op:
+            self.ops.append((len(self.lines), op))
 
 
 class _Generator:
@@ -163,7 +179,10 @@ class _Generator:
         self.profile = profile
         self.lines: list[str] = []
         self.out = GeneratedModule("", {"_np": np, "_CV": ConstructorValue, "_Ref": RefValue,
-                                        "_MatchFailure": MatchFailure}, {}, {}, {})
+                                        "_MatchFailure": MatchFailure, "_UNSET": _UNSET},
+                                   {}, {}, {})
+        #: nodes with several incoming edges (spec 2.3), as the interpreter counts them
+        self.shared = shared_nodes(mod)
         self.interned: dict[int, str] = {}
         self.counter = 0
         self.check_shapes = any(_has_any(t) for t in self.types.values())
@@ -181,6 +200,20 @@ class _Generator:
         if name is None:
             name = self.interned[id(obj)] = self.fresh(prefix)
             self.out.namespace[name] = obj
+        return name
+
+    def constant_array(self, data: Any) -> str:
+        """The namespace name of the constant tensor ``data``, recorded in
+        ``GeneratedModule.constants``: the executable copies a result that is (a view of)
+        one before handing it out. (Not a read-only view: numba compiles read-only arrays
+        as another type, a second specialisation of every kernel they reach.)"""
+        name = self.interned.get(id(data))
+        if name is None:
+            name = self.intern(data, "C")
+            base = data
+            while base is not None:  # NumPy makes a view's ``base`` the memory's owner
+                self.out.constants.add(id(base))
+                base = getattr(base, "base", None)
         return name
 
     def global_name(self, name: str) -> str:
@@ -211,13 +244,17 @@ class _FunctionGen:
         self.global_name = global_name
         self.names: dict[Var, str] = {}
         self.scopes: list[dict[Expr, str]] = [{}]
+        #: shared nodes computed under a guard (``lazy_value``): node -> variable
+        self.lazy: dict[Expr, str] = {}
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
 
     # -- naming ---------------------------------------------------------------------------
     def bind(self, var: Var) -> str:
         name = self.names.get(var)
         if name is None:
-            name = self.names[var] = self.gen.fresh(f"{_identifier(var.name_hint)}_")
+            # ``v_`` starts no other generated name (globals ``g_``, closures ``f_``,
+            # temporaries ``t``, namespace entries in capitals): no collisions
+            name = self.names[var] = self.gen.fresh(f"v_{_identifier(var.name_hint)}_")
             if keyword.iskeyword(name):  # pragma: no cover - fresh names end in digits
                 name += "_"
         return name
@@ -258,18 +295,24 @@ class _FunctionGen:
             free = ", ".join(self.names[v] for v in self.captured)
             header.append(f"def _mk_{self_name}({free}):")
             header.append(f"    def {self_name}({', '.join(params)}):")
+            if free:  # every captured value is a cell of the closure (values.py reads them)
+                header.append(f"        if False: ({free},)")
             tail = [f"    return {self_name}"]
         else:
             header.append(f"def {self_name}({', '.join(params)}):")
             tail = []
+        # each activation (loop iteration) starts with its lazy shared nodes unset
+        preamble = ["    " * (base + 1) + f"{name} = _UNSET" for name in self.lazy.values()]
+        body = preamble + em.lines
         if self.loop:
             header.append("    " * base + "while True:")
-            body = em.lines
         else:
-            body = [line[4:] for line in em.lines]
-        offset = len(lines) + len(header)
+            body = [line[4:] for line in body]
+        offset = len(lines) + len(header) + len(preamble)
         for k, span in em.spans:
             self.gen.out.line_spans[offset + k] = span
+        for k, op in em.ops:
+            self.gen.out.line_ops[offset + k] = op
         lines.extend(header)
         lines.extend(body)
         lines.extend(tail)
@@ -296,6 +339,8 @@ class _FunctionGen:
         known = self.lookup(e)
         if known is not None:
             return known
+        if e in self.lazy or (len(self.scopes) > 1 and e in self.gen.shared):
+            return self.lazy_value(e)
         name = self.gen.fresh("t")
         if kind is If or kind is Match or kind is Let:
             self.compile_to(e, ("assign", name))
@@ -310,6 +355,28 @@ class _FunctionGen:
         self.scopes[-1][e] = name
         return name
 
+    def lazy_value(self, e: Expr) -> str:
+        """A shared node used in a block it does not dominate (a branch; or after a
+        branch that may have computed it): computed on first use on each path (spec 2.3)
+        through a variable set to ``_UNSET`` at the start of the activation."""
+        name = self.lazy.get(e)
+        if name is None:
+            name = self.lazy[e] = self.gen.fresh("s")
+        self.em.emit(f"if {name} is _UNSET:")
+        self.em.depth += 1
+        self.scopes.append({})
+        kind = type(e)
+        if kind is If or kind is Match or kind is Let:
+            self.compile_to(e, ("assign", name))
+        elif kind is Function:
+            self.emit_assign(name, self.function_value(e, None), e.span)
+        else:
+            self.emit_assign(name, self.code(e), e.span)
+        self.scopes.pop()
+        self.em.depth -= 1
+        self.scopes[-1][e] = name  # set from here on in this block
+        return name
+
     def emit_assign(self, name: str, code: str, span: Span | None) -> None:
         self.em.emit(f"{name} = {code}", span)
 
@@ -317,7 +384,7 @@ class _FunctionGen:
         data = e.data
         if data.ndim == 0 and data.dtype.name in _SCALAR_DTYPES:
             return self.gen.intern(data[()], "C")  # a NumPy scalar: see Scalars above
-        return self.gen.intern(data, "C")
+        return self.gen.constant_array(data)
 
     def code(self, e: Expr) -> str:
         """Python code computing a non-atomic, non-control expression."""
@@ -364,7 +431,9 @@ class _FunctionGen:
             return f"({args[0]} {fast} {args[1]})"
         step = self.gen.group_planner.single_op(e)
         fn = self.gen.intern(step, "F")
-        return f"{fn}({', '.join(args)})"
+        name = self.gen.fresh("t")
+        self.em.emit(f"{name} = {fn}({', '.join(args)})", e.span, e.op.name)
+        return name
 
     def group_call(self, prim: Function, args: list[str], call: Call) -> str:
         """A fused group (one ``Primitive`` function): its planned kernel on the inputs, or a
@@ -391,7 +460,7 @@ class _FunctionGen:
         for i, step in enumerate(plan.steps):
             kind = step.kind
             if kind == "const":
-                vals.append(self.gen.intern(step.value, "C"))
+                vals.append(self.gen.constant_array(step.value))
                 continue
             ins = [vals[j] for j in step.inputs]
             if kind == "op":
@@ -408,17 +477,20 @@ class _FunctionGen:
             else:  # "proj"
                 code = f"{ins[0]}[{step.index}]"
             span = step.span or call.span
+            op = step.label if kind == "op" else ""
+            if step.op_spans:
+                self.gen.out.op_spans[fn] = dict(step.op_spans)
             if self.gen.profile and kind in ("op", "fused"):
                 label = self.gen.intern(f"{plan.label}: {step.label}", "L")
                 self.em.emit("_t0 = _perf()")
                 name = self.gen.fresh("t")
-                self.em.emit(f"{name} = {code}", span)
+                self.em.emit(f"{name} = {code}", span, op)
                 self.em.emit(f"_prof({label}, _perf() - _t0)")
                 vals.append(name)
                 code = name
             else:
                 name = self.gen.fresh("t")
-                self.em.emit(f"{name} = {code}", span)
+                self.em.emit(f"{name} = {code}", span, op)
                 vals.append(name)
         return vals[-1]
 

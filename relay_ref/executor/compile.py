@@ -35,7 +35,7 @@ from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.eval import checked_module, param_types
-from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Var
+from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 
@@ -67,9 +67,9 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         raise TypeError(f"compile: entry must be a str, not {type(entry).__name__}")
     if entry not in mod.functions:
         raise RelayError(f"compile: the module has no function @{entry}")
+    names = _pass_names(passes)
     checked = checked_module(mod)
     work = _bind_params(checked, entry, dict(params or {}))
-    names = tuple(DEFAULT_PASSES if passes is None else passes)
     work = _run_passes(work, names)
     planner = GroupPlanner(work.checked_types, cache_dir=cache_dir)
     memory = plan_memory(work.functions[entry], planner, work.checked_types) \
@@ -79,7 +79,13 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         return generate(work, planner, profile=profile, views=memory.views)
 
     generated = run_deep(build, name="relay-compile")
-    code = compile(generated.source, generated.filename, "exec")
+    try:
+        code = compile(generated.source, generated.filename, "exec")
+    except (SyntaxError, RecursionError, MemoryError) as err:
+        # CPython refuses blocks nested more than ~100 deep: ``if``s nested that far
+        raise RelayError(f"compile: the program nests control flow (if / match) deeper "
+                         f"than generated Python can ({type(err).__name__}: {err}); run it "
+                         "with rr.evaluate", mod.functions[entry].span) from None
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
     plan = _plan(work, entry, target, names, generated, memory,
                  time.perf_counter() - start)
@@ -112,7 +118,6 @@ def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
             raise RelayError(f"compile: params[{key!r}]: only tensor parameters can be bound",
                              var.span)
         array = np.array(array, copy=True)  # the caller may reuse its buffer
-        array.flags.writeable = False
         consts[var] = Constant(array, var.span)
     from relay_ref.passes.rewrite import rewrite
 
@@ -122,6 +127,28 @@ def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
     from relay_ref.typecheck.infer import infer_types
 
     return infer_types(mod.with_function(entry, new))
+
+
+def _pass_names(passes: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The passes to run: the default pipeline, or names (a list, or a comma-separated
+    string as ``rr.optimize`` takes); an unknown name is a ``ValueError``."""
+    from relay_ref.passes import pass_names
+
+    if passes is None:
+        return DEFAULT_PASSES
+    if isinstance(passes, str):
+        passes = [n.strip() for n in passes.split(",") if n.strip()]
+    try:
+        names = tuple(passes)
+    except TypeError:
+        raise TypeError(f"compile: passes must be a list of pass names, not "
+                        f"{type(passes).__name__}") from None
+    known = set(pass_names())
+    for name in names:
+        if not isinstance(name, str) or name not in known:
+            raise ValueError(f"compile: passes names no pass: {name!r} (passes: "
+                             f"{', '.join(sorted(known))})")
+    return names
 
 
 def _run_passes(mod: IRModule, names: tuple[str, ...]) -> IRModule:
@@ -140,21 +167,59 @@ def _run_passes(mod: IRModule, names: tuple[str, ...]) -> IRModule:
             raise
         except RecursionError:
             raise RelayError(f"internal error: pass {name} recursed too deeply") from None
+        except Exception as err:  # noqa: BLE001 - a failing pass is a bug, named
+            raise RelayError(f"internal error: pass {name} failed ({type(err).__name__}: "
+                             f"{err}); this is a bug in relay_ref") from err
     return mod
 
 
 def _may_recurse(mod: IRModule, entry: str) -> bool:
-    """Whether running ``@entry`` may nest calls deeply: it calls a global or a closure
-    (directly or through what it calls), so it needs the big-stack thread."""
-    for node in post_order(mod.functions[entry]):
-        if type(node) is Call:
-            callee = node.op
-            if type(callee) is GlobalVar or type(callee) is Var:
-                return True
-            if type(callee) is Function and callee.attr("Primitive") is None:
-                return True
-        elif type(node) is GlobalVar:
-            return True
+    """Whether running ``@entry`` may nest calls deeply, so that it needs the big-stack
+    thread (starting one costs ~0.4 ms per call): a global reachable from it is recursive
+    (a cycle in the graph of global references), or a reachable function recurses through
+    a ``let`` (E-Let-Rec) or calls a function value (a closure may be anything, a
+    recursive function included). Otherwise every call chain is bounded by the program's
+    size and runs on the caller's thread."""
+    graph: dict[str, set[str]] = {}
+    local_calls: set[str] = set()
+    stack, seen = [entry], {entry}
+    while stack:
+        name = stack.pop()
+        refs: set[str] = set()
+        for node in post_order(mod.functions[name]):
+            kind = type(node)
+            if kind is GlobalVar:
+                refs.add(node.name)
+            elif kind is Call and type(node.op) is Var:
+                local_calls.add(name)
+            elif kind is Let and type(node.value) is Function and \
+                    node.value.attr("Primitive") is None:
+                local_calls.add(name)  # a let-bound function: possibly recursive
+        graph[name] = {r for r in refs if r in mod.functions}
+        for r in graph[name] - seen:
+            seen.add(r)
+            stack.append(r)
+    if local_calls:
+        return True
+    # a cycle among the reachable globals (iterative three-colour DFS)
+    state: dict[str, int] = {}
+    for root in graph:
+        if state.get(root):
+            continue
+        work = [(root, iter(graph[root]))]
+        state[root] = 1
+        while work:
+            node, kids = work[-1]
+            for kid in kids:
+                if state.get(kid) == 1:
+                    return True
+                if not state.get(kid):
+                    state[kid] = 1
+                    work.append((kid, iter(graph[kid])))
+                    break
+            else:
+                state[node] = 2
+                work.pop()
     return False
 
 

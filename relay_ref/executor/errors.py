@@ -37,9 +37,12 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
         frames.pop()  # a parameter's annotation: the call that passed the value failed
     if frames:
         span = gen.line_spans.get(frames[-1][1])
+        if isinstance(err, OpRuntimeError):  # inside a fused kernel: the op it names
+            span = _fused_op_span(gen, frames[-1][1], str(err)) or span
     if span is None:
         span = exe.module.functions[exe.entry].span
-    message = _message(err, exe)
+    op = gen.line_ops.get(frames[-1][1], "") if frames else ""
+    message = _message(err, exe, op)
     stuck = Stuck(message, span)
     # The interpreter's frames: (called global, call site), innermost first.
     for k in range(len(frames) - 1, -1, -1):
@@ -51,9 +54,24 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     return runtime_error(stuck, exe.module.source_name)
 
 
-def _message(err: BaseException, exe: Any) -> str:
+def _fused_op_span(gen: Any, line: int, message: str) -> Span | None:
+    """The span of the operator a fused kernel's error names (``"divide: ..."``)."""
+    text = gen.source.splitlines()[line - 1] if 0 < line <= gen.source.count("\n") else ""
+    for kernel, spans in gen.op_spans.items():
+        if f"{kernel}(" in text:
+            return spans.get(message.split(":", 1)[0])
+    return None
+
+
+def _message(err: BaseException, exe: Any, op: str) -> str:
+    """What went wrong, in the interpreter's words: an operator's failure (its
+    ``OpRuntimeError``, or NumPy refusing arguments whose ``?`` dimensions do not fit) is
+    prefixed with the operator's name, as E-App-Op's stuck state says it."""
     if isinstance(err, Stuck):
         return err.message
+    if op and isinstance(err, OpRuntimeError | ValueError | TypeError | IndexError):
+        message = str(err)
+        return message if message.startswith(op) else f"{op}: {message}"
     if isinstance(err, MatchFailure):
         text = value_to_text(exe.converter.to_relay(err.value))
         if len(text) > 80:

@@ -36,7 +36,7 @@ from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.eval import param_types
 from relay_ref.ir.expr import Function
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import FuncType, TensorType, Type
 
 __all__ = ["Executable", "Stats"]
 
@@ -111,7 +111,7 @@ class Executable:
         entry[1] += seconds
 
     # -- calling ------------------------------------------------------------------------------
-    def __call__(self, *args: Any, **inputs: Any) -> Any:
+    def __call__(self, /, *args: Any, **inputs: Any) -> Any:
         values = self._arguments(args, inputs)
         if self._lock is None:
             return self._run(self._fn, values)
@@ -153,7 +153,13 @@ class Executable:
                 p = params[i]
                 raise RelayRuntimeError(f"argument %{p.name_hint} of @{entry}: {err.message}",
                                         p.span) from None
+            except RecursionError:
+                p = params[i]
+                raise RelayRuntimeError(f"argument %{p.name_hint} of @{entry}: nested too "
+                                        "deeply to convert", p.span) from None
             if type(value) is np.ndarray:
+                if not value.dtype.isnative:  # kernels take native byte order only
+                    value = value.astype(value.dtype.newbyteorder("="))
                 values.append(value[()] if value.ndim == 0 else value)
             else:
                 values.append(self.converter.from_relay(value))
@@ -182,8 +188,8 @@ class Executable:
             for value in values:  # refs and ADTs passed in were converted in place
                 if type(value) is not np.ndarray and not isinstance(value, np.generic):
                     self.converter.to_relay(value)
-        if type(result) is np.ndarray:
-            return result
+        if type(result) is np.ndarray:  # (a view of) a constant is copied: see values.py
+            return self.converter.fresh(result)
         return self.converter.to_relay(result)
 
     def call_function(self, closure: Any, func: Function, args: tuple[Any, ...]) -> Any:
@@ -191,10 +197,13 @@ class Executable:
         if len(args) != len(func.params):
             raise RelayRuntimeError(f"the function takes {len(func.params)} argument(s), "
                                     f"{len(args)} given", func.span)
+        checked = self.module.checked_types.get(func)
+        types = checked.arg_types if isinstance(checked, FuncType) else \
+            [p.type_annotation for p in func.params]
         values = []
-        for p, arg in zip(func.params, args, strict=True):
+        for p, ty, arg in zip(func.params, types, args, strict=True):
             try:
-                value = convert_argument(arg, p.type_annotation, self.host_module)
+                value = convert_argument(arg, ty, self.host_module)
             except ArgumentError as err:
                 raise RelayRuntimeError(f"argument %{p.name_hint}: {err.message}",
                                         p.span) from None

@@ -47,8 +47,7 @@ class Step:
     ``"fused"`` (``fn(args)``, a generated kernel), ``"const"`` (``value``), ``"tuple"``,
     ``"proj"`` (field ``index`` of input 0). ``inputs`` index the group's values: its
     parameters first, then one value per step. ``out`` is the index of a value whose array
-    the step may overwrite with its result (``None``: a fresh result). ``scalar_inputs``
-    are the inputs whose static type is 0-d (passed as arrays to kernels)."""
+    the step may overwrite with its result (``None``: a fresh result)."""
 
     kind: str
     inputs: tuple[int, ...]
@@ -59,7 +58,9 @@ class Step:
     out: int | None = None
     span: Span | None = None
     label: str = ""
-    scalar_inputs: frozenset[int] = frozenset()
+    #: for a fused step: each operator's first call in the group (op name -> span), to
+    #: locate a run-time failure the kernel reports by op name
+    op_spans: tuple[tuple[str, Span], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -119,7 +120,7 @@ class GroupPlanner:
             kernel = self._elementwise(prim.params, body)
             if kernel is not None:
                 step = Step("fused", tuple(range(len(prim.params))), fn=kernel,
-                            span=body.span, label=label)
+                            span=body.span, label=label, op_spans=_op_spans(nodes))
                 return GroupPlan(label, "fused", len(prim.params), (step,), out_type, ops,
                                  ("numba fused",))
         if self.fuse:
@@ -152,10 +153,8 @@ class GroupPlanner:
                 name = node.op.name
                 attrs = node.attrs if node.attrs is not None else get_op(name).attrs()
                 inputs = tuple(index[a] for a in node.args)
-                scalars = frozenset(i for i, a in zip(inputs, node.args, strict=True)
-                                    if _is_scalar(self.types.get(a)))
                 step = Step("op", inputs, fn=_op_fn(name), attrs=attrs, span=node.span,
-                            label=name, scalar_inputs=scalars)
+                            label=name)
             else:  # pragma: no cover - FuseOps's invariant: groups hold only these nodes
                 raise NotImplementedError(f"{kind.__name__} inside a fused group")
             index[node] = len(params) + len(steps)
@@ -223,7 +222,7 @@ class GroupPlanner:
                            n.type_args, n.span)
                 mapping[n] = new
                 types[new] = self.types[n]
-        extra = [p for p in prim.params if _reaches(body, p, tail)]
+        extra = [p for p in prim.params if _feeds(p, tail)]
         try:
             from relay_ref.executor.fused import build_elementwise
         except ImportError:  # pragma: no cover
@@ -239,6 +238,7 @@ class GroupPlanner:
                    and _fresh_result(anchor.op.name))
         steps.append(Step("fused", (a, *(prim.params.index(p) for p in extra)), fn=kernel,
                           out=a if inplace else None, span=body.span,
+                          op_spans=_op_spans([n for n in nodes if n in tail]),
                           label="+".join(_short(n.op.name) for n in post_order(body)
                                          if n in tail)))
         ops = tuple(n.op.name for n in nodes if type(n) is Call and type(n.op) is Op)
@@ -246,6 +246,15 @@ class GroupPlanner:
         return GroupPlan(label, "anchor+fused", len(prim.params), tuple(steps),
                          self.types.get(body), ops,
                          (_kernel_kind(anchor.op.name), "numba fused"))
+
+
+def _op_spans(nodes: list[Expr]) -> tuple[tuple[str, Span], ...]:
+    """(op name, span) of each operator's first located call among ``nodes``."""
+    out: dict[str, Span] = {}
+    for n in nodes:
+        if type(n) is Call and type(n.op) is Op and n.span is not None:
+            out.setdefault(n.op.name, n.span)
+    return tuple(out.items())
 
 
 def _kids(n: Expr) -> tuple[Expr, ...]:
@@ -258,7 +267,8 @@ def _kids(n: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-def _reaches(body: Expr, param: Var, tail: set[Expr]) -> bool:
+def _feeds(param: Var, tail: set[Expr]) -> bool:
+    """Whether ``param`` is an argument of a call of the elementwise tail."""
     return any(param in n.args for n in tail)
 
 
@@ -267,10 +277,6 @@ def _big(ty: Type | None) -> bool:
     if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
         return False
     return int(np.prod(ty.shape, dtype=np.int64)) >= MIN_FUSED_ELEMENTS
-
-
-def _is_scalar(ty: Type | None) -> bool:
-    return type(ty) is TensorType and ty.shape == ()
 
 
 def _fresh_result(name: str) -> bool:

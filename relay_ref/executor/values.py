@@ -13,6 +13,9 @@ Invariants:
   locations, is kept: a ref handed out and passed back in is the same cell. Tuples have no
   identity and are rebuilt. Both walks are iterative over ADTs and refs: a 100 000-element
   list converts without deep recursion.
+* No result shares memory with the executable: an array that is one of its constants (bound
+  weights included) or a view of one is copied on the way out; buffers of the memory plan
+  never hold outputs (``memory.py``).
 * A returned function is a ``CompiledClosure`` (or ``CompiledRecClosure``): a ``Closure`` the
   interpreter accepts (its captured environment converted) that Python can also call, which
   runs its compiled code.
@@ -67,7 +70,19 @@ class Converter:
     def __init__(self, runner: Any) -> None:
         self.runner = runner
         self.functions = runner.generated.functions
-        self.closures: dict[int, Any] = {}
+        self.constants = runner.generated.constants
+
+    def fresh(self, array: np.ndarray) -> np.ndarray:
+        """``array``, or a copy when it is one of the executable's constants or a view of
+        one (its ``base`` chain reaches a constant): results never share memory with the
+        executable."""
+        constants = self.constants
+        base = array
+        while base is not None:
+            if id(base) in constants:
+                return array.copy()
+            base = base.base
+        return array
 
     # -- compiled -> interpreter -------------------------------------------------------------
     def to_relay(self, value: Any) -> Any:
@@ -90,7 +105,7 @@ class Converter:
     def _leaf_out(self, v: Any, work: list[Any], seen: set[int]) -> Any:
         kind = type(v)
         if kind is np.ndarray:
-            return v
+            return self.fresh(v)
         if isinstance(v, np.generic):
             return np.asarray(v)
         if kind is tuple:
@@ -106,9 +121,9 @@ class Converter:
 
     def closure_of(self, fn: Callable[..., Any]) -> Any:
         """The Relay function value behind a compiled callable."""
-        known = self.closures.get(id(fn))
+        known = getattr(fn, "relay_closure", None)
         if known is not None:
-            return known[1]
+            return known
         original = getattr(fn, "relay_value", None)
         if original is not None:  # a host function value passed in: give it back
             return original
@@ -128,7 +143,7 @@ class Converter:
         value: Any = closure
         if info.rec_var is not None:
             value = CompiledRecClosure(closure, info.rec_var, fn, self.runner)
-        self.closures[id(fn)] = (fn, value)  # keep fn alive: ids stay unique
+        fn.relay_closure = value  # type: ignore[attr-defined]  # dies with fn
         return value
 
     # -- interpreter -> compiled -------------------------------------------------------------

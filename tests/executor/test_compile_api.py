@@ -129,3 +129,39 @@ def test_profile_records_time_per_kernel() -> None:
     assert exe.stats.calls == 2 and exe.stats.last_seconds > 0
     assert exe.stats.kernels and all(n == 2 for n, _ in exe.stats.kernels.values())
     assert "nn.dense" in str(exe.stats)
+
+
+def test_results_never_share_memory_with_constants_or_weights() -> None:
+    mod = rr.parse("""
+    def @main(%x: Tensor[(2), float32], %w: Tensor[(2, 2), float32]) {
+      (expand_dims(add(2f, 1f), axis=0), reshape(%w, newshape=[4]), %w, add(%x, 1f))
+    }""")
+    w = np.ones((2, 2), "float32")
+    exe = rr.compile(mod, params={"w": w})
+    x = np.zeros(2, "float32")
+    first = exe(x)
+    for value in first:
+        value[...] = 7  # the caller owns what it got
+    again = exe(x)
+    np.testing.assert_array_equal(again[0], [3.0])
+    np.testing.assert_array_equal(again[1], np.ones(4))
+    np.testing.assert_array_equal(again[2], w)
+    np.testing.assert_array_equal(again[3], [1.0, 1.0])
+
+
+def test_operator_failures_through_dynamic_dims_name_the_operator() -> None:
+    mod = rr.parse("def @main(%x: Tensor[(?, ?), float32], %w: Tensor[(4, 3), float32]) {"
+                   " nn.dense(%x, %w) }")
+    args = (np.ones((2, 5), "float32"), np.ones((4, 3), "float32"))
+    with pytest.raises(rr.RelayRuntimeError) as want:
+        rr.evaluate(mod, *args)
+    with pytest.raises(rr.RelayRuntimeError) as got:
+        rr.compile(mod)(*args)
+    assert got.value.diagnostics[0].message.startswith("nn.dense: ")
+    assert "bug" not in str(got.value)
+    assert got.value.diagnostics[0].span == want.value.diagnostics[0].span
+
+
+def test_a_parameter_named_self_can_be_passed_by_name() -> None:
+    exe = rr.compile(rr.parse("def @main(%self: int32) { %self }"))
+    assert int(exe(self=3)) == 3

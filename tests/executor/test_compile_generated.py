@@ -55,3 +55,25 @@ def test_compiled_equals_interpreted_on_operator_programs(mod, data) -> None:
                              + rr.astext(mod)) from None
     got = rr.compile(typed)(*args)
     assert values_equal(got, expected, rtol=1e-4, atol=1e-5), rr.astext(mod)
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=25)
+@given(programs(), st.data())
+def test_fused_kernels_on_small_tensors_equal_the_interpreter(mod, data) -> None:
+    """The same with every fusable group run as a generated numba kernel (generated
+    programs use small tensors, under ``MIN_FUSED_ELEMENTS``), so fused and anchor+fused
+    groups and the memory plan meet the oracle too."""
+    from relay_ref.executor import groups
+
+    typed = rr.infer_types(mod)
+    args = data.draw(arguments(typed.global_types["main"].arg_types))
+    try:
+        expected = rr.evaluate(typed, *args)
+    except rr.RelayRuntimeError:
+        return  # failures are the test above's
+    saved, groups.MIN_FUSED_ELEMENTS = groups.MIN_FUSED_ELEMENTS, 1
+    try:
+        exe = rr.compile(typed)
+    finally:
+        groups.MIN_FUSED_ELEMENTS = saved
+    assert values_equal(exe(*args), expected, rtol=1e-4, atol=1e-5), rr.astext(mod)

@@ -60,12 +60,9 @@ def cache_dir(root: str | os.PathLike[str] | None = None) -> Path:
     if found is None:
         sub = f"numba-{cpu.numba.__version__}"
         found = _writable(base / sub)
-        if found is None:
-            user = os.environ.get("USER") or str(getattr(os, "getuid", lambda: "user")())
-            fallback = Path(tempfile.gettempdir()) / f"relay_ref-kernels-{user}" / sub
-            found = _writable(fallback)
-            if found is None:
-                found = Path(tempfile.mkdtemp(prefix="relay_ref-kernels-"))
+        if found is None:  # a private directory of this process: code is imported from
+            # it, so never a predictable shared path another user could prepare
+            found = Path(tempfile.mkdtemp(prefix="relay_ref-kernels-"))
         _dirs[key] = found
     return found
 

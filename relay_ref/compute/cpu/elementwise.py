@@ -353,6 +353,11 @@ def render(op: str, args: Sequence[str], arg_dtypes: Sequence[str], out_dtype: s
     if op in _CASTS:
         # cast/cast_like convert arg 0; full_like converts its scalar fill value (arg 1)
         src = args[1] if op == "full_like" else args[0]
+        src_dtype = arg_dtypes[1] if op == "full_like" else arg_dtypes[0]
+        if KINDS[src_dtype] == "f" and KINDS[out_dtype] == "u":
+            # float -> unsigned through int64, as NumPy's cast does on this machine (the
+            # direct conversion saturates in numba where NumPy wraps negative values)
+            src = f"np.int64({src})"
         return ScalarCode(_convert(src, out_dtype), (), None, "")
     entry = TEMPLATES.get(op)
     if entry is None or entry.kind_of >= len(arg_dtypes):

@@ -1,0 +1,194 @@
+"""``from_onnx``: an ONNX graph as a Relay ``@main``.
+
+Order of work (each step's failures are ``FrontendError``s):
+1. load the model and read its default opset (``load.py``);
+2. survey every node up front (``survey.py``): one error lists everything unsupported;
+3. make ``@main``'s parameters: the graph's inputs that are not initializers, in graph
+   order, then the initializers the graph uses (the weights), in initializer order. An
+   initializer is embedded as a constant instead when some node reads it as a value at
+   import time (a ``Reshape`` shape, ``Unsqueeze`` axes: ``Converter.static_inputs``), or
+   when ``freeze_params`` is set;
+4. convert the nodes in graph order (ONNX requires a topologically sorted graph), each by
+   its converter, binding the node's outputs by name;
+5. ``@main`` returns the graph's output, or a tuple of its outputs.
+
+The result is graph-form Relay (shared subexpressions are DAG edges; the printer writes
+them as ``%0 = ...`` bindings, as TVM's frontend output reads).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from relay_ref.diagnostics import FrontendError
+from relay_ref.frontend.onnx.builder import Builder, ConvertError
+from relay_ref.frontend.onnx.context import NodeContext
+from relay_ref.frontend.onnx.dtypes import relay_dtype
+from relay_ref.frontend.onnx.load import default_opset, load_model
+from relay_ref.frontend.onnx.names import NameTable
+from relay_ref.frontend.onnx.params import Params
+from relay_ref.frontend.onnx.survey import Step, node_label, survey
+from relay_ref.ir.expr import Expr, Function, Var
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import ANY, Dim, TensorType
+from relay_ref.ops.registry import AttrError, OpRuntimeError, RelationError
+
+
+def from_onnx(model: Any, shapes: dict[str, Any] | None = None, *,
+              freeze_params: bool = False) -> tuple[IRModule, Params]:
+    """Convert an ONNX model (a ``ModelProto`` or a path) to ``(IRModule, params)``.
+
+    ``shapes`` fixes input dimensions: a key naming a graph input gives its whole shape (a
+    sequence of ints, None keeping a dim as the model declares it), a key naming a symbolic
+    dimension (``dim_param``, e.g. ``"batch"``) gives that symbol's value everywhere.
+    Symbolic dims not fixed become ``?``. ``params`` maps parameter names to arrays (it also
+    answers to the ONNX names; ``params.relay_names`` is the mapping); with
+    ``freeze_params`` the weights are constants in the module and ``params`` is empty."""
+    if shapes is not None and not isinstance(shapes, dict):
+        raise TypeError(f"from_onnx: shapes must be a dict, not {type(shapes).__name__}")
+    proto = load_model(model)
+    opset = default_opset(proto)
+    steps = survey(proto, opset)
+    return _Converter(proto.graph, steps, shapes or {}, freeze_params).run()
+
+
+class _Converter:
+    """One conversion: the builder, the name tables, and the environment from ONNX value
+    names to Relay expressions."""
+
+    def __init__(self, graph: Any, steps: list[Step], shapes: dict[str, Any],
+                 freeze: bool) -> None:
+        self.graph = graph
+        self.steps = steps
+        self.shapes = shapes
+        self.freeze = freeze
+        self.builder = Builder()
+        self.names = NameTable()
+        self.env: dict[str, Expr] = {}
+
+    def run(self) -> tuple[IRModule, Params]:
+        from onnx import numpy_helper
+
+        inits = {i.name: i for i in self.graph.initializer}
+        used = {n for node in self.graph.node for n in node.input if n}
+        used |= {o.name for o in self.graph.output}
+        static = {step.node.input[i] for step in self.steps
+                  for i in step.converter.static_inputs if i < len(step.node.input)}
+        self._check_shapes_keys(inits)
+
+        params: list[Var] = []
+        for inp in self.graph.input:
+            if inp.name not in inits:
+                v = self.builder.var(self.names.relay_name(inp.name), self._input_type(inp))
+                self.env[inp.name] = v
+                params.append(v)
+        weights: dict[str, np.ndarray] = {}
+        for name, init in inits.items():
+            if name not in used:
+                continue
+            array = numpy_helper.to_array(init)
+            if self.freeze or name in static:
+                self.env[name] = self.builder.const(array)
+                continue
+            relay = self.names.relay_name(name)
+            v = self.builder.var(relay, TensorType(tuple(int(d) for d in array.shape),
+                                                   relay_dtype(init.data_type) or ""))
+            self.env[name] = v
+            params.append(v)
+            weights[relay] = array
+
+        for step in self.steps:
+            self._convert(step)
+        outs = [self._lookup(o.name, "graph output") for o in self.graph.output]
+        body = outs[0] if len(outs) == 1 else self.builder.tuple(*outs)
+        main = Function(tuple(params), body)
+        return IRModule({"main": main}), Params(weights, self.names.forward)
+
+    # -- inputs ---------------------------------------------------------------------------
+    def _input_type(self, inp: Any) -> TensorType:
+        tt = inp.type.tensor_type
+        dtype = relay_dtype(tt.elem_type) or ""
+        if not tt.HasField("shape") and inp.name not in self.shapes:
+            raise FrontendError(f"from_onnx: graph input '{inp.name}' has no shape; give it "
+                                f"with shapes={{'{inp.name}': (...)}}")
+        dims: list[Dim] = []
+        for d in tt.shape.dim:
+            if d.HasField("dim_value") and d.dim_value >= 0:
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param") and isinstance(self.shapes.get(d.dim_param), int):
+                dims.append(int(self.shapes[d.dim_param]))
+            else:
+                dims.append(ANY)
+        given = self.shapes.get(inp.name)
+        if given is not None:
+            dims = self._fix_dims(inp.name, dims, given, tt.HasField("shape"))
+        return TensorType(tuple(dims), dtype)
+
+    def _fix_dims(self, name: str, dims: list[Dim], given: Any, declared: bool) -> list[Dim]:
+        try:
+            wanted = [None if g is None else int(g) for g in given]
+        except (TypeError, ValueError):
+            raise FrontendError(f"from_onnx: shapes['{name}'] must be a sequence of ints "
+                                f"(None for a dim left as declared), not {given!r}") from None
+        if not declared:
+            dims = [ANY] * len(wanted)
+        if len(wanted) != len(dims):
+            raise FrontendError(f"from_onnx: shapes['{name}'] has {len(wanted)} dims, the "
+                                f"graph input has {len(dims)}")
+        out: list[Dim] = []
+        for i, (d, g) in enumerate(zip(dims, wanted, strict=True)):
+            if g is not None and isinstance(d, int) and d != g:
+                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g}, the "
+                                    f"model fixes it to {d}")
+            if g is not None and g < 0:
+                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g}")
+            out.append(d if g is None else g)
+        return out
+
+    def _check_shapes_keys(self, inits: dict[str, Any]) -> None:
+        inputs = {i.name for i in self.graph.input if i.name not in inits}
+        symbols = {d.dim_param for i in self.graph.input
+                   for d in i.type.tensor_type.shape.dim if d.HasField("dim_param")}
+        for key, value in self.shapes.items():
+            if key in inputs:
+                continue
+            if key in symbols:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise FrontendError(f"from_onnx: shapes['{key}'] (a symbolic dim) must be "
+                                        f"a non-negative int, not {value!r}")
+                continue
+            raise FrontendError(f"from_onnx: shapes names neither a graph input nor a "
+                                f"symbolic dim: '{key}' (inputs: {', '.join(sorted(inputs))})")
+
+    # -- nodes ----------------------------------------------------------------------------
+    def _lookup(self, name: str, user: str) -> Expr:
+        try:
+            return self.env[name]
+        except KeyError:
+            raise FrontendError(f"from_onnx: {user} reads '{name}', which no earlier node, "
+                                "graph input or initializer defines (is the graph "
+                                "topologically sorted?)") from None
+
+    def _convert(self, step: Step) -> None:
+        node = step.node
+        where = f"{node.op_type}-{step.version} node {node_label(node)}"
+        inputs = tuple(self._lookup(n, where) if n else None for n in node.input)
+        ctx = NodeContext(node, step.version, self.builder, inputs, step.attrs)
+        try:
+            result = step.converter.convert(ctx)
+        except ConvertError as err:
+            raise FrontendError(f"from_onnx: {where}: {err}") from None
+        except (AttrError, RelationError, OpRuntimeError, ValueError, TypeError,
+                IndexError, KeyError) as err:  # a model the converter did not foresee
+            raise FrontendError(f"from_onnx: {where}: cannot convert "
+                                f"({type(err).__name__}: {err})") from None
+        outs = [result] if isinstance(result, Expr) else list(result)  # type: ignore[arg-type]
+        for i, name in enumerate(node.output):
+            if not name:
+                continue
+            if i >= len(outs) or outs[i] is None:
+                raise FrontendError(f"from_onnx: {where}: output {i} ('{name}') is not "
+                                    "supported")
+            self.env[name] = outs[i]

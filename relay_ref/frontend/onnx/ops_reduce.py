@@ -1,0 +1,76 @@
+"""Converters of reductions.
+
+Axes are an attribute up to ReduceSum-11 and the other Reduce*-13, an optional input from
+ReduceSum-13 and Reduce*-18; with the input form, ``noop_with_empty_axes=1`` and no axes
+make the op the identity. No axes otherwise reduce over every axis.
+"""
+
+from __future__ import annotations
+
+from relay_ref.frontend.onnx.builder import ConvertError
+from relay_ref.frontend.onnx.context import NodeContext, axis_of
+from relay_ref.frontend.onnx.registry import converter
+from relay_ref.ir.expr import Expr
+
+# ONNX op -> the op version from which the axes are an input
+_AXES_INPUT_SINCE = {
+    "ReduceSum": 13, "ReduceMean": 18, "ReduceMax": 18, "ReduceMin": 18, "ReduceProd": 18,
+    "ReduceL1": 18, "ReduceL2": 18, "ReduceLogSum": 18, "ReduceLogSumExp": 18,
+    "ReduceSumSquare": 18,
+}
+
+
+def _reduce(ctx: NodeContext) -> Expr:
+    op = ctx.node.op_type
+    x = ctx.need(0)
+    rank = ctx.rank(0)
+    if ctx.version >= _AXES_INPUT_SINCE[op]:
+        axes = ctx.static_ints(1, "axes") if ctx.input(1) is not None else None
+        if not axes and int(ctx.attr("noop_with_empty_axes", 0)):
+            return x
+    else:
+        raw = ctx.attr("axes")
+        axes = None if raw is None else [int(a) for a in raw]
+    axis = None if not axes else sorted({axis_of(ctx, a, rank) for a in axes})
+    keep = bool(int(ctx.attr("keepdims", 1)))
+
+    def red(name: str, y: Expr) -> Expr:
+        return ctx.call(name, y, axis=axis, keepdims=keep)
+
+    match op:
+        case "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd":
+            name = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max",
+                    "ReduceMin": "min", "ReduceProd": "prod"}[op]
+            return red(name, x)
+        case "ReduceL1":
+            return red("sum", ctx.call("abs", x))
+        case "ReduceL2":
+            return ctx.call("sqrt", red("sum", ctx.call("multiply", x, x)))
+        case "ReduceSumSquare":
+            return red("sum", ctx.call("multiply", x, x))
+        case "ReduceLogSum":
+            return ctx.call("log", red("sum", x))
+        case "ReduceLogSumExp":
+            # m + log(sum(exp(x - m))) with m the max, kept for broadcasting
+            m = ctx.call("max", x, axis=axis, keepdims=True)
+            s = ctx.call("sum", ctx.call("exp", ctx.call("subtract", x, m)), axis=axis,
+                         keepdims=keep)
+            m_out = m if keep else ctx.call("max", x, axis=axis, keepdims=False)
+            return ctx.call("add", ctx.call("log", s), m_out)
+    raise ConvertError(f"unknown reduction {op}")
+
+
+for _op, _since in _AXES_INPUT_SINCE.items():
+    converter(_op, until=_since - 1)(_reduce)
+    converter(_op, since=_since, static_inputs=(1,))(_reduce)
+
+
+def _arg(ctx: NodeContext) -> Expr:
+    name = "argmax" if ctx.node.op_type == "ArgMax" else "argmin"
+    axis = axis_of(ctx, int(ctx.attr("axis", 0)), ctx.rank(0))
+    y = ctx.call(name, ctx.need(0), axis=[axis], keepdims=bool(int(ctx.attr("keepdims", 1))),
+                 select_last_index=bool(int(ctx.attr("select_last_index", 0))))
+    return ctx.call("cast", y, dtype="int64")
+
+
+converter(("ArgMax", "ArgMin"))(_arg)

@@ -1,0 +1,148 @@
+"""The up-front check: everything a model needs that the frontend lacks, in one error,
+before any conversion work.
+
+``survey`` walks every node once: it resolves the node's op version from the model's
+opset (``onnx.defs.get_schema``), finds its converter (``registry.lookup``), reads its
+attributes and runs the converter's ``check``. It also checks the element types of the
+graph's inputs and initializers. Problems are gathered, not raised one by one: the error
+lists each unsupported operator with its op version and the names of the nodes using it,
+then each unsupported attribute value, output or element type.
+
+Invariant: when ``survey`` returns, every node has a converter that accepts its attribute
+values; the plan it returns gives, per node, that converter, its op version and its
+attributes, in graph order.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from relay_ref.diagnostics import ERROR, Diagnostic, FrontendError
+from relay_ref.frontend.onnx.builder import Builder
+from relay_ref.frontend.onnx.context import NodeContext
+from relay_ref.frontend.onnx.dtypes import relay_dtype, type_name
+from relay_ref.frontend.onnx.registry import DOMAINS, Converter, lookup
+
+_SHOWN_NODES = 5  # node names listed per unsupported operator
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One node ready to convert."""
+
+    node: Any  # onnx.NodeProto
+    version: int
+    converter: Converter
+    attrs: dict[str, object]
+
+
+def node_label(node: Any) -> str:
+    name = node.name or (node.output[0] if node.output else "")
+    return f"'{name}'" if name else "(unnamed)"
+
+
+def survey(proto: Any, opset: int) -> list[Step]:
+    """The conversion plan of ``proto``'s graph; raises one ``FrontendError`` listing every
+    problem found."""
+    import onnx
+
+    graph = proto.graph
+    unsupported: dict[tuple[str, int], list[str]] = defaultdict(list)
+    problems: list[str] = []
+    steps: list[Step] = []
+    for node in graph.node:
+        label = node_label(node)
+        if node.domain not in DOMAINS:
+            unsupported[(f"{node.domain}.{node.op_type}", _domain_opset(proto, node.domain))
+                        ].append(label)
+            continue
+        try:
+            version = onnx.defs.get_schema(node.op_type, opset, "").since_version
+        except Exception:  # onnx.defs.SchemaError: no such operator at this opset
+            unsupported[(node.op_type, opset)].append(label)
+            continue
+        conv = lookup(node.op_type, version)
+        if conv is None:
+            unsupported[(f"{node.op_type}-{version}", opset)].append(label)
+            continue
+        try:
+            attrs = read_attributes(node)
+        except Exception as err:  # an attribute onnx cannot decode
+            problems.append(f"{node.op_type} node {label}: unreadable attribute ({err})")
+            continue
+        ctx = NodeContext(node, version, Builder(), (None,) * len(node.input), attrs)
+        if conv.check is not None:
+            problems.extend(f"{node.op_type} node {label}: {msg}" for msg in conv.check(ctx))
+        if ctx.num_outputs > conv.outputs:
+            extra = [o for o in list(node.output)[conv.outputs:] if o]
+            problems.append(f"{node.op_type} node {label}: output(s) "
+                            f"{', '.join(repr(o) for o in extra)} not supported (only the "
+                            f"first {conv.outputs})")
+        steps.append(Step(node, version, conv, attrs))
+    problems.extend(_dtype_problems(graph))
+    if unsupported or problems:
+        raise FrontendError(_diagnostics(unsupported, problems))
+    return steps
+
+
+def read_attributes(node: Any) -> dict[str, object]:
+    """A node's attributes as Python values: strings decoded, tensors as NumPy arrays,
+    floats (float32 in ONNX) as the double their shortest float32 text reads as (the same
+    float32), graphs left as ``GraphProto``s."""
+    from onnx import helper, numpy_helper
+
+    out: dict[str, object] = {}
+    for a in node.attribute:
+        value = helper.get_attribute_value(a)
+        if a.type == a.FLOAT:  # a float32: its shortest float32 text, 1e-4 not 9.99e-05
+            value = float(str(np.float32(value)))
+        elif a.type == a.FLOATS:
+            value = [float(str(np.float32(v))) for v in value]
+        elif isinstance(value, bytes):
+            value = value.decode("utf-8", errors="replace")
+        elif isinstance(value, list) and value and isinstance(value[0], bytes):
+            value = [v.decode("utf-8", errors="replace") for v in value]
+        elif a.type == a.TENSOR:
+            value = numpy_helper.to_array(value)
+        out[a.name] = value
+    return out
+
+
+def _domain_opset(proto: Any, domain: str) -> int:
+    return next((o.version for o in proto.opset_import if o.domain == domain), 0)
+
+
+def _dtype_problems(graph: Any) -> list[str]:
+    out = []
+    for inp in graph.input:
+        kind = inp.type.WhichOneof("value")
+        if kind != "tensor_type":
+            out.append(f"graph input '{inp.name}' is a {kind or 'value of unknown type'}, not "
+                       "a tensor")
+        elif relay_dtype(inp.type.tensor_type.elem_type) is None:
+            out.append(f"graph input '{inp.name}' has element type "
+                       f"{type_name(inp.type.tensor_type.elem_type)}, which has no Relay dtype")
+    for init in graph.initializer:
+        if relay_dtype(init.data_type) is None:
+            out.append(f"initializer '{init.name}' has element type "
+                       f"{type_name(init.data_type)}, which has no Relay dtype")
+    return out
+
+
+def _diagnostics(unsupported: dict[tuple[str, int], list[str]],
+                 problems: list[str]) -> list[Diagnostic]:
+    n_ops = sum(len(v) for v in unsupported.values())
+    head = (f"the model cannot be imported: {n_ops} node(s) of {len(unsupported)} "
+            f"unsupported operator(s), {len(problems)} other problem(s)")
+    out = [Diagnostic(ERROR, head)]
+    for (op, opset), labels in sorted(unsupported.items()):
+        shown = ", ".join(labels[:_SHOWN_NODES])
+        more = f" and {len(labels) - _SHOWN_NODES} more" if len(labels) > _SHOWN_NODES else ""
+        out.append(Diagnostic(ERROR, f"unsupported operator {op} (opset {opset}): "
+                                     f"{len(labels)} node(s): {shown}{more}"))
+    out.extend(Diagnostic(ERROR, p) for p in problems)
+    return out

@@ -53,6 +53,14 @@ def _fallback(op: str, args: list, attrs: object, out: Array | None) -> object:
     return out
 
 
+@functools.cache
+def _blas() -> object:
+    """``relay_ref.compute.cpu.blas``, imported once on first use (see above)."""
+    from relay_ref.compute.cpu import blas
+
+    return blas
+
+
 def _is_float(x: object) -> bool:
     return type(x) is np.ndarray and x.dtype in _FLOATS
 
@@ -60,18 +68,20 @@ def _is_float(x: object) -> bool:
 # -- BLAS ----------------------------------------------------------------------------------
 
 def _blas_dtype_ok(a: object, b: object, attrs: object) -> bool:
-    """Both operands float32/float64 of one dtype, non-empty, no other output dtype."""
-    return (_is_float(a) and type(b) is np.ndarray and b.dtype == a.dtype  # type: ignore[union-attr]
-            and attrs.out_dtype in ("", a.dtype.name)  # type: ignore[attr-defined,union-attr]
-            and a.size > 0 and b.size > 0)  # type: ignore[union-attr]
+    """Both operands float32/float64 of one dtype, non-empty, no other output dtype. (The
+    order of the tests is the cheap-first one: this runs on every call of a small dense,
+    an RNN step's, where it used to cost more than the product.)"""
+    out_dtype = attrs.out_dtype  # type: ignore[attr-defined]
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype in _FLOATS
+            and b.dtype == a.dtype and a.size > 0 and b.size > 0
+            and (not out_dtype or out_dtype == a.dtype.name))
 
 
 def dense(args: list, attrs: object, out: Array | None = None) -> object:
     """``nn.dense``: (..., K) x (N, K) -> (..., N) through BLAS."""
     x, w = args
     if _blas_dtype_ok(x, w, attrs) and w.ndim == 2 and x.ndim >= 1 and x.shape[-1] == w.shape[1]:
-        from relay_ref.compute.cpu import blas
-        return blas.dense(x, w, out)
+        return _blas().dense(x, w, out)
     return _fallback("nn.dense", args, attrs, out)
 
 

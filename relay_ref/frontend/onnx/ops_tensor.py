@@ -46,7 +46,7 @@ def flatten(ctx: NodeContext) -> Expr:
     axis = int(ctx.attr("axis", 1))
     if not -rank <= axis <= rank:
         raise ConvertError(f"axis {axis} is out of range for rank {rank}")
-    axis %= rank + 1 if axis < 0 else rank + 1
+    axis = axis + rank if axis < 0 else axis  # [-rank, rank] -> [0, rank]
     shape = ctx.shape(0)
     if all(isinstance(d, int) for d in shape):
         new = [math.prod(shape[:axis]), math.prod(shape[axis:])]  # type: ignore[arg-type]

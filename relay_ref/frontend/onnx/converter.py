@@ -6,8 +6,9 @@ Order of work (each step's failures are ``FrontendError``s):
 3. make ``@main``'s parameters: the graph's inputs that are not initializers, in graph
    order, then the initializers the graph uses (the weights), in initializer order. An
    initializer is embedded as a constant instead when some node reads it as a value at
-   import time (a ``Reshape`` shape, ``Unsqueeze`` axes: ``Converter.static_inputs``), or
-   when ``freeze_params`` is set;
+   import time, directly or through shape arithmetic (a ``Reshape`` shape, ``Unsqueeze``
+   axes: ``Converter.static_inputs``) and it is small (``FOLD_LIMIT`` elements), or when
+   ``freeze_params`` is set;
 4. convert the nodes in graph order (ONNX requires a topologically sorted graph), each by
    its converter, binding the node's outputs by name;
 5. ``@main`` returns the graph's output, or a tuple of its outputs.
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.diagnostics import FrontendError
-from relay_ref.frontend.onnx.builder import Builder, ConvertError
+from relay_ref.frontend.onnx.builder import FOLD_LIMIT, Builder, ConvertError
 from relay_ref.frontend.onnx.context import NodeContext
 from relay_ref.frontend.onnx.dtypes import relay_dtype
 from relay_ref.frontend.onnx.load import default_opset, load_model
@@ -74,8 +75,7 @@ class _Converter:
         inits = {i.name: i for i in self.graph.initializer}
         used = {n for node in self.graph.node for n in node.input if n}
         used |= {o.name for o in self.graph.output}
-        static = {step.node.input[i] for step in self.steps
-                  for i in step.converter.static_inputs if i < len(step.node.input)}
+        static = self._static_names()
         self._check_shapes_keys(inits)
 
         params: list[Var] = []
@@ -89,7 +89,7 @@ class _Converter:
             if name not in used:
                 continue
             array = numpy_helper.to_array(init)
-            if self.freeze or name in static:
+            if self.freeze or (name in static and array.size <= FOLD_LIMIT):
                 self.env[name] = self.builder.const(array)
                 continue
             relay = self.names.relay_name(name)
@@ -105,6 +105,24 @@ class _Converter:
         body = outs[0] if len(outs) == 1 else self.builder.tuple(*outs)
         main = Function(tuple(params), body)
         return IRModule({"main": main}), Params(weights, self.names.forward)
+
+    def _static_names(self) -> set[str]:
+        """The values some node reads at import time, and everything they are computed
+        from (a Reshape shape made by Concat of a Gather of Shape: the Gather's index
+        initializer must be a constant too)."""
+        producer = {o: step.node for step in self.steps for o in step.node.output if o}
+        todo = [step.node.input[i] for step in self.steps
+                for i in step.converter.static_inputs if i < len(step.node.input)]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            if not name or name in seen:
+                continue
+            seen.add(name)
+            node = producer.get(name)
+            if node is not None and node.op_type != "Shape":  # Shape reads only a type
+                todo.extend(node.input)
+        return seen
 
     # -- inputs ---------------------------------------------------------------------------
     def _input_type(self, inp: Any) -> TensorType:

@@ -512,13 +512,20 @@ def test_builtin_patterns_are_tvms(name: str, pattern: OpPattern) -> None:
 
 
 def test_a_user_op_declares_its_pattern_or_is_opaque() -> None:
+    from relay_ref.ops import registry
     from relay_ref.ops.relations import identity_rel
 
-    for name, pattern in (("test.fuse_ewise", OpPattern.ELEMWISE), ("test.fuse_opaque", None)):
-        extra = {} if pattern is None else {"op_pattern": pattern}
-        register_op(name, num_inputs=1, relation=identity_rel(name),
-                    reference=lambda args, attrs: np.negative(args[0]), override=True, **extra)
-    assert get_op("test.fuse_opaque").op_pattern == OpPattern.OPAQUE
-    _, out = fuse(f"def @main(%x: {T}) {{ test.fuse_opaque(exp(test.fuse_ewise(%x))) }}")
-    assert sorted(len([n for n in post_order(g.body) if isinstance(n, Call)])
-                  for g in primitive_functions(out)) == [1, 2]
+    names = ("test.fuse_ewise", "test.fuse_opaque")
+    try:
+        for name, pattern in zip(names, (OpPattern.ELEMWISE, None), strict=True):
+            extra = {} if pattern is None else {"op_pattern": pattern}
+            register_op(name, num_inputs=1, relation=identity_rel(name),
+                        reference=lambda args, attrs: np.negative(args[0]), override=True,
+                        **extra)
+        assert get_op("test.fuse_opaque").op_pattern == OpPattern.OPAQUE
+        _, out = fuse(f"def @main(%x: {T}) {{ test.fuse_opaque(exp(test.fuse_ewise(%x))) }}")
+        assert sorted(len([n for n in post_order(g.body) if isinstance(n, Call)])
+                      for g in primitive_functions(out)) == [1, 2]
+    finally:  # other tests enumerate the registry (the program generator's op table)
+        for name in names:
+            registry._REGISTRY.pop(name, None)

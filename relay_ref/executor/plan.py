@@ -52,11 +52,19 @@ class Plan:
                 f"calls, {self.constants} constants")
 
     def table(self) -> str:
-        """The groups as a text table, most frequent first."""
-        lines = [f"{'count':>5}  {'strategy':13} {'kernels':28} group"]
+        """The groups as a text table, most frequent first (a group's kernels counted by
+        kind; a label longer than 72 characters shortened, with its op count)."""
+        rows = []
         for g in sorted(self.groups, key=lambda g: (-g.count, g.label)):
-            lines.append(f"{g.count:5d}  {g.strategy:13} {', '.join(g.kernels)[:28]:28} "
-                         f"{g.label}")
+            kinds = Counter(g.kernels)
+            kernels = ", ".join(k if n == 1 else f"{k} x{n}" for k, n in kinds.items())
+            label = g.label
+            if len(label) > 72:
+                label = f"{label[:60]}... ({label.count('+') + 1} ops)"
+            rows.append((f"{g.count:5d}", g.strategy, kernels, label))
+        width = max([len("kernels"), *(len(r[2]) for r in rows)])
+        lines = [f"{'count':>5}  {'strategy':13} {'kernels':{width}} group"]
+        lines += [f"{c}  {s:13} {k:{width}} {lab}" for c, s, k, lab in rows]
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -190,12 +190,13 @@ def test_unsupported_element_types_are_listed():
         from_onnx(model)
 
 
-def test_an_op_version_without_converter_is_named():
-    """Softmax-1 exists at opset 7; Upsample has no converter at all."""
-    nodes = [helper.make_node("Upsample", ["x", "s"], ["y"], name="up")]
-    model = _model(nodes, [_vi("x", [1, 1, 2, 2]), _vi("s", [4])], [_vi("y", None)],
-                   opset=9)
-    with pytest.raises(rr.FrontendError, match=r"unsupported operator Upsample-9 \(opset 9\)"):
+def test_an_unsupported_op_is_named_with_its_version_and_the_opset():
+    nodes = [helper.make_node("NonMaxSuppression", ["b", "s"], ["y"], name="nms")]
+    model = _model(nodes, [_vi("b", [1, 4, 4]), _vi("s", [1, 1, 4])],
+                   [_vi("y", None, TensorProto.INT64)], opset=11)
+    with pytest.raises(rr.FrontendError,
+                       match=r"unsupported operator NonMaxSuppression-10 \(opset 11\): "
+                             r"1 node\(s\): 'nms'"):
         from_onnx(model)
 
 
@@ -263,3 +264,14 @@ def test_constants_of_small_int_shapes_fold_but_float_weights_stay_calls():
     ints = node_model("ConstantOfShape", {}, {"value": np.array([7], np.int64)}, opset=13,
                       initializers={"s": np.array([2], np.int64)})
     assert isinstance(from_onnx(ints)[0]["main"].body, Constant)
+
+
+def test_resize_scales_that_give_fractional_dims_are_refused():
+    """ONNX maps coordinates by the scale, resize2d by the size ratio: they differ unless
+    the scaled dims are whole, so the frontend says so instead of computing another
+    result."""
+    model = node_model("Resize", {"x": rand(1, 1, 7, 8)}, {"mode": "linear"}, opset=13,
+                       input_names=["x", "", "sc"],
+                       initializers={"sc": np.array([1, 1, 0.5, 1.0], np.float32)})
+    with pytest.raises(rr.FrontendError, match="do not give whole output dims"):
+        from_onnx(model)

@@ -195,7 +195,7 @@ def test_an_unsupported_op_is_named_with_its_version_and_the_opset():
     model = _model(nodes, [_vi("b", [1, 4, 4]), _vi("s", [1, 1, 4])],
                    [_vi("y", None, TensorProto.INT64)], opset=11)
     with pytest.raises(rr.FrontendError,
-                       match=r"unsupported operator NonMaxSuppression-10 \(opset 11\): "
+                       match=r"unsupported operator NonMaxSuppression-11 \(opset 11\): "
                              r"1 node\(s\): 'nms'"):
         from_onnx(model)
 

@@ -234,6 +234,13 @@ CASES = [
     Case("reduce_log_sum_exp", "ReduceLogSumExp", {"x": X4}, {"axes": [1], "keepdims": 0}),
     Case("argmax_last", "ArgMax", {"x": np.array([[1, 3, 3], [2, 2, 0]], np.float32)},
          {"axis": 1, "select_last_index": 1}),
+    Case("topk", "TopK", {"x": np.array([[3, 1, 3, 2], [0, 5, 5, 5]], np.float32)},
+         {"axis": 1}, init={"k": _ints(3)}, n_outputs=2),
+    Case("topk_smallest", "TopK", {"x": rand(3, 5)}, {"axis": 0, "largest": 0},
+         init={"k": _ints(2)}, n_outputs=2, opset=11),
+    Case("cumsum", "CumSum", {"x": rand(3, 4)}, init={"a": np.array(1, I64)}),
+    Case("cumsum_rev_excl", "CumSum", {"x": rand(3, 4)}, {"reverse": 1, "exclusive": 1},
+         init={"a": np.array(-2, I64)}),
     Case("argmin", "ArgMin", {"x": X4}, {"axis": -1, "keepdims": 0}),
 ]
 

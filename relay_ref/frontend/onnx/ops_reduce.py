@@ -74,3 +74,29 @@ def _arg(ctx: NodeContext) -> Expr:
 
 
 converter(("ArgMax", "ArgMin"))(_arg)
+
+
+@converter("TopK", since=10, static_inputs=(1,), outputs=2)
+def topk(ctx: NodeContext) -> tuple[Expr, Expr]:
+    """(values, int64 indices) of the K largest (``largest=0``: smallest) along ``axis``,
+    sorted; ties keep the lower index first."""
+    k = ctx.static_ints(1, "K") or []
+    if len(k) != 1:
+        raise ConvertError(f"K must hold one value, found {k}")
+    axis = axis_of(ctx, int(ctx.attr("axis", -1)), ctx.rank(0))
+    y = ctx.call("topk", ctx.need(0), k=k[0], axis=axis, ret_type="both",
+                 is_ascend=not int(ctx.attr("largest", 1)), dtype="int64")
+    return ctx.builder.item(y, 0), ctx.builder.item(y, 1)
+
+
+@converter("CumSum", since=11, static_inputs=(1,))
+def cumsum(ctx: NodeContext) -> Expr:
+    """``reverse`` sums from the end: the input and the result are reversed around it."""
+    axis_v = ctx.static_ints(1, "axis") or [0]
+    axis = axis_of(ctx, axis_v[0], ctx.rank(0))
+    x = ctx.need(0)
+    reverse = bool(int(ctx.attr("reverse", 0)))
+    if reverse:
+        x = ctx.call("reverse", x, axis=axis)
+    y = ctx.call("cumsum", x, axis=axis, exclusive=bool(int(ctx.attr("exclusive", 0))))
+    return ctx.call("reverse", y, axis=axis) if reverse else y

@@ -1,4 +1,5 @@
-"""The ``relay`` command: check, run, format and optimise Relay programs.
+"""The ``relay`` command: check, run, format and optimise Relay programs; import ONNX models
+(``cli_import``).
 
 Exit codes: 0 success; 1 a user error in the program (diagnostics on stderr) or a failed
 ``fmt --check``; 2 bad command-line usage or an unreadable file; 70 an internal error (a bug
@@ -164,7 +165,8 @@ def _is_number(text: str) -> bool:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="relay",
-        description="Check, run and format programs in TVM's Relay text format (v0.0.5).",
+        description="Check, run, format and optimise programs in TVM's Relay text format "
+                    "(v0.0.5); import ONNX models as Relay text.",
         epilog="Exit status: 0 ok, 1 errors in the program, 2 usage errors, 70 internal "
                "errors. Set NO_COLOR to disable colours.")
     parser.add_argument("--version", action="version", version=f"relay_ref {__version__}")
@@ -199,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
                      help="report recursion deeper than N nested calls (default 1000000; "
                           "interpreter only)")
+    run.add_argument("--params", metavar="FILE.npz",
+                     help="bind @main's parameters named by the keys of FILE.npz to its "
+                          "arrays (the weights 'relay import' saves); the remaining "
+                          "parameters are the ARGs")
     run.add_argument("--compile", action="store_true",
                      help="compile the program with rr.compile (fused numba kernels, "
                           "generated Python for control flow) and run that instead of the "
@@ -219,6 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="exit 1 if a file is not in canonical form; change nothing")
     mode.add_argument("-i", "--in-place", action="store_true", help="rewrite files in place")
     fmt.set_defaults(func=_cmd_fmt)
+
+    from relay_ref.cli_import import add_parser as add_import
+
+    add_import(sub)
 
     opt = sub.add_parser("opt", help="run optimisation passes, or check them",
                          description="Print FILE after the named passes (type-checked before "

@@ -7,6 +7,12 @@ parameter). Exit codes and colours are ``relay_ref.cli``'s: 0 ok, 1 an error in 
 or its arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor
 for ``--output``, options that do not combine).
 
+``--params FILE.npz`` binds the parameters of ``@main`` named by the archive's keys to its
+arrays (the weights ``relay import`` saves; ``cli_weights``) before anything runs, as
+``rr.compile(mod, params=...)`` binds them: the remaining parameters are the arguments. A key
+naming no parameter, or an array that does not fit its parameter's type, is an error located
+at the parameter (exit 1); an unreadable archive a usage error (exit 2).
+
 ``--compile`` runs ``@main`` through ``rr.compile`` (the fast executor) instead of the
 definitional interpreter; everything else -- argument parsing, the printed value, located
 diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--profile``
@@ -93,15 +99,29 @@ def run_file(args: argparse.Namespace) -> int:
         return _usage(f"{args.file}: not UTF-8 text (byte {err.start})")
     except OSError as err:
         return _usage(f"{args.file}: cannot read: {err.strerror or err}")
+    weights = None
+    if getattr(args, "params", None):
+        from relay_ref.cli_weights import WeightsError, load_weights
+
+        try:
+            weights = load_weights(args.params)
+        except WeightsError as err:
+            return _usage(f"--params {err}")
     try:
         mod = rr.infer_types(rr.parse(text, args.file, prelude=not args.no_prelude))
         entry = mod.functions.get(args.entry)
         if entry is None:
             return _usage(f"{args.file}: no function @{args.entry} to run")
+        if weights:
+            # the weights become constants; the parameters left are the arguments
+            mod = repl.bind_params(mod, weights, args.entry, label=args.params)
+            entry = mod.functions[args.entry]
         if len(args.args) != len(entry.params):
-            names = " ".join(f"%{p.name_hint}" for p in entry.params) or "no arguments"
+            names = " ".join(f"%{p.name_hint}" for p in entry.params[:8]) or "no arguments"
+            if len(entry.params) > 8:
+                names += f" and {len(entry.params) - 8} more"
             return _usage(f"@{args.entry} takes {len(entry.params)} argument(s) ({names}), "
-                          f"{len(args.args)} given")
+                          f"{len(args.args)} given{_weights_hint(args, text)}")
         values = []
         for i, (arg, param) in enumerate(zip(args.args, entry.params, strict=True)):
             value = _argument(arg, i, mod, param.type_annotation, param.name_hint)
@@ -123,6 +143,16 @@ def run_file(args: argparse.Namespace) -> int:
     if compiled and profile:
         print(_profile_text(exe.stats), file=sys.stderr)
     return status
+
+
+def _weights_hint(args: argparse.Namespace, text: str) -> str:
+    """For a file ``relay import`` wrote, run without ``--params``: which file to give."""
+    if getattr(args, "params", None):
+        return ""
+    from relay_ref.cli_weights import weights_named_in
+
+    named = weights_named_in(text, args.file)
+    return f"; its weights are in {named}: add --params {named}" if named else ""
 
 
 def _profile_text(stats: Any) -> str:

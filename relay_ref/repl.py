@@ -16,6 +16,9 @@ beside the public API and may use any layer below. It exposes:
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
   (an expression with typed free variables compiled by ``rr.compile``, for ``:time
   --compile``);
+* models (``relay import``, ``relay run --params``): ``import_onnx`` (an ONNX file as a
+  module and its weights, ``--shape`` specs resolved against the graph's inputs),
+  ``bind_params`` (weights bound by parameter name, as ``rr.compile(params=)`` binds them);
 * the IR and diagnostic classes a REPL inspects or builds (re-exported below).
 
 Invariants: every function raises only ``RelayError`` subclasses for mistakes in the Relay
@@ -25,6 +28,8 @@ caches of the layers below (the prelude, the op registry).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from relay_ref.deepstack import run_deep
@@ -46,6 +51,7 @@ __all__ = [
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
     "check_named_pass", "compile_expr", "evaluate_checked", "format_trace", "op_info", "op_names",
+    "OnnxImport", "bind_params", "import_onnx",
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
 ]
@@ -356,3 +362,63 @@ def warm_up() -> None:
     import relay_ref.ops.registry  # noqa: F401
     import relay_ref.syntax.parser  # noqa: F401
     import relay_ref.typecheck.infer  # noqa: F401
+
+
+# ---- models -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class OnnxImport:
+    """An imported ONNX model: ``module``'s ``@main`` takes the graph inputs (``inputs``:
+    ``(onnx name, relay name)`` pairs, in order), then the weights in ``params`` (keyed by
+    parameter name; empty with ``freeze_params``)."""
+
+    module: IRModule
+    params: dict[str, Any]
+    inputs: tuple[tuple[str, str], ...]
+    opset: int
+    nodes: int
+
+
+def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] = (), *,
+                freeze_params: bool = False) -> OnnxImport:
+    """``relay_ref.frontend.onnx.from_onnx`` on the file ``path``, with ``relay import``'s
+    ``--shape NAME=DIMS`` specs: a NAME that is a graph input (its ONNX name or its Relay
+    name) gets DIMS as its shape (None keeps a dim as declared); any other NAME with one
+    dim is a symbolic dimension (``batch=1``). Raises ``FrontendError`` for a file that is
+    not a model, unsupported operators, or a spec naming neither."""
+    from relay_ref.frontend.onnx import from_onnx
+    from relay_ref.frontend.onnx.load import default_opset, load_model
+    from relay_ref.frontend.onnx.names import sanitise
+
+    proto = load_model(path)
+    inits = {i.name for i in proto.graph.initializer}
+    graph_inputs = [i.name for i in proto.graph.input if i.name not in inits]
+    by_name = {n: n for n in graph_inputs} | {sanitise(n): n for n in graph_inputs
+                                              if sanitise(n) not in graph_inputs}
+    given: dict[str, Any] = {}
+    for name, dims in shapes:
+        if name in by_name:
+            given[by_name[name]] = dims
+        elif len(dims) == 1 and dims[0] is not None:
+            given[name] = dims[0]
+        else:
+            given[name] = dims  # from_onnx names the mistake
+    mod, params = from_onnx(proto, given, freeze_params=freeze_params)
+    relay = getattr(params, "relay_names", {})
+    return OnnxImport(mod, params, tuple((n, relay.get(n, n)) for n in graph_inputs),
+                      default_opset(proto), len(proto.graph.node))
+
+
+def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
+                label: str = "params") -> IRModule:
+    """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
+    constants (checked against their types), as ``rr.compile(mod, params=params)`` binds
+    them; the other parameters stay, in order. ``label`` names ``params`` in the
+    ``RelayError`` for a name that is no parameter or a value that does not fit."""
+    from relay_ref.executor.compile import _bind_params
+    from relay_ref.typecheck.infer import infer_types
+
+    if entry not in mod.functions:
+        raise RelayError(f"{label}: the module has no function @{entry}")
+    return _bind_params(infer_types(mod), entry, dict(params), label=label)
+

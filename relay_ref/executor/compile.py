@@ -94,15 +94,17 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                       profile=profile, memory=memory)
 
 
-def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
-    """``@entry`` with the parameters named in ``params`` replaced by constants."""
+def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,
+                 label: str = "compile: params") -> IRModule:
+    """``@entry`` with the parameters named in ``params`` replaced by constants (type-checked
+    again). ``label`` names ``params`` in errors (``relay run --params`` gives the file)."""
     if not params:
         return mod
     func = mod.functions[entry]
     by_name = {p.name_hint: p for p in func.params}
     for key in params:
         if not isinstance(key, str) or key not in by_name:
-            raise RelayError(f"compile: params names no parameter of @{entry}: {key!r} (its "
+            raise RelayError(f"{label} names no parameter of @{entry}: {key!r} (its "
                              f"parameters: {', '.join('%' + n for n in by_name) or 'none'})",
                              func.span)
     types = dict(zip(func.params, param_types(mod, entry, func), strict=True))
@@ -112,10 +114,10 @@ def _bind_params(mod: IRModule, entry: str, params: dict[str, Any]) -> IRModule:
         try:
             array = convert_argument(value, types[var], mod)
         except ArgumentError as err:
-            raise RelayError(f"compile: params[{key!r}] does not fit %{key}: {err.message}",
+            raise RelayError(f"{label}[{key!r}] does not fit %{key}: {err.message}",
                              var.span) from None
         if type(array) is not np.ndarray:
-            raise RelayError(f"compile: params[{key!r}]: only tensor parameters can be bound",
+            raise RelayError(f"{label}[{key!r}]: only tensor parameters can be bound",
                              var.span)
         array = np.array(array, copy=True)  # the caller may reuse its buffer
         consts[var] = Constant(array, var.span)

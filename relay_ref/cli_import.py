@@ -1,0 +1,234 @@
+"""``relay import MODEL.onnx [-o OUT.relay]``: an ONNX model as readable Relay text.
+
+The text is ``@main`` in graph form (``%0 = nn.conv2d(...);`` bindings, as TVM's frontend
+output reads), type-checked before it is written, under a header of ``//`` comments naming
+the source model, the weights and how to run it. The weights go, by default, to a side
+``.npz`` file (``cli_weights``: keys are ``@main``'s parameter names, so ``relay run OUT.relay
+--params OUT.npz INPUT.npy`` binds them by name and the remaining parameters are the
+inputs). ``--embed`` binds them into the program instead: they become constants, written in
+the text's ``#[metadata]`` section, and ``@main`` takes only the inputs; the graph is the one
+the side-file import has. ``--freeze-params`` imports with ``from_onnx(...,
+freeze_params=True)``: weights are constants while importing, so the importer folds the
+computations on them it can (implies ``--embed``).
+
+Exit codes are ``relay_ref.cli``'s: 1 for a model that cannot be imported (a file that is
+not ONNX, unsupported operators -- all listed in one error -- or a ``--shape`` naming no
+input), 2 for usage (a missing model file, a malformed ``--shape``, an unwritable output).
+Files are written atomically (``cli_weights.write_files``): an error leaves nothing
+half-written. A progress bar (stderr, terminals only) follows the steps of a large model.
+
+Part of the CLI layer: it uses only the public API and ``relay_ref.repl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import relay_ref as rr
+from relay_ref.cli import EXIT_OK, _Usage
+
+if TYPE_CHECKING:
+    from relay_ref.repl import OnnxImport
+
+
+def add_parser(sub: Any) -> None:
+    """The ``import`` subcommand's options (``cli.build_parser`` calls this)."""
+    p = sub.add_parser(
+        "import", help="convert an ONNX model to Relay text",
+        description="Convert the ONNX model MODEL to Relay text: @main in graph form, "
+                    "type-checked, with the graph inputs first and then the weights as "
+                    "parameters. The weights are saved to a .npz file keyed by parameter "
+                    "name (named in a comment at the top of the text), for "
+                    "'relay run OUT.relay --params OUT.npz INPUT.npy'.",
+        epilog="Exit status: 0 ok, 1 the model cannot be imported (every unsupported "
+               "operator is listed), 2 usage errors.")
+    p.add_argument("model", metavar="MODEL", help="the .onnx file")
+    p.add_argument("-o", "--output", metavar="OUT.relay",
+                   help="write the text here (atomically) and the weights beside it, to "
+                        "OUT.npz; without -o the text goes to standard output and the "
+                        "weights only where --weights says")
+    p.add_argument("--weights", metavar="FILE.npz",
+                   help="where to save the weights (default with -o: OUT.npz)")
+    p.add_argument("--embed", action="store_true",
+                   help="bind the weights into the program as constants, written in the "
+                        "text's #[metadata] section (no .npz; @main takes only the inputs)")
+    p.add_argument("--freeze-params", action="store_true",
+                   help="import with the weights as constants (from_onnx freeze_params): "
+                        "the importer folds what it can compute from them; implies --embed")
+    p.add_argument("--shape", action="append", default=[], type=shape_spec,
+                   metavar="NAME=DIMS",
+                   help="fix an input's shape (data=1,3,224,224; ? keeps a dim as the "
+                        "model declares it) or a symbolic dimension (batch=1); repeatable")
+    p.set_defaults(func=run_import)
+
+
+def shape_spec(text: str) -> tuple[str, tuple[int | None, ...]]:
+    """argparse type for ``--shape``: ``NAME=D1,D2,...`` (each a non-negative int or ``?``;
+    brackets allowed, ``NAME=()`` a scalar)."""
+    name, eq, dims = text.partition("=")
+    name, dims = name.strip(), dims.strip().strip("[]()").strip()
+    if not eq or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=DIMS (e.g. data=1,3,224,224), "
+                                         f"got {text!r}")
+    if not dims:
+        if text.rstrip().endswith(("()", "[]")):
+            return name, ()
+        raise argparse.ArgumentTypeError(f"{name}: no dims given in {text!r} (write {name}=() "
+                                         "for a scalar)")
+    out: list[int | None] = []
+    for part in dims.split(","):
+        part = part.strip()
+        if part == "?":
+            out.append(None)
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name}: dim {part!r} is not an integer or ? "
+                                             f"(in {text!r})") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{name}: dim {value} is negative (in {text!r})")
+        out.append(value)
+    return name, tuple(out)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """The ``relay import`` command; exit codes as ``relay_ref.cli``."""
+    from relay_ref import repl
+    from relay_ref.cli_weights import write_files
+    model = args.model
+    if not os.path.exists(model):
+        raise _Usage(f"{model}: no such file")
+    if os.path.isdir(model):
+        raise _Usage(f"{model}: is a directory, not an ONNX model")
+    output = None if args.output in (None, "-") else Path(args.output)
+    embed = args.embed or args.freeze_params
+    if embed and args.weights:
+        raise _Usage("--weights saves the weights to a side file; --embed and "
+                     "--freeze-params put them in the text: give one or the other")
+    weights_path = Path(args.weights) if args.weights else (
+        output.with_suffix(".npz") if output is not None and not embed else None)
+    for target in (output, weights_path):
+        if target is not None and not target.parent.is_dir():
+            raise _Usage(f"{target}: cannot write (no folder {target.parent})")
+    if output is not None and weights_path is not None and \
+            output.resolve() == weights_path.resolve():
+        raise _Usage(f"{output}: the text and the weights would be the same file")
+
+    with _Steps() as progress:
+        step = progress.step
+        step(f"importing {os.path.basename(model)}")
+        imported = repl.import_onnx(model, args.shape, freeze_params=args.freeze_params)
+        params = dict(imported.params)
+        step("checking types")
+        mod = rr.infer_types(imported.module)
+        if embed and params:
+            mod = repl.bind_params(mod, params, label="--embed")
+            params = {}
+        step("printing")
+        text = _header(model, imported, output, weights_path, embed, params) + \
+            rr.astext(mod)
+        if not text.endswith("\n"):
+            text += "\n"
+        progress.more(len(params) if weights_path is not None else 0)
+        step("writing weights" if weights_path is not None and params else "writing")
+        texts = {output: text} if output is not None else {}
+        arrays = {weights_path: params} if weights_path is not None and params else {}
+        try:
+            write_files(texts, arrays, advance=lambda key: progress.advance())
+        except OSError as err:
+            raise _Usage(f"cannot write {err.filename or output}: "
+                         f"{err.strerror or err}") from None
+    if output is None:
+        sys.stdout.write(text)
+    _summary(output, weights_path if arrays else None, text, params)
+    return EXIT_OK
+
+
+def _header(model: str, imported: OnnxImport, output: Path | None,
+            weights: Path | None, embed: bool, params: dict[str, Any]) -> str:
+    """The leading ``//`` comments: the source, where the weights are, how to run it."""
+    from relay_ref.cli_weights import WEIGHTS_LINE
+
+    lines = [f"// Imported from {os.path.basename(model)} by relay import (relay_ref "
+             f"{rr.__version__}): ONNX opset {imported.opset}, {imported.nodes} nodes."]
+    inputs = " ".join(f"INPUT_{r}.npy" for _, r in imported.inputs) or ""
+    me = output.name if output is not None else "OUT.relay"
+    if embed or not params:
+        lines.append("// Weights: " + ("constants in the #[metadata] section" if embed
+                                       else "none"))
+        lines.append(f"// Run: relay run {me} {inputs}".rstrip())
+    elif weights is not None:
+        where = os.path.relpath(weights, output.parent if output is not None else ".")
+        lines.append(WEIGHTS_LINE.format(name=where, count=len(params)))
+        lines.append(f"// Run: relay run {me} --params {where} {inputs}".rstrip())
+    else:
+        lines.append(f"// Weights: not saved ({len(params)} parameters after the inputs; "
+                     "relay import -o OUT.relay or --weights FILE.npz saves them)")
+    for onnx_name, relay_name in imported.inputs:
+        if onnx_name != relay_name:
+            lines.append(f"// Input %{relay_name} is the ONNX input {onnx_name!r}.")
+    return "\n".join(lines) + "\n"
+
+
+def _summary(output: Path | None, weights: Path | None, text: str,
+             params: dict[str, Any]) -> None:
+    parts = []
+    if output is not None:
+        parts.append(f"{output} ({text.count(chr(10))} lines)")
+    if weights is not None:
+        size = sum(getattr(a, "nbytes", 0) for a in params.values())
+        parts.append(f"{weights} ({len(params)} arrays, {size / 1e6:.1f} MB)")
+    if parts:
+        print("relay import: wrote " + " and ".join(parts), file=sys.stderr)
+
+
+class _Steps:
+    """A rich progress bar over the import's steps and the arrays written (stderr, shown
+    only on a terminal and removed when done); ``step`` starts the next step."""
+
+    STEPS = 4  # import, check, print, write
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        console = Console(stderr=True)
+        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                 BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=console, transient=True,
+                                 disable=not console.is_terminal)
+        self.task = self.progress.add_task("relay import", total=self.STEPS)
+        self.started = False
+
+    def __enter__(self) -> _Steps:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def step(self, description: str) -> None:
+        if self.started:
+            self.progress.advance(self.task)
+        self.started = True
+        self.progress.update(self.task, description=description)
+
+    def more(self, count: int) -> None:
+        """``count`` more units of work (arrays to write)."""
+        total = self.progress.tasks[0].total or 0
+        self.progress.update(self.task, total=total + count)
+
+    def advance(self) -> None:
+        self.progress.advance(self.task)

@@ -55,8 +55,10 @@ LAYERS: dict[str, Layer] = {
     # The ONNX converter needs only ops and ir (and diagnostics for its errors) ...
     "frontend": Layer(8, ("relay_ref.frontend",),
                       only=frozenset({"ops", "ir", "diagnostics"})),
-    # ... while its onnx.backend.base.Backend runs the executor.
-    "frontend.backend": Layer(8, ("relay_ref.frontend.onnx.backend",)),
+    # ... while its onnx.backend.base.Backend runs the executor (and the conformance sweep
+    # of ONNX's node tests runs the backend).
+    "frontend.backend": Layer(8, ("relay_ref.frontend.onnx.backend",
+                                  "relay_ref.frontend.onnx.conformance")),
     # Generators and check_pass call the interpreter and the executor's implementation.
     "testing": Layer(8, ("relay_ref.testing",)),
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself

@@ -1,0 +1,343 @@
+"""The nine ``light_*`` ONNX models through ``rr.compile`` and onnxruntime, same 2 threads.
+
+    python benchmarks/models.py [--rounds 7] [--only squeezenet ...] [--refeval small|all|none]
+                                [--cold] [--markdown]
+
+Each model is the random-weight variant of the wheel's ``light_<name>.onnx``
+(``relay_ref.testing.onnx_light.random_variant``, seed 0: every ``ConstantOfShape`` weight
+replaced by a seeded initializer drawn by role, performance.md section 2); the same
+variant goes to both runtimes, with one standard-normal 1x3x224x224 input.
+
+* **check first**: ``from_onnx`` then ``rr.compile(mod, params=params)``; the compiled
+  outputs, and the pre-softmax logits (``onnx_light.with_logits``), are compared with
+  onnxruntime's (``np.allclose``, rtol 1e-3, densenet121 2e-3, atol 1e-5); a model whose
+  outputs differ is reported, not timed.
+* **steady state**: onnxruntime (CPU EP, ``intra_op_num_threads=2``,
+  ``inter_op_num_threads=1``, default graph optimisations) against the compiled executable
+  (numba 2 threads, OpenBLAS 2 threads), in interleaved rounds in this process (the order
+  alternates between rounds, 0.12 s sleeps between the two, each measurement the mean of
+  a loop lasting at least 0.2 s); the ratio is the median over rounds of the per-round ratio
+  relay / ORT, with the lowest and highest per-round ratio (they show the machine's load).
+* **first inference**: in a fresh subprocess per model, the seconds from an ONNX file on
+  disk to the first result: ``from_onnx`` (reading and converting), ``rr.compile``
+  (passes, planning, loading or compiling the numba kernels) and the first call; importing
+  relay_ref, onnx and numba is printed apart. The kernel cache is the one a user has
+  (``~/.cache/relay_ref`` or ``$RELAY_REF_CACHE_DIR``, warm once any run filled it);
+  ``--cold`` points ``RELAY_REF_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` at a new empty folder.
+* **ReferenceEvaluator**: ``onnx.reference.ReferenceEvaluator`` on the same variant, the
+  median of 3 runs (by default on the five models it runs in under ~3 s; ``--refeval all``
+  for all nine). It is not an oracle for these opset-9 models (performance.md section 2):
+  only its time is used.
+
+Targets (issue 13): median ratio <= 3x onnxruntime, every model <= 4x (stretch: median 2x);
+``rr.compile`` at least 10x faster than ReferenceEvaluator on every model.
+Results are recorded in benchmarks/README.md ("ONNX models").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import relay_ref as rr  # noqa: E402
+from relay_ref.testing import onnx_light  # noqa: E402
+
+SLEEP = 0.12  # seconds between implementations (thread pools wind down)
+TARGET_SECONDS = 0.2  # each measurement loops for at least this long
+SMALL = ("bvlc_alexnet", "resnet50", "shufflenet", "squeezenet", "zfnet512")
+RTOL = {"densenet121": 2e-3}
+
+
+@dataclass
+class Row:
+    """One model's results (seconds; ``None`` where not measured)."""
+
+    name: str
+    nodes: int = 0
+    relay: float | None = None
+    ort: float | None = None
+    ratio: float | None = None
+    spread: tuple[float, float] | None = None
+    first: dict[str, float] | None = None  # import, compile, first call, total
+    error: float | None = None  # largest |relay - ort| / max|ort| over outputs and logits
+    refeval: float | None = None
+    note: str = ""
+
+
+def variant_path(name: str, folder: Path) -> Path:
+    """The random-weight variant of ``light_<name>``, with its logits as a second output,
+    saved in ``folder`` (the first-inference subprocess reads it from there)."""
+    import onnx
+
+    path = folder / f"{name}.onnx"
+    if not path.exists():
+        model = onnx_light.with_logits(
+            onnx_light.random_variant(onnx.load(onnx_light.model_path(name)), seed=0))
+        onnx.save(model, path)
+    return path
+
+
+def ort_session(path: Path) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 2
+    so.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def per_call(fn: Callable[[], object], n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def prepare(row: Row, path: Path) -> tuple[Callable[[], object], Callable[[], object]] | None:
+    """Import, compile and check one model; the two callables to time (None when the
+    outputs differ or the import fails: ``row.note`` says why)."""
+    import onnx
+
+    from relay_ref.frontend.onnx import from_onnx
+
+    model = onnx.load(path)
+    row.nodes = len(model.graph.node)
+    feeds = onnx_light.feeds(model)
+    try:
+        mod, params = from_onnx(model)
+        exe = rr.compile(mod, params=params)
+        got = exe(**feeds)
+    except rr.RelayError as err:
+        row.note = f"relay error: {str(err).splitlines()[0][:100]}"
+        return None
+    sess = ort_session(path)
+    want = sess.run(None, feeds)
+    got = list(got) if isinstance(got, tuple) else [got]
+    rtol = RTOL.get(row.name, 1e-3)
+    worst = 0.0
+    for g, w in zip(got, want, strict=True):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=1e-5):
+            row.note = f"WRONG: differs from ORT (shapes {g.shape} / {w.shape})"
+            return None
+        worst = max(worst, float(np.max(np.abs(g - w)) / max(np.max(np.abs(w)), 1e-30)))
+    row.error = worst
+    out_names = [o.name for o in sess.get_outputs()][:1]  # time the model's own output
+    return (lambda: exe(**feeds)), (lambda: sess.run(out_names, feeds))
+
+
+def measure(row: Row, relay_fn: Callable[[], object], ort_fn: Callable[[], object],
+            rounds: int) -> None:
+    """Interleaved rounds (see the module docstring)."""
+    for _ in range(2):  # warm both (thread pools, caches)
+        relay_fn()
+        ort_fn()
+    n_relay = max(1, int(TARGET_SECONDS / per_call(relay_fn, 1)))
+    n_ort = max(1, int(TARGET_SECONDS / per_call(ort_fn, 1)))
+    t_relay, t_ort, ratios = [], [], []
+    for r in range(rounds):
+        order = [("relay", relay_fn, n_relay), ("ort", ort_fn, n_ort)]
+        if r % 2:
+            order.reverse()
+        got = {}
+        for label, fn, n in order:
+            time.sleep(SLEEP)
+            got[label] = per_call(fn, n)
+        t_relay.append(got["relay"])
+        t_ort.append(got["ort"])
+        ratios.append(got["relay"] / got["ort"])
+    row.relay, row.ort = statistics.median(t_relay), statistics.median(t_ort)
+    row.ratio = statistics.median(ratios)
+    row.spread = (min(ratios), max(ratios))
+
+
+def refeval_time(path: Path, runs: int = 3) -> float:
+    """Median seconds per inference of ``onnx.reference.ReferenceEvaluator``."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    model = onnx.load(path)
+    ref = ReferenceEvaluator(model)
+    feeds = onnx_light.feeds(model)
+    out = [model.graph.output[0].name]
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        ref.run(out, feeds)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def first_inference(path: Path, cold: bool) -> dict[str, float]:
+    """Run this script's ``--first-inference`` child on ``path`` in a fresh process."""
+    env = dict(os.environ)
+    tmp = None
+    if cold:
+        tmp = tempfile.TemporaryDirectory(prefix="relay-cold-")
+        env["RELAY_REF_CACHE_DIR"] = env["NUMBA_CACHE_DIR"] = tmp.name
+    try:
+        out = subprocess.run([sys.executable, __file__, "--first-inference", str(path)],
+                             capture_output=True, text=True, env=env, timeout=900)
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    if out.returncode != 0:
+        raise RuntimeError(f"first-inference child failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _child(path: str) -> None:
+    """``--first-inference PATH``: time import, compile and the first call; print JSON."""
+    start = time.perf_counter()
+    import onnx  # noqa: F401
+
+    import relay_ref.compute.cpu  # noqa: F401  (numba, as rr.compile imports it)
+    from relay_ref.frontend.onnx import from_onnx
+
+    t0 = time.perf_counter()
+    mod, params = from_onnx(path)
+    t1 = time.perf_counter()
+    exe = rr.compile(mod, params=params)
+    t2 = time.perf_counter()
+    model = onnx.load(path)
+    feeds = onnx_light.feeds(model)  # drawn before the clock runs again
+    t3 = time.perf_counter()
+    exe(**feeds)
+    t4 = time.perf_counter()
+    print(json.dumps({"modules": t0 - start, "import": t1 - t0, "compile": t2 - t1,
+                      "first call": t4 - t3, "total": (t1 - t0) + (t2 - t1) + (t4 - t3)}))
+
+
+def _ms(t: float | None) -> str:
+    return "-" if t is None else f"{t * 1e3:.1f}"
+
+
+HEADS = ["model", "nodes", "relay ms", "ORT ms", "relay / ORT", "rounds' range",
+         "first inference s (import + compile + 1st call)", "max rel. diff",
+         "RefEval ms", "RefEval / relay"]
+
+
+def table_rows(rows: list[Row]) -> list[list[str]]:
+    body = []
+    for r in rows:
+        first = "-" if r.first is None else (
+            f"{r.first['total']:.2f} ({r.first['import']:.2f} + {r.first['compile']:.2f} + "
+            f"{r.first['first call']:.2f})")
+        body.append([
+            r.name, str(r.nodes), _ms(r.relay), _ms(r.ort),
+            "-" if r.ratio is None else f"{r.ratio:.2f}x",
+            "-" if r.spread is None else f"{r.spread[0]:.2f}-{r.spread[1]:.2f}",
+            first, "-" if r.error is None else f"{r.error:.1e}",
+            _ms(r.refeval) if r.refeval is not None else "-",
+            "-" if r.refeval is None or r.relay is None else f"{r.refeval / r.relay:.0f}x",
+        ] + ([r.note] if r.note else []))
+    return body
+
+
+def summary(rows: list[Row]) -> str:
+    ratios = [r.ratio for r in rows if r.ratio is not None]
+    speedups = [r.refeval / r.relay for r in rows if r.refeval and r.relay]
+    if not ratios:
+        return "no model timed"
+    med, worst = statistics.median(ratios), max(ratios)
+    text = (f"median relay / ORT {med:.2f}x (target <= 3x: {'met' if med <= 3 else 'missed'}; "
+            f"stretch 2x: {'met' if med <= 2 else 'missed'}), worst {worst:.2f}x (target "
+            f"every model <= 4x: {'met' if worst <= 4 else 'missed'})")
+    if speedups:
+        text += (f"; rr.compile vs ReferenceEvaluator: {min(speedups):.0f}x-"
+                 f"{max(speedups):.0f}x faster (target >= 10x: "
+                 f"{'met' if min(speedups) >= 10 else 'missed'})")
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description="The nine light ONNX models (random weights by role) through rr.compile "
+                    "and onnxruntime with 2 threads: outputs checked, then interleaved "
+                    "rounds; first-inference time; ReferenceEvaluator on the small models.")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--only", nargs="+", metavar="WORD", default=None,
+                        help="only the models whose name contains one of these words")
+    parser.add_argument("--refeval", choices=("small", "all", "none"), default="small",
+                        help="time onnx.reference.ReferenceEvaluator on the five small "
+                             f"models ({', '.join(SMALL)}; default), all nine, or none")
+    parser.add_argument("--cold", action="store_true",
+                        help="first inference with an empty kernel cache (every numba "
+                             "kernel compiles)")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--first-inference", metavar="PATH", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.first_inference:
+        _child(args.first_inference)
+        return
+
+    from ops import settings
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+    names = [n for n in onnx_light.NAMES
+             if args.only is None or any(w in n for w in args.only)]
+    rows = [Row(n) for n in names]
+    console = Console(stderr=True)
+    with tempfile.TemporaryDirectory(prefix="relay-models-") as tmp, \
+            Progress(console=console, transient=True) as progress:
+        task = progress.add_task("models", total=len(rows) * 4)
+        for row in rows:
+            path = variant_path(row.name, Path(tmp))
+            progress.update(task, description=f"{row.name}: first inference (subprocess)")
+            row.first = first_inference(path, args.cold)
+            progress.advance(task)
+            progress.update(task, description=f"{row.name}: import, compile, check")
+            fns = prepare(row, path)
+            progress.advance(task)
+            progress.update(task, description=f"{row.name}: {args.rounds} interleaved rounds")
+            if fns is not None:
+                measure(row, *fns, args.rounds)
+            progress.advance(task)
+            if args.refeval == "all" or (args.refeval == "small" and row.name in SMALL):
+                progress.update(task, description=f"{row.name}: ReferenceEvaluator")
+                row.refeval = refeval_time(path)
+            progress.advance(task)
+    load = os.getloadavg()
+    note = (f"{settings()}; {args.rounds} rounds; first inference with the kernel cache "
+            f"{'empty (--cold)' if args.cold else 'as found'}; load average before/after "
+            f"{LOAD0[0]:.2f} / {load[0]:.2f}")
+    if args.markdown:
+        print("| " + " | ".join(HEADS) + " |")
+        print("|" + "---|" * len(HEADS))
+        for line in table_rows(rows):
+            print("| " + " | ".join(line) + " |")
+        print(f"\n{summary(rows)}\n\n{note}")
+    else:
+        table = Table(title="light ONNX models: rr.compile vs onnxruntime (2 threads)")
+        for h in HEADS:
+            table.add_column(h, justify="left" if h == "model" else "right")
+        for line in table_rows(rows):
+            table.add_row(*line[:len(HEADS)])
+        out = Console(width=max(Console().width, 160))
+        out.print(table)
+        for r in rows:
+            if r.note:
+                out.print(f"{r.name}: {r.note}")
+        out.print(summary(rows))
+        out.print(note)
+
+
+LOAD0 = os.getloadavg()
+
+if __name__ == "__main__":
+    main()

@@ -89,9 +89,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
     plan = _plan(work, entry, target, names, generated, memory,
                  time.perf_counter() - start)
+    aliases = getattr(params, "relay_names", None)  # from_onnx's params: original names
     return Executable(generated, work, checked, entry, plan,
-                      deep=_may_recurse(work, entry),
-                      profile=profile, memory=memory)
+                      deep=_may_recurse(work, entry), profile=profile, memory=memory,
+                      aliases=dict(aliases) if isinstance(aliases, Mapping) else None)
 
 
 def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,

@@ -75,7 +75,8 @@ class Executable:
 
     def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
                  entry: str, plan: Plan, *, deep: bool,
-                 profile: bool, memory: Any = None) -> None:
+                 profile: bool, memory: Any = None,
+                 aliases: dict[str, str] | None = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -95,6 +96,9 @@ class Executable:
         self._param_types = param_types(module, entry, func)
         self._fast = [_fast_check(t) for t in self._param_types]
         self._names = {p.name_hint: i for i, p in enumerate(func.params)}
+        #: other names of parameters (a frontend's original names -> parameter name)
+        self._aliases = {k: v for k, v in (aliases or {}).items()
+                         if v in self._names and k not in self._names}
         if profile:
             generated.namespace["_perf"] = time.perf_counter
             generated.namespace["_prof"] = self._record
@@ -121,6 +125,8 @@ class Executable:
     def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
         params, entry = self._params, self.entry
         if inputs:
+            if self._aliases:
+                inputs = {self._aliases.get(k, k): v for k, v in inputs.items()}
             if args:
                 raise RelayRuntimeError(f"@{entry}: give the arguments either by position or "
                                         "by name, not both", self._func.span)

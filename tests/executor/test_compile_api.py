@@ -165,3 +165,14 @@ def test_operator_failures_through_dynamic_dims_name_the_operator() -> None:
 def test_a_parameter_named_self_can_be_passed_by_name() -> None:
     exe = rr.compile(rr.parse("def @main(%self: int32) { %self }"))
     assert int(exe(self=3)) == 3
+
+
+def test_inputs_by_a_frontends_original_names() -> None:
+    class Named(dict):  # what from_onnx returns: weights, plus original -> Relay names
+        relay_names = {"input.1": "input_1", "w.0": "w_0"}
+
+    mod = rr.parse("def @main(%input_1: Tensor[(2), float32], %w_0: Tensor[(2), float32]) {"
+                   " add(%input_1, %w_0) }")
+    exe = rr.compile(mod, params=Named(w_0=np.ones(2, "float32")))
+    np.testing.assert_array_equal(exe(**{"input.1": np.ones(2, "float32")}), [2.0, 2.0])
+    np.testing.assert_array_equal(exe(input_1=np.zeros(2, "float32")), [1.0, 1.0])

@@ -231,3 +231,13 @@ converter("HammingWindow", since=17, static_inputs=(0,))(
     lambda ctx: _window(ctx, (25 / 46, 21 / 46)))
 converter("BlackmanWindow", since=17, static_inputs=(0,))(
     lambda ctx: _window(ctx, (0.42, 0.5, 0.08)))
+
+
+@converter("SwiGLU", since=28)
+def swiglu(ctx: NodeContext) -> Expr:
+    """``a * sigmoid(alpha * a) * b`` (``a`` and ``b`` of one shape)."""
+    a = ctx.need(0)
+    alpha = float(ctx.attr("alpha", 1.0))
+    gate = ctx.call("multiply", a, ctx.call("sigmoid",
+                                            ctx.call("multiply", a, ctx.scalar(alpha))))
+    return ctx.call("multiply", gate, ctx.need(1))

@@ -189,7 +189,8 @@ def _summary(output: Path | None, weights: Path | None, text: str,
 
 class _Steps:
     """A rich progress bar over the import's steps and the arrays written (stderr, shown
-    only on a terminal and removed when done); ``step`` starts the next step."""
+    only when stderr is a terminal, whatever FORCE_COLOR says, and removed when done);
+    ``step`` starts the next step."""
 
     STEPS = 4  # import, check, print, write
 
@@ -208,7 +209,7 @@ class _Steps:
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"),
                                  BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  console=console, transient=True,
-                                 disable=not console.is_terminal)
+                                 disable=not sys.stderr.isatty())  # not FORCE_COLOR
         self.task = self.progress.add_task("relay import", total=self.STEPS)
         self.started = False
 

@@ -241,3 +241,83 @@ def swiglu(ctx: NodeContext) -> Expr:
     gate = ctx.call("multiply", a, ctx.call("sigmoid",
                                             ctx.call("multiply", a, ctx.scalar(alpha))))
     return ctx.call("multiply", gate, ctx.need(1))
+
+
+# -- shapes -----------------------------------------------------------------------------------
+
+
+@converter("CenterCropPad", since=18, static_inputs=(1,))
+def center_crop_pad(ctx: NodeContext) -> Expr:
+    """Each axis in ``axes`` (default all) cropped or zero-padded to its target size,
+    centred; an odd difference leaves the extra element at the end (ONNX's reference)."""
+    shape = ctx.static_shape(0, "CenterCropPad's input")
+    rank = len(shape)
+    target = ctx.static_ints(1, "shape") or []
+    axes = [axis_of(ctx, int(a), rank) for a in ctx.attr("axes", list(range(rank)))]
+    if len(axes) != len(target):
+        raise ConvertError(f"shape {target} does not fit axes {axes}")
+    x = ctx.need(0)
+    begin, end, pads = [0] * rank, list(shape), [[0, 0] for _ in range(rank)]
+    for a, t in zip(axes, target, strict=True):
+        if t < shape[a]:
+            begin[a] = (shape[a] - t) // 2
+            end[a] = begin[a] + t
+        elif t > shape[a]:
+            before = (t - shape[a]) // 2
+            pads[a] = [before, t - shape[a] - before]
+    if begin != [0] * rank or end != list(shape):
+        x = ctx.call("strided_slice", x, begin=begin, end=end)
+    if any(p != [0, 0] for p in pads):
+        x = ctx.call("nn.pad", x, ctx.scalar(0), pad_width=pads)
+    return x
+
+
+# -- rotary embedding -----------------------------------------------------------------------
+
+
+@converter("RotaryEmbedding", since=23)
+def rotary_embedding(ctx: NodeContext) -> Expr:
+    """Rotate the first ``rotary_embedding_dim`` features of each head by the angles whose
+    cos / sin the caches hold (indexed by ``position_ids`` when given): pairs (x1, x2) are
+    halves (or even/odd features when ``interleaved``), and become
+    (cos x1 - sin x2, sin x1 + cos x2). 4-D input is (B, H, S, D), 3-D (B, S, H*D)."""
+    x = ctx.need(0)
+    shape = ctx.static_shape(0, "RotaryEmbedding's input")
+    if len(shape) == 4:
+        x = ctx.call("transpose", x, axes=[0, 2, 1, 3])
+        b, s, h, d = shape[0], shape[2], shape[1], shape[3]
+    elif len(shape) == 3:
+        h = int(ctx.attr("num_heads", 0))
+        if h <= 0 or shape[2] % h:
+            raise ConvertError(f"hidden size {shape[2]} does not split into {h} heads")
+        b, s, d = shape[0], shape[1], shape[2] // h
+        x = ctx.call("reshape", x, newshape=[b, s, h, d])
+    else:
+        raise ConvertError(f"the input must be 3-D or 4-D, found rank {len(shape)}")
+    rd = int(ctx.attr("rotary_embedding_dim", 0)) or d
+    half = rd // 2
+    cos, sin = ctx.need(1), ctx.need(2)
+    pos = ctx.input(3)
+    if pos is not None:
+        cos, sin = ctx.call("take", cos, pos, axis=0), ctx.call("take", sin, pos, axis=0)
+    cos = ctx.call("expand_dims", cos, axis=2)
+    sin = ctx.call("expand_dims", sin, axis=2)
+
+    def part(lo: int, hi: int, step: int = 1) -> Expr:
+        return ctx.call("strided_slice", x, begin=[lo], end=[hi], strides=[step], axes=[3])
+
+    interleaved = bool(int(ctx.attr("interleaved", 0)))
+    x1, x2 = (part(0, rd, 2), part(1, rd, 2)) if interleaved else (part(0, half),
+                                                                     part(half, rd))
+    real = ctx.call("subtract", ctx.call("multiply", cos, x1), ctx.call("multiply", sin, x2))
+    imag = ctx.call("add", ctx.call("multiply", sin, x1), ctx.call("multiply", cos, x2))
+    if interleaved:
+        rot = ctx.call("reshape", ctx.call("stack", ctx.builder.tuple(real, imag), axis=-1),
+                       newshape=[b, s, h, rd])
+    else:
+        rot = ctx.call("concatenate", ctx.builder.tuple(real, imag), axis=-1)
+    if rd < d:
+        rot = ctx.call("concatenate", ctx.builder.tuple(rot, part(rd, d)), axis=-1)
+    if len(shape) == 4:
+        return ctx.call("transpose", rot, axes=[0, 2, 1, 3])
+    return ctx.call("reshape", rot, newshape=list(shape))

@@ -81,6 +81,7 @@ def _load() -> None:
         ops_extra,
         ops_extra_attention,
         ops_extra_loss,
+        ops_extra_quant,
         ops_image,
         ops_math,
         ops_nn,

@@ -10,8 +10,10 @@ variant goes to both runtimes, with one standard-normal 1x3x224x224 input.
 
 * **check first**: ``from_onnx`` then ``rr.compile(mod, params=params)``; the compiled
   outputs, and the pre-softmax logits (``onnx_light.with_logits``), are compared with
-  onnxruntime's (``np.allclose``, rtol 1e-3, densenet121 2e-3, atol 1e-5); a model whose
-  outputs differ is reported, not timed.
+  onnxruntime's as tests/frontend/test_onnx_light.py does: max |relay - ORT| <= rtol x
+  max |ORT| for each (rtol 1e-3, densenet121 2e-3; the column "max rel. diff" is the
+  largest such ratio), and ``np.allclose`` (atol 1e-6) for the model's own output; a model
+  whose outputs differ is reported, not timed.
 * **steady state**: onnxruntime (CPU EP, ``intra_op_num_threads=2``,
   ``inter_op_num_threads=1``, default graph optimisations) against the compiled executable
   (numba 2 threads, OpenBLAS 2 threads), in interleaved rounds in this process (the order
@@ -129,11 +131,15 @@ def prepare(row: Row, path: Path) -> tuple[Callable[[], object], Callable[[], ob
     got = list(got) if isinstance(got, tuple) else [got]
     rtol = RTOL.get(row.name, 1e-3)
     worst = 0.0
-    for g, w in zip(got, want, strict=True):
-        if g.shape != w.shape or not np.allclose(g, w, rtol=rtol, atol=1e-5):
-            row.note = f"WRONG: differs from ORT (shapes {g.shape} / {w.shape})"
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        # relative to the output's scale: deep random-weight logits reach 1e4 and more
+        rel = float(np.max(np.abs(g - w)) / max(np.max(np.abs(w)), 1e-30)) \
+            if g.shape == w.shape else float("inf")
+        if rel > rtol or (i == 0 and not np.allclose(g, w, rtol=rtol, atol=1e-6)):
+            row.note = (f"WRONG: output {i} differs from ORT (shapes {g.shape} / {w.shape}, "
+                        f"max |d| / max |ORT| {rel:.2g})")
             return None
-        worst = max(worst, float(np.max(np.abs(g - w)) / max(np.max(np.abs(w)), 1e-30)))
+        worst = max(worst, rel)
     row.error = worst
     out_names = [o.name for o in sess.get_outputs()][:1]  # time the model's own output
     return (lambda: exe(**feeds)), (lambda: sess.run(out_names, feeds))
@@ -225,7 +231,7 @@ def _ms(t: float | None) -> str:
     return "-" if t is None else f"{t * 1e3:.1f}"
 
 
-HEADS = ["model", "nodes", "relay ms", "ORT ms", "relay / ORT", "rounds' range",
+HEADS = ["model", "nodes (variant)", "relay ms", "ORT ms", "relay / ORT", "rounds' range",
          "first inference s (import + compile + 1st call)", "max rel. diff",
          "RefEval ms", "RefEval / relay"]
 

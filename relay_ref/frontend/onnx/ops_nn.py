@@ -196,24 +196,35 @@ def instance_norm(ctx: NodeContext) -> Expr:
                     epsilon=float(ctx.attr("epsilon", 1e-5)))
 
 
-@converter("LayerNormalization", since=17)
-def layer_norm(ctx: NodeContext) -> Expr:
+@converter("LayerNormalization", since=17, outputs=3)
+def layer_norm(ctx: NodeContext) -> tuple[Expr, Expr | None, Expr | None]:
     """Normalise over axes ``axis ..`` (to the last): one ``nn.layer_norm`` when that is the
-    last axis alone and the scale is 1-d, else composed from means."""
+    last axis alone, the scale is 1-d and only ``Y`` is asked for, else composed from
+    means. ``Mean`` and ``InvStdDev`` keep the normalised axes as 1s; the statistics are
+    computed in float32 when ``stash_type`` is 1 (the default) and X is float16."""
     x, scale, bias = ctx.need(0), ctx.need(1), ctx.input(2)
     rank = ctx.rank(0)
     axis = axis_of(ctx, int(ctx.attr("axis", -1)), rank)
     eps = float(ctx.attr("epsilon", 1e-5))
-    if axis == rank - 1 and ctx.rank(1) == 1 and (bias is None or ctx.rank(2) == 1):
+    if (ctx.num_outputs == 1 and axis == rank - 1 and ctx.rank(1) == 1
+            and (bias is None or ctx.rank(2) == 1)):
         if bias is None:
             bias = ctx.call("zeros_like", scale)
-        return ctx.call("nn.layer_norm", x, scale, bias, axis=-1, epsilon=eps)
+        return ctx.call("nn.layer_norm", x, scale, bias, axis=-1, epsilon=eps), None, None
+    dtype = ctx.dtype(0)
+    stash = "float32" if int(ctx.attr("stash_type", 1)) == 1 and dtype == "float16" else dtype
+    xs = x if stash == dtype else ctx.call("cast", x, dtype=stash)
     axes = list(range(axis, rank))
-    centred = ctx.call("subtract", x, ctx.call("mean", x, axis=axes, keepdims=True))
+    mean = ctx.call("mean", xs, axis=axes, keepdims=True)
+    centred = ctx.call("subtract", xs, mean)
     var = ctx.call("mean", ctx.call("multiply", centred, centred), axis=axes, keepdims=True)
-    denom = ctx.call("sqrt", ctx.call("add", var, ctx.scalar(eps)))
-    y = ctx.call("multiply", ctx.call("divide", centred, denom), scale)
-    return y if bias is None else ctx.call("add", y, bias)
+    inv_std = ctx.call("rsqrt", ctx.call("add", var, ctx.scalar(eps, stash)))
+    normed = ctx.call("multiply", centred, inv_std)
+    if stash != dtype:
+        normed = ctx.call("cast", normed, dtype=dtype)
+    y = ctx.call("multiply", normed, scale)
+    y = y if bias is None else ctx.call("add", y, bias)
+    return y, mean, inv_std
 
 
 @converter("LRN", check=lambda ctx: [] if int(ctx.attr("size", 1)) % 2 else [

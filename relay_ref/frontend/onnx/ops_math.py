@@ -68,9 +68,23 @@ def power(ctx: NodeContext) -> Expr:
 
 @converter("Mod", since=10, check=lambda ctx: [])
 def mod(ctx: NodeContext) -> Expr:
-    """``fmod=0``: the sign of the divisor (floor); ``fmod=1``: of the dividend (C fmod)."""
-    op = "mod" if int(ctx.attr("fmod", 0)) else "floor_mod"
-    return ctx.call(op, ctx.need(0), ctx.need(1))
+    """``fmod=0``: the sign of the divisor (floor); ``fmod=1``: of the dividend (C fmod).
+
+    Float ``fmod=0`` is NumPy's ``mod`` (ONNX's reference): the truncated remainder moved
+    into the divisor's sign by adding the divisor, a zero signed as the divisor; so ``x mod
+    inf`` is ``x`` or ``inf``, where ``floor_mod`` (``x - floor(x / y) * y``) gives NaN."""
+    a, b = ctx.need(0), ctx.need(1)
+    if int(ctx.attr("fmod", 0)):
+        return ctx.call("mod", a, b)
+    if np.dtype(ctx.dtype(0)).kind != "f":
+        return ctx.call("floor_mod", a, b)
+    r = ctx.call("mod", a, b)
+    b_neg = ctx.call("less", b, ctx.scalar(0))
+    flip = ctx.call("logical_and", ctx.call("not_equal", r, ctx.scalar(0)),
+                    ctx.call("not_equal", b_neg, ctx.call("less", r, ctx.scalar(0))))
+    r = ctx.call("where", flip, ctx.call("add", r, b), r)
+    zero = ctx.call("where", b_neg, ctx.scalar(-0.0), ctx.scalar(0.0))
+    return ctx.call("where", ctx.call("equal", r, ctx.scalar(0)), zero, r)
 
 
 @converter("Reciprocal")
@@ -245,6 +259,8 @@ def _clip(ctx: NodeContext, lo: object, hi: object) -> Expr:
         info = np.iinfo(dtype) if dtype.kind in "iu" else None
         lo = (info.min if info else 0) if lo is None else lo
         hi = (info.max if info else 1) if hi is None else hi
+    if lo > hi:  # type: ignore[operator]  # ONNX (NumPy's clip): max everywhere
+        lo = hi
     if dtype.kind == "f" or abs(float(lo)) < 2**53 and abs(float(hi)) < 2**53:
         return ctx.call("clip", x, a_min=float(lo), a_max=float(hi))
     return ctx.call("minimum", ctx.call("maximum", x, ctx.scalar(lo)), ctx.scalar(hi))

@@ -140,7 +140,26 @@ def _pool(ctx: NodeContext, kind: str) -> Expr:
                                     padding=_padding(pads), ceil_mode=ceil)
     if kind == "avg":
         attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
-    return ctx.call(f"nn.{kind}_pool{nd}d", ctx.need(0), **attrs)
+    y = ctx.call(f"nn.{kind}_pool{nd}d", ctx.need(0), **attrs)
+    return _drop_pad_windows(ctx, y, strides, pads) if ceil else y
+
+
+def _drop_pad_windows(ctx: NodeContext, y: Expr, strides: list[int], pads: list[int]) -> Expr:
+    """With ``ceil_mode`` ONNX (like PyTorch) drops a last window that starts in the end
+    padding; the pool ops' shape rule (TVM's) keeps it: the extra output row is sliced
+    off. The windows kept are the same in both, so their values agree."""
+    dims = ctx.shape(0)[2:]
+    got = ctx.builder.tensor_type(y).shape[2:]
+    ends, axes = [], []
+    for i, (n, out) in enumerate(zip(dims, got, strict=True)):
+        if not isinstance(n, int) or not isinstance(out, int):
+            continue
+        if (out - 1) * strides[i] >= n + pads[i]:
+            ends.append(out - 1)
+            axes.append(2 + i)
+    if not axes:
+        return y
+    return ctx.call("strided_slice", y, begin=[0] * len(axes), end=ends, axes=axes)
 
 
 @converter("MaxPool", check=_check_pool)

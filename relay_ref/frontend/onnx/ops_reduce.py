@@ -7,6 +7,8 @@ make the op the identity. No axes otherwise reduce over every axis.
 
 from __future__ import annotations
 
+import numpy as np
+
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
 from relay_ref.frontend.onnx.registry import converter
@@ -34,6 +36,10 @@ def _reduce(ctx: NodeContext) -> Expr:
     axis = None if not axes else sorted({axis_of(ctx, a, rank) for a in axes})
     keep = bool(int(ctx.attr("keepdims", 1)))
 
+    empty = _empty_identity(ctx, axis, keep)
+    if empty is not None:
+        return empty
+
     def red(name: str, y: Expr) -> Expr:
         return ctx.call(name, y, axis=axis, keepdims=keep)
 
@@ -58,6 +64,31 @@ def _reduce(ctx: NodeContext) -> Expr:
             m_out = m if keep else ctx.call("max", x, axis=axis, keepdims=False)
             return ctx.call("add", ctx.call("log", s), m_out)
     raise ConvertError(f"unknown reduction {op}")
+
+
+def _empty_identity(ctx: NodeContext, axis: list[int] | None, keep: bool) -> Expr | None:
+    """ONNX defines max, min and log-sum-exp over an empty extent as the reduction's
+    identity (-inf, +inf; the dtype's least / greatest value for integers, False / True
+    for bool), where Relay's ``max`` / ``min`` refuse it: a constant of the result's
+    shape. None when the extent is not statically empty or the op is another (the
+    others' Relay forms already give the identity)."""
+    op = ctx.node.op_type
+    if op not in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):
+        return None
+    dims = ctx.shape(0)
+    reduced = range(len(dims)) if axis is None else axis
+    if not all(isinstance(d, int) for d in dims) or all(dims[a] != 0 for a in reduced):
+        return None
+    out = [1 if a in reduced else d for a, d in enumerate(dims) if keep or a not in reduced]
+    dtype = np.dtype(ctx.dtype(0))
+    low = op != "ReduceMin"
+    if dtype.kind == "f":
+        value: object = -np.inf if low else np.inf
+    elif dtype.kind == "b":
+        value = not low
+    else:
+        value = np.iinfo(dtype).min if low else np.iinfo(dtype).max
+    return ctx.const(np.full(out, value, dtype=dtype))
 
 
 for _op, _since in _AXES_INPUT_SINCE.items():

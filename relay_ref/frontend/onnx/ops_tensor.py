@@ -157,9 +157,20 @@ def depth_to_space(ctx: NodeContext) -> Expr:
                     mode=ctx.attr("mode", "DCR"))
 
 
-@converter("SpaceToDepth")
+@converter("SpaceToDepth", check=lambda ctx: [] if ctx.attr("mode", "DCR") in ("DCR", "CRD")
+           else [f"mode={ctx.attr('mode')!r}"])
 def space_to_depth(ctx: NodeContext) -> Expr:
-    return ctx.call("nn.space_to_depth", ctx.need(0), block_size=int(ctx.attr("blocksize")))
+    """DCR (the only layout before SpaceToDepth-28) is ``nn.space_to_depth``; CRD keeps
+    each channel's block of ``b * b`` together: reshape, transpose, reshape."""
+    b = int(ctx.attr("blocksize"))
+    if ctx.attr("mode", "DCR") == "DCR":
+        return ctx.call("nn.space_to_depth", ctx.need(0), block_size=b)
+    n, c, h, w = ctx.static_shape(0, "SpaceToDepth's input in CRD mode")
+    if h % b or w % b:
+        raise ConvertError(f"spatial dims {(h, w)} are not multiples of blocksize {b}")
+    y = ctx.call("reshape", ctx.need(0), newshape=[n, c, h // b, b, w // b, b])
+    y = ctx.call("transpose", y, axes=[0, 1, 3, 5, 2, 4])
+    return ctx.call("reshape", y, newshape=[n, c * b * b, h // b, w // b])
 
 
 # -- shapes and constants -----------------------------------------------------------------
@@ -347,6 +358,10 @@ def _split(ctx: NodeContext, sizes: list[int] | None) -> list[Expr]:
             raise ConvertError(f"split sizes {sizes} do not add up to {dim}")
         if len(sizes) == 1:
             return [ctx.need(0)]
+        if 0 in sizes:  # ``split`` needs ascending indices: a slice per part
+            ends = np.cumsum(sizes).tolist()
+            return [ctx.call("strided_slice", ctx.need(0), begin=[e - k], end=[e],
+                             axes=[axis]) for e, k in zip(ends, sizes, strict=True)]
         indices = list(np.cumsum(sizes[:-1]).tolist())
         y = ctx.call("split", ctx.need(0), indices_or_sections=indices, axis=axis)
     count = len(ctx.builder.type_of(y).fields)  # type: ignore[attr-defined]

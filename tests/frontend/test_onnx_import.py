@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from onnx_case import as_list, node_model, ort_run, rand
+from onnx_case import as_list, assert_matches, node_model, ort_run, rand
 
 import relay_ref as rr
 from relay_ref.frontend.onnx import from_onnx
@@ -266,12 +266,12 @@ def test_constants_of_small_int_shapes_fold_but_float_weights_stay_calls():
     assert isinstance(from_onnx(ints)[0]["main"].body, Constant)
 
 
-def test_resize_scales_that_give_fractional_dims_are_refused():
-    """ONNX maps coordinates by the scale, resize2d by the size ratio: they differ unless
-    the scaled dims are whole, so the frontend says so instead of computing another
-    result."""
+def test_resize_scales_that_give_fractional_dims_are_floored():
+    """ONNX floors ``dim * scale`` and maps coordinates by the scale, resize2d by the size
+    ratio: such a Resize is lowered separably (not by resize2d) and matches onnxruntime."""
     model = node_model("Resize", {"x": rand(1, 1, 7, 8)}, {"mode": "linear"}, opset=13,
                        input_names=["x", "", "sc"],
                        initializers={"sc": np.array([1, 1, 0.5, 1.0], np.float32)})
-    with pytest.raises(rr.FrontendError, match="do not give whole output dims"):
-        from_onnx(model)
+    mod, _ = from_onnx(model)
+    assert "image.resize2d" not in rr.astext(mod)
+    assert_matches(model, {"x": rand(1, 1, 7, 8)}, rtol=1e-5, atol=1e-6)

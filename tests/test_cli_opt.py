@@ -99,7 +99,9 @@ def broken_pass():
 
 
 def test_check_fails_with_the_counterexample(broken_pass, capsys):
-    assert main(["opt", "--passes", broken_pass, "--check", "200"]) == 1
+    # 600 programs: subtract with unequal operands is a small share of the generated
+    # calls, and how many of 200 derandomized draws hit one depends on the process history
+    assert main(["opt", "--passes", broken_pass, "--check", "600"]) == 1
     captured = capsys.readouterr()
     assert "FAILED" in captured.out
     assert "subtract" in captured.err  # the shrunk program, before and after

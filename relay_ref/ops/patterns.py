@@ -43,6 +43,8 @@ BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
         "nn.depth_to_space", "nn.pad", "nn.space_to_depth", "nn.upsampling", "reshape",
         "reshape_like", "reverse", "split", "squeeze", "stack", "strided_slice", "take",
         "transpose",
+        # added with the ONNX frontend's ops (TVM: kInjective)
+        "einsum", "image.grid_sample",
     ),
     OpPattern.COMM_REDUCE: (
         "all", "any", "argmax", "argmin", "collapse_sum_like", "collapse_sum_to", "max",
@@ -62,6 +64,7 @@ BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
         "qnn.avg_pool2d",
     ),
     # Everything else is OPAQUE: sort/argsort/topk/cumsum/cumprod, arange, shape_of,
+    # scatter_elements and scatter_nd (extern schedules in TVM),
     # nn.dropout, nn.lrn, the norms SimplifyInference expands, qnn.(de|re)quantize and the
     # qnn unary ops, vision.multibox_prior, the annotations (on_device, device_copy,
     # stop_gradient, annotation.*).

@@ -120,3 +120,10 @@ EXTRA_EXAMPLES.update({
     "vision.non_max_suppression": ([_BOXES, T(2, dtype=_I32), T(2, 5, dtype=_I32),
                                     T(dtype=_I32), _S], {"top_k": 3}),
 })
+
+EXTRA_EXAMPLES.update({
+    "scatter_elements": ([DATA, T(2, 4, 3, 6, dtype=_I32), T(2, 4, 3, 6)], {"axis": 2}),
+    "scatter_nd": ([DATA, T(2, 5, dtype=_I32), T(5, 6, 6)], {"mode": "add"}),
+    "einsum": ([TupleType((T(2, 3), T(3, 4)))], {"equation": "ij,jk->ik"}),
+    "image.grid_sample": ([DATA, T(2, 2, 3, 5)], {}),
+})

@@ -125,6 +125,14 @@ def test_embed_puts_the_weights_in_the_text(small: Path):
         ["input_0"]
 
 
+def test_text_to_stdout_with_weights_beside(small: Path):
+    result = relay("import", "small.onnx", "--weights", "side.npz", cwd=small)
+    assert result.returncode == 0, result.stderr
+    assert "// Weights: side.npz (2 arrays" in result.stdout
+    assert sorted(np.load(small / "side.npz").files) == ["fc_b", "fc_w"]
+    check_text(result.stdout)
+
+
 def test_run_without_params_names_the_weights_file(small: Path):
     assert relay("import", "small.onnx", "-o", "hint.relay", cwd=small).returncode == 0
     result = relay("run", "hint.relay", "x.npy", cwd=small)

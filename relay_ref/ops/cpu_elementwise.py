@@ -27,6 +27,16 @@ __all__ = ["KERNELS", "kernel_for"]
 Array = np.ndarray
 
 
+def _reference(reference: Callable[..., object], args: list, attrs: object,
+               out: Array | None) -> object:
+    """Off the fast path: the op's reference, copied into ``out`` when given."""
+    r = reference(args, attrs)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
 def _binary(name: str, fn: np.ufunc, kinds: str) -> Callable[..., object]:
     reference = get_op(name).reference
 
@@ -36,11 +46,7 @@ def _binary(name: str, fn: np.ufunc, kinds: str) -> Callable[..., object]:
                 a.dtype.kind in kinds:
             r = fn(a, b, out=out) if out is not None else fn(a, b)
             return r if type(r) is Array else np.asarray(r)
-        r = reference(args, attrs)
-        if out is None:
-            return r
-        np.copyto(out, r)
-        return out
+        return _reference(reference, args, attrs, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     return kernel
@@ -54,11 +60,7 @@ def _unary(name: str, fn: np.ufunc, kinds: str) -> Callable[..., object]:
         if type(x) is Array and x.dtype.kind in kinds:
             r = fn(x, out=out) if out is not None else fn(x)
             return r if type(r) is Array else np.asarray(r)
-        r = reference(args, attrs)
-        if out is None:
-            return r
-        np.copyto(out, r)
-        return out
+        return _reference(reference, args, attrs, out)
 
     kernel.__name__ = kernel.__qualname__ = name
     return kernel

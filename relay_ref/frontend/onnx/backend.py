@@ -32,6 +32,7 @@ from onnx.backend.base import Backend, BackendRep
 
 from relay_ref.diagnostics import FrontendError, RelayError, RelayRuntimeError
 from relay_ref.frontend.onnx import from_onnx
+from relay_ref.frontend.onnx.converter import static_names
 from relay_ref.frontend.onnx.load import default_opset, load_model
 from relay_ref.frontend.onnx.params import Params
 from relay_ref.frontend.onnx.survey import survey
@@ -135,19 +136,7 @@ def static_inputs(proto: Any, steps: Sequence[Any]) -> frozenset[str]:
     graph = proto.graph
     inits = {i.name for i in graph.initializer}
     inputs = {i.name for i in graph.input if i.name not in inits}
-    producer = {o: step.node for step in steps for o in step.node.output if o}
-    todo = [step.node.input[i] for step in steps
-            for i in step.converter.static_inputs if i < len(step.node.input)]
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if not name or name in seen:
-            continue
-        seen.add(name)
-        node = producer.get(name)
-        if node is not None and node.op_type != "Shape":
-            todo.extend(node.input)
-    return frozenset(seen & inputs)
+    return frozenset(static_names(steps) & inputs)
 
 
 def _runner(module: Any, params: Params, executor: str) -> Any:

@@ -19,6 +19,7 @@ them as ``%0 = ...`` bindings, as TVM's frontend output reads).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -110,19 +111,7 @@ class _Converter:
         """The values some node reads at import time, and everything they are computed
         from (a Reshape shape made by Concat of a Gather of Shape: the Gather's index
         initializer must be a constant too)."""
-        producer = {o: step.node for step in self.steps for o in step.node.output if o}
-        todo = [step.node.input[i] for step in self.steps
-                for i in step.converter.static_inputs if i < len(step.node.input)]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if not name or name in seen:
-                continue
-            seen.add(name)
-            node = producer.get(name)
-            if node is not None and node.op_type != "Shape":  # Shape reads only a type
-                todo.extend(node.input)
-        return seen
+        return static_names(self.steps)
 
     # -- inputs ---------------------------------------------------------------------------
     def _input_type(self, inp: Any) -> TensorType:
@@ -210,3 +199,22 @@ class _Converter:
                 raise FrontendError(f"from_onnx: {where}: output {i} ('{name}') is not "
                                     "supported")
             self.env[name] = outs[i]
+
+
+def static_names(steps: Sequence[Any]) -> set[str]:
+    """The value names the converters of ``steps`` read at import time (their
+    ``static_inputs``) and, transitively, every value those are computed from; a ``Shape``
+    node reads only its input's type, so the walk stops there."""
+    producer = {o: step.node for step in steps for o in step.node.output if o}
+    todo = [step.node.input[i] for step in steps
+            for i in step.converter.static_inputs if i < len(step.node.input)]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        node = producer.get(name)
+        if node is not None and node.op_type != "Shape":  # Shape reads only a type
+            todo.extend(node.input)
+    return seen

@@ -86,35 +86,16 @@ class Converter:
 
     # -- compiled -> interpreter -------------------------------------------------------------
     def to_relay(self, value: Any) -> Any:
-        work: list[Any] = []
-        seen: set[int] = set()
-        leaf = self._leaf_out
+        """``value`` (compiled representation) in the interpreter's."""
+        return _walk(value, self._leaf_out)
 
-        def conv(v: Any) -> Any:
-            return leaf(v, work, seen)
-
-        out = conv(value)
-        while work:
-            cell = work.pop()
-            if type(cell) is ConstructorValue:
-                cell.fields = tuple([conv(f) for f in cell.fields])
-            else:
-                cell.value = conv(cell.value)
-        return out
-
-    def _leaf_out(self, v: Any, work: list[Any], seen: set[int]) -> Any:
-        kind = type(v)
-        if kind is np.ndarray:
+    def _leaf_out(self, v: Any) -> Any:
+        """A value that is not an ADT value, a ref or a tuple, in the interpreter's
+        representation."""
+        if type(v) is np.ndarray:
             return self.fresh(v)
         if isinstance(v, np.generic):
             return np.asarray(v)
-        if kind is tuple:
-            return tuple([self._leaf_out(x, work, seen) for x in v])
-        if kind is ConstructorValue or kind is RefValue:
-            if id(v) not in seen:
-                seen.add(id(v))
-                work.append(v)
-            return v
         if callable(v) and not isinstance(v, Closure | RecClosure | Constructor | Op):
             return self.closure_of(v)
         return v
@@ -148,35 +129,15 @@ class Converter:
 
     # -- interpreter -> compiled -------------------------------------------------------------
     def from_relay(self, value: Any) -> Any:
-        kind = type(value)
-        if kind is np.ndarray:
+        """``value`` (interpreter representation) in the compiled one."""
+        if type(value) is np.ndarray:
             return value
-        work: list[Any] = []
-        seen: set[int] = set()
+        return _walk(value, self._leaf_in)
 
-        def conv(v: Any) -> Any:
-            k = type(v)
-            if k is np.ndarray:
-                return v
-            if k is tuple:
-                return tuple([conv(x) for x in v])
-            if k is ConstructorValue or k is RefValue:
-                if id(v) not in seen:
-                    seen.add(id(v))
-                    work.append(v)
-                return v
-            if isinstance(v, Closure | RecClosure | Constructor | Op):
-                return self.callable_of(v)
-            return v
-
-        out = conv(value)
-        while work:
-            cell = work.pop()
-            if type(cell) is ConstructorValue:
-                cell.fields = tuple([conv(f) for f in cell.fields])
-            else:
-                cell.value = conv(cell.value)
-        return out
+    def _leaf_in(self, v: Any) -> Any:
+        if isinstance(v, Closure | RecClosure | Constructor | Op):
+            return self.callable_of(v)
+        return v
 
     def callable_of(self, value: Any) -> Callable[..., Any]:
         """A Python callable for a Relay function value given from outside."""
@@ -198,3 +159,32 @@ class Converter:
 
         host.relay_value = value  # type: ignore[attr-defined]
         return host
+
+
+def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``value`` with ``leaf`` applied to every value inside it that is not a tuple, an
+    ADT value or a ref: tuples are rebuilt (recursively: they are shallow), ADT values
+    and refs converted in place from a work list (iteratively: lists are long), each once
+    (their identity is kept, cycles through refs end)."""
+    work: list[Any] = []
+    seen: set[int] = set()
+
+    def conv(v: Any) -> Any:
+        kind = type(v)
+        if kind is tuple:
+            return tuple([conv(x) for x in v])
+        if kind is ConstructorValue or kind is RefValue:
+            if id(v) not in seen:
+                seen.add(id(v))
+                work.append(v)
+            return v
+        return leaf(v)
+
+    out = conv(value)
+    while work:
+        cell = work.pop()
+        if type(cell) is ConstructorValue:
+            cell.fields = tuple([conv(f) for f in cell.fields])
+        else:
+            cell.value = conv(cell.value)
+    return out

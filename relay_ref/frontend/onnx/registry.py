@@ -82,6 +82,7 @@ def _load() -> None:
         ops_extra_attention,
         ops_extra_loss,
         ops_extra_quant,
+        ops_extra_rnn,
         ops_extra_scatter,
         ops_image,
         ops_math,

@@ -1,6 +1,6 @@
 """The converters onto the later registry ops (``ops_extra_scatter``): ScatterElements,
-Scatter-9, ScatterND (indices transposed), Einsum, GridSample (grid transposed) against
-onnxruntime, through the interpreter and ``rr.compile``."""
+Scatter-9, ScatterND (indices transposed), Einsum, GridSample (grid transposed), AffineGrid
+against onnxruntime, through the interpreter and ``rr.compile``."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ CASES = {
     "grid_sample": ("GridSample", {"x": rand(1, 2, 4, 5)},
                     {"mode": "linear", "padding_mode": "border", "align_corners": 1},
                     {"g": rand(1, 3, 6, 2, low=-1.2, high=1.2, seed=4)}, 20),
+    "affine_grid": ("AffineGrid", {"theta": rand(2, 2, 3)}, {},
+                    {"size": np.array([2, 1, 3, 4], I64)}, 20),
+    "affine_grid_3d": ("AffineGrid", {"theta": rand(1, 3, 4)}, {"align_corners": 1},
+                       {"size": np.array([1, 1, 2, 3, 4], I64)}, 20),
 }
 
 

@@ -12,6 +12,9 @@ from relay_ref.diagnostics import FrontendError
 from relay_ref.frontend.onnx.registry import DOMAINS
 
 MIN_OPSET = 7  # the oldest default-domain opset the converters cover
+# An older opset is read when every node's op is the version it is at MIN_OPSET (Not-1,
+# Relu-6 ...): ``survey`` refuses the nodes whose op changed since (Add-6's ``broadcast``).
+OLDEST_OPSET = 1
 
 
 def load_model(model: Any) -> Any:
@@ -48,7 +51,8 @@ def default_opset(proto: Any) -> int:
                             "operator set (opset_import has no entry for domain '')")
     opset = max(versions)
     newest = onnx.defs.onnx_opset_version()
-    if opset < MIN_OPSET or opset > newest:
+    if opset < OLDEST_OPSET or opset > newest:
         raise FrontendError(f"from_onnx: opset {opset} is not supported (supported: "
-                            f"{MIN_OPSET} to {newest}, the newest the installed onnx knows)")
+                            f"{MIN_OPSET} to {newest}, the newest the installed onnx knows; "
+                            f"older ones for ops unchanged since {MIN_OPSET})")
     return opset

@@ -1,6 +1,7 @@
 """Converters of ONNX ops that map to one of the later registry ops: Scatter (9),
 ScatterElements (11+) and ScatterND (11+) to ``scatter_elements`` / ``scatter_nd``, Einsum
-(12) to ``einsum``, GridSample (16+) to ``image.grid_sample``.
+(12) to ``einsum``, GridSample (16+) to ``image.grid_sample``; and GridSample's companion
+AffineGrid (20), an ``nn.batch_matmul`` of a constant base grid by ``theta``.
 
 Layout differences, as TVM's ONNX frontend bridged them: ScatterND's indices hold the
 coordinates on their *last* axis, ``scatter_nd``'s on the first (a transpose); GridSample's
@@ -9,6 +10,8 @@ grid holds them last too, ``image.grid_sample``'s on axis 1 (a transpose). ONNX'
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
@@ -89,3 +92,23 @@ def grid_sample(ctx: NodeContext) -> Expr:
     return ctx.call("image.grid_sample", ctx.need(0), grid, method=_GRID_MODES[mode],
                     layout=layout, padding_mode=ctx.attr("padding_mode", "zeros"),
                     align_corners=bool(int(ctx.attr("align_corners", 0))))
+
+
+@converter("AffineGrid", since=20, static_inputs=(1,))
+def affine_grid(ctx: NodeContext) -> Expr:
+    """``grid[n, p] = theta[n] @ [x_p, y_p(, z_p), 1]`` over the output's pixel centres
+    ``p`` (normalised to [-1, 1]: the corner centres with ``align_corners``, else the
+    edges), x varying fastest; the result is (N, H, W, 2) or (N, D, H, W, 3)."""
+    size = ctx.static_ints(1, "size") or []
+    if len(size) not in (4, 5):
+        raise ConvertError(f"size {size} must be (N, C, H, W) or (N, C, D, H, W)")
+    n, dims = size[0], size[2:]
+    align = bool(int(ctx.attr("align_corners", 0)))
+    axes = [np.linspace(-1, 1, d) if align else (np.arange(d) * 2 + 1) / d - 1
+            for d in dims]
+    mesh = np.meshgrid(*axes, indexing="ij")  # (z,) y, x
+    points = [m.reshape(-1) for m in reversed(mesh)]  # x, y(, z)
+    base = np.stack([*points, np.ones_like(points[0])], axis=1).astype(ctx.dtype(0))
+    base_b = ctx.call("broadcast_to", ctx.const(base), shape=[n, *base.shape])
+    grid = ctx.call("nn.batch_matmul", base_b, ctx.need(0))  # x @ theta^T per batch
+    return ctx.call("reshape", grid, newshape=[n, *dims, len(dims)])

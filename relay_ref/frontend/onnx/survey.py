@@ -25,6 +25,7 @@ from relay_ref.diagnostics import ERROR, Diagnostic, FrontendError
 from relay_ref.frontend.onnx.builder import Builder
 from relay_ref.frontend.onnx.context import NodeContext
 from relay_ref.frontend.onnx.dtypes import relay_dtype, type_name
+from relay_ref.frontend.onnx.load import MIN_OPSET
 from relay_ref.frontend.onnx.registry import DOMAINS, Converter, lookup
 
 _SHOWN_NODES = 5  # node names listed per unsupported operator
@@ -65,6 +66,11 @@ def survey(proto: Any, opset: int) -> list[Step]:
         except Exception:  # onnx.defs.SchemaError: no such operator at this opset
             unsupported[(node.op_type, opset)].append(label)
             continue
+        if opset < MIN_OPSET and _changed_since(node.op_type, version):
+            problems.append(f"{node.op_type} node {label}: opset {opset} is not supported "
+                            f"for {node.op_type}-{version} (it changed by opset "
+                            f"{MIN_OPSET}, the oldest the converters cover)")
+            continue
         conv = lookup(node.op_type, version)
         if conv is None:
             unsupported[(f"{node.op_type}-{version}", opset)].append(label)
@@ -87,6 +93,17 @@ def survey(proto: Any, opset: int) -> list[Step]:
     if unsupported or problems:
         raise FrontendError(_diagnostics(unsupported, problems))
     return steps
+
+
+def _changed_since(op_type: str, version: int) -> bool:
+    """Whether ``op_type`` at op version ``version`` is older than its version at
+    ``MIN_OPSET`` (so its semantics may differ from what the converters implement)."""
+    import onnx
+
+    try:
+        return onnx.defs.get_schema(op_type, MIN_OPSET, "").since_version != version
+    except Exception:  # onnx.defs.SchemaError: the op did not exist yet at MIN_OPSET
+        return True
 
 
 def read_attributes(node: Any) -> dict[str, object]:

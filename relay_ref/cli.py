@@ -299,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("relay: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `relay run ... | head`: the reader left, as with any filter
+        with contextlib.suppress(OSError):  # no flush error at exit either
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline member
     except Exception as err:  # a bug in relay_ref: say so plainly
         if os.environ.get("RELAY_DEBUG"):
             traceback.print_exc()

@@ -150,3 +150,22 @@ def test_output_goes_to_the_named_path_or_is_a_usage_error(files, tmp_path):
     r = relay("run", str(files["good"]), "-o", str(tmp_path))
     assert r.returncode == 2 and "cannot write" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path.parent / (tmp_path.name + ".npy")).exists()
+
+
+def test_a_closed_pipe_is_not_an_internal_error(tmp_path, monkeypatch) -> None:
+    """`relay run ... | head`: the reader leaving is not a bug in relay_ref."""
+    import io
+
+    class Closed(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    program = tmp_path / "p.relay"
+    program.write_text("def @main() { 1 }\n")
+    fd, path = __import__("tempfile").mkstemp(dir=tmp_path)
+    stdout = Closed()
+    stdout.fileno = lambda: fd  # type: ignore[method-assign]
+    monkeypatch.setattr("sys.stdout", stdout)
+    from relay_ref.cli import main as cli_main
+
+    assert cli_main(["run", str(program)]) == 141

@@ -85,8 +85,8 @@ def _nearest(out: int, size_in: int, ctm: str, method: str) -> Array:
         idx = (n + d // 2) // d
     elif method == "round_prefer_floor":
         idx = (n + (d - 1) // 2) // d
-    elif method == "round_prefer_ceil":
-        idx = (n + (d + 1) // 2) // d
+    elif method == "round_prefer_ceil":  # halves (possible only for even d) go up
+        idx = (n + d // 2) // d
     elif method == "ceil":
         idx = (n + d - 1) // d
     else:

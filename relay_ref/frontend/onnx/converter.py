@@ -79,6 +79,8 @@ class _Converter:
         static = self._static_names()
         self._check_shapes_keys(inits)
 
+        # valid identifiers keep their names: a sanitised name never takes one of them
+        self.names.reserve([i.name for i in self.graph.input] + list(inits))
         params: list[Var] = []
         for inp in self.graph.input:
             if inp.name not in inits:
@@ -89,7 +91,12 @@ class _Converter:
         for name, init in inits.items():
             if name not in used:
                 continue
-            array = numpy_helper.to_array(init)
+            try:
+                array = numpy_helper.to_array(init)
+            except Exception as err:  # noqa: BLE001 - onnx's errors (external data missing)
+                raise FrontendError(f"from_onnx: initializer '{name}' cannot be read "
+                                    f"({type(err).__name__}: {err}); a model with external "
+                                    "data must be loaded with its data files") from None
             if self.freeze or (name in static and array.size <= FOLD_LIMIT):
                 self.env[name] = self.builder.const(array)
                 continue

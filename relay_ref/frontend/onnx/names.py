@@ -36,6 +36,14 @@ class NameTable:
     forward: dict[str, str] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
 
+    def reserve(self, onnx_names: list[str]) -> None:
+        """Give every name in ``onnx_names`` that is already a Relay identifier itself, so
+        that sanitising another (``"input:0"`` -> ``input_0``) cannot take it."""
+        for name in onnx_names:
+            if name not in self.forward and sanitise(name) == name and name not in self.taken:
+                self.forward[name] = name
+                self.taken.add(name)
+
     def relay_name(self, onnx_name: str) -> str:
         if onnx_name in self.forward:
             return self.forward[onnx_name]

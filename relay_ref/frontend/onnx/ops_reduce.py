@@ -29,7 +29,7 @@ def _reduce(ctx: NodeContext) -> Expr:
     if ctx.version >= _AXES_INPUT_SINCE[op]:
         axes = ctx.static_ints(1, "axes") if ctx.input(1) is not None else None
         if not axes and int(ctx.attr("noop_with_empty_axes", 0)):
-            return x
+            return _no_reduction(ctx, x)
     else:
         raw = ctx.attr("axes")
         axes = None if raw is None else [int(a) for a in raw]
@@ -64,6 +64,23 @@ def _reduce(ctx: NodeContext) -> Expr:
             m_out = m if keep else ctx.call("max", x, axis=axis, keepdims=False)
             return ctx.call("add", ctx.call("log", s), m_out)
     raise ConvertError(f"unknown reduction {op}")
+
+
+def _no_reduction(ctx: NodeContext, x: Expr) -> Expr:
+    """``noop_with_empty_axes`` without axes: the reduction is skipped, but the ONNX
+    schema (and onnxruntime) still apply the op's elementwise part: ``|x|`` for ReduceL1 and
+    ReduceL2 (``sqrt(x * x)``), ``x * x`` for ReduceSumSquare, ``log(x)`` for ReduceLogSum
+    (``log(exp(x))`` is ``x`` for ReduceLogSumExp, as for the plain reductions)."""
+    match ctx.node.op_type:
+        case "ReduceL1":
+            return ctx.call("abs", x)
+        case "ReduceL2":
+            return ctx.call("sqrt", ctx.call("multiply", x, x))
+        case "ReduceSumSquare":
+            return ctx.call("multiply", x, x)
+        case "ReduceLogSum":
+            return ctx.call("log", x)
+    return x
 
 
 def _empty_identity(ctx: NodeContext, axis: list[int] | None, keep: bool) -> Expr | None:

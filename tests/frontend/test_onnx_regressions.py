@@ -69,3 +69,15 @@ def test_missing_external_data_is_a_frontend_error(tmp_path) -> None:
     (tmp_path / "m.data").unlink()
     with pytest.raises(rr.RelayError):
         from_onnx(onnx.load(str(path), load_external_data=False))
+
+
+def test_topk_before_opset_10_takes_k_as_an_attribute() -> None:
+    node = oh.make_node("TopK", ["x"], ["v", "i"], k=2, axis=1)
+    model = _model([node], [V("x", TP.FLOAT, [2, 5])],
+                   [V("v", TP.FLOAT, None), V("i", TP.INT64, None)], opset=9)
+    x = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]], "float32")
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    mod, params = from_onnx(model)
+    got = rr.compile(mod, params=params)(x)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)

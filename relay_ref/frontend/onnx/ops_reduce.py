@@ -131,8 +131,18 @@ def topk(ctx: NodeContext) -> tuple[Expr, Expr]:
     k = ctx.static_ints(1, "K") or []
     if len(k) != 1:
         raise ConvertError(f"K must hold one value, found {k}")
+    return _topk(ctx, k[0])
+
+
+@converter("TopK", since=1, until=9, outputs=2)
+def topk_1(ctx: NodeContext) -> tuple[Expr, Expr]:
+    """TopK before opset 10: ``k`` is an attribute; always the largest."""
+    return _topk(ctx, int(ctx.attr("k", 1)))
+
+
+def _topk(ctx: NodeContext, k: int) -> tuple[Expr, Expr]:
     axis = axis_of(ctx, int(ctx.attr("axis", -1)), ctx.rank(0))
-    y = ctx.call("topk", ctx.need(0), k=k[0], axis=axis, ret_type="both",
+    y = ctx.call("topk", ctx.need(0), k=k, axis=axis, ret_type="both",
                  is_ascend=not int(ctx.attr("largest", 1)), dtype="int64")
     return ctx.builder.item(y, 0), ctx.builder.item(y, 1)
 

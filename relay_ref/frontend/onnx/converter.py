@@ -114,6 +114,18 @@ class _Converter:
         main = Function(tuple(params), body)
         return IRModule({"main": main}), Params(weights, self.names.forward)
 
+    def _shape_hint(self, message: str) -> str:
+        """A hint for a failure that a model with symbolic input dimensions may owe to
+        them (a static shape needed somewhere), unless the message gives one already."""
+        symbolic = [i.name for i in self.graph.input
+                    if any(not d.HasField("dim_value") for d in
+                           i.type.tensor_type.shape.dim)]
+        if not symbolic or "shapes=" in message:
+            return ""
+        return (f" (the model's inputs {', '.join(repr(n) for n in symbolic[:4])} have "
+                "symbolic dimensions: fixing them with from_onnx(..., shapes={...}) or "
+                "`relay import --shape NAME=DIMS` may help)")
+
     def _static_names(self) -> set[str]:
         """The values some node reads at import time, and everything they are computed
         from (a Reshape shape made by Concat of a Gather of Shape: the Gather's index
@@ -193,11 +205,13 @@ class _Converter:
         try:
             result = step.converter.convert(ctx)
         except ConvertError as err:
-            raise FrontendError(f"from_onnx: {where}: {err}") from None
+            raise FrontendError(f"from_onnx: {where}: {err}{self._shape_hint(str(err))}") \
+                from None
         except (AttrError, RelationError, OpRuntimeError, ValueError, TypeError,
                 IndexError, KeyError) as err:  # a model the converter did not foresee
             raise FrontendError(f"from_onnx: {where}: cannot convert "
-                                f"({type(err).__name__}: {err})") from None
+                                f"({type(err).__name__}: {err})"
+                                f"{self._shape_hint(str(err))}") from None
         outs = [result] if isinstance(result, Expr) else list(result)  # type: ignore[arg-type]
         for i, name in enumerate(node.output):
             if not name:

@@ -3,12 +3,16 @@ builder to make Relay calls with (``registry.py`` states the converter protocol)
 
 Invariants: ``inputs[i]`` is None exactly when ONNX input ``i`` is absent (missing or
 named ``""``: an omitted optional input); ``attrs`` holds Python values (ints, floats,
-strs, lists of those, NumPy arrays for tensors). A check function (``Converter.check``) is
-given a context whose ``inputs`` are all None: it may read attributes only.
+strs, lists of those, NumPy arrays for tensors, ``GraphProto``s for graphs). A check
+function (``Converter.check``) is given a context whose ``inputs`` are all None: it may
+read attributes only. ``subgraph(attr, inputs)`` converts the graph held by attribute
+``attr`` (an ``If`` branch, a ``Loop`` body) with its inputs bound to ``inputs`` and the
+enclosing graphs' values in scope, and returns its outputs; it is None in a check.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +30,7 @@ class NodeContext:
     builder: Builder
     inputs: tuple[Expr | None, ...]
     attrs: dict[str, object]
+    subgraph: Callable[[str, Sequence[Expr]], list[Expr]] | None = None
 
     @property
     def name(self) -> str:

@@ -10,7 +10,10 @@ Order of work (each step's failures are ``FrontendError``s):
    axes: ``Converter.static_inputs``) and it is small (``FOLD_LIMIT`` elements), or when
    ``freeze_params`` is set;
 4. convert the nodes in graph order (ONNX requires a topologically sorted graph), each by
-   its converter, binding the node's outputs by name;
+   its converter, binding the node's outputs by name; a converter of a node with subgraphs
+   (``If``, ``Loop``) converts them through ``NodeContext.subgraph``, in an environment
+   that extends the enclosing one (a subgraph reads outer values by name) and is dropped
+   afterwards;
 5. ``@main`` returns the graph's output, or a tuple of its outputs.
 
 The result is graph-form Relay (shared subexpressions are DAG edges; the printer writes
@@ -31,7 +34,7 @@ from relay_ref.frontend.onnx.dtypes import relay_dtype
 from relay_ref.frontend.onnx.load import default_opset, load_model
 from relay_ref.frontend.onnx.names import NameTable
 from relay_ref.frontend.onnx.params import Params
-from relay_ref.frontend.onnx.survey import Step, node_label, survey
+from relay_ref.frontend.onnx.survey import Step, all_steps, node_label, survey
 from relay_ref.ir.expr import Expr, Function, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import ANY, Dim, TensorType
@@ -74,7 +77,9 @@ class _Converter:
         from onnx import numpy_helper
 
         inits = {i.name: i for i in self.graph.initializer}
-        used = {n for node in self.graph.node for n in node.input if n}
+        used = {n for step in all_steps(self.steps) for n in step.node.input if n}
+        used |= {o.name for step in all_steps(self.steps) for sub in step.subgraphs
+                 for o in step.attrs[sub].output}  # type: ignore[attr-defined]
         used |= {o.name for o in self.graph.output}
         static = self._static_names()
         self._check_shapes_keys(inits)
@@ -130,7 +135,7 @@ class _Converter:
         """The values some node reads at import time, and everything they are computed
         from (a Reshape shape made by Concat of a Gather of Shape: the Gather's index
         initializer must be a constant too)."""
-        return static_names(self.steps)
+        return static_names(all_steps(self.steps))
 
     # -- inputs ---------------------------------------------------------------------------
     def _input_type(self, inp: Any) -> TensorType:
@@ -201,7 +206,8 @@ class _Converter:
         node = step.node
         where = f"{node.op_type}-{step.version} node {node_label(node)}"
         inputs = tuple(self._lookup(n, where) if n else None for n in node.input)
-        ctx = NodeContext(node, step.version, self.builder, inputs, step.attrs)
+        ctx = NodeContext(node, step.version, self.builder, inputs, step.attrs,
+                          lambda attr, values: self._subgraph(step, attr, values))
         try:
             result = step.converter.convert(ctx)
         except ConvertError as err:
@@ -220,6 +226,30 @@ class _Converter:
                 raise FrontendError(f"from_onnx: {where}: output {i} ('{name}') is not "
                                     "supported")
             self.env[name] = outs[i]
+
+    def _subgraph(self, step: Step, attr: str, values: Sequence[Expr]) -> list[Expr]:
+        """Convert the subgraph of ``step``'s attribute ``attr`` with its inputs bound to
+        ``values``; its initializers become constants. The enclosing environment is
+        restored afterwards, so the subgraph's names never leak out."""
+        from onnx import numpy_helper
+
+        graph = step.attrs[attr]
+        if len(values) != len(graph.input):  # type: ignore[attr-defined]
+            raise ConvertError(f"{attr} has {len(graph.input)} inputs, "  # type: ignore
+                               f"the node gives it {len(values)}")
+        saved = self.env
+        self.env = dict(saved)
+        try:
+            for inp, value in zip(graph.input, values, strict=True):  # type: ignore
+                self.env[inp.name] = value
+            for init in graph.initializer:  # type: ignore[attr-defined]
+                self.env[init.name] = self.builder.const(numpy_helper.to_array(init))
+            for sub in step.subgraphs[attr]:
+                self._convert(sub)
+            return [self._lookup(o.name, f"{attr} output")
+                    for o in graph.output]  # type: ignore[attr-defined]
+        finally:
+            self.env = saved
 
 
 def static_names(steps: Sequence[Any]) -> set[str]:

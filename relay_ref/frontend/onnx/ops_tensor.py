@@ -334,6 +334,19 @@ def slice_attrs(ctx: NodeContext) -> Expr:
 
 @converter("Slice", since=10, static_inputs=(1, 2, 3, 4))
 def slice_inputs(ctx: NodeContext) -> Expr:
+    """Run-time ``starts``/``ends`` (a ``Loop`` body slicing at its iteration number) make
+    a ``dyn.strided_slice``: its dims are then ``?``; ``axes`` and ``steps`` stay static."""
+    if any(ctx.input(i) is not None and ctx.builder.static(ctx.need(i)) is None
+           for i in (1, 2)):
+        rank = ctx.rank(0)
+        axes = ctx.static_ints(3, "axes")
+        n = ctx.builder.tensor_type(ctx.need(1)).shape[0]
+        if not isinstance(n, int):
+            raise ConvertError("run-time starts need a static length")
+        axes = list(range(n)) if axes is None else [axis_of(ctx, a, rank) for a in axes]
+        steps = ctx.static_ints(4, "steps") or [1] * n
+        return ctx.call("dyn.strided_slice", ctx.need(0), ctx.need(1), ctx.need(2),
+                        ctx.const(np.array(steps, np.int64)), axes=axes)
     return _slice(ctx, ctx.static_ints(1, "starts") or [], ctx.static_ints(2, "ends") or [],
                   ctx.static_ints(3, "axes"), ctx.static_ints(4, "steps"))
 

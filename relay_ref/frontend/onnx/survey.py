@@ -8,15 +8,19 @@ graph's inputs and initializers. Problems are gathered, not raised one by one: t
 lists each unsupported operator with its op version and the names of the nodes using it,
 then each unsupported attribute value, output or element type.
 
+Subgraphs (``If`` branches, ``Loop`` bodies: attributes holding a ``GraphProto``) are
+surveyed recursively with the same opset, and their problems join the one error.
+
 Invariant: when ``survey`` returns, every node has a converter that accepts its attribute
 values; the plan it returns gives, per node, that converter, its op version and its
-attributes, in graph order.
+attributes, in graph order, and for each graph attribute the plan of that subgraph
+(``Step.subgraphs``), so every node at every depth has been checked.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -39,6 +43,7 @@ class Step:
     version: int
     converter: Converter
     attrs: dict[str, object]
+    subgraphs: dict[str, list[Step]] = field(default_factory=dict)  # attr name -> plan
 
 
 def node_label(node: Any) -> str:
@@ -49,11 +54,22 @@ def node_label(node: Any) -> str:
 def survey(proto: Any, opset: int) -> list[Step]:
     """The conversion plan of ``proto``'s graph; raises one ``FrontendError`` listing every
     problem found."""
-    import onnx
-
-    graph = proto.graph
     unsupported: dict[tuple[str, int], list[str]] = defaultdict(list)
     problems: list[str] = []
+    steps = _survey_graph(proto, proto.graph, opset, unsupported, problems)
+    problems.extend(_dtype_problems(proto.graph))
+    if unsupported or problems:
+        raise FrontendError(_diagnostics(unsupported, problems))
+    return steps
+
+
+def _survey_graph(proto: Any, graph: Any, opset: int,
+                  unsupported: dict[tuple[str, int], list[str]],
+                  problems: list[str]) -> list[Step]:
+    """The plan of ``graph`` (the model's graph or a subgraph); problems are appended to
+    ``unsupported`` and ``problems``."""
+    import onnx
+
     steps: list[Step] = []
     for node in graph.node:
         label = node_label(node)
@@ -88,11 +104,26 @@ def survey(proto: Any, opset: int) -> list[Step]:
             problems.append(f"{node.op_type} node {label}: output(s) "
                             f"{', '.join(repr(o) for o in extra)} not supported (only the "
                             f"first {conv.outputs})")
-        steps.append(Step(node, version, conv, attrs))
-    problems.extend(_dtype_problems(graph))
-    if unsupported or problems:
-        raise FrontendError(_diagnostics(unsupported, problems))
+        subgraphs: dict[str, list[Step]] = {}
+        for key, value in attrs.items():
+            if isinstance(value, onnx.GraphProto):
+                subgraphs[key] = _survey_graph(proto, value, opset, unsupported, problems)
+                problems.extend(f"{node.op_type} node {label}: {key}: {p}"
+                                for p in _dtype_problems(value, subgraph=True))
+        steps.append(Step(node, version, conv, attrs, subgraphs))
     return steps
+
+
+def all_steps(steps: list[Step]) -> list[Step]:
+    """``steps`` and, depth first, the steps of their subgraphs."""
+    out: list[Step] = []
+    todo = list(reversed(steps))
+    while todo:
+        step = todo.pop()
+        out.append(step)
+        for sub in reversed(list(step.subgraphs.values())):
+            todo.extend(reversed(sub))
+    return out
 
 
 def _changed_since(op_type: str, version: int) -> bool:
@@ -133,10 +164,16 @@ def _domain_opset(proto: Any, domain: str) -> int:
     return next((o.version for o in proto.opset_import if o.domain == domain), 0)
 
 
-def _dtype_problems(graph: Any) -> list[str]:
+def _dtype_problems(graph: Any, subgraph: bool = False) -> list[str]:
+    """Inputs and initializers whose types have no Relay type; a subgraph's input may
+    leave its type out (the node that runs the subgraph gives it)."""
     out = []
     for inp in graph.input:
         kind = inp.type.WhichOneof("value")
+        if subgraph and kind is None:
+            continue
+        if subgraph and kind == "tensor_type" and not inp.type.tensor_type.elem_type:
+            continue
         if kind != "tensor_type":
             out.append(f"graph input '{inp.name}' is a {kind or 'value of unknown type'}, not "
                        "a tensor")

@@ -21,7 +21,7 @@ def _model(nodes, inputs, outputs, inits=(), opset=18):
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)])
 
 
-def _same_as_ort(model, feeds):
+def _check_against_ort(model, feeds):
     want = ort.InferenceSession(model.SerializeToString()).run(None, feeds)[0]
     mod, params = from_onnx(model)
     got = rr.compile(mod, params=params)(**feeds)
@@ -37,7 +37,7 @@ def test_resize_nearest_round_prefer_ceil(ctm, shape, size) -> None:
                         coordinate_transformation_mode=ctm, nearest_mode="round_prefer_ceil")
     model = _model([node], [V("x", TP.FLOAT, list(shape))], [V("y", TP.FLOAT, None)],
                    [nh.from_array(np.array(size, np.int64), "sz")])
-    _same_as_ort(model, {"x": np.arange(np.prod(shape), dtype="float32").reshape(shape)})
+    _check_against_ort(model, {"x": np.arange(np.prod(shape), dtype="float32").reshape(shape)})
 
 
 @pytest.mark.parametrize("op", ["ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"])
@@ -45,7 +45,7 @@ def test_reductions_without_axes_and_noop_keep_their_elementwise_part(op) -> Non
     model = _model([oh.make_node(op, ["x"], ["y"], noop_with_empty_axes=1)],
                    [V("x", TP.FLOAT, [3])], [V("y", TP.FLOAT, None)])
     x = np.array([1.0, 2.0, 3.0] if op == "ReduceLogSum" else [-1.0, 2.0, -3.0], "float32")
-    _same_as_ort(model, {"x": x})
+    _check_against_ort(model, {"x": x})
 
 
 def test_a_sanitised_name_never_takes_a_valid_one() -> None:

@@ -1,8 +1,10 @@
 """Control flow (``ops_control``): ONNX ``If`` as a Relay ``if`` (each branch taken, outer
 values read by the branches, nested ``If``, several outputs) and ``Loop`` as a let-bound
 recursive function (a for loop summing, a while loop with a condition, a scan output)
-against onnxruntime, through the interpreter and ``rr.compile``; the up-front survey of
-subgraphs and the refusals (branches of different types, a loop with no bound)."""
+and ``Scan`` (``ops_control_scan``: two scan inputs on different axes, reversed input and
+output directions, output axes, opset 8's batch rows) against onnxruntime, through the
+interpreter and ``rr.compile``; the up-front survey of subgraphs and the refusals
+(branches of different types, a loop with no bound, a scan body of the wrong arity)."""
 
 from __future__ import annotations
 
@@ -170,7 +172,7 @@ def test_loop_with_neither_bound_is_refused_up_front() -> None:
         from_onnx(model)
 
 
-@pytest.mark.parametrize("op", ["If", "Loop"])
+@pytest.mark.parametrize("op", ["If", "Loop", "Scan"])
 def test_conformance_cases_pass(op: str) -> None:
     from relay_ref.frontend.onnx import conformance
 
@@ -191,3 +193,55 @@ def test_if_on_a_constant_condition_builds_only_the_taken_branch() -> None:
     model = _model(nodes, [_vi("x", F32, [2, 3])], [_vi("o", F32, [None, None])])
     assert_matches(model, {"x": rand(2, 3)})
     assert "if (" not in rr.astext(from_onnx(model)[0])
+
+
+def _scan_model(opset: int = 17, reverse_in: int = 0, out_axis: int = 0,
+                reverse_out: int = 0) -> onnx.ModelProto:
+    """A cumulative sum over two scan inputs: ``s += x[t] * y[t]``, scan output ``s`` at
+    each step; ``x`` (4, 3) is scanned along axis 0, ``y`` (3, 4) along axis 1 (read
+    backwards with ``reverse_in``)."""
+    body = oh.make_graph(
+        [oh.make_node("Mul", ["xe", "ye"], ["p"]),
+         oh.make_node("Add", ["s_in", "p"], ["s_out"]),
+         oh.make_node("Identity", ["s_out"], ["y_out"])],
+        "body", [_vi("s_in", F32, [3]), _vi("xe", F32, [3]), _vi("ye", F32, [3])],
+        [_vi("s_out", F32, [3]), _vi("y_out", F32, [3])])
+    node = oh.make_node("Scan", ["s0", "x", "y"], ["s", "ys"], body=body, num_scan_inputs=2,
+                        scan_input_axes=[0, 1], scan_input_directions=[0, reverse_in],
+                        scan_output_axes=[out_axis], scan_output_directions=[reverse_out])
+    out_shape = [4, 3] if out_axis in (0, -2) else [3, 4]
+    return _model([node], [_vi("s0", F32, [3]), _vi("x", F32, [4, 3]), _vi("y", F32, [3, 4])],
+                  [_vi("s", F32, [3]), _vi("ys", F32, out_shape)], opset=opset)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("reverse_in,out_axis,reverse_out",
+                         [(0, 0, 0), (1, 0, 0), (0, 1, 0), (1, -1, 1), (0, 0, 1)])
+def test_scan_cumulative_sum_of_two_inputs(reverse_in: int, out_axis: int, reverse_out: int,
+                                           compiled: bool) -> None:
+    model = _scan_model(reverse_in=reverse_in, out_axis=out_axis, reverse_out=reverse_out)
+    feeds = {"s0": rand(3), "x": rand(4, 3, seed=1), "y": rand(3, 4, seed=2)}
+    assert_matches(model, feeds, compiled=compiled)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_scan_8_scans_each_batch_row(compiled: bool) -> None:
+    body = oh.make_graph(
+        [oh.make_node("Add", ["s_in", "xe"], ["s_out"]),
+         oh.make_node("Identity", ["s_out"], ["y_out"])],
+        "body", [_vi("s_in", F32, [2]), _vi("xe", F32, [2])],
+        [_vi("s_out", F32, [2]), _vi("y_out", F32, [2])])
+    node = oh.make_node("Scan", ["", "s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1,
+                        directions=[1])
+    model = _model([node], [_vi("s0", F32, [3, 2]), _vi("x", F32, [3, 5, 2])],
+                   [_vi("s", F32, [3, 2]), _vi("ys", F32, [3, 5, 2])], opset=8)
+    assert_matches(model, {"s0": rand(3, 2), "x": rand(3, 5, 2, seed=1)}, compiled=compiled)
+
+
+def test_scan_with_a_bad_body_is_refused_up_front() -> None:
+    body = oh.make_graph([oh.make_node("Identity", ["s_in"], ["s_out"])], "body",
+                         [_vi("s_in", F32, [3])], [_vi("s_out", F32, [3])])
+    model = _model([oh.make_node("Scan", ["s0", "x"], ["s"], body=body, num_scan_inputs=1)],
+                   [_vi("s0", F32, [3]), _vi("x", F32, [4, 3])], [_vi("s", F32, [3])])
+    with pytest.raises(rr.FrontendError, match="body has 1 inputs, expected 2"):
+        from_onnx(model)

@@ -158,7 +158,7 @@ def test_multiple_outputs_are_a_tuple():
 def test_every_unsupported_op_and_attribute_in_one_error():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
-        helper.make_node("Scan", ["a"], ["b"], name="loop1"),
+        helper.make_node("Det", ["a"], ["b"], name="loop1"),
         helper.make_node("NonZero", ["a"], ["c"], name="nz1"),
         helper.make_node("NonZero", ["a"], ["d"], name="nz2"),
         helper.make_node("LRN", ["a"], ["e"], name="lrn_even", size=4),
@@ -173,7 +173,7 @@ def test_every_unsupported_op_and_attribute_in_one_error():
     err = info.value
     assert isinstance(err, rr.RelayError)
     text = str(err)
-    assert "unsupported operator Scan" in text and "'loop1'" in text
+    assert "unsupported operator Det" in text and "'loop1'" in text
     assert "unsupported operator NonZero" in text and "2 node(s): 'nz1', 'nz2'" in text
     assert "unsupported operator com.example.MyOp" in text and "'custom'" in text
     assert "opset 13" in text

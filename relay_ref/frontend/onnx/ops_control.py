@@ -24,7 +24,7 @@ ONNX spec says. A loop-carried value whose shape changes between iterations gets
 dims (the body is converted again with the generalised parameter types). A scan output's
 accumulator has type ``(?, *shape)`` and starts empty; when one iteration's shape is not
 static, the first iteration replaces the accumulator instead of appending to it. ONNX
-``Scan`` is not converted (the survey lists it as unsupported).
+``Scan`` is built the same way in ``ops_control_scan.py``.
 
 Invariants: every expression made here has its type in the builder (``types``); the
 subgraphs' values never escape the ``if`` arm or function body they were converted into.

@@ -79,6 +79,7 @@ def _load() -> None:
     # Importing the families registers their converters (idempotent).
     from relay_ref.frontend.onnx import (  # noqa: F401
         ops_control,
+        ops_control_scan,
         ops_extra,
         ops_extra_attention,
         ops_extra_loss,

@@ -112,6 +112,10 @@ def run_file(args: argparse.Namespace) -> int:
         entry = mod.functions.get(args.entry)
         if entry is None:
             return _usage(f"{args.file}: no function @{args.entry} to run")
+        if args.output and not repl.returns_tensor(mod, args.entry):
+            return _usage(f"--output: @{args.entry} returns "
+                          f"{repl.type_text(mod.global_types[args.entry].ret_type)}, not a "
+                          f"tensor: only a tensor can be saved to {args.output}")
         if weights:
             # the weights become constants; the parameters left are the arguments
             mod = repl.bind_params(mod, weights, args.entry, label=args.params)

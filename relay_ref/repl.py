@@ -51,7 +51,7 @@ __all__ = [
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
     "check_named_pass", "compile_expr", "evaluate_checked", "format_trace", "op_info", "op_names",
-    "OnnxImport", "bind_params", "import_onnx",
+    "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
 ]
@@ -280,6 +280,13 @@ def _adapt_literal(text: str, value: Any, ty: Type | None, span: Span | None = N
 
 
 # ---- rendering --------------------------------------------------------------------------------
+
+def returns_tensor(mod: IRModule, entry: str) -> bool:
+    """Whether ``@entry`` of the type-checked ``mod`` returns a tensor (what ``relay run -o``
+    can save), known before running it."""
+    ty = mod.global_types.get(entry)
+    return isinstance(ty, FuncType) and isinstance(ty.ret_type, TensorType)
+
 
 def type_text(ty: Type | None) -> str:
     """One-line Relay text of a type (``_`` for a missing one)."""

@@ -169,3 +169,13 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path, monkeypatch) -> None:
     from relay_ref.cli import main as cli_main
 
     assert cli_main(["run", str(program)]) == 141
+
+
+def test_output_of_a_non_tensor_is_refused_before_running(tmp_path) -> None:
+    program = tmp_path / "pair.relay"
+    # refused before running: no value printed, no file written
+    program.write_text("def @main(%x: float32) { (%x, %x) }\n")
+    out = tmp_path / "o.npy"
+    r = relay("run", str(program), "1", "-o", str(out))
+    assert r.returncode == 2 and "not a tensor" in r.stderr and "(float32, float32)" in r.stderr
+    assert r.stdout == "" and not out.exists()

@@ -56,6 +56,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
+
 import relay_ref as rr  # noqa: E402
 from relay_ref.testing import onnx_light  # noqa: E402
 
@@ -104,12 +106,6 @@ def ort_session(path: Path) -> Any:
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-def per_call(fn: Callable[[], object], n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n
-
 
 def prepare(row: Row, path: Path) -> tuple[Callable[[], object], Callable[[], object]] | None:
     """Import, compile and check one model; the two callables to time (None when the
@@ -157,13 +153,7 @@ def measure(row: Row, relay_fn: Callable[[], object], ort_fn: Callable[[], objec
     n_ort = max(1, int(TARGET_SECONDS / per_call(ort_fn, 1)))
     t_relay, t_ort, ratios = [], [], []
     for r in range(rounds):
-        order = [("relay", relay_fn, n_relay), ("ort", ort_fn, n_ort)]
-        if r % 2:
-            order.reverse()
-        got = {}
-        for label, fn, n in order:
-            time.sleep(SLEEP)
-            got[label] = per_call(fn, n)
+        got = one_round(r, [("relay", relay_fn, n_relay), ("ort", ort_fn, n_ort)], SLEEP)
         t_relay.append(got["relay"])
         t_ort.append(got["ort"])
         ratios.append(got["relay"] / got["ort"])

@@ -29,7 +29,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
 
 import relay_ref as rr  # noqa: E402
 
@@ -162,13 +163,6 @@ def onnx_session(case: Case, out_shape: tuple[int, ...]) -> Any:
                                 providers=["CPUExecutionProvider"])
 
 
-def per_call(fn: Callable[[], object], n: int) -> float:
-    """Mean seconds per call over a loop of ``n`` calls."""
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n
-
 
 def calls_for(fn: Callable[[], object]) -> int:
     """How many calls make a measurement last about ``TARGET_SECONDS``."""
@@ -223,13 +217,7 @@ def measure(rows: list[tuple[Row, Any, Any]], rounds: int, progress: Progress) -
         n_relay, n_ort = calls_for(relay_fn), calls_for(ort_fn)
         t_relay, t_ort, ratios = [], [], []
         for r in range(rounds):
-            order = [("relay", relay_fn, n_relay), ("ort", ort_fn, n_ort)]
-            if r % 2:
-                order.reverse()
-            got = {}
-            for label, fn, n in order:
-                time.sleep(SLEEP)
-                got[label] = per_call(fn, n)
+            got = one_round(r, [("relay", relay_fn, n_relay), ("ort", ort_fn, n_ort)], SLEEP)
             t_relay.append(got["relay"])
             t_ort.append(got["ort"])
             ratios.append(got["relay"] / got["ort"])

@@ -1,0 +1,28 @@
+"""Timing helpers the benchmark scripts share (../shared/reference/performance.md: on this
+noisy 2-core machine, implementations are compared in interleaved rounds, in alternating
+order, with a sleep between them while the other thread pools wind down)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+
+def per_call(fn: Callable[[], object], n: int) -> float:
+    """Mean seconds per call over a loop of ``n`` calls."""
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - start) / n
+
+
+def one_round(r: int, entries: Sequence[tuple[str, Callable[[], object], int]],
+              sleep: float) -> dict[str, float]:
+    """Round ``r``: each ``(label, fn, n)`` timed by ``per_call(fn, n)`` after a sleep, in
+    the given order on even rounds and reversed on odd ones; seconds per call by label."""
+    order = list(entries) if r % 2 == 0 else list(reversed(entries))
+    got = {}
+    for label, fn, n in order:
+        time.sleep(sleep)
+        got[label] = per_call(fn, n)
+    return got

@@ -507,7 +507,7 @@ class _Checker:
         return ty
 
     def infer_rule(self, expr: Expr) -> Type:
-        """One case per typing rule, in the grammar's order."""
+        """One case per typing rule, in the order of spec/typing.md section 3."""
         match expr:
             case Var():  # T-Var (spec/typing.md 3.1)
                 return self.infer_var(expr)
@@ -526,12 +526,16 @@ class _Checker:
                 return self.infer_projection(expr, self.infer(tup))
             case Let():  # T-Let (spec/typing.md 3.6)
                 return self.infer_let(expr)
-            case Call(op=Op()):  # T-App-Op (spec/typing.md 3.9)
-                return self.infer_op_call(expr)
-            case Call():  # T-App (spec/typing.md 3.8)
-                return self.infer_call(expr)
             case Function():  # T-Fn (spec/typing.md 3.7)
                 return self.infer_function(expr, self.header_of(expr))
+            case Call(op=callee) if not isinstance(callee, Op):  # T-App (spec/typing.md 3.8)
+                return self.infer_call(expr)
+            case Call():  # T-App-Op (spec/typing.md 3.9): the callee is an operator
+                return self.infer_op_call(expr)
+            case Op():  # T-Op (spec/typing.md 3.10): an operator used as a value
+                return self.infer_op_value(expr)
+            case Constructor():  # T-Constructor (spec/typing.md 3.11)
+                return self.constructor_type(expr)
             case If(cond, then, else_):  # T-If (spec/typing.md 3.12)
                 c = self.infer(cond)
                 self.unify(c, BOOL, cond, "T-If",
@@ -541,10 +545,8 @@ class _Checker:
                            (Note(f"the then-branch has type {show(self.unifier.resolve(t))}",
                                  _use_span(then, expr)),), parent=expr)
                 return t
-            case Match():  # T-Match (spec/typing.md 3.13)
+            case Match():  # T-Match (spec/typing.md 3.13), T-Match-Complete (3.14)
                 return self.infer_match(expr)
-            case Constructor():  # T-Constructor (spec/typing.md 3.11)
-                return self.constructor_type(expr)
             case RefCreate(value):  # T-Ref (spec/typing.md 3.15)
                 return RefType(self.infer(value))
             case RefRead(ref):  # T-ReadRef (spec/typing.md 3.16)
@@ -568,8 +570,6 @@ class _Checker:
                     self.unify(r, RefType(v), ref, "T-WriteRef",
                                "ref_write needs a reference: ", parent=expr)
                 return UNIT
-            case Op():  # T-Op (spec/typing.md 3.10): an operator used as a value
-                return self.infer_op_value(expr)
         self.error(expr, f"not a Relay expression: {type(expr).__name__}", "T-Expr")
         return self.poison()
 
@@ -651,6 +651,47 @@ class _Checker:
                    f"the value of %{var.name_hint} does not have its declared type: ", notes,
                    parent=let)
 
+    def infer_call(self, call: Call) -> Type:
+        """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
+        holes), then each argument must have its parameter's type."""
+        callee = self.infer(call.op)
+        args = [self.infer(arg) for arg in call.args]
+        fn = self.unifier.find(callee)
+        who = _callee_name(call.op)
+        if isinstance(fn, IncompleteType):
+            if call.type_args:
+                self.error(call, f"cannot give type arguments to {who}: its type is not "
+                           "known here; annotate it", "T-App")
+            ret = self.unifier.fresh()
+            if not self.unify(fn, FuncType(tuple(args), ret), call.op, "T-App",
+                              f"calling {who}: ", parent=call):
+                return self.poison()
+            return ret
+        if not isinstance(fn, FuncType):
+            self.error(call.op, f"cannot call {who}: it has type "
+                       f"{show(self.unifier.resolve(fn))}, not a function type", "T-App",
+                       parent=call)
+            return self.poison()
+        type_args: tuple[Type, ...] | None = None
+        if call.type_args:
+            if len(call.type_args) != len(fn.type_params):
+                n = len(fn.type_params)
+                self.error(call, f"{who} takes {n} type argument{'s' if n != 1 else ''}, "
+                           f"found {len(call.type_args)}", "T-App", self.definition_notes(call))
+            else:
+                type_args = tuple(self.annotation(t, call) for t in call.type_args)
+        inst = self.unifier.instantiate(fn, type_args)
+        if len(args) != len(inst.arg_types):
+            n = len(inst.arg_types)
+            self.error(call, f"{who} takes {n} argument{'s' if n != 1 else ''}, found "
+                       f"{len(args)}", "T-App", self.definition_notes(call))
+            return inst.ret_type
+        for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
+                                                       strict=True)):
+            self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
+                       self.param_notes(call.op, i), parent=call)
+        return inst.ret_type
+
     def infer_op_call(self, call: Call) -> Type:
         """T-App-Op: the arguments' types feed the operator's type relation, queued with the
         call's attributes; the call's type is a hole the relation fills."""
@@ -701,47 +742,6 @@ class _Checker:
         self.solver.add(_OpRelation(op, opdef, attrs, args, out, self.owner))
         self.solver.solve()
         return FuncType(tuple(args), out)
-
-    def infer_call(self, call: Call) -> Type:
-        """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
-        holes), then each argument must have its parameter's type."""
-        callee = self.infer(call.op)
-        args = [self.infer(arg) for arg in call.args]
-        fn = self.unifier.find(callee)
-        who = _callee_name(call.op)
-        if isinstance(fn, IncompleteType):
-            if call.type_args:
-                self.error(call, f"cannot give type arguments to {who}: its type is not "
-                           "known here; annotate it", "T-App")
-            ret = self.unifier.fresh()
-            if not self.unify(fn, FuncType(tuple(args), ret), call.op, "T-App",
-                              f"calling {who}: ", parent=call):
-                return self.poison()
-            return ret
-        if not isinstance(fn, FuncType):
-            self.error(call.op, f"cannot call {who}: it has type "
-                       f"{show(self.unifier.resolve(fn))}, not a function type", "T-App",
-                       parent=call)
-            return self.poison()
-        type_args: tuple[Type, ...] | None = None
-        if call.type_args:
-            if len(call.type_args) != len(fn.type_params):
-                n = len(fn.type_params)
-                self.error(call, f"{who} takes {n} type argument{'s' if n != 1 else ''}, "
-                           f"found {len(call.type_args)}", "T-App", self.definition_notes(call))
-            else:
-                type_args = tuple(self.annotation(t, call) for t in call.type_args)
-        inst = self.unifier.instantiate(fn, type_args)
-        if len(args) != len(inst.arg_types):
-            n = len(inst.arg_types)
-            self.error(call, f"{who} takes {n} argument{'s' if n != 1 else ''}, found "
-                       f"{len(args)}", "T-App", self.definition_notes(call))
-            return inst.ret_type
-        for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
-                                                       strict=True)):
-            self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
-                       self.param_notes(call.op, i), parent=call)
-        return inst.ret_type
 
     def constructor_type(self, ctor: Constructor) -> Type:
         """T-Constructor: ``C : fn[vars](fields) -> Adt[vars]``."""

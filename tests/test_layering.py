@@ -40,6 +40,9 @@ LAYERS: dict[str, Layer] = {
     # imports; the printer, the checker, the interpreter and the kernel (via repl) use it,
     # so it sits at the bottom.
     "deepstack": Layer(0, ("relay_ref.deepstack",)),
+    # rules (the rules of spec/ by name) reads markdown and imports nothing of relay_ref:
+    # every layer may cite through it, the CLI (relay rule) and the kernel (:rule) included.
+    "rules": Layer(0, ("relay_ref.rules",)),
     "ops": Layer(1, ("relay_ref.ops",)),
     "syntax": Layer(2, ("relay_ref.syntax",)),
     # Prelude above syntax: it parses prelude.relay and hands the parser a fallback; the
@@ -64,11 +67,13 @@ LAYERS: dict[str, Layer] = {
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
     # The CLI (relay_ref/cli.py, cli_run.py, cli_opt.py, cli_import.py, cli_weights.py,
-    # __main__.py) and the Jupyter kernel use only the public API and repl.
+    # cli_rule.py, __main__.py) and the Jupyter kernel use only the public API, repl and
+    # rules.
     "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
-                      "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.__main__"),
-                 only=frozenset({"api", "repl"})),
-    "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
+                      "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.cli_rule",
+                      "relay_ref.__main__"),
+                 only=frozenset({"api", "repl", "rules"})),
+    "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl", "rules"})),
 }
 
 

@@ -1,0 +1,289 @@
+"""The rules of ``spec/``, by name: ``lookup("T-App")`` is the rule as the spec writes it.
+
+**Definition syntax** (spec/README.md says the same): a rule is defined exactly where its
+name is written in bold, ``**T-App**``, outside code. Its text is the block around the bold
+name:
+
+* in a heading (``### 3.8 **T-App**``): the heading's section, up to the next heading of the
+  same or a higher level; several names in one heading (``### 3.12 **E-If-True** and
+  **E-If-False**``) share the section;
+* in a table row (``| 1.1 | **K-BaseType** | ... |``): the table's header and that row;
+* in a list item (``- **PE-Var**: ...``): the item with its continuation lines;
+* anywhere else: its paragraph.
+
+Everywhere else (code, messages, other spec text) a rule name is a *citation*. A name is a
+family prefix, a hyphen and capitalised parts (``E-App-Closure``); ``FAMILIES`` lists the
+prefixes, one judgement each. ``tests/test_rule_citations.py`` checks that every citation
+names a rule, that every rule is defined once and cited where it is implemented.
+
+``spec_dir()`` is the installed wheel's ``relay_ref/spec`` (pyproject.toml force-includes
+``spec/`` there), else the checkout's ``spec/``. The rules are read once per process.
+
+Layer: no ``relay_ref`` imports (rank 0), so every layer may cite through it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# Prefix -> the judgement family it names (one prefix, one family), in spec order.
+FAMILIES: dict[str, str] = {
+    "S": "syntax: reading the text format (syntax.md 1-5)",
+    "Pr": "printing: the canonical text (syntax.md 6)",
+    "K": "kinding: Δ ⊢ τ : K (typing.md 1)",
+    "T": "expression typing: Δ; Γ ⊢ e : τ (typing.md 3-6)",
+    "TP": "pattern typing: Δ ⊢ p : τ ⇒ Γ' (typing.md 3.13)",
+    "V": "value and store typing: ⊢ v : τ, ⊢ σ : Σ (semantics.md 1)",
+    "E": "evaluation: ρ; σ ⊢ e ⇒ v; σ' (semantics.md 3)",
+    "P": "pattern matching: v ▷ p ⊣ θ (semantics.md 3.13)",
+    "Stuck": "stuck states: run-time errors (semantics.md 4)",
+    "A": "host arguments: Python values for parameters (semantics.md 4.1)",
+    "PE": "partial evaluation: ρ; σ; L ⊢ e ⇝ p; σ'; L' (partial_eval.md 2)",
+    "Reify": "reification of static values (partial_eval.md 3)",
+    "Tidy": "tidy-up of the residual program (partial_eval.md 5)",
+}
+
+# A rule name: a family prefix, then capitalised parts. Not part of a longer word or name
+# (``E-If-*`` cites no single rule and is not matched; nor is ``A-Za-z``).
+_PREFIXES = "|".join(sorted(FAMILIES, key=len, reverse=True))
+NAME_RE = re.compile(rf"(?<![\w-])(?:{_PREFIXES})-[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)*"
+                     r"(?![\w-])")
+_BOLD_RE = re.compile(r"\*\*([^*\n]+?)\*\*")
+_HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+_ITEM_RE = re.compile(r"^(\s*)(?:[-*+]|\d+\.)\s")
+_NUMBERED_RE = re.compile(r"^\d+(?:\.\d+)*\.?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One rule of ``spec/``. ``section`` is the heading it is under, or its numbered table
+    row (``"1.1 K-BaseType"``); ``text`` is the block that defines it, as written."""
+
+    name: str  # "T-App"
+    file: str  # "typing.md"
+    section: str  # "3.8 T-App"
+    text: str  # the rule as written in spec/ (judgement, premises, conclusion, prose)
+    line: int = 0  # 1-based line of the definition in ``file``
+
+    @property
+    def family(self) -> str:
+        return family(self.name)
+
+    @property
+    def where(self) -> str:
+        """``spec/typing.md 3.8 T-App``: how code cites it."""
+        return f"spec/{self.file} {self.section}"
+
+    def plain(self) -> str:
+        """The text without markdown emphasis; a table row as ``column: cell`` lines."""
+        return plain_text(self.text)
+
+
+def family(name: str) -> str:
+    """The family prefix of a rule name (``"E-App-Rec"`` -> ``"E"``)."""
+    return name.split("-", 1)[0]
+
+
+def spec_dir() -> Path:
+    """The spec inside an installed wheel, else the checkout's ``spec/`` (as the parser
+    finds ``grammar/relay.lark``)."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "spec", package.parent / "spec"):
+        if (candidate / "typing.md").is_file():
+            return candidate
+    raise FileNotFoundError("spec/ not found inside relay_ref or in the checkout")
+
+
+def spec_files() -> list[Path]:
+    """The spec's rule files (``README.md`` is the index: it cites, never defines)."""
+    return sorted(p for p in spec_dir().glob("*.md") if p.name != "README.md")
+
+
+@functools.cache
+def definitions() -> tuple[Rule, ...]:
+    """Every definition in ``spec/``, in file and line order, duplicates included (the
+    citation test reports those; ``all_rules`` keeps the first)."""
+    found: list[Rule] = []
+    for path in spec_files():
+        found.extend(_parse(path.name, path.read_text(encoding="utf-8")))
+    return tuple(found)
+
+
+@functools.cache
+def all_rules() -> dict[str, Rule]:
+    """Every rule by name, in spec order."""
+    rules: dict[str, Rule] = {}
+    for rule in definitions():
+        rules.setdefault(rule.name, rule)
+    return rules
+
+
+def lookup(name: str) -> Rule:
+    """The rule named ``name``; ``KeyError`` naming the closest rules when there is none."""
+    rules = all_rules()
+    rule = rules.get(name)
+    if rule is not None:
+        return rule
+    raise KeyError(f"no rule {name} in spec/{did_you_mean(name)}")
+
+
+def suggestions(name: str) -> list[str]:
+    """Up to three known rule names close to ``name`` (case-insensitively first)."""
+    rules = all_rules()
+    same_case = [n for n in rules if n.lower() == name.lower()]
+    close = difflib.get_close_matches(name.lower(), [n.lower() for n in rules], n=3, cutoff=0.6)
+    by_lower = {n.lower(): n for n in rules}
+    return list(dict.fromkeys(same_case + [by_lower[c] for c in close]))[:3]
+
+
+def did_you_mean(name: str) -> str:
+    """``"; did you mean T-App?"`` (or ``""``)."""
+    near = suggestions(name)
+    return f"; did you mean {' or '.join(near)}?" if near else ""
+
+
+def rule_html(name: str) -> str:
+    """``name`` as an HTML tag for Jupyter output whose tooltip shows the rule's text and
+    where it is; the plain escaped name when no rule has that name."""
+    rule = all_rules().get(name)
+    if rule is None:
+        return html.escape(name)
+    title = html.escape(f"{rule.where}\n\n{rule.plain()}", quote=True)
+    return (f'<abbr class="relay-rule" data-rule="{html.escape(name, quote=True)}" '
+            f'title="{title}" style="cursor: help; text-decoration: underline dotted;">'
+            f"{html.escape(name)}</abbr>")
+
+
+_TAG_RE = re.compile(r"(<[^>]*>)")
+
+
+def link_rules(escaped: str) -> str:
+    """``escaped`` (HTML) with each known rule name in its text (not inside tags) replaced
+    by ``rule_html``: how errors, traces and derivations link their rule tags."""
+    rules = all_rules()
+
+    def link(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return rule_html(word) if word in rules else word
+
+    parts = _TAG_RE.split(escaped)
+    return "".join(p if i % 2 else NAME_RE.sub(link, p) for i, p in enumerate(parts))
+
+
+def plain_text(text: str) -> str:
+    """Markdown text without ``**`` emphasis; a table (header, rule line, rows) as
+    ``column: cell`` lines per row."""
+    lines = text.splitlines()
+    out: list[str] = []
+    header: list[str] | None = None
+    for line in lines:
+        if line.startswith("|"):
+            cells = _cells(line)
+            if header is None:
+                header = cells
+            elif not all(set(c) <= set("-: ") for c in cells):
+                out.extend(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)
+                           if c)
+            continue
+        header = None
+        out.append(line)
+    return "\n".join(out).replace("**", "")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _parse(file: str, source: str) -> list[Rule]:
+    """The definitions in one spec file."""
+    lines = source.splitlines()
+    in_code = [False] * len(lines)
+    fence = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+            in_code[i] = True
+        else:
+            in_code[i] = fence
+    headings = [(i, len(m.group(1)), m.group(2)) for i, line in enumerate(lines)
+                if not in_code[i] and (m := _HEADING_RE.match(line))]
+    found: list[Rule] = []
+    for i, line in enumerate(lines):
+        if in_code[i] or line.startswith("    ") and not _ITEM_RE.match(line):
+            continue
+        names = [m.group(1) for m in _BOLD_RE.finditer(_strip_code_spans(line))
+                 if NAME_RE.fullmatch(m.group(1))]
+        if not names:
+            continue
+        heading = next(((j, lvl, t) for j, lvl, t in reversed(headings) if j <= i), None)
+        section = _unbold(heading[2]) if heading else file
+        if heading and heading[0] == i:
+            end = next((j for j, lvl, _ in headings if j > i and lvl <= heading[1]), len(lines))
+            text = "\n".join(lines[i:end]).strip()
+        elif line.startswith("|"):
+            text, number = _table_row(lines, i)
+            if number:
+                section = f"{number} {names[0]}"
+        elif (item := _item_start(lines, i)) is not None:
+            text = _list_item(lines, item)
+        else:
+            text = _paragraph(lines, i)
+        found.extend(Rule(name, file, section, text, i + 1) for name in names)
+    return found
+
+
+def _strip_code_spans(line: str) -> str:
+    """``line`` without its inline code (a bold name inside backticks is not a definition)."""
+    return re.sub(r"`[^`]*`", "", line)
+
+
+def _unbold(text: str) -> str:
+    return text.replace("**", "")
+
+
+def _table_row(lines: list[str], i: int) -> tuple[str, str]:
+    """The table header, its rule line and row ``i``; and the row's number (its first cell
+    when that is ``1.1``-like), for the section."""
+    start = i
+    while start > 0 and lines[start - 1].startswith("|"):
+        start -= 1
+    rows = [lines[start], lines[start + 1], lines[i]] if i > start + 1 else [lines[i]]
+    first = _cells(lines[i])[0]
+    return "\n".join(rows), first if _NUMBERED_RE.match(first) else ""
+
+
+def _item_start(lines: list[str], i: int) -> int | None:
+    """The list item line ``i`` is in (its first line), if any."""
+    j = i
+    while j >= 0 and lines[j].strip():
+        if _ITEM_RE.match(lines[j]):
+            return j
+        if not lines[j].startswith(" "):
+            return None
+        j -= 1
+    return None
+
+
+def _list_item(lines: list[str], i: int) -> str:
+    indent = len(_ITEM_RE.match(lines[i]).group(1))
+    end = i + 1
+    while end < len(lines) and lines[end].strip() and not (
+            (m := _ITEM_RE.match(lines[end])) and len(m.group(1)) <= indent) and (
+            len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return "\n".join(lines[i:end]).strip()
+
+
+def _paragraph(lines: list[str], i: int) -> str:
+    start = i
+    while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("#"):
+        start -= 1
+    end = i + 1
+    while end < len(lines) and lines[end].strip() and not lines[end].startswith("#"):
+        end += 1
+    return "\n".join(lines[start:end]).strip()

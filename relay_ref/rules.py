@@ -144,7 +144,10 @@ def suggestions(name: str) -> list[str]:
 def did_you_mean(name: str) -> str:
     """``"; did you mean T-App?"`` (or ``""``)."""
     near = suggestions(name)
-    return f"; did you mean {' or '.join(near)}?" if near else ""
+    if not near:
+        return ""
+    listed = near[0] if len(near) == 1 else f"{', '.join(near[:-1])} or {near[-1]}"
+    return f"; did you mean {listed}?"
 
 
 def rule_html(name: str) -> str:
@@ -176,8 +179,8 @@ def link_rules(escaped: str) -> str:
 
 
 def plain_text(text: str) -> str:
-    """Markdown text without ``**`` emphasis; a table (header, rule line, rows) as
-    ``column: cell`` lines per row."""
+    """Markdown text without ``**`` emphasis and heading marks; a table (header, rule line,
+    rows) as ``column: cell`` lines per row."""
     lines = text.splitlines()
     out: list[str] = []
     header: list[str] | None = None
@@ -188,10 +191,11 @@ def plain_text(text: str) -> str:
                 header = cells
             elif not all(set(c) <= set("-: ") for c in cells):
                 out.extend(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)
-                           if c)
+                           if c and h != "#")  # the number is in the rule's section
             continue
         header = None
-        out.append(line)
+        heading = _HEADING_RE.match(line)
+        out.append(heading.group(2) if heading else line)
     return "\n".join(out).replace("**", "")
 
 

@@ -124,7 +124,7 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
         source = _read(path)
         try:
             # Prelude definitions the file uses are resolved but not printed into it; the
-            # file's comments are kept (spec/syntax.md, P-Comments).
+            # file's comments are kept (spec/syntax.md, Pr-Comments).
             text = rr.astext(rr.parse(source, source_name(path)), omit_prelude=True)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)

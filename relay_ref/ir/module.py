@@ -10,7 +10,7 @@ Invariants:
   expression of the module to its type, and ``global_types`` maps global names to types.
 * ``comments`` is the parser's side table of the text's comments (a
   ``relay_ref.syntax.comments.CommentTable``, keyed by node identity; spec/syntax.md
-  P-Comments), or None. Comments are trivia: no equality or hash looks at them.
+  Pr-Comments), or None. Comments are trivia: no equality or hash looks at them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ TVM's defaults), its type relation, its NumPy reference implementation, and opti
 kernels. The parser, type checker, interpreter and executor look operators up here; no
 operator logic lives anywhere else.
 
-Relation protocol (spec/typing.md, "T-Call-Op"):
+Relation protocol (spec/typing.md 6.2 T-Rel, the type-relation judgement):
     ``relation(arg_types: list[Type], attrs) -> Type | NOT_YET``
     * ``arg_types`` are the call's argument types after the solver's substitution; any of
       them may still be (or contain) an ``IncompleteType``.
@@ -14,7 +14,7 @@ Relation protocol (spec/typing.md, "T-Call-Op"):
       ``RelationError`` with a plain-words message when the arguments can never satisfy it.
     A relation never raises anything but ``RelationError``.
 
-Predicate protocol (spec/typing.md 3.9 T-App-Op and 6.2, the paper's relations):
+Predicate protocol (spec/typing.md 3.9 T-App-Op and 6.2 T-Rel, the paper's relations):
     ``predicate(types: list[Type], attrs) -> Solved | NOT_YET``
     * ``types`` are the argument types followed by the result type, any of them holes.
     * return ``Solved(assign, done)``: unify each ``types[i]`` with the given type (in either

@@ -1,5 +1,5 @@
 """Comments as trivia: attached to constructs by the parser, printed back by the printer
-(spec/syntax.md, P-Comments).
+(spec/syntax.md, Pr-Comments).
 
 The parser's pre-pass finds every comment (``//`` and nesting ``/* */``, never inside a
 string) and blanks it; when a module's text has comments, the resolver also records an

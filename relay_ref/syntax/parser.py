@@ -5,7 +5,7 @@ Pipeline, each stage iterative so that deep programs never hit the recursion lim
 1. ``_prescan`` (S-Comment, S-Metadata): blanks comments (``//``, nesting ``/* */``) with
    spaces, keeping every line and column, and cuts off the ``#[metadata]`` section. ``parse``
    keeps the comments: the resolver records anchors and ``syntax/comments.py`` attaches each
-   comment to one, in ``module.comments`` (P-Comments).
+   comment to one, in ``module.comments`` (Pr-Comments).
 2. Lark's LALR parser with the contextual lexer (``grammar/relay.lark``) builds a parse tree;
    the LALR driver loop is iterative. Lark exceptions become located ``ParseError``s with
    messages in Relay terms (``_syntax_error``).
@@ -104,13 +104,13 @@ def _lark() -> Lark:
 @functools.cache
 def _lark_positions() -> Lark:
     """The same parser recording every subtree's extent (closing brackets included), used
-    only for texts with comments, which need the extents to attach them (P-Comments)."""
+    only for texts with comments, which need the extents to attach them (Pr-Comments)."""
     return Lark(_grammar_path().read_text(), parser="lalr", lexer="contextual",
                 start=["start_module"], propagate_positions=True, maybe_placeholders=True)
 
 
 class _Trivia:
-    """Comments of a text (P-Comments): their ``(start, end)`` offsets, found by
+    """Comments of a text (Pr-Comments): their ``(start, end)`` offsets, found by
     ``_prescan``, and the comment-free text the grammar saw."""
 
     __slots__ = ("spans", "clean")
@@ -144,7 +144,7 @@ def parse(text: str, source_name: str = "<string>", *, fallback: Fallback | None
         meta = with_metadata(meta, metadata)  # S-MetaTable: `metadata` (a mapping from
         # type key to objects, see with_metadata) extends the #[metadata] section
         r = _Resolver(source, meta, fallback=fallback, base_module=base_module)
-        if trivia.spans:  # P-Comments: anchors for attaching comments
+        if trivia.spans:  # Pr-Comments: anchors for attaching comments
             r.anchors = []
             r.clean = trivia.clean
         module = r.module_from(tree.children, [], None)[0]
@@ -270,7 +270,7 @@ def _prescan(source: Source, found: list[tuple[int, int]] | None = None
 
     Returns (text for the grammar, metadata text or None, span of the ``#[metadata]`` line).
     Strings are skipped, so ``"//"`` inside a string is not a comment. Each comment's
-    ``(start, end)`` offsets are appended to ``found`` when given (P-Comments)."""
+    ``(start, end)`` offsets are appended to ``found`` when given (Pr-Comments)."""
     text = source.text
     pieces: list[str] = []
     start = 0  # text[start:] is not yet copied to pieces
@@ -608,7 +608,7 @@ class _Resolver:
         self.free_globals = False  # S-FreeGlobal: unknown @f stay free (parse_expr)
         self._first: dict[int, Token | None] = {}
         self._last: dict[int, Token | None] = {}
-        # P-Comments: anchors for attaching comments (only when the text has comments).
+        # Pr-Comments: anchors for attaching comments (only when the text has comments).
         self.anchors: list[Anchor] | None = None
         self.clean = ""
         self._seqs: dict[int, tuple[Anchor, Anchor]] = {}
@@ -656,7 +656,7 @@ class _Resolver:
             memo[id(t)] = found
         return found
 
-    # -- comment anchors (P-Comments) --------------------------------------------------------
+    # -- comment anchors (Pr-Comments) --------------------------------------------------------
     def anchor(self, t: Tree, key: Any, *, item: bool = True, has_end: bool = False,
                value: Any = None, extent: tuple[int, int] | None = None) -> Anchor | None:
         """Record construct ``t`` (Lark extent, or ``extent``) as a place for comments;
@@ -963,7 +963,7 @@ class _Resolver:
             kind, var, value = yield self.stmt(st)
             if kind == "let":
                 lets.append((var, value, self.span(st)))
-            if marks is not None:  # P-Comments: a let's key (its Let) is filled in below
+            if marks is not None:  # Pr-Comments: a let's key (its Let) is filled in below
                 key = None if kind == "let" else value if kind == "graph" else ("free", var)
                 a = self.anchor(st, key, value=None if kind == "free" else st.children[-1])
                 if kind == "let":

@@ -2,21 +2,21 @@
 
 Invariants (checked by tests/syntax):
 * ``parse(astext(m))`` is alpha-equal to ``m`` and ``astext`` is a fixed point after one
-  round (P-RoundTrip).
+  round (Pr-RoundTrip).
 * A non-atomic node object referenced more than once is printed once, as a graph binding
   ``%N = e;`` placed in the body where it is first reached, and referred to as ``%N`` after;
   so is an operator call that is an argument of another operator call, as TVM prints
-  dataflow graphs (P-Graph). Everything else is printed inline. Let chains print flat
-  (P-Let); every match arm is braced and followed by a comma (P-Match); operator calls
+  dataflow graphs (Pr-Graph). Everything else is printed inline. Let chains print flat
+  (Pr-Let); every match arm is braced and followed by a comma (Pr-Match); operator calls
   print as calls
   (``add(%x, %y)``), with their non-default attributes after the arguments in schema order
-  (P-Attrs); scalar constants print as literals (``1``, ``1i64``, ``1f``, ``1f16``,
+  (Pr-Attrs); scalar constants print as literals (``1``, ``1i64``, ``1f``, ``1f16``,
   ``1f64``, ``True``) and other constants as ``meta[relay.Constant][i]`` with a trailing
-  ``#[metadata]`` section in TVM's JSON format (P-Meta).
+  ``#[metadata]`` section in TVM's JSON format (Pr-Meta).
 * Local names are made unique per definition (``%x``, ``%x1``, ...), so printed scopes never
   capture.
 * Comments recorded by the parser (``module.comments``) print next to the construct they
-  were attached to (P-Comments, ``relay_ref/syntax/comments.py``): leading ones on the lines
+  were attached to (Pr-Comments, ``relay_ref/syntax/comments.py``): leading ones on the lines
   before it, trailing ones at the end of its last line, ``semi`` ones before a statement's
   ``;``, end ones before a closing ``}``. Each key's comments print once, at the first place
   that asks; a definition's comments that found no place print before it, so no comment of
@@ -149,7 +149,7 @@ def attr_value_text(value: object) -> str:
 
 class _Body:
     """A sequence context: its lines (fragment lists) and indentation level. For comments
-    (P-Comments): ``pending``, comment lines waiting to print before the next line; ``open``,
+    (Pr-Comments): ``pending``, comment lines waiting to print before the next line; ``open``,
     the lines being printed, innermost last, each ``[comments, span, lead printed]``."""
 
     __slots__ = ("level", "indent", "lines", "pending", "open")
@@ -162,7 +162,7 @@ class _Body:
         self.open: list[list[Any]] = []
 
 
-# ---- comments (P-Comments) -------------------------------------------------------------------
+# ---- comments (Pr-Comments) -------------------------------------------------------------------
 
 def _lead(dst: list[Any], texts: list[str], indent: str) -> None:
     """Comment lines (``""``: a blank line) appended to ``dst``."""
@@ -231,7 +231,7 @@ class _Printer:
     def ty(self, t: T.Type | None) -> str:
         return type_to_text(t, self.tnames)
 
-    # -- comments (P-Comments) ---------------------------------------------------------------
+    # -- comments (Pr-Comments) ---------------------------------------------------------------
     def take(self, key: Any) -> Attached | None:
         """``key``'s comments, the first time they are asked for (then never again)."""
         a = self.cm.get(key)
@@ -469,7 +469,7 @@ class _Printer:
         notes = [self.take(("param", p)) for p in fn.params] if self.cm else []
         end = self.take(("params", fn)) if self.cm else None
         if end is not None or any(notes):
-            # P-Comments: parameters with comments print one per line.
+            # Pr-Comments: parameters with comments print one per line.
             notes += [None] * len(fn.attrs)
             plist = _Body(outer.level)
             plist.lines.append("(\n")
@@ -492,12 +492,12 @@ class _Printer:
         out.append(inner.lines)
         out.append(close + "}")
 
-    # -- bodies (P-Let) ----------------------------------------------------------------------
+    # -- bodies (Pr-Let) ----------------------------------------------------------------------
     def body_into(self, e: E.Expr, body: _Body, own: bool = False, owner: Any = None) -> Any:
         """Print ``e`` as a sequence into ``body``: flat let chain, then the result.
         ``own``: ``e`` is a let being printed as the right-hand side of its own graph
         binding, so it prints as a chain even though it is shared. ``owner``: the body's key
-        for comments (P-Comments); the results and ends of ``{ let ...; e }`` blocks that
+        for comments (Pr-Comments); the results and ends of ``{ let ...; e }`` blocks that
         the chain flattens print with this body's."""
         ind = body.indent
         owners = [owner]
@@ -543,12 +543,12 @@ class _Printer:
     def expr(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
         """Append ``e``'s text to ``out``. ``pos``: "arg" (any expression), "oparg" (an
         argument of an operator call: a nested operator call there is bound to ``%N`` first,
-        P-Graph, as TVM prints dataflow), "stmt" (an expression statement: as "arg"),
+        Pr-Graph, as TVM prints dataflow), "stmt" (an expression statement: as "arg"),
         "postfix" (callee or projection base)."""
         if (self.refs.get(id(e), 0) > 1 and not _is_atomic(e)) or (
                 pos == "oparg" and isinstance(e, E.Call) and isinstance(e.op, E.Op)):
             name = self.graph.get(id(e))
-            if name is None:  # P-Graph: bind at first use, in the current body
+            if name is None:  # Pr-Graph: bind at first use, in the current body
                 frags: list[Any] = []
                 # a `%N = e;` statement's comments
                 entry = self.begin(body, self.take(e), e) if self.cm else None
@@ -708,7 +708,7 @@ class _Printer:
             self.meta_index[id(c)] = index
         return f"meta[relay.Constant][{index}]"
 
-    # -- patterns (P-Match) ------------------------------------------------------------------
+    # -- patterns (Pr-Match) ------------------------------------------------------------------
     def pattern(self, p: E.Pattern) -> str:
         parts: list[str] = []
         stack: list[Any] = [p]
@@ -735,7 +735,7 @@ class _Printer:
 
 
 def _call_attr_items(op: E.Expr, attrs: object) -> list[tuple[str, object]]:
-    """A call's attributes in printing order (P-Attrs): an operator's non-default ones in
+    """A call's attributes in printing order (Pr-Attrs): an operator's non-default ones in
     schema order; a non-operator's in source order, then ``attrs_type_key`` (as TVM)."""
     if isinstance(attrs, E.CallAttrs):
         return [*attrs.items, ("attrs_type_key", attrs.type_key)]

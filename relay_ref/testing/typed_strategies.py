@@ -173,7 +173,7 @@ def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
         body = draw(_expr(ty, ctx.bind(param, t2), sub))
         ret = ty if draw(st.booleans()) else None
         return Call(Function((param,), body, ret), (draw(_expr(t2, ctx, sub)),))
-    if kind == "match" and ctx.box is not None:  # T-Match on Box (P-Ctor, P-Var, P-Wild)
+    if kind == "match" and ctx.box is not None:  # T-Match on Box (TP-Ctor, TP-Var, TP-Wild)
         full, empty = ctx.box.constructors
         t2 = draw(_tensor_types())
         scrutinee = Call(full, (draw(_expr(t2, ctx, sub)),))

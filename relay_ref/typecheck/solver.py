@@ -1,4 +1,4 @@
-"""The constraint queue, solved to a fixpoint (spec/typing.md section 6.2, rule S-Rel).
+"""The constraint queue, solved to a fixpoint (spec/typing.md section 6.2, rule T-Rel).
 
 A ``Constraint`` is a check that may have to wait for type information: an operator's type
 relation (T-App-Op) or a projection from a tuple whose type is still a hole (T-Proj).

@@ -1,4 +1,4 @@
-"""Comments survive formatting (spec/syntax.md, P-Comments): each comment is attached to the
+"""Comments survive formatting (spec/syntax.md, Pr-Comments): each comment is attached to the
 construct it precedes or follows and printed next to it; comments never affect the IR.
 
 Invariants, on every shipped example, every golden program and generated programs with

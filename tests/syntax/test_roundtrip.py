@@ -1,4 +1,4 @@
-"""Round trip (P-RoundTrip): parse(astext(m)) is alpha-equal to m, and astext is a fixed
+"""Round trip (Pr-RoundTrip): parse(astext(m)) is alpha-equal to m, and astext is a fixed
 point after one round -- on every golden program and on generated programs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Type relations as predicates (spec/typing.md 3.9, 3.10, 6.2 S-Rel): the predicate forms
+"""Type relations as predicates (spec/typing.md 3.9, 3.10, 6.2 T-Rel): the predicate forms
 in relay_ref/ops/relations.py and the solver's handling of their answers."""
 
 from __future__ import annotations

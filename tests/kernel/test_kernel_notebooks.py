@@ -2,7 +2,13 @@
 the Relay kernel, or ``python3`` for tutorials of the Python API (05-testing-a-pass).
 
 Cells tagged ``raises-exception`` demonstrate errors: they must fail (with a located Relay
-diagnostic, not a Python traceback); every other cell must succeed."""
+diagnostic, not a Python traceback); every other cell must succeed. The outputs saved in the
+notebook must equal those of the fresh run, normalised by ``notebook_outputs.normalise_outputs``
+(timings, images, floats past 6 significant digits, addresses, temp paths, execution counts);
+``python notebooks/refresh.py`` re-executes and saves them.
+
+Each notebook is executed once, for both checks, so that the suite's time grows by one run
+per notebook."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from kernel_harness import strip_ansi
-from nbclient import NotebookClient
+from notebook_outputs import execute, normalise_outputs, output_differences
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -23,11 +29,10 @@ def test_the_tutorials_exist():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_clean(path: Path):
-    nb = nbformat.read(path, as_version=4)
-    kernel = nb.metadata["kernelspec"]["name"]
+    saved = nbformat.read(path, as_version=4)
+    kernel = saved.metadata["kernelspec"]["name"]
     assert kernel in ("relay", "python3")
-    NotebookClient(nb, kernel_name=kernel, timeout=120, allow_errors=False,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb = execute(path)
     lexer = "relay" if kernel == "relay" else "ipython3"
     assert nb.metadata["language_info"]["pygments_lexer"] == lexer
     for cell in nb.cells:
@@ -41,3 +46,53 @@ def test_notebook_runs_clean(path: Path):
             assert f"In[{cell.execution_count}]:" in text, text
         else:
             assert not errors, f"unexpected error in:\n{cell.source}"
+    stale = output_differences(saved, nb)
+    assert not stale, (
+        f"{path.name}: saved outputs differ from a fresh run (normalised); if the new ones are "
+        "right, run `python notebooks/refresh.py " + path.name + "`\n\n" + "\n\n".join(stale))
+
+
+def _stream(text: str, name: str = "stdout") -> dict:
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def test_normalise_outputs_hides_what_varies_between_runs():
+    one = [_stream("time: 11.6 ms (parse 0.461 ms, check 6.53 ms, eval 4.6 ms)\n"),
+           _stream("per call: 12.3 µs (median of 40 calls after the first; best 9 µs)\n")]
+    two = [_stream("time: 9 ms (parse 1.2 ms, check 3 ms, eval 2e-05 s)\n"
+                   "per call: 8 µs (median of 7 calls after the first; best 2.01 ms)\n")]
+    assert normalise_outputs(one) == normalise_outputs(two)  # timings; stream chunks joined
+    assert normalise_outputs([_stream("pi = 3.14159265f; x = 3.1415926535\n")]) \
+        == normalise_outputs([_stream("pi = 3.14159271f; x = 3.14159\n")])  # 6 digits
+    assert normalise_outputs([_stream("<Foo object at 0x7f3a12bc4d90> in /tmp/abc123/x.py\n")]) \
+        == normalise_outputs([_stream("<Foo object at 0x55d0aa01ff00> in /tmp/q9/x.py\n")])
+    err = {"output_type": "error", "ename": "RelayTypeError", "evalue": "bad",
+           "traceback": ["\x1b[31mIn[3]:1:5: error: bad\x1b[0m"]}
+    assert normalise_outputs([err]) == normalise_outputs([{**err, "traceback": [
+        "In[12]:1:5: error: bad"]}])
+    png = {"output_type": "display_data", "metadata": {"image/png": {"width": 10}},
+           "data": {"image/png": "iVBORw0KG...", "text/plain": "<Figure>"}}
+    assert normalise_outputs([png]) == normalise_outputs([{**png, "metadata": {},
+                                                           "data": {**png["data"],
+                                                                    "image/png": "AAAA"}}])
+    result = {"output_type": "execute_result", "execution_count": 4, "metadata": {},
+              "data": {"text/plain": "[1.5f, 2f]"}}
+    assert normalise_outputs([result]) == normalise_outputs([{**result, "execution_count": 9}])
+
+
+def test_normalise_outputs_keeps_what_must_not_vary():
+    def same(a: str, b: str) -> bool:
+        return normalise_outputs([_stream(a)]) == normalise_outputs([_stream(b)])
+
+    assert not same("Cons(1, Nil)\n", "Cons(2, Nil)\n")  # values
+    assert not same("3.14159f\n", "3.14158f\n")  # floats within 6 significant digits
+    assert not same("1307674368000i64\n", "1307674368001i64\n")  # integers are exact
+    assert not same("E-Let\n  E-Const\n", "E-Const\nE-Let\n")  # order of lines
+    assert not same('#[version = "0.0.5"]', '#[version = "0.0.6"]')  # not a float
+    assert not same("3 ms", "3 ms extra")
+    png = {"output_type": "display_data", "data": {"image/png": "AAAA"}}
+    svg = {"output_type": "display_data", "data": {"image/svg+xml": "AAAA"}}
+    assert normalise_outputs([png]) != normalise_outputs([svg])  # the MIME type counts
+    assert normalise_outputs([png]) != normalise_outputs([])  # and so does its presence
+    assert normalise_outputs([_stream("x\n")]) != normalise_outputs([_stream("x\n", "stderr")])
+    assert not same("  1. definitions", "  1 definitions")  # a list number is no float

@@ -48,10 +48,11 @@ FAMILIES: dict[str, str] = {
     "Tidy": "tidy-up of the residual program (partial_eval.md 5)",
 }
 
-# A rule name: a family prefix, then capitalised parts. Not part of a longer word or name
-# (``E-If-*`` cites no single rule and is not matched; nor is ``A-Za-z``).
+# A rule name: a family prefix, then capitalised parts, the first of two characters or more.
+# Not part of a longer word or name: ``E-If-*`` cites no single rule and is not matched; nor
+# are ``A-Za-z`` and ``[A-Z]``.
 _PREFIXES = "|".join(sorted(FAMILIES, key=len, reverse=True))
-NAME_RE = re.compile(rf"(?<![\w-])(?:{_PREFIXES})-[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)*"
+NAME_RE = re.compile(rf"(?<![\w-])(?:{_PREFIXES})-[A-Z][A-Za-z0-9]+(?:-[A-Z][A-Za-z0-9]*)*"
                      r"(?![\w-])")
 _BOLD_RE = re.compile(r"\*\*([^*\n]+?)\*\*")
 _HEADING_RE = re.compile(r"^(#{1,6})\s+(.*?)\s*$")

@@ -634,7 +634,7 @@ class _PE:
                 if type(ps.static) is STuple:                            # PE-Proj-Static
                     return ps.static.fields[index]
                 return self.emit(TupleGetItem(self.reify(ps), index), "p")  # PE-Proj-Dyn
-            case Let(var, value, body):                                  # PE-Let(-Rec)
+            case Let(var, value, body):                                  # PE-Let, PE-Let-Rec
                 if type(value) is Function and value not in self.shared:
                     frame.vars[var] = self.closure(value, frame, var)
                 else:

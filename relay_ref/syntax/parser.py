@@ -96,6 +96,7 @@ def _grammar_path() -> Path:
 
 @functools.cache
 def _lark() -> Lark:
+    # S-Lex: the tokens are the grammar's terminals, read by Lark's contextual lexer.
     return Lark(_grammar_path().read_text(), parser="lalr", lexer="contextual",
                 start=["start_module", "start_expr", "start_program", "start_type"],
                 propagate_positions=False, maybe_placeholders=True)
@@ -135,7 +136,8 @@ def parse(text: str, source_name: str = "<string>", *, fallback: Fallback | None
     Names already defined in ``base_module`` are visible, and the result holds its
     definitions plus the new ones (a redefinition replaces). Globals, types and constructors
     used but defined in neither come from ``fallback`` (``relay_ref.prelude`` supplies the
-    prelude's), together with the transitive closure of what they use (``Fallback.closure``).
+    prelude's), together with the transitive closure of what they use (``Fallback.closure``,
+    S-Prelude).
     Raises ``ParseError``; never type-checks."""
     source = _source(text, source_name)
     trivia = _Trivia()
@@ -1030,7 +1032,7 @@ class _Resolver:
             return ctor
         from relay_ref.ops.registry import has_op
 
-        if has_op(name):
+        if has_op(name):  # S-Names: a constructor (above), else a registered operator
             return E.Op(name, span)
         if self.lookup_type(name) is not None:
             raise self.error(f"'{name}' is a type, not a constructor or operator", tok)
@@ -1110,7 +1112,7 @@ class _Resolver:
                 fields.append((yield self.expr(c)))
         return E.Tuple(tuple(fields), self.span(t))
 
-    def _e_proj(self, t: Tree) -> Iterator[Any]:
+    def _e_proj(self, t: Tree) -> Iterator[Any]:  # S-Proj (chains `%t.0.1` too)
         base = yield self.expr(t.children[0])
         return E.TupleGetItem(base, int(t.children[1]), self.span(t))
 

@@ -98,7 +98,8 @@ def _float_digits(value: float, dtype: str) -> str:
 
 
 def scalar_text(data: np.ndarray) -> str | None:
-    """Literal text of a 0-d array (TVM's forms), or None if it has no literal form."""
+    """Literal text of a 0-d array (TVM's forms, Pr-Literal), or None if it has no literal
+    form."""
     if data.ndim != 0:
         return None
     dtype = str(data.dtype)
@@ -332,7 +333,7 @@ class _Printer:
         if isinstance(mod.comments, CommentTable):
             self.cm = mod.comments.attached
             self.by_def = mod.comments.by_def
-        out: list[Any] = []
+        out: list[Any] = []  # Pr-Module: the header, type definitions, then the defs
         header = self.take(("header",)) if self.cm else None
         if header is None:
             out.append('#[version = "0.0.5"]\n')
@@ -384,7 +385,7 @@ class _Printer:
                     seen.add(k)
                     stack.append(kid)
 
-    # -- names -----------------------------------------------------------------------------
+    # -- names (Pr-Names) ------------------------------------------------------------------
     def name_of(self, var: E.Var) -> str:
         name = self.names.get(var)
         if name is not None:
@@ -601,7 +602,7 @@ class _Printer:
                 yield self.body_into(e, inner, own=True, owner=e)
                 out.append(inner.lines)
                 out.append(body.indent + ")")
-            case E.Call(op, args, attrs, type_args):
+            case E.Call(op, args, attrs, type_args):  # Pr-Call
                 if isinstance(op, E.Constructor) and not args and not type_args:
                     out.append(op.name)
                     return None
@@ -682,7 +683,7 @@ class _Printer:
         return None
 
     def type_comment(self, e: E.Expr, out: list[Any]) -> None:
-        if self.show_types:
+        if self.show_types:  # Pr-Types
             ty = self.checked.get(e)
             if ty is not None:
                 out.append(f" /* ty={self.ty(ty)} */")

@@ -1,16 +1,20 @@
-"""Type soundness as a checkable property (progress + preservation, as PLT Redex checks it).
+"""Type soundness as a checkable property (progress + preservation, as PLT Redex checks it;
+the theorems are spec/semantics.md section 7).
 
-``value_conforms(value, ty, mod)`` says whether a run-time value inhabits a type:
+``value_conforms(value, ty, mod)`` says whether a run-time value inhabits a type, the value
+typing ``Σ ⊢ v : τ`` of spec/semantics.md 1.1:
 
 * ``Tensor[s, d]``: an ``ndarray`` of dtype ``d`` whose shape matches ``s`` (``?`` matches any
-  extent);
-* ``(T1, ..., Tn)``: a tuple of n conforming values;
+  extent; V-Tensor);
+* ``(T1, ..., Tn)``: a tuple of n conforming values (V-Tuple);
 * ``Adt[T1, ..., Tk]``: a ``ConstructorValue`` of one of the ADT's constructors whose fields
   conform to the constructor's field types with the ADT's type variables replaced by the
-  ``Ti``;
-* ``fn (...) -> R``: a function value (closure, recursive closure, constructor, operator);
-  functions are not inspected further (their bodies were checked statically);
-* ``ref(T)``: a ``RefValue`` whose current contents conform to ``T``;
+  ``Ti`` (V-Ctor);
+* ``fn (...) -> R``: a function value (closure, recursive closure, constructor, operator:
+  V-Closure, V-RecClosure, V-CtorFn, V-Op); functions are not inspected further (their
+  bodies were checked statically);
+* ``ref(T)``: a ``RefValue`` whose current contents conform to ``T`` (V-Ref, with the store
+  typing V-Store checked at that cell);
 * a type variable: any value.
 
 The check is iterative, so a 100 000-element list is fine.

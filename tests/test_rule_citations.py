@@ -53,8 +53,8 @@ IMPLEMENTED_IN = {
     "Tidy": ("relay_ref/passes/partial_eval.py",),
 }
 
-_WILDCARD_RE = re.compile(r"(?<![\w-])((?:%s)(?:-[A-Z][A-Za-z0-9]*)*)-\*" % "|".join(
-    sorted(rules.FAMILIES, key=len, reverse=True)))
+_PREFIXES = "|".join(sorted(rules.FAMILIES, key=len, reverse=True))
+_WILDCARD_RE = re.compile(rf"(?<![\w-])((?:{_PREFIXES})(?:-[A-Z][A-Za-z0-9]*)*)-\*")
 
 
 def _sources() -> dict[str, str]:

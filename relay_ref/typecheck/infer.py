@@ -373,6 +373,16 @@ class _Checker:
                        parent)
             return False
 
+    def relation(self, use: Expr, op: OpDef, attrs: object, args: list[Type],
+                 out: Type) -> _OpRelation:
+        """The constraint of one operator use (T-App-Op, T-Op). A hook: the derivation
+        recorder (``derive.py``) returns a subclass that records each run (T-Rel)."""
+        return _OpRelation(use, op, attrs, args, out, self.owner)
+
+    def projection(self, proj: TupleGetItem, tuple_type: Type, out: Type) -> _Projection:
+        """The constraint of a deferred projection (T-Proj); a hook, as ``relation``."""
+        return _Projection(proj, tuple_type, out, self.owner)
+
     def annotation(self, ty: Type, where: object) -> Type:
         """A written type after kind checking (K-*); a poisoned hole if ill-kinded."""
         problems = check_kind(ty, self.scope, self.adts, _span(where))
@@ -598,7 +608,7 @@ class _Checker:
         ty = self.unifier.find(tup)
         if isinstance(ty, IncompleteType):
             out = self.unifier.fresh()
-            self.solver.add(_Projection(expr, ty, out, self.owner))
+            self.solver.add(self.projection(expr, ty, out))
             self.solver.solve()
             return out
         try:
@@ -715,7 +725,7 @@ class _Checker:
         attrs = call.attrs if call.attrs is not None else _default_attrs(opdef)
         out = self.unifier.fresh()
         self.types[op] = FuncType(tuple(args), out)
-        self.solver.add(_OpRelation(call, opdef, attrs, args, out, self.owner))
+        self.solver.add(self.relation(call, opdef, attrs, args, out))
         self.solver.solve()
         return out
 
@@ -739,7 +749,7 @@ class _Checker:
             return self.poison()
         args = [self.unifier.fresh() for _ in range(opdef.num_inputs)]
         out = self.unifier.fresh()
-        self.solver.add(_OpRelation(op, opdef, attrs, args, out, self.owner))
+        self.solver.add(self.relation(op, opdef, attrs, args, out))
         self.solver.solve()
         return FuncType(tuple(args), out)
 

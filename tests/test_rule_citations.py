@@ -8,7 +8,8 @@ Invariants checked:
 * every rule is defined exactly once, in the file of its family (one prefix, one judgement
   family), and no bold text is a malformed definition (``**PE-Let / PE-Let-Rec**``);
 * every rule is cited at least once in the modules that implement its family
-  (``IMPLEMENTED_IN``).
+  (``IMPLEMENTED_IN``), and pattern matching (P-*) and pattern typing (TP-*) are not cited
+  on the other side (``NOT_IN``).
 """
 
 from __future__ import annotations
@@ -144,6 +145,21 @@ def test_no_bold_text_is_a_malformed_definition() -> None:
                 if rules.NAME_RE.search(text) and not rules.NAME_RE.fullmatch(text):
                     bad.append(f"spec/{path.name}:{number}: **{text}**")
     assert not bad, "bold text that is not exactly a rule name:\n" + "\n".join(bad)
+
+
+# Families that must not be cited in these places: matching (P-*) is a run-time judgement,
+# pattern typing (TP-*) a static one ("P-" once meant both, and printing).
+NOT_IN = {
+    "P": ("relay_ref/typecheck",),
+    "TP": ("relay_ref/interpreter", "relay_ref/executor"),
+}
+
+
+def test_pattern_rules_are_cited_by_the_judgement_they_belong_to() -> None:
+    bad = [f"{path}:{line}: {name} (family {rules.family(name)})"
+           for path, line, name in _citations()
+           if any(path.startswith(p + "/") for p in NOT_IN.get(rules.family(name), ()))]
+    assert not bad, "rules cited outside their judgement:\n" + "\n".join(bad)
 
 
 def _cited_in(prefixes: tuple[str, ...], citations: list[tuple[str, int, str]]) -> set[str]:

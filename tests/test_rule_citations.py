@@ -184,3 +184,9 @@ def test_names_are_recognised_exactly() -> None:
     assert [m.group(0) for m in rules.NAME_RE.finditer(text)] == [
         "E-App-Closure", "T-App", "T-Var2", "TP-Ctor"]
     assert [m.group(0) for m in _WILDCARD_RE.finditer("E-If-* and PE-*")] == ["E-If-*", "PE-*"]
+
+
+def test_the_spec_index_lists_every_rule() -> None:
+    index = (ROOT / "spec" / "README.md").read_text(encoding="utf-8")
+    listed = {m.group(0) for m in rules.NAME_RE.finditer(index)}
+    assert set(rules.all_rules()) <= listed, sorted(set(rules.all_rules()) - listed)

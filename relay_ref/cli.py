@@ -230,6 +230,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_import(sub)
 
+    from relay_ref.cli_rule import add_parser as add_rule
+
+    add_rule(sub)
+
     opt = sub.add_parser("opt", help="run optimisation passes, or check them",
                          description="Print FILE after the named passes (type-checked before "
                                      "and after), or, with --check N, property-test the "

@@ -163,6 +163,36 @@ def rule_html(name: str) -> str:
             f"{html.escape(name)}</abbr>")
 
 
+def format_rule(rule: Rule) -> str:
+    """The rule for a terminal or a notebook's text output: its name and where it is, a
+    blank line, then its text (``Rule.plain``)."""
+    return f"{rule.name}  ({rule.where})\n\n{rule.plain()}\n"
+
+
+def rule_block_html(rule: Rule) -> str:
+    """The rule as an HTML block for Jupyter: a heading line, then the text (pre-formatted,
+    inline code as ``<code>``, other rule names linked by ``link_rules``)."""
+    body = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(rule.plain()))
+    body = link_rules(body)
+    return (f'<div class="relay-rule-block"><b>{html.escape(rule.name)}</b> '
+            f'<span style="opacity: 0.7">({html.escape(rule.where)})</span>'
+            f'<pre style="white-space: pre-wrap">{body}</pre></div>')
+
+
+def format_index() -> str:
+    """Every rule by family, one line each (``relay rule --list``)."""
+    lines: list[str] = []
+    by_family: dict[str, list[Rule]] = {}
+    for rule in all_rules().values():
+        by_family.setdefault(rule.family, []).append(rule)
+    width = max(len(n) for n in all_rules())
+    for prefix, description in FAMILIES.items():
+        lines.append(f"{prefix}-…  {description}")
+        lines.extend(f"  {r.name:<{width}}  spec/{r.file} {r.section}"
+                     for r in by_family.get(prefix, []))
+    return "\n".join(lines) + "\n"
+
+
 _TAG_RE = re.compile(r"(<[^>]*>)")
 
 

@@ -764,7 +764,7 @@ class _Checker:
                         tuple(td.type_vars))
 
     def infer_match(self, expr: Match) -> Type:
-        """T-Match: every clause's pattern fits the scrutinee's type (P-* rules) and every
+        """T-Match: every clause's pattern fits the scrutinee's type (TP-* rules) and every
         clause's body has one common type; a ``match`` (not ``match?``) must be exhaustive
         (T-Match-Complete)."""
         data = self.infer(expr.data)
@@ -806,52 +806,52 @@ class _Checker:
         return None if td is None else td.constructors
 
     def check_pattern(self, pattern: Pattern, expected: Type, clause: Clause) -> bool:
-        """P-* rules (spec 3.13): ``pattern`` matches values of type ``expected`` and binds
+        """TP-* rules (spec 3.13): ``pattern`` matches values of type ``expected`` and binds
         its variables. Returns False after reporting an error."""
         where = pattern if _span(pattern) is not None else clause
         match pattern:
-            case PatternWildcard():  # P-Wild
+            case PatternWildcard():  # TP-Wild
                 return True
-            case PatternVar(var):  # P-Var
+            case PatternVar(var):  # TP-Var
                 if var.type_annotation is None:
                     self.bind_var(var, expected)
                     return True
                 declared = self.annotation(var.type_annotation, var)
                 self.bind_var(var, declared)
-                return self.unify(expected, declared, where, "P-Var",
+                return self.unify(expected, declared, where, "TP-Var",
                                   f"the pattern variable %{var.name_hint}: ")
-            case PatternConstructor(ctor, subpatterns):  # P-Ctor
+            case PatternConstructor(ctor, subpatterns):  # TP-Ctor
                 td = self.adts.get(ctor.belong_to.name)
                 if td is None:
                     self.error(where, f"constructor {ctor.name} belongs to "
                                f"{ctor.belong_to.name}, which this module does not define",
-                               "P-Ctor")
+                               "TP-Ctor")
                     self.bind_poisoned(pattern)
                     return False
                 holes = tuple(self.unifier.fresh() for _ in td.type_vars)
                 mapping = {tv.uid: h for tv, h in zip(td.type_vars, holes, strict=True)}
-                ok = self.unify(expected, TypeCall(td.header, holes), where, "P-Ctor",
+                ok = self.unify(expected, TypeCall(td.header, holes), where, "TP-Ctor",
                                 f"the pattern {ctor.name} matches {td.name} values, but the "
                                 "scrutinee is different: ")
                 if len(subpatterns) != len(ctor.inputs):
                     n = len(ctor.inputs)
                     self.error(where, f"constructor {ctor.name} has {n} field"
                                f"{'s' if n != 1 else ''}, the pattern gives "
-                               f"{len(subpatterns)}", "P-Ctor")
+                               f"{len(subpatterns)}", "TP-Ctor")
                     self.bind_poisoned(pattern)
                     return False
                 for sub, field in zip(subpatterns, ctor.inputs, strict=True):
                     ok &= self.check_pattern(sub, substitute(field, mapping), clause)
                 return ok
-            case PatternTuple(subpatterns):  # P-Tuple
+            case PatternTuple(subpatterns):  # TP-Tuple
                 holes = tuple(self.unifier.fresh() for _ in subpatterns)
-                ok = self.unify(expected, TupleType(holes), where, "P-Tuple",
+                ok = self.unify(expected, TupleType(holes), where, "TP-Tuple",
                                 f"the pattern is a {len(holes)}-tuple, but the scrutinee "
                                 "is different: ")
                 for sub, hole in zip(subpatterns, holes, strict=True):
                     ok &= self.check_pattern(sub, hole, clause)
                 return ok
-        self.error(where, f"not a pattern: {type(pattern).__name__}", "P-Wild")
+        self.error(where, f"not a pattern: {type(pattern).__name__}", "TP-Wild")
         return False
 
     def bind_poisoned(self, pattern: Pattern) -> None:

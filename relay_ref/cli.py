@@ -97,6 +97,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     import relay_ref as rr
     from relay_ref.repl import type_text
 
+    if args.derive or args.global_name is not None:
+        from relay_ref.cli_derive import check_derive
+
+        return check_derive(args)
+
     def check(path: str) -> int:
         source = _read(path)
         try:
@@ -180,6 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     check.add_argument("--no-prelude", action="store_true",
                        help="do not supply prelude definitions (List, map, ...)")
+    check.add_argument("--derive", action="store_true",
+                       help="print the typing derivation of a global (one FILE): each rule, "
+                            "its premises, the holes it made and how they were solved, each "
+                            "type relation's answers")
+    check.add_argument("--global", dest="global_name", metavar="NAME", default=None,
+                       help="with --derive: the global to derive (default: main)")
+    check.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
+                       help="with --derive: elide premises deeper than N levels (default 40)")
+    check.add_argument("--max-nodes", type=_positive_int, default=None, metavar="N",
+                       help="with --derive: show at most N nodes (default 2000)")
     check.set_defaults(func=_cmd_check)
 
     run = sub.add_parser("run", help="type-check and evaluate @main",

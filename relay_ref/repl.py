@@ -11,6 +11,8 @@ beside the public API and may use any layer below. It exposes:
   add;``, kept polymorphic: each use instantiates the operator afresh);
 * arguments: ``argument_value`` (a Relay literal for a parameter of a given type);
 * rendering: ``type_text``, ``value_text``, ``format_trace``;
+* typing derivations: ``derive_global``, ``derive_expr``, ``derivation_text``,
+  ``derivation_html`` (``relay check --derive``, ``:derive``);
 * completion and help: ``op_names``, ``op_info``, ``prelude_text``;
 * passes (``relay opt``): ``pass_info``, ``check_named_pass``;
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
@@ -54,6 +56,7 @@ __all__ = [
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
+    "derive_expr", "derive_global", "derivation_html", "derivation_text",
 ]
 
 
@@ -301,6 +304,41 @@ def value_text(value: Any) -> str:
     from relay_ref.interpreter.values import value_to_text
 
     return value_to_text(value)
+
+
+def derive_global(mod: IRModule, name: str = "main") -> Any:
+    """The typing derivation of ``@name``'s definition (``relay check --derive``): a frozen
+    ``relay_ref.typecheck.derive.Derivation`` whose ``error`` is the ``RelayTypeError`` when
+    the module is ill-typed. Raises ``KeyError`` (naming the globals) for an unknown name."""
+    from relay_ref.typecheck.derive import derive
+
+    return derive(mod, name)
+
+
+def derive_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None = None
+                ) -> Any:
+    """The typing derivation of ``expr`` in ``module``, its free variables typed by
+    ``var_types`` (the kernel's ``:derive``), as ``check_expr`` checks it."""
+    from relay_ref.typecheck.derive import derive_expr as _derive_expr
+
+    return _derive_expr(expr, module, var_types)
+
+
+def derivation_text(tree: Any, max_depth: int | None = None,
+                    max_nodes: int | None = None) -> str:
+    """A derivation as indented text (elided past ``max_depth`` levels / ``max_nodes``
+    nodes; the defaults of ``relay_ref.typecheck.derive``)."""
+    from relay_ref.typecheck import derive
+
+    return derive.render_text(tree, max_depth if max_depth is not None else derive.MAX_DEPTH,
+                              max_nodes if max_nodes is not None else derive.MAX_NODES)
+
+
+def derivation_html(tree: Any) -> str:
+    """A derivation as a collapsible HTML tree, for Jupyter."""
+    from relay_ref.typecheck.derive import render_html
+
+    return render_html(tree)
 
 
 def format_trace(events: list[Any], limit: int | None = None) -> str:

@@ -80,6 +80,7 @@ from relay_ref.ir.types import (
     TypeCall,
 )
 from relay_ref.ops.registry import NOT_YET, OpDef, Solved
+from relay_ref.rules import link_rules, rule_html
 from relay_ref.syntax._walk import no_gc
 from relay_ref.syntax.short_text import pattern_text, short_text
 from relay_ref.typecheck.infer import _Checker, _guarded, _OpRelation, _Projection
@@ -739,14 +740,6 @@ def render_text(tree: Derivation, max_depth: int = MAX_DEPTH,
     return "\n".join(lines)
 
 
-def _rule_html(rule: str) -> str:
-    try:
-        from relay_ref.rules import rule_html
-    except ImportError:  # pragma: no cover - until relay_ref.rules exists
-        return html.escape(rule)
-    return rule_html(rule)
-
-
 def render_html(tree: Derivation, max_depth: int = MAX_DEPTH,
                 max_nodes: int = MAX_NODES) -> str:
     """The derivation as a collapsible HTML tree (``<details>``/``<summary>`` per node with
@@ -775,13 +768,13 @@ def render_html(tree: Derivation, max_depth: int = MAX_DEPTH,
                     f"#{node.shared_with}</a> above)</i>")
         else:
             tail = f" <small>[#{node.index}]</small>" if node.shared else ""
-        head = (f"<span id='relay-d{node.index}'>{_rule_html(node.rule)}</span>&nbsp; "
+        head = (f"<span id='relay-d{node.index}'>{rule_html(node.rule)}</span>&nbsp; "
                 f"<code>{esc(node.expr)}</code>{typ}{tail}")
         holes, relations, errors = _details(node)
-        body = [f"<div style='color:#555'>{esc(h)}</div>" for h in holes]
-        after = [f"<div style='color:#555'>{_rule_html('T-Rel')}&nbsp; {esc(r[7:])}</div>"
+        body = [f"<div style='color:#555'>{link_rules(esc(h))}</div>" for h in holes]
+        after = [f"<div style='color:#555'>{rule_html('T-Rel')}&nbsp; {esc(r[7:])}</div>"
                  for r in relations]
-        after += [f"<div style='color:#b00'>{esc(e)}</div>" for e in errors]
+        after += [f"<div style='color:#b00'>{link_rules(esc(e))}</div>" for e in errors]
         if not node.premises and not holes and not after:
             out.append(f"<div style='margin-left:1.2em'>{head}</div>")
             continue

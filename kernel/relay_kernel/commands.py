@@ -170,6 +170,21 @@ def _type(ctx: Context, arg: str) -> None:
     ctx.out.result(type_bundle(ty, label))
 
 
+@command("derive", "EXPR", "Show the typing derivation of EXPR (Δ; Γ ⊢ e : τ) without "
+         "evaluating it.\n\n"
+         "Each node names its rule (spec/typing.md), the expression and its type; below it, "
+         "the holes the rule made and what solved them, and each run of a type relation with "
+         "its answer (T-Rel, 'not yet' included). Deep derivations are elided with a count.",
+         needs_arg=True)
+def _derive(ctx: Context, arg: str) -> None:
+    from relay_ref.repl import derivation_html, derivation_text
+
+    tree = ctx.session.derive_of(arg, ctx.source_name)
+    ctx.out.display({"text/plain": derivation_text(tree), "text/html": derivation_html(tree)})
+    if tree.error is not None:
+        raise tree.error
+
+
 @command("ast", "EXPR", "Show the abstract syntax tree the parser builds for EXPR.",
          needs_arg=True)
 def _ast(ctx: Context, arg: str) -> None:

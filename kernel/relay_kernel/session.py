@@ -503,6 +503,22 @@ class Session:
                               else self._infer(_let_of(var, expr), checked, var_types))
         return self._infer(program.expr, checked, var_types)
 
+    def derive_of(self, code: str, source_name: str) -> Any:
+        """The typing derivation of the cell's trailing expression (``:derive``), checked as
+        ``type_of`` checks it; nothing is evaluated or committed. Its ``error`` is the
+        ``RelayTypeError`` when the expression is ill-typed."""
+        from relay_ref.repl import derive_expr
+
+        with self._explaining_shadowed_prelude():
+            program = self.parse_with_expr(code, source_name)
+            program, aliases = self._with_op_aliases(program)
+            checked = self._check_module(program.module)
+            var_types = dict(self.var_types)
+            for var, expr in program.bindings:
+                var_types[var] = (self._op_type(aliases[var]) if var in aliases
+                                  else self._infer(_let_of(var, expr), checked, var_types))
+            return derive_expr(program.expr, checked, var_types)
+
     def check(self, code: str | None, source_name: str) -> IRModule:
         """Type-check the session module (plus ``code``'s definitions, not committed)."""
         if not code or not code.strip():

@@ -9,6 +9,7 @@ The public API (names are stable; see DESIGN.md section 3)::
     rr.alpha_equal(a, b)                            # structural equality modulo bound names
     val  = rr.evaluate(mod, *args, entry="main")    # definitional interpreter
     exe  = rr.compile(mod, params=None, target="cpu")  # fast executor: exe(*args)
+    rr.cuda_available()                             # whether target="cuda" can run here
 
 Heavy modules (numba, the op library) are imported on first use, so ``import relay_ref``
 stays cheap.
@@ -34,7 +35,7 @@ __all__ = [
     "Diagnostic", "FrontendError", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
-    "Closure", "RecClosure", "RefValue", "compile",
+    "Closure", "RecClosure", "RefValue", "compile", "cuda_available",
 ]
 
 
@@ -176,13 +177,27 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
     kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
 
+    ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
+    to the device once, tensors kept there between kernels; see ``cuda_available()``).
+
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
-    or entry, a ``params`` key naming no parameter or a value of the wrong shape or dtype,
-    ``TypeError`` for arguments of the wrong Python type."""
+    (or ``"cuda"`` without a device) or entry, a ``params`` key naming no parameter or a
+    value of the wrong shape or dtype, ``TypeError`` for arguments of the wrong Python
+    type."""
     from relay_ref.executor.compile import compile_module
 
     return compile_module(mod, params, target, entry=entry, profile=profile, passes=passes,
                           cache_dir=cache_dir)
+
+
+def cuda_available() -> bool:
+    """Whether ``rr.compile(..., target="cuda")`` can run here: a GPU numba.cuda can use,
+    or numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1`` set before numba is imported).
+    Never raises; without a device ``target="cuda"`` raises ``RelayError("no CUDA device:
+    <why>")``."""
+    from relay_ref.executor.cuda_plan import cuda_available as _available
+
+    return _available()
 
 
 def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,

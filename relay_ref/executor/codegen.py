@@ -714,7 +714,11 @@ def _constructor_value(ctor: Constructor) -> Callable[..., Any]:
 
 
 def _as_array(x: Any) -> Any:
-    return np.asarray(x) if isinstance(x, np.generic) else x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if type(x) is not np.ndarray and hasattr(x, "copy_to_host"):  # a device array (cuda)
+        return x.copy_to_host()
+    return x
 
 
 def generate(mod: IRModule, group_planner: Any, *, profile: bool = False,

@@ -13,6 +13,12 @@ The pipeline, each step done once at compile time:
 4. plan each fused group (``groups.GroupPlanner``) and generate Python for the whole module
    (``codegen.generate``), ``exec`` it once.
 
+Target ``cuda`` (``relay_ref.executor.cuda_plan``) changes only step 4's choices: the groups
+are planned by ``CudaGroupPlanner`` (CUDA kernels, host steps where none applies), the
+weights in the generated code's namespace are copied to the device once, and there is no
+host memory plan (device arrays are allocated per step). Without a usable device it raises
+``RelayError("no CUDA device: ...")`` before doing anything else.
+
 A pass that fails or leaves an ill-typed module is an internal error naming the pass (never
 a silently different program).
 """
@@ -44,7 +50,7 @@ __all__ = ["DEFAULT_PASSES", "TARGETS", "compile_module"]
 #: The passes run before planning, in order (see the module docstring).
 DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldScaleAxis",
                                    "FoldConstant", "DeadCodeElimination", "FuseOps")
-TARGETS = ("cpu",)
+TARGETS = ("cpu", "cuda")
 
 
 def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
@@ -67,13 +73,23 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         raise TypeError(f"compile: entry must be a str, not {type(entry).__name__}")
     if entry not in mod.functions:
         raise RelayError(f"compile: the module has no function @{entry}")
+    device = None
+    if target == "cuda":
+        from relay_ref.executor import cuda_plan
+
+        device = cuda_plan.DeviceRuntime(cuda_plan.require_device())
     names = _pass_names(passes)
     checked = checked_module(mod)
     work = _bind_params(checked, entry, dict(params or {}))
     work = _run_passes(work, names)
-    planner = GroupPlanner(work.checked_types, cache_dir=cache_dir)
-    memory = plan_memory(work.functions[entry], planner, work.checked_types) \
-        if reuse_buffers else MemoryPlan()
+    if device is not None:
+        planner: GroupPlanner = cuda_plan.CudaGroupPlanner(work.checked_types,
+                                                           cache_dir=cache_dir)
+        memory = MemoryPlan()
+    else:
+        planner = GroupPlanner(work.checked_types, cache_dir=cache_dir)
+        memory = plan_memory(work.functions[entry], planner, work.checked_types) \
+            if reuse_buffers else MemoryPlan()
 
     def build() -> Any:
         return generate(work, planner, profile=profile, views=memory.views)
@@ -89,10 +105,14 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
     plan = _plan(work, entry, target, names, generated, memory,
                  time.perf_counter() - start)
+    if device is not None:
+        moved = cuda_plan.move_constants(generated.namespace)
+        plan = cuda_plan.device_plan(plan, generated, device.description, moved)
     aliases = getattr(params, "relay_names", None)  # from_onnx's params: original names
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
-                      aliases=dict(aliases) if isinstance(aliases, Mapping) else None)
+                      aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
+                      device=device)
 
 
 def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,

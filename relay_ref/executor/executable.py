@@ -14,6 +14,9 @@ Invariants:
   operator costs microseconds per call.
 * Results never alias the executable's state: every value returned is produced by this call
   (bound weights are constants of the plan, never returned without a copy).
+* Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
+  at the start of a call, device arrays in the result are copied back by the converter
+  (``relay_ref.executor.cuda_plan``).
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ class Executable:
     def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
-                 aliases: dict[str, str] | None = None) -> None:
+                 aliases: dict[str, str] | None = None, device: Any = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -84,6 +87,7 @@ class Executable:
         self.plan = plan
         self.stats = Stats()
         self.profile = profile
+        self.device = device  # a cuda_plan.DeviceRuntime for target "cuda"
         self.converter = Converter(self)
         self.memory = memory
         #: A call writing preallocated buffers must not overlap another (threads).
@@ -185,7 +189,8 @@ class Executable:
 
     def _job(self, fn: Callable[..., Any], values: list[Any]) -> Any:
         try:
-            result = _quietly(fn, values)
+            result = _quietly(fn, values if self.device is None else
+                              self.device.arguments(values))
         except RelayError:
             raise
         except Exception as err:  # noqa: BLE001 - located below, never leaked

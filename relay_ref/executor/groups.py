@@ -82,7 +82,14 @@ def _short(name: str) -> str:
 
 
 class GroupPlanner:
-    """Plans groups (memoised by function identity) with the module's checked types."""
+    """Plans groups (memoised by function identity) with the module's checked types.
+
+    The target-specific choices are methods (``_op_fn``, ``_kernel_kind``, ``_elementwise``,
+    ``_tail_kernel``, ``_worth_fusing``, ``_may_overwrite``): the CUDA planner
+    (``relay_ref.executor.cuda_plan``) overrides them and keeps the strategies."""
+
+    #: the kernel kind of a generated fused step, in ``exe.plan``
+    FUSED_KIND = "numba fused"
 
     def __init__(self, types: dict[Expr, Type], *, fuse: bool = True,
                  cache_dir: str | None = None) -> None:
@@ -122,14 +129,15 @@ class GroupPlanner:
                 step = Step("fused", tuple(range(len(prim.params))), fn=kernel,
                             span=body.span, label=label, op_spans=_op_spans(nodes))
                 return GroupPlan(label, "fused", len(prim.params), (step,), out_type, ops,
-                                 ("numba fused",))
+                                 (self.FUSED_KIND,))
         if self.fuse:
             split = self._anchor_split(prim, nodes)
             if split is not None:
                 return split
         steps, index = self._op_steps(prim.params, nodes)
         del index
-        kernels = tuple(_kernel_kind(o) for o in ops)
+        kernels = tuple(self._kernel_kind(n) for n in nodes
+                        if type(n) is Call and type(n.op) is Op)
         return GroupPlan(label, "ops", len(prim.params), tuple(steps), out_type, ops, kernels)
 
     def _op_steps(self, params: tuple[Var, ...], nodes: list[Expr],
@@ -153,13 +161,41 @@ class GroupPlanner:
                 name = node.op.name
                 attrs = node.attrs if node.attrs is not None else get_op(name).attrs()
                 inputs = tuple(index[a] for a in node.args)
-                step = Step("op", inputs, fn=_op_fn(name), attrs=attrs, span=node.span,
-                            label=name)
+                step = Step("op", inputs, fn=self._op_fn(node), attrs=attrs,
+                            span=node.span, label=name)
             else:  # pragma: no cover - FuseOps's invariant: groups hold only these nodes
                 raise NotImplementedError(f"{kind.__name__} inside a fused group")
             index[node] = len(params) + len(steps)
             steps.append(step)
         return steps, index
+
+    # -- target-specific choices ------------------------------------------------------------------
+    def _op_fn(self, call: Call) -> Callable[..., Any]:
+        """The function a step running ``call`` calls: ``fn(args, attrs, out=None)``."""
+        return _op_fn(call.op.name)
+
+    def _kernel_kind(self, call: Call) -> str:
+        """What runs ``call``, for ``exe.plan``."""
+        return _kernel_kind(call.op.name)
+
+    def _worth_fusing(self, ty: Type | None) -> bool:
+        """Whether a group with result type ``ty`` gets a generated kernel."""
+        return _big(ty)
+
+    def _tail_kernel(self, params: tuple[Var, ...], body: Expr,
+                     types: dict[Expr, Type]) -> Any:
+        """The generated kernel of an anchor's elementwise tail, or None."""
+        try:
+            from relay_ref.executor.fused import build_elementwise
+        except ImportError:  # pragma: no cover
+            return None
+        return build_elementwise(params, body, types, cache_dir=self.cache_dir)
+
+    def _may_overwrite(self, kernel: Any, anchor: Call, step: Step) -> bool:
+        """Whether the tail ``kernel`` may write its result over the anchor's (the anchor's
+        step, ``step``, returns a fresh array, and the kernel's input 0 allows it)."""
+        return 0 in getattr(kernel, "inplace_ok", frozenset()) and \
+            _fresh_result(anchor.op.name)
 
     # -- elementwise kernels --------------------------------------------------------------------
     def _all_elementwise(self, nodes: list[Expr]) -> bool:
@@ -210,7 +246,7 @@ class GroupPlanner:
             return None
         out_ty, anchor_ty = self.types.get(body), self.types.get(anchor)
         if type(anchor_ty) is not TensorType or type(out_ty) is not TensorType or \
-                not _big(out_ty):
+                not self._worth_fusing(out_ty):
             return None
         hole = Var("anchor", anchor_ty)
         mapping: dict[Expr, Expr] = {anchor: hole}
@@ -223,19 +259,14 @@ class GroupPlanner:
                 mapping[n] = new
                 types[new] = self.types[n]
         extra = [p for p in prim.params if _feeds(p, tail)]
-        try:
-            from relay_ref.executor.fused import build_elementwise
-        except ImportError:  # pragma: no cover
-            return None
-        kernel = build_elementwise((hole, *extra), mapping[body], types,
-                                   cache_dir=self.cache_dir)
+        kernel = self._tail_kernel((hole, *extra), mapping[body], types)
         if kernel is None:
             return None
         before = [n for n in nodes if n not in tail]
         steps, index = self._op_steps(prim.params, before)
         a = index[anchor]
-        inplace = (anchor_ty == out_ty and 0 in getattr(kernel, "inplace_ok", frozenset())
-                   and _fresh_result(anchor.op.name))
+        inplace = anchor_ty == out_ty and \
+            self._may_overwrite(kernel, anchor, steps[a - len(prim.params)])
         steps.append(Step("fused", (a, *(prim.params.index(p) for p in extra)), fn=kernel,
                           out=a if inplace else None, span=body.span,
                           op_spans=_op_spans([n for n in nodes if n in tail]),
@@ -245,7 +276,7 @@ class GroupPlanner:
         label = "+".join(_short(o) for o in ops)
         return GroupPlan(label, "anchor+fused", len(prim.params), tuple(steps),
                          self.types.get(body), ops,
-                         (_kernel_kind(anchor.op.name), "numba fused"))
+                         (self._kernel_kind(anchor), self.FUSED_KIND))
 
 
 def _op_spans(nodes: list[Expr]) -> tuple[tuple[str, Span], ...]:

@@ -3,7 +3,8 @@
 It lists the passes run, the fused groups with the strategy each runs by (one generated
 numba kernel, an anchor kernel plus a fused tail, or one kernel / NumPy reference per
 operator), kernel launches per call of the entry, the constants folded into the plan, and
-the buffers. Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
+the buffers; for target ``cuda`` also the device's launches and the host steps' copies.
+Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ class Plan:
     planned_values: int = 0
     compile_seconds: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    #: target "cuda": kernel launches per pass through every group once (views and host
+    #: steps launch nothing); at most this many host<->device copies for the host steps;
+    #: the ops that run on the host (no CUDA kernel for their types)
+    device_launches: int | None = None
+    host_copies: int = 0
+    host_ops: tuple[str, ...] = ()
 
     @property
     def launches(self) -> int:

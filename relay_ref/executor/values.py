@@ -15,7 +15,7 @@ Invariants:
   list converts without deep recursion.
 * No result shares memory with the executable: an array that is one of its constants (bound
   weights included) or a view of one is copied on the way out; buffers of the memory plan
-  never hold outputs (``memory.py``).
+  never hold outputs (``memory.py``); a device array (target ``cuda``) is copied to the host.
 * A returned function is a ``CompiledClosure`` (or ``CompiledRecClosure``): a ``Closure`` the
   interpreter accepts (its captured environment converted) that Python can also call, which
   runs its compiled code.
@@ -69,6 +69,7 @@ class Converter:
 
     def __init__(self, runner: Any) -> None:
         self.runner = runner
+        self.device = getattr(runner, "device", None)  # target "cuda": copies results out
         self.functions = runner.generated.functions
         self.constants = runner.generated.constants
 
@@ -98,6 +99,8 @@ class Converter:
             return np.asarray(v)
         if callable(v) and not isinstance(v, Closure | RecClosure | Constructor | Op):
             return self.closure_of(v)
+        if self.device is not None and self.device.is_device(v):
+            return self.device.to_host(v)  # a fresh host array
         return v
 
     def closure_of(self, fn: Callable[..., Any]) -> Any:

@@ -11,6 +11,9 @@ have a kernel too (``cpu_elementwise.py``): inside fused groups of large tensors
 in generated numba kernels, but small tensors run op by op, where a ufunc call without the
 reference's checks is what counts.
 
+``BUILTIN_CUDA_KERNELS`` is the same table for ``kernels["cuda"]`` (``cuda_ops.py`` over
+``relay_ref.compute.cuda``; the CUDA protocol adds ``supports``, see that module).
+
 Invariant: ``apply_builtin_kernels`` only sets targets an op does not already have (a user's
 ``set_kernel`` wins), and every entry loads (``tests/ops/test_kernels_table.py``).
 """
@@ -22,6 +25,7 @@ from relay_ref.ops.registry import all_ops, set_kernel
 _NN = "relay_ref.ops.cpu_nn"
 _TENSOR = "relay_ref.ops.cpu_tensor"
 _EW = "relay_ref.ops.cpu_elementwise"
+_CUDA = "relay_ref.ops.cuda_ops"
 
 #: the plain elementwise ops (``tensor.plain_ufunc``): one ufunc call, no checks
 _PLAIN_UFUNC_OPS = (
@@ -61,9 +65,34 @@ BUILTIN_CPU_KERNELS: dict[str, str] = {
 }
 
 
+BUILTIN_CUDA_KERNELS: dict[str, str] = {
+    "nn.conv2d": f"{_CUDA}:conv2d",
+    "nn.dense": f"{_CUDA}:dense",
+    "nn.matmul": f"{_CUDA}:matmul",
+    "nn.batch_matmul": f"{_CUDA}:batch_matmul",
+    "nn.max_pool2d": f"{_CUDA}:max_pool2d",
+    "nn.avg_pool2d": f"{_CUDA}:avg_pool2d",
+    "nn.global_avg_pool2d": f"{_CUDA}:global_avg_pool2d",
+    "nn.global_max_pool2d": f"{_CUDA}:global_max_pool2d",
+    "nn.softmax": f"{_CUDA}:softmax",
+    "nn.log_softmax": f"{_CUDA}:log_softmax",
+    "sum": f"{_CUDA}:reduce_sum",
+    "mean": f"{_CUDA}:reduce_mean",
+    "max": f"{_CUDA}:reduce_max",
+    "min": f"{_CUDA}:reduce_min",
+    # views: no launch (a device array reshaped)
+    "reshape": f"{_CUDA}:view",
+    "squeeze": f"{_CUDA}:view",
+    "expand_dims": f"{_CUDA}:view",
+    "nn.batch_flatten": f"{_CUDA}:view",
+}
+
+
 def apply_builtin_kernels() -> None:
-    """Register ``BUILTIN_CPU_KERNELS`` (idempotent; never replaces a kernel already set)."""
+    """Register ``BUILTIN_CPU_KERNELS`` and ``BUILTIN_CUDA_KERNELS`` (idempotent; never
+    replaces a kernel already set)."""
     ops = all_ops()
-    for name, kernel in BUILTIN_CPU_KERNELS.items():
-        if name in ops and "cpu" not in ops[name].kernels:
-            set_kernel(name, "cpu", kernel)
+    for target, table in (("cpu", BUILTIN_CPU_KERNELS), ("cuda", BUILTIN_CUDA_KERNELS)):
+        for name, kernel in table.items():
+            if name in ops and target not in ops[name].kernels:
+                set_kernel(name, target, kernel)

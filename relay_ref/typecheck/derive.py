@@ -95,18 +95,21 @@ __all__ = ["Derivation", "HoleNote", "RelationCall", "derive", "derive_expr", "r
 
 @dataclass(frozen=True, slots=True)
 class HoleNote:
-    """A hole a rule created: ``name`` (``?t3``), the type it stands for after inference
+    """A hole a rule created: ``name`` (``?t3``), what it stands for when the rule says
+    (``what``: ``type of %x``, ``instance of A``), the type it stands for after inference
     (``solution``, empty when unsolved) and what solved it (``by``: ``T-Rel Broadcast at
     %x + %y``, ``T-App at @f(%x)``)."""
 
     name: str
     solution: str
     by: str
+    what: str = ""
 
     def __str__(self) -> str:
+        name = f"{self.name} ({self.what})" if self.what else self.name
         if not self.solution:
-            return f"hole {self.name} unsolved{f' ({self.by})' if self.by else ''}"
-        return f"hole {self.name} := {self.solution}" + (f"  by {self.by}" if self.by else "")
+            return f"hole {name} unsolved{f' ({self.by})' if self.by else ''}"
+        return f"hole {name} := {self.solution}" + (f"  by {self.by}" if self.by else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,6 +275,8 @@ class _Recorder:
         # header of a let-bound literal or a global is made before that frame opens.
         self.collect: list[IncompleteType] | None = None
         self.headers: dict[int, list[IncompleteType]] = {}
+        self.labels: list[str] = []                # what the next holes made stand for
+        self.what: dict[int, str] = {}             # hole uid -> what it stands for
         self.solved_by: dict[int, tuple[str, object]] = {}  # uid -> (rule, node)
         self.causes: list[tuple[str, object]] = []  # innermost last
         self.error_frame: _Frame | None = None
@@ -305,6 +310,8 @@ class _Recorder:
     def new_hole(self, hole: IncompleteType) -> None:
         self.name(hole.uid)
         self.holes[hole.uid] = hole
+        if self.labels:
+            self.what[hole.uid] = self.labels.pop(0)
         if self.collect is not None:
             self.collect.append(hole)
         else:
@@ -407,14 +414,14 @@ class _Recorder:
         if solution is hole or (isinstance(solution, IncompleteType)
                                 and solution.uid == hole.uid):
             return HoleNote(name, "", "error recovery" if hole.uid in checker.poisoned
-                            else "")
+                            else "", self.what.get(hole.uid, ""))
         by = ""
         cause = self.solved_by.get(hole.uid)
         if cause is not None:
             rule, node = cause
             where = _node_text(node)
             by = f"{rule} at {where}" if where else rule
-        return HoleNote(name, self.text(solution), by)
+        return HoleNote(name, self.text(solution), by, self.what.get(hole.uid, ""))
 
 
 def _mark_shared(tree: Derivation, shared: set[int]) -> Derivation:
@@ -450,6 +457,14 @@ class _RecordingUnifier(Unifier):
         if self.checker.recording:
             self.checker.rec.new_hole(hole)
         return hole
+
+    def instantiate(self, fn: FuncType, type_args: tuple[Type, ...] | None = None) -> FuncType:
+        if type_args is None and fn.type_params and self.checker.recording:
+            self.checker.rec.labels = [f"instance of {tp.name}" for tp in fn.type_params]
+        try:
+            return super().instantiate(fn, type_args)
+        finally:
+            self.checker.rec.labels = []
 
 
 class _RecordedRelation(_OpRelation):
@@ -588,10 +603,13 @@ class _DerivingChecker(_Checker):
         if not self.recording or id(fn) in self.fn_headers or rec.collect is not None:
             return super().header_of(fn)
         rec.collect = []
+        rec.labels = [f"type of %{p.name_hint}" for p in fn.params if p.type_annotation is None]
+        if fn.ret_type is None:
+            rec.labels.append("return type")
         try:
             return super().header_of(fn)
         finally:
-            rec.headers[id(fn)], rec.collect = rec.collect, None
+            rec.headers[id(fn)], rec.collect, rec.labels = rec.collect, None, []
 
     def infer_function(self, fn: Function, header: FuncType) -> FuncType:
         rec = self.rec
@@ -630,9 +648,15 @@ class _DerivingChecker(_Checker):
             return super().check_pattern(pattern, expected, clause)
         frame = self.rec.open(_PATTERN_RULES.get(type(pattern), "TP-Wild"), pattern,
                               ty=expected)
+        if isinstance(pattern, PatternConstructor):
+            td = self.adts.get(pattern.constructor.belong_to.name)
+            self.rec.labels = [f"instance of {tv.name}" for tv in td.type_vars] if td else []
+        elif isinstance(pattern, PatternTuple):
+            self.rec.labels = [f"field {i}" for i in range(len(pattern.patterns))]
         try:
             return super().check_pattern(pattern, expected, clause)
         finally:
+            self.rec.labels = []
             self.rec.close(frame)
 
     # -- what solved each hole, and where errors go -------------------------------------------
@@ -731,7 +755,7 @@ def render_text(tree: Derivation, max_depth: int = MAX_DEPTH,
             n = node.size - 1
             elided += n
             lines.append(f"{pad}  ... {n} premise node{'s' if n != 1 else ''} elided "
-                         f"(deeper than {max_depth} levels)")
+                         f"(deeper than {max_depth} level{'s' if max_depth != 1 else ''})")
             lines.extend(after)
             continue
         if after:
@@ -785,7 +809,7 @@ def render_html(tree: Derivation, max_depth: int = MAX_DEPTH,
             n = node.size - 1
             elided += n
             out.append(f"<div>... {n} premise node{'s' if n != 1 else ''} elided "
-                       f"(deeper than {max_depth} levels)</div>")
+                       f"(deeper than {max_depth} level{'s' if max_depth != 1 else ''})</div>")
             out.extend(after)
             out.append("</details>")
             continue

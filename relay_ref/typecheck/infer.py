@@ -202,7 +202,8 @@ def _use_span(node: object, parent: object) -> Span | None:
 
 class _OpRelation(Constraint):
     """T-App-Op: the operator's relation, a predicate over the argument types and the
-    result type ``out`` (spec 3.9), re-run when one of their holes is filled (spec 6.2).
+    result type ``out`` (spec 3.9); each ``run`` is one T-Rel step (spec 6.2: an answer
+    applied by unification, "not yet", or a failure), re-run when one of its holes is filled.
     ``use`` is the call, or the operator node when the op is used as a value (T-Op)."""
 
     def __init__(self, call: Expr, op: OpDef, attrs: object, args: list[Type], out: Type,
@@ -507,7 +508,8 @@ class _Checker:
 
     # -- expressions -------------------------------------------------------------------------
     def infer(self, expr: Expr) -> Type:
-        """The type of ``expr`` (memoised per node: shared nodes are checked once)."""
+        """The type of ``expr`` (memoised per node: a shared node is checked once, T-Shared
+        spec/typing.md 3.18)."""
         known = self.types._items.get(id(expr))
         if known is not None:
             return known[1]

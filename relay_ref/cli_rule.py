@@ -38,12 +38,9 @@ def add_parser(sub: Any) -> None:
 def resolve(name: str) -> rules.Rule:
     """The rule named ``name`` (exactly, else case-insensitively when that is unique);
     ``_Usage`` with a did-you-mean otherwise."""
-    known = rules.all_rules()
-    if name in known:
-        return known[name]
-    folded = [r for n, r in known.items() if n.lower() == name.lower()]
-    if len(folded) == 1:
-        return folded[0]
+    rule = rules.find(name)
+    if rule is not None:
+        return rule
     raise _Usage(f"no rule {name} in spec/{rules.did_you_mean(name)} "
                  "('relay rule --list' lists them)")
 

@@ -100,9 +100,15 @@ def spec_dir() -> Path:
     raise FileNotFoundError("spec/ not found inside relay_ref or in the checkout")
 
 
+_FILE_ORDER = ("syntax.md", "typing.md", "semantics.md", "partial_eval.md")
+
+
 def spec_files() -> list[Path]:
-    """The spec's rule files (``README.md`` is the index: it cites, never defines)."""
-    return sorted(p for p in spec_dir().glob("*.md") if p.name != "README.md")
+    """The spec's rule files, in the order a reader goes (syntax, typing, semantics, then
+    the rest); ``README.md`` is the index: it cites, never defines."""
+    files = [p for p in spec_dir().glob("*.md") if p.name != "README.md"]
+    rank = {name: i for i, name in enumerate(_FILE_ORDER)}
+    return sorted(files, key=lambda p: (rank.get(p.name, len(rank)), p.name))
 
 
 @functools.cache
@@ -131,6 +137,16 @@ def lookup(name: str) -> Rule:
     if rule is not None:
         return rule
     raise KeyError(f"no rule {name} in spec/{did_you_mean(name)}")
+
+
+def find(name: str) -> Rule | None:
+    """The rule named ``name``, else the one rule whose name differs from it only in case
+    (``t-app``), else None: for what people type (``relay rule``, ``:rule``)."""
+    rules = all_rules()
+    if name in rules:
+        return rules[name]
+    folded = [r for n, r in rules.items() if n.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else None
 
 
 def suggestions(name: str) -> list[str]:

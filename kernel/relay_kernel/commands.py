@@ -423,6 +423,24 @@ def _trace(ctx: Context, arg: str) -> None:
     show_outcome(ctx, outcome)
 
 
+@command("rule", "NAME", "Show a rule of the spec as spec/ writes it (T-App, E-Let ...).\n\n"
+         "The rule names are the ones errors, traces and derivations cite; `:rule --list` "
+         "lists them all, by family.", needs_arg=True)
+def _rule(ctx: Context, arg: str) -> None:
+    from relay_ref import rules
+
+    name = arg.strip()
+    if name == "--list":
+        ctx.out.display({"text/plain": rules.format_index()})
+        return
+    rule = rules.find(name)
+    if rule is None:
+        raise CommandError(f"no rule {name} in spec/{rules.did_you_mean(name)} "
+                           "(:rule --list lists them)")
+    ctx.out.display({"text/plain": rules.format_rule(rule),
+                     "text/html": rules.rule_block_html(rule)})
+
+
 # -- session commands --------------------------------------------------------------------
 
 @command("reset", "", "Forget every definition and binding of this session.")

@@ -319,6 +319,25 @@ def error_content(err: BaseException) -> dict[str, Any]:
             "traceback": [head, *"".join(tb).splitlines()]}
 
 
+def rule_links_bundle(err: BaseException) -> dict[str, str] | None:
+    """For a ``RelayError`` whose messages cite rules (``[T-App]``): an HTML line linking
+    each cited rule (``relay_ref.rules.rule_html``: its text in a tooltip), shown above the
+    error, since Jupyter renders an error's traceback as text only. HTML only, so plain-text
+    front ends show the error alone. None when nothing is cited."""
+    from relay_ref import rules
+    from relay_ref.repl import RelayError
+
+    if not isinstance(err, RelayError):
+        return None
+    cited = dict.fromkeys(m.group(0) for m in rules.NAME_RE.finditer(err.render(colour=False)))
+    names = [n for n in cited if n in rules.all_rules()]
+    if not names:
+        return None
+    links = ", ".join(rules.rule_html(n) for n in names)
+    return {"text/html": f'<div style="font-size: 0.85em; opacity: 0.8;">rules: {links} '
+                         "(hover for the rule; <code>:rule NAME</code> prints it)</div>"}
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SOURCE_LINE = re.compile(r"^( +\d+ \| )(.*)$")
 _CARET_LINE = re.compile(r"^( +\| )(.*)$")

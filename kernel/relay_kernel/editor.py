@@ -403,12 +403,24 @@ def _attr_text(value: object) -> str:
 
 
 def inspect(code: str, cursor_pos: int, session: Session | None) -> dict[str, Any]:
-    """The ``inspect_reply`` content for the word at ``cursor_pos``."""
+    """The ``inspect_reply`` content for the word at ``cursor_pos``; on a rule name
+    (``T-App`` in a comment or an error message pasted in), the rule as spec/ writes it."""
     word = word_at(code, cursor_pos)
     try:
-        doc = describe(word, session)
+        doc = _rule_at(code, cursor_pos) or describe(word, session)
     except Exception:
         doc = None
     if doc is None:
         return {"status": "ok", "found": False, "data": {}, "metadata": {}}
     return {"status": "ok", "found": True, "data": {"text/plain": doc}, "metadata": {}}
+
+
+def _rule_at(code: str, cursor_pos: int) -> str | None:
+    """The text of the spec rule whose name (``E-App-Closure``) is under the cursor."""
+    from relay_ref import rules
+
+    for m in rules.NAME_RE.finditer(code):
+        if m.start() <= cursor_pos <= m.end():
+            rule = rules.find(m.group(0))
+            return rules.format_rule(rule) if rule is not None else None
+    return None

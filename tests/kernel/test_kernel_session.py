@@ -449,3 +449,16 @@ def test_operators_bound_at_top_level_stay_polymorphic(k):
     assert "where Identity(t1, t2)" in run_ok(k, ":type %r").value
     res = run_err(k, "%f(1)", "RelayTypeError")
     assert "takes 2 arguments" in res.error
+
+
+def test_rule_command_and_error_rule_links_through_the_kernel(k):
+    res = run_ok(k, ":rule T-App")
+    (shown,) = res.of("display_data")
+    assert shown["data"]["text/plain"].startswith("T-App  (spec/typing.md 3.8 T-App)\n")
+    assert "relay-rule-block" in shown["data"]["text/html"]
+    res = run_err(k, "add(1, True)", "RelayTypeError")
+    kinds = [t for t, _ in res.outputs if t in ("display_data", "error")]
+    assert kinds == ["display_data", "error"]  # the rule links, then the error itself
+    (links,) = res.of("display_data")
+    assert 'data-rule="T-App-Op"' in links["data"]["text/html"]
+    assert "[T-App-Op]" in res.error

@@ -1,0 +1,73 @@
+"""Rules one command away in the kernel, in process: ``:rule NAME`` (text and HTML),
+Shift-Tab on a rule name, and the links to the rules an error cites."""
+
+from __future__ import annotations
+
+import pytest
+from relay_kernel.commands import Context, run_command, split_command
+from relay_kernel.display import CommandError, rule_links_bundle
+from relay_kernel.editor import inspect
+from relay_kernel.session import Session
+
+import relay_ref as rr
+from relay_ref import rules
+
+
+class _Collect:
+    def __init__(self) -> None:
+        self.shown: list[dict] = []
+
+    def stream(self, text: str, name: str = "stdout") -> None: ...
+
+    def display(self, bundle: dict) -> None:
+        self.shown.append(bundle)
+
+    def result(self, bundle: dict) -> None: ...
+
+    def page(self, text: str) -> None: ...
+
+
+def _run(cell: str) -> list[dict]:
+    out = _Collect()
+    run_command(Context(Session(), "In[1]", out), *split_command(cell))
+    return out.shown
+
+
+def test_rule_command_shows_text_and_html() -> None:
+    (bundle,) = _run(":rule T-Var")
+    assert bundle["text/plain"] == ("T-Var  (spec/typing.md 3.1 T-Var)\n\n3.1 T-Var\n"
+                                    "`Γ(%x) = τ` ⟹ `Δ; Γ ⊢ %x : τ`.\n"
+                                    "A local variable has the type it was bound with.\n")
+    page = bundle["text/html"]
+    assert page.startswith('<div class="relay-rule-block"><b>T-Var</b>')
+    assert "<code>Γ(%x) = τ</code> ⟹ <code>Δ; Γ ⊢ %x : τ</code>" in page
+    (listing,) = _run(":rule --list")
+    assert "  E-App-Closure     spec/semantics.md 3.8 E-App" in listing["text/plain"]
+    assert _run(":rule e-let")[0]["text/plain"].startswith("E-Let  (spec/semantics.md 3.6")
+
+
+def test_rule_command_unknown_name_suggests() -> None:
+    with pytest.raises(CommandError, match=r"^no rule T-Apply in spec/; did you mean T-App, "
+                                           r"T-App-Op or E-App\? \(:rule --list lists them\)$"):
+        _run(":rule T-Apply")
+    with pytest.raises(CommandError, match="usage: :rule NAME"):
+        _run(":rule")
+
+
+def test_inspect_on_a_rule_name_shows_the_rule() -> None:
+    code = "// T-App-Op: the call's relation\nadd(1, 2)"
+    reply = inspect(code, 5, None)
+    assert reply["found"]
+    assert reply["data"]["text/plain"] == rules.format_rule(rules.lookup("T-App-Op"))
+    assert inspect(code, code.index("add") + 1, None)["data"]["text/plain"] != \
+        reply["data"]["text/plain"]  # an op name still shows the op
+
+
+def test_errors_link_the_rules_they_cite() -> None:
+    with pytest.raises(rr.RelayError) as err:
+        rr.infer_types(rr.parse("def @main(%x: int32) -> bool { %x }"))
+    bundle = rule_links_bundle(err.value)
+    assert list(bundle) == ["text/html"]  # plain-text front ends show the error alone
+    cited = [m.group(0) for m in rules.NAME_RE.finditer(str(err.value))]
+    assert cited and all(rules.rule_html(n) in bundle["text/html"] for n in cited)
+    assert rule_links_bundle(ValueError("T-App")) is None

@@ -151,7 +151,8 @@ def attr_value_text(value: object) -> str:
 class _Body:
     """A sequence context: its lines (fragment lists) and indentation level. For comments
     (Pr-Comments): ``pending``, comment lines waiting to print before the next line; ``open``,
-    the lines being printed, innermost last, each ``[comments, span, lead printed]``."""
+    the lines being printed, innermost last, each ``[comments, span, lead printed, inlined]``
+    where ``inlined`` holds ``(span, texts)`` of graph bindings printed inside that line."""
 
     __slots__ = ("level", "indent", "lines", "pending", "open")
 
@@ -264,14 +265,19 @@ class _Printer:
         return texts
 
     def put(self, body: _Body, line: list[Any], a: Attached | None, term: str,
-            lead_done: bool = False) -> None:
+            lead_done: bool = False, inlined: list[Any] | None = None) -> None:
         """Append a line (``term``, its terminator, not yet written) to ``body``, with any
-        pending comment lines and ``a``'s leading comments (unless ``lead_done``) before it
-        and its trailing ones after it."""
+        pending comment lines, ``a``'s leading comments (unless ``lead_done``) and the
+        comments of graph bindings printed inside the line (``inlined``, in source order)
+        before it and its trailing ones after it."""
         lines = body.lines
         if body.pending:
             lines.extend(body.pending)
             body.pending = []
+        if inlined:
+            inlined.sort(key=lambda item: item[0])
+            for _, texts in inlined:
+                _lead(lines, texts, body.indent)
         if a is None:
             line.append(term + "\n")
         else:
@@ -287,7 +293,7 @@ class _Printer:
             return None
         if body.open:
             self.enter(body, node)
-        entry = [a, node.span, False]
+        entry = [a, node.span, False, []]
         body.open.append(entry)
         return entry
 
@@ -309,7 +315,7 @@ class _Printer:
             body.lines.append(line)
             return
         body.open.pop()
-        self.put(body, line, entry[0], term, entry[2])
+        self.put(body, line, entry[0], term, entry[2], entry[3])
 
     def tparams(self, tvs: tuple[T.TypeVar, ...]) -> str:
         """``[A, B]`` for binders, renaming one that would shadow a name already in use."""
@@ -562,7 +568,11 @@ class _Printer:
             return None
         if self.cm and not isinstance(e, E.Let):
             a = self.take(e)  # a graph binding printed inline: comments before the line
-            if a is not None:
+            if a is not None and body.open:  # ... of the statement printing it
+                span = e.span
+                body.open[-1][3].append(((span.line, span.column) if span else (0, 0),
+                                         a.texts()))
+            elif a is not None:
                 _lead(body.pending, a.texts(), body.indent)
         return (yield self.inner(e, out, body, pos))
 

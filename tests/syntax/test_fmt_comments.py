@@ -214,6 +214,30 @@ def @f(%x: int32) -> int32 {
 """ in out
 
 
+def test_inlined_graph_bindings_comments_lead_the_statement_printing_them() -> None:
+    # TVM's batch_norm pattern: `%1 = nn.batch_norm(...) /* ty=... */; %2 = %1.0;` prints
+    # the call inline (used once); its comment leads the statement it is printed in, in
+    # source order, never the top of the body.
+    out = check_invariants("""\
+def @main(%x: Tensor[(1, 2), float32], %g: Tensor[(2), float32]) {
+  %0 = nn.relu(%x) /* ty=R0 */;
+  %1 = nn.batch_norm(%0, %g, %g, %g, %g) /* ty=(A) */;
+  %2 = %1.0;
+  %3 = nn.batch_norm(%2, %g, %g, %g, %g) /* ty=(B) */;
+  %4 = %3.0;
+  %5 = subtract(%4, %4); // C
+  nn.relu(%5) /* ty=R1 */
+}""")
+    assert """{
+  %0 = nn.relu(%x) /* ty=R0 */;
+  /* ty=(A) */
+  /* ty=(B) */
+  %1 = nn.batch_norm(nn.batch_norm(%0, %g, %g, %g, %g).0, %g, %g, %g, %g).0;
+  %2 = subtract(%1, %1); // C
+  nn.relu(%2) /* ty=R1 */
+}""" in out
+
+
 def test_leading_comments_go_before_the_bindings_a_statement_prints() -> None:
     out = check_invariants("""\
 def @f(%x: Tensor[(4), float32]) {

@@ -14,6 +14,7 @@ Invariants checked:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -58,6 +59,7 @@ _PREFIXES = "|".join(sorted(rules.FAMILIES, key=len, reverse=True))
 _WILDCARD_RE = re.compile(rf"(?<![\w-])((?:{_PREFIXES})(?:-[A-Z][A-Za-z0-9]*)*)-\*")
 
 
+@functools.cache
 def _sources() -> dict[str, str]:
     """Path (relative to the checkout) -> the text to scan for citations."""
     texts: dict[str, str] = {}
@@ -84,6 +86,7 @@ def _notebook_text(path: Path) -> str:
     return "\n".join(parts)
 
 
+@functools.cache
 def _citations() -> list[tuple[str, int, str]]:
     """Every ``(path, line, name)`` cited in the scanned sources."""
     found = []

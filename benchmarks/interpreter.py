@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import relay_ref as rr  # noqa: E402
-from relay_ref.interpreter.eval import run_deep  # noqa: E402
+from relay_ref.deepstack import run_deep  # noqa: E402
 from relay_ref.interpreter.values import ConstructorValue  # noqa: E402
 
 FIB = """#[version = "0.0.5"]

@@ -157,8 +157,8 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
     Arguments are converted by one rule (spec/semantics.md 4.1); an unchecked module is
     type-checked first, once (``typecheck=False`` opts out); ``max_depth`` bounds call
     nesting (default ``relay_ref.interpreter.eval.MAX_DEPTH``, 10^6). See
-    ``relay_ref.interpreter.eval.evaluate``."""
-    from relay_ref.interpreter.eval import evaluate as _evaluate
+    ``relay_ref.interpreter.driver.evaluate``."""
+    from relay_ref.interpreter.driver import evaluate as _evaluate
 
     return _evaluate(program, *args, entry=entry, **kwargs)
 

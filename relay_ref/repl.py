@@ -128,7 +128,7 @@ def evaluate_checked(expr: Expr, module: IRModule, env: dict[Var, Any] | None = 
     """Evaluate ``expr`` -- which the caller has type-checked (``check_expr``) with the
     types of ``env``'s values -- in ``module`` with free variables bound by ``env``; no
     second check. With ``trace`` returns ``(value, events)`` (see ``format_trace``)."""
-    from relay_ref.interpreter.eval import evaluate
+    from relay_ref.interpreter.driver import evaluate
 
     if trace:
         return evaluate(expr, module=module, env=dict(env or {}), trace=True,
@@ -403,7 +403,7 @@ def prelude_text() -> str:
 def warm_up() -> None:
     """Import the parser, the checker, the interpreter and the op library now (a kernel
     does this at start, so the first cell does not pay for it)."""
-    import relay_ref.interpreter.eval  # noqa: F401
+    import relay_ref.interpreter.driver  # noqa: F401
     import relay_ref.ops.registry  # noqa: F401
     import relay_ref.syntax.parser  # noqa: F401
     import relay_ref.typecheck.infer  # noqa: F401

@@ -40,7 +40,7 @@ from relay_ref.executor.groups import GroupPlanner
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.interpreter.args import ArgumentError, convert_argument
-from relay_ref.interpreter.eval import checked_module, param_types
+from relay_ref.interpreter.driver import checked_module, param_types
 from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order

@@ -4,7 +4,7 @@ The generated code carries no bookkeeping for errors (no "current node" variable
 try/except per call: both would cost on every call). When something raises, the traceback
 is read instead: each frame of generated code has a line number, ``line_spans`` maps it to
 the Relay expression that line computes, and the frames of generated global functions give
-the Relay call stack, as the interpreter reports it (``relay_ref.interpreter.eval.
+the Relay call stack, as the interpreter reports it (``relay_ref.interpreter.stuck.
 runtime_error``; frames of self tail calls turned into loops are not repeated).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from relay_ref.diagnostics import RelayRuntimeError
 from relay_ref.executor.codegen import MatchFailure, ShapeMismatch
-from relay_ref.interpreter.eval import Stuck, runtime_error
+from relay_ref.interpreter.stuck import Stuck, runtime_error
 from relay_ref.interpreter.values import value_to_text
 from relay_ref.ir.span import Span
 from relay_ref.ops.registry import OpRuntimeError

@@ -36,7 +36,7 @@ from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.values import Converter
 from relay_ref.interpreter.args import ArgumentError, convert_argument
-from relay_ref.interpreter.eval import param_types
+from relay_ref.interpreter.driver import param_types
 from relay_ref.ir.expr import Function
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType, TensorType, Type

@@ -2,7 +2,7 @@
 
 Guarantee. The result type-checks with the same types and gives the same values; every
 folded node is replaced by a ``Constant`` (or a tuple of them) holding exactly what the
-definitional interpreter (``relay_ref.interpreter.eval.evaluate``) computes for it, with the
+definitional interpreter (``relay_ref.interpreter.driver.evaluate``) computes for it, with the
 dtype and shape the type checker gave the node. A node whose evaluation fails (``1 / 0`` on
 integers, an out-of-range index) is left as it is: the pass never raises for it.
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError
-from relay_ref.interpreter.eval import evaluate
+from relay_ref.interpreter.driver import evaluate
 from relay_ref.ir.expr import (
     Call,
     Constant,

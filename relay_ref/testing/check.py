@@ -42,7 +42,7 @@ from hypothesis import strategies as st
 
 from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError
-from relay_ref.interpreter.eval import evaluate
+from relay_ref.interpreter.driver import evaluate
 from relay_ref.interpreter.values import ConstructorValue, RefValue, value_to_text
 from relay_ref.ir.equal import alpha_equal
 from relay_ref.ir.expr import (

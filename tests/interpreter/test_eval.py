@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
-from relay_ref.interpreter.eval import Interpreter, evaluate
+from relay_ref.interpreter.driver import evaluate
+from relay_ref.interpreter.eval import Interpreter
 from relay_ref.interpreter.trace import format_trace
 from relay_ref.interpreter.values import ConstructorValue, value_to_text
 

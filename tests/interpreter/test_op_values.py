@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
-from relay_ref.interpreter.eval import evaluate
+from relay_ref.interpreter.driver import evaluate
 
 
 def test_a_let_bound_operator_is_called_through_its_variable():

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 
 import relay_ref as rr
-from relay_ref.interpreter.eval import evaluate
+from relay_ref.interpreter.driver import evaluate
 from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Let, Match, Var, pattern_vars
 from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order

@@ -145,7 +145,7 @@ def _runner(module: Any, params: Params, executor: str) -> Any:
 
         exe = compile_module(module, dict(params))
         return lambda args: exe(*args)
-    from relay_ref.interpreter.eval import evaluate
+    from relay_ref.interpreter.driver import evaluate
 
     weights = tuple(params.values())
     return lambda args: evaluate(module, *args, *weights)

@@ -169,11 +169,18 @@ def _lines(outputs: list[dict[str, Any]]) -> list[str]:
 def refresh(path: Path) -> list[str]:
     """Re-execute the notebook at ``path`` and save it with the fresh outputs; returns the
     sources of code cells that failed without a ``raises-exception`` tag (nothing is saved
-    then)."""
+    then). A cell whose outputs are unchanged after normalisation keeps its saved outputs,
+    so a refresh does not rewrite timings (the diff shows only real changes)."""
+    saved = nbformat.read(path, as_version=4)
     nb = execute(path)
     bad = [c.source for c in nb.cells if c.cell_type == "code"
            and any(o.output_type == "error" for o in c.outputs)
            and "raises-exception" not in c.metadata.get("tags", [])]
-    if not bad:
-        nbformat.write(nb, path)
-    return bad
+    if bad:
+        return bad
+    for old, new in zip(saved.cells, nb.cells, strict=True):
+        if new.cell_type == "code" and old.get("execution_count") == new.execution_count \
+                and normalise_outputs(old.outputs) == normalise_outputs(new.outputs):
+            new.outputs = old.outputs
+    nbformat.write(nb, path)
+    return []

@@ -206,9 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="arguments of @main: Relay literals (e.g. 3, 2.5f, '(1, 2)', "
                           "'Cons(1, Nil)') or .npy files")
     run.add_argument("--entry", default="main", help="the global to run (default: main)")
-    run.add_argument("--trace", action="store_true",
+    run.add_argument("--trace", action="store_const", const="rules",
                      help="print each evaluation rule applied (for teaching; interpreter "
-                          "only)")
+                          "only); --trace=values also shows each step's value, the "
+                          "environments closures capture, the store and pattern matching")
+    for mode in ("rules", "values"):  # `--trace=MODE`, matched whole before `--trace`
+        run.add_argument(f"--trace={mode}", dest="trace", action="store_const", const=mode,
+                         help=argparse.SUPPRESS)
     run.add_argument("-o", "--output", metavar="OUT.npy",
                      help="save the resulting tensor to a .npy file")
     run.add_argument("--no-prelude", action="store_true",

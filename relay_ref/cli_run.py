@@ -138,7 +138,8 @@ def run_file(args: argparse.Namespace) -> int:
                 print(exe.plan, file=sys.stderr)
             result = exe(*values)
         else:
-            result = rr.evaluate(mod, *values, entry=args.entry, trace=args.trace,
+            trace = {"rules": True, "values": "values"}.get(args.trace, False)
+            result = rr.evaluate(mod, *values, entry=args.entry, trace=trace,
                                  max_depth=getattr(args, "max_depth", None))
     except rr.RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
@@ -174,7 +175,7 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
     """Print (or with ``--output`` save) the value ``@entry`` returned; the exit code."""
     if args.trace:
         result, events = result
-        print(repl.format_trace(events))
+        print(repl.format_trace(events, colour=_colour(sys.stdout)))
     if args.output:
         if not isinstance(result, np.ndarray):
             print(repl.value_text(result))

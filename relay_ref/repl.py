@@ -55,7 +55,7 @@ __all__ = [
     "check_named_pass", "compile_expr", "evaluate_checked", "format_trace", "op_info", "op_names",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "with_operators",
-    "prelude_text", "run_deep", "type_text", "value_text", "warm_up",
+    "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
     "derive_expr", "derive_global", "derivation_html", "derivation_text",
 ]
 
@@ -124,14 +124,15 @@ def op_value_type(name: str) -> FuncType:
 
 
 def evaluate_checked(expr: Expr, module: IRModule, env: dict[Var, Any] | None = None, *,
-                     trace: bool = False) -> Any:
+                     trace: bool | str = False) -> Any:
     """Evaluate ``expr`` -- which the caller has type-checked (``check_expr``) with the
     types of ``env``'s values -- in ``module`` with free variables bound by ``env``; no
-    second check. With ``trace`` returns ``(value, events)`` (see ``format_trace``)."""
+    second check. With ``trace`` (``True`` or ``"values"``, as ``rr.evaluate``) returns
+    ``(value, events)`` (see ``format_trace``)."""
     from relay_ref.interpreter.driver import evaluate
 
     if trace:
-        return evaluate(expr, module=module, env=dict(env or {}), trace=True,
+        return evaluate(expr, module=module, env=dict(env or {}), trace=trace,
                         typecheck="done")
     return evaluate(expr, module=module, env=dict(env or {}), typecheck="done")
 
@@ -341,12 +342,21 @@ def derivation_html(tree: Any) -> str:
     return render_html(tree)
 
 
-def format_trace(events: list[Any], limit: int | None = None) -> str:
+def format_trace(events: list[Any], limit: int | None = None, colour: bool = False) -> str:
     """The evaluation trace ``evaluate_checked(..., trace=True)`` returned, one rule per
-    line (at most ``limit`` lines, then how many were left out)."""
+    line (at most ``limit`` lines, then how many were left out); for ``trace="values"``
+    each line also shows the judgement's value and what the rule bound or stored.
+    ``colour``: rule names in bold, for a terminal."""
     from relay_ref.interpreter.trace import format_trace as _format_trace
 
-    return _format_trace(events, limit=limit)
+    return _format_trace(events, limit=limit, colour=colour)
+
+
+def trace_html(events: list[Any], limit: int | None = None) -> str:
+    """``format_trace``'s text as HTML for Jupyter, rule names linked to the spec's text."""
+    from relay_ref.interpreter.trace import trace_html as _trace_html
+
+    return _trace_html(events, limit=limit)
 
 
 # ---- completion and help ----------------------------------------------------------------------

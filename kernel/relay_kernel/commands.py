@@ -411,14 +411,26 @@ TRACE_LIMIT = 400
 
 
 @command("trace", "EXPR", "Evaluate EXPR and list the evaluation rules applied.\n\n"
-         "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...).",
+         "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...). With --values "
+         "each step also shows its value (ρ; σ ⊢ e ⇒ v; σ'), the environment a closure "
+         "captures, the store a reference rule reads or writes, and for `match` the clause "
+         "taken and the pattern rules (P-Ctor, P-Var ...) with their bindings.",
          needs_arg=True)
 def _trace(ctx: Context, arg: str) -> None:
-    from relay_ref.repl import format_trace
+    from relay_ref.repl import format_trace, trace_html
 
-    outcome = ctx.session.run(arg, ctx.source_name, trace=True)
-    text = format_trace(outcome.trace or [], limit=TRACE_LIMIT)
-    if text:
+    parts = arg.split(None, 1)
+    values = bool(parts) and parts[0] == "--values"
+    rest = parts[1] if values and len(parts) > 1 else ""
+    if values and not rest.strip():
+        raise CommandError(":trace --values needs an expression: :trace --values EXPR")
+    outcome = ctx.session.run(rest if values else arg, ctx.source_name,
+                              trace="values" if values else True)
+    events = outcome.trace or []
+    text = format_trace(events, limit=TRACE_LIMIT)
+    if text and values:
+        ctx.out.display({"text/plain": text, "text/html": trace_html(events, TRACE_LIMIT)})
+    elif text:
         ctx.out.display(trace_bundle(text))
     show_outcome(ctx, outcome)
 

@@ -309,7 +309,7 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
     if rule == "E-Let-Rec" and env is not None:
         rec = env.get(node.expr.var)
         if type(rec) is RecClosure:
-            return ("captured", rec.closure.env, node.expr.var)
+            return ("captured", rec.closure.env, node.expr.var, rec)
     if rule == "E-Fn" and isinstance(value, Closure):
         return ("captured", value.env)
     if rule in ("E-App-Closure", "E-App-Rec") and premises:
@@ -363,7 +363,7 @@ VALUE_EXPR_WIDTH = 50
 """Characters of an expression's summary in a value trace (the value follows)."""
 VALUE_WIDTH = 40
 """Characters of a value in a value trace (bindings and store contents: ``ENTRY_WIDTH``)."""
-ENTRY_WIDTH = 24
+ENTRY_WIDTH = 32
 MAX_ENTRIES = 4
 """Entries of an environment or a binding list shown; the rest are counted."""
 SMALL_TENSOR = 6
@@ -371,13 +371,14 @@ SMALL_TENSOR = 6
 
 
 def format_trace(events: list[TraceEvent], limit: int | None = None,
-                 values: bool | None = None) -> str:
+                 values: bool | None = None, colour: bool = False) -> str:
     """One line per event, indented two spaces per depth level; at most ``limit`` lines
     (then a line saying how many were left out). Beyond ``MAX_INDENT`` levels the depth is
     written as a number (``[depth 812]``) instead, so the output stays linear in the
     number of events however deep the derivation. ``values`` (default: whether the events
-    hold values, ``trace="values"``) adds each judgement's value and detail."""
-    return "\n".join(_lines(events, limit, values, _plain_line))
+    hold values, ``trace="values"``) adds each judgement's value and detail; ``colour``
+    writes rule names in bold (ANSI, for a terminal)."""
+    return "\n".join(_lines(events, limit, values, _ansi_line if colour else _plain_line))
 
 
 def trace_html(events: list[TraceEvent], limit: int | None = None,
@@ -395,6 +396,10 @@ def trace_html(events: list[TraceEvent], limit: int | None = None,
 
 def _plain_line(indent: str, rule: str, rest: str) -> str:
     return f"{indent}{rule}{rest}"
+
+
+def _ansi_line(indent: str, rule: str, rest: str) -> str:
+    return f"{indent}\x1b[1;35m{rule}\x1b[0m{rest}"
 
 
 def _lines(events: list[TraceEvent], limit: int | None, values: bool | None,
@@ -427,17 +432,21 @@ def _value_text(e: TraceEvent, names: _Locations) -> str:
         if e.detail:
             text += " ⊣ " + _bindings(e.detail[1], names, braces=True)
         return text
-    text = f"  {short_text(expr, VALUE_EXPR_WIDTH)} ⇒ {short_value(e.value, names)}"
+    summary = short_text(expr, 10 * VALUE_EXPR_WIDTH)
+    if len(summary) > VALUE_EXPR_WIDTH:
+        summary = summary[: VALUE_EXPR_WIDTH - 1] + "…"
+    text = f"  {summary} ⇒ {short_value(e.value, names)}"
     detail = e.detail
     if not detail:
         return text
     what = detail[0]
     if what == "bind":
-        prime = "'" if e.rule in ("E-App-Closure", "E-App-Rec") else ""
-        text += f"   ρ{prime}[{_bindings(detail[1], names)}]"
+        if detail[1]:
+            prime = "'" if e.rule in ("E-App-Closure", "E-App-Rec") else ""
+            text += f"   ρ{prime}[{_bindings(detail[1], names)}]"
     elif what == "captured":
-        if len(detail) > 2:  # E-Let-Rec: the variable, bound to the recursive closure
-            text += f"   ρ[%{detail[2].name_hint} ↦ recursive closure]"
+        if len(detail) > 3:  # E-Let-Rec: the variable, bound to the recursive closure
+            text += f"   ρ[{_bindings(((detail[2], detail[3]),), names)}]"
         text += f"   captured {_bindings(tuple(detail[1].items()), names, braces=True)}"
     elif what == "store":
         text += f"   σ[{names.name(detail[1])} ↦ {short_value(detail[2], names, ENTRY_WIDTH)}]"

@@ -7,16 +7,18 @@ event also holds the value of its judgement ``ρ; σ ⊢ e ⇒ v; σ'`` and what
 the environment or the store (``detail``), and each ``match`` is followed by the
 pattern-matching rules (P-Ctor, P-Tuple, P-Var, P-Wild) that chose its clause.
 
-**Trace order.** A trace lists the derivation tree in pre-order: each judgement's line
-comes before the lines of its premises, which are indented one level deeper and come in
-the order they are evaluated (left to right). The body of a ``let``, the branch an ``if``
-takes, the clause a ``match`` takes and the body of a called function are premises too.
-A rule that is chosen only once some premises are evaluated (E-If-True or E-If-False by
-the condition's value, E-App-Closure, E-App-Rec or E-App-Ctor by the callee's value,
-E-Match's clause) is still listed above those premises: the line is written where the
-judgement starts and names the rule that concluded it. The plain trace leaves out E-Shared
-(a shared node's first use shows only the rule for its form, one level deeper; a later use
-shows nothing); the value trace shows E-Shared at both.
+**Trace order** (spec/semantics.md section 5 says the same). A trace lists the derivation
+tree in pre-order: each judgement's line comes before the lines of its premises, which are
+indented one level deeper and listed in the order they are evaluated (left to right, the
+store threaded in that order). The body of a ``let``, the branch an ``if`` takes, the body
+of the clause a ``match`` takes (after the pattern-matching rules that chose it) and the
+body of a called function are premises too. A rule that is chosen only once some premises
+are evaluated (E-If-True or E-If-False by the condition's value; E-App-Closure, E-App-Rec
+or E-App-Ctor by the callee's value; E-Match by the first clause that matches) is still
+listed above those premises: a line is written where its judgement starts and names the
+rule that concluded it. The plain trace leaves E-Shared out (a shared node's first use
+shows the rule for its form, one level deeper; a later use shows nothing); the value trace
+shows E-Shared at both.
 
 ``format_trace`` renders events one per line, indented by depth (plain)::
 

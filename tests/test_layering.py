@@ -35,7 +35,10 @@ class Layer:
 LAYERS: dict[str, Layer] = {
     "diagnostics": Layer(0, ("relay_ref.diagnostics",)),  # imports ir.span: same rank
     "ir": Layer(0, ("relay_ref.ir",)),
-    "compute": Layer(0, ("relay_ref.compute",)),  # numba kernels; empty for now
+    "compute": Layer(0, ("relay_ref.compute",)),  # numba kernels: cpu/ (prange + fastmath)
+    # ... and cuda/ (numba.cuda), beside cpu/ at the bottom: it reuses cpu's kernel source
+    # cache and threading policy, and reads op attributes without importing ops
+    "compute.cuda": Layer(0, ("relay_ref.compute.cuda",)),
     # deepstack (big-stack threads for deep recursion) is a utility with no relay_ref
     # imports; the printer, the checker, the interpreter and the kernel (via repl) use it,
     # so it sits at the bottom.

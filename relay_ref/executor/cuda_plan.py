@@ -10,7 +10,9 @@ different step functions:
   elementwise tail runs the anchor's CUDA kernel and the tail's generated kernel, written
   over the anchor's fresh result;
 * an operator call runs its ``kernels["cuda"]`` when that kernel ``supports`` the call's
-  checked types (a ``DeviceStep``), else on the host through its CPU kernel or reference (a
+  checked types (a ``DeviceStep``); an elementwise / broadcast call outside a fused kernel
+  (a group planned op by op) runs a generated one-op kernel (an ``ElementwiseStep``); any
+  other call runs on the host through its CPU kernel or reference (a
   ``HostStep``: its tensor arguments copied to the host, its tensor result back to the
   device; these copies are counted in ``exe.plan``).
 
@@ -32,11 +34,12 @@ import numpy as np
 
 from relay_ref.diagnostics import RelayError
 from relay_ref.executor.groups import GroupPlanner, Step
-from relay_ref.ir.expr import Call, Expr, Var
+from relay_ref.ir.expr import Call, Constant, Expr, Var
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ops.registry import get_op, op_kernel
+from relay_ref.ops.registry import OpPattern, get_op, op_kernel
 
-__all__ = ["CudaGroupPlanner", "DeviceRuntime", "DeviceStep", "HostStep", "cuda_available",
+__all__ = ["CudaGroupPlanner", "DeviceRuntime", "DeviceStep", "ElementwiseStep", "HostStep",
+           "cuda_available",
            "device_plan", "host_copies", "launches", "move_constants", "require_device"]
 
 
@@ -116,6 +119,24 @@ class HostStep:
         return result
 
 
+class ElementwiseStep:
+    """One elementwise call as a generated CUDA kernel: ``step(args, attrs, out=None)``
+    (``params``: the positions of the call's non-constant arguments, the kernel's inputs;
+    single-value constants are literals in its source)."""
+
+    launches = 1
+    returns_view = False
+    view = False
+
+    def __init__(self, kernel: Any, params: tuple[int, ...], name: str) -> None:
+        self.kernel = kernel
+        self.params = params
+        self.name = name
+
+    def __call__(self, args: list[Any], attrs: object, out: Any = None) -> Any:
+        return self.kernel([args[i] for i in self.params], out)
+
+
 class CudaGroupPlanner(GroupPlanner):
     """``GroupPlanner`` with the CUDA choices (see the module docstring)."""
 
@@ -134,7 +155,7 @@ class CudaGroupPlanner(GroupPlanner):
 
         return run
 
-    def _op_fn(self, call: Call) -> DeviceStep | HostStep:
+    def _op_fn(self, call: Call) -> DeviceStep | ElementwiseStep | HostStep:
         known = self.steps.get(call)
         if known is not None:
             return known
@@ -143,18 +164,44 @@ class CudaGroupPlanner(GroupPlanner):
         kernel = op_kernel(name, "cuda")
         arg_types = [self.types.get(a) for a in call.args]
         out_type = self.types.get(call)
-        step: DeviceStep | HostStep
+        step: DeviceStep | ElementwiseStep | HostStep | None = None
         if kernel is not None and _static(out_type) and all(_static(t) for t in arg_types) \
                 and kernel.supports(arg_types, attrs, out_type):  # type: ignore[attr-defined]
             step = DeviceStep(kernel, out_type, name)  # type: ignore[arg-type]
-        else:
+        elif get_op(name).op_pattern <= OpPattern.BROADCAST and self._worth_fusing(out_type):
+            step = self._one_op_kernel(call)
+        if step is None:
             step = HostStep(op_kernel(name, "cpu") or get_op(name).reference, name)
         self.steps[call] = step
         return step
 
+    def _one_op_kernel(self, call: Call) -> ElementwiseStep | None:
+        """A generated kernel of ``call`` alone (its constant arguments inlined)."""
+        params: list[Var] = []
+        positions: list[int] = []
+        args: list[Expr] = []
+        types: dict[Expr, Type] = {}
+        for i, a in enumerate(call.args):
+            if type(a) is Constant and a.data.size == 1:
+                args.append(a)
+                continue
+            ty = self.types.get(a)
+            if not _static(ty):
+                return None
+            p = Var(f"p{i}", ty)
+            types[p] = ty  # type: ignore[assignment]
+            params.append(p)
+            positions.append(i)
+            args.append(p)
+        body = Call(call.op, tuple(args), call.attrs, call.type_args, call.span)
+        types[body] = self.types[call]
+        kernel = self._tail_kernel(tuple(params), body, types)
+        return None if kernel is None else ElementwiseStep(kernel, tuple(positions),
+                                                           call.op.name)
+
     def _kernel_kind(self, call: Call) -> str:
         step = self._op_fn(call)
-        if isinstance(step, DeviceStep):
+        if isinstance(step, DeviceStep | ElementwiseStep):
             return "cuda view" if step.view else f"cuda {call.op.name.split('.')[-1]}"
         return "host cpu kernel" if op_kernel(call.op.name, "cpu") is not None else \
             "host reference"
@@ -175,7 +222,7 @@ class CudaGroupPlanner(GroupPlanner):
 
     def _may_overwrite(self, kernel: Any, anchor: Call, step: Step) -> bool:
         fn = step.fn
-        return isinstance(fn, DeviceStep) and not fn.view
+        return isinstance(fn, DeviceStep | ElementwiseStep) and not fn.view
 
 
 def host_copies(plan: Any) -> int:

@@ -57,7 +57,7 @@ def _kernel(tile: GemmTile, dtype: str) -> Any:
                 nn = e - kk * BN
                 p = col0 + nn
                 q = k0 + kk
-                v = sb[buf, kk, nn] * 0
+                v = dt(0)
                 if p < npix and q < kk_len:
                     ci = q // (kh * kw)
                     rs = q - ci * (kh * kw)

@@ -1,0 +1,103 @@
+"""The CUDA target from the main test process: the simulator tests (each file of
+``tests/cuda/sim`` in a child process with ``NUMBA_ENABLE_CUDASIM=1``: numba picks the
+simulator at its first import, which in this process happened long ago), the answer of
+``rr.cuda_available()`` and the ``no CUDA device`` error without a device (real numba.cuda,
+the simulator off), and the ``kernels["cuda"]`` table."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import relay_ref as rr
+from relay_ref.ops.kernels import BUILTIN_CUDA_KERNELS
+from relay_ref.ops.registry import KernelRef, get_op, has_op, op_kernel
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SIM_FILES = sorted((HERE / "sim").glob("test_*.py"))
+#: the fewest tests each simulator file must pass (the sweep cannot silently shrink)
+MIN_PASSED = {"test_cuda_sim_gemm_conv.py": 39, "test_cuda_sim_rows.py": 47,
+              "test_cuda_sim_compile.py": 115}
+
+
+def _child_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(extra)
+    return env
+
+
+def test_every_simulator_file_is_run() -> None:
+    assert {p.name for p in SIM_FILES} == set(MIN_PASSED)
+
+
+@pytest.mark.parametrize("path", SIM_FILES, ids=[p.stem for p in SIM_FILES])
+def test_simulator_tests_pass(path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+        cwd=ROOT, env=_child_env(NUMBA_ENABLE_CUDASIM="1"), capture_output=True, text=True,
+        timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    passed = re.search(r"(\d+) passed", out)
+    assert passed is not None and int(passed.group(1)) >= MIN_PASSED[path.name], out[-3000:]
+    assert "skipped" not in out.splitlines()[-1], out[-3000:]
+
+
+_NO_DEVICE = """
+import relay_ref as rr
+print(rr.cuda_available())
+mod = rr.parse("def @main(%x: Tensor[(2), float32]) { add(%x, %x) }")
+try:
+    rr.compile(mod, target="cuda")
+except rr.RelayError as err:
+    print("error:", err.diagnostics[0].message)
+"""
+
+
+def test_no_driver_means_no_device_and_a_clear_error() -> None:
+    """A driver library that is not there (``NUMBA_CUDA_DRIVER``): deterministic, GPU or
+    not."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _NO_DEVICE], cwd=ROOT, capture_output=True, text=True,
+        env=_child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_DRIVER="/nonexistent/libcuda.so"),
+        timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "False"
+    assert lines[1].startswith("error: no CUDA device: ") and "libcuda" in lines[1], lines
+
+
+def test_without_a_gpu_the_cuda_target_is_refused_here() -> None:
+    """This process: real numba.cuda, no simulator. On a machine with a GPU there is a
+    device, and nothing to refuse."""
+    from relay_ref.compute.cuda import device_status, simulator
+
+    assert not simulator()
+    ok, why = device_status()
+    if ok:
+        pytest.skip(f"a CUDA device is present: {why}")
+    assert rr.cuda_available() is False
+    mod = rr.parse("def @main(%x: Tensor[(2), float32]) { add(%x, %x) }")
+    with pytest.raises(rr.RelayError) as err:
+        rr.compile(mod, target="cuda")
+    assert err.value.diagnostics[0].message == f"no CUDA device: {why}"
+    assert rr.compile(mod)(__import__("numpy").ones(2, "float32")).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_CUDA_KERNELS))
+def test_cuda_table_entry_loads_with_the_protocol(name: str) -> None:
+    assert has_op(name), name
+    assert get_op(name).kernels.get("cuda") == KernelRef.parse(BUILTIN_CUDA_KERNELS[name])
+    fn = op_kernel(name, "cuda")
+    assert callable(fn) and callable(fn.supports)
+    params = list(inspect.signature(fn).parameters)
+    assert params == ["args", "attrs", "shape" if fn.returns_view else "out"], (name, params)
+    assert fn.launches == (0 if fn.returns_view else 1)
+    assert get_op(name).kernels.get("cpu") is not None  # the host path exists too

@@ -244,12 +244,13 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                    ) -> tuple[str, tuple[Note, ...]] | None:
     """None when ``value`` inhabits ``ty`` (``value_conforms``), else ``(message, notes)``
     naming the first part that does not. ``check_functions`` type-checks closures against
-    function types (A-Value)."""
+    function types (A-Value). Each case decides one value-typing rule ``Σ ⊢ v : τ``
+    (spec/semantics.md 1.1), Σ taken from the types."""
     work: list[tuple[object, Type, _Path]] = [(value, ty, None)]
     while work:
         v, t, path = work.pop()
         match t:
-            case TensorType(shape, dtype):
+            case TensorType(shape, dtype):                           # V-Tensor
                 if not isinstance(v, np.ndarray):
                     return _wrong(_where(path), t, v), ()
                 if v.dtype.name != dtype or v.ndim != len(shape) or any(
@@ -258,12 +259,12 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                     return (f"{_where(path)}expected {_describe(t)}, got a tensor of shape "
                             f"{shape_to_text(v.shape)} and dtype {v.dtype.name} (no "
                             "implicit casts)"), ()
-            case TupleType(fields):
+            case TupleType(fields):                                  # V-Tuple
                 if not isinstance(v, tuple) or len(v) != len(fields):
                     return _wrong(_where(path), t, v), ()
                 work.extend((f, ft, (None, i, path))
                             for i, (f, ft) in enumerate(zip(v, fields, strict=True)))
-            case TypeCall(func, args):
+            case TypeCall(func, args):                               # V-Ctor
                 td = mod.type_definitions.get(func.name)
                 if not isinstance(v, ConstructorValue) or td is None:
                     return _wrong(_where(path), t, v), ()
@@ -278,7 +279,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                 work.extend((f, substitute(i, subst), (ctor.name, k, path))
                             for k, (f, i) in enumerate(zip(v.fields, ctor.inputs,
                                                            strict=True)))
-            case FuncType():
+            case FuncType():  # V-Closure, V-RecClosure, V-CtorFn, V-Op (a function value)
                 if not isinstance(v, Closure | RecClosure | Constructor | Op):
                     return (f"{_where(path)}expected a Relay function of type {type_to_text(t)}, "
                             f"got {_given(v)}"), ()
@@ -286,7 +287,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                     problem = _function_mismatch(v, t, mod)
                     if problem is not None:
                         return (_where(path) + problem[0], problem[1])
-            case RefType(inner):
+            case RefType(inner):                  # V-Ref, with V-Store at the cell: σ(ℓ) : τ
                 if not isinstance(v, RefValue):
                     return _wrong(_where(path), t, v), ()
                 work.append((v.value, inner, ("ref", -1, path)))

@@ -79,7 +79,8 @@ def test_without_a_gpu_the_cuda_target_is_refused_here() -> None:
     device, and nothing to refuse."""
     from relay_ref.compute.cuda import device_status, simulator
 
-    assert not simulator()
+    if simulator():
+        pytest.skip("this process runs numba's CUDA simulator: it is the device")
     ok, why = device_status()
     if ok:
         pytest.skip(f"a CUDA device is present: {why}")

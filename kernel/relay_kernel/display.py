@@ -269,20 +269,24 @@ def text_bundle(text: str, relay: bool = False) -> dict[str, str]:
 
 
 def trace_bundle(text: str) -> dict[str, str]:
-    """An evaluation trace (``RULE  expr`` lines, indented by depth): rule names bold, the
+    """An evaluation trace (``RULE  expr`` lines, indented by depth): rule names bold and
+    linked to their text in spec/ (``relay_ref.rules.rule_html``, a tooltip), the
     expressions highlighted as Relay."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
 
+    from relay_ref import rules
+
     fmt = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+    known = rules.all_rules()
     rows = []
     for line in text.splitlines():
         stripped = line.lstrip(" ")
         indent = line[: len(line) - len(stripped)]
         rule, sep, rest = stripped.partition("  ")
         code = highlight(rest, RelayLexer(), fmt).rstrip("\n") if sep else ""
-        rows.append(f'{indent}<b style="color: #7a3e9d;">{html.escape(rule)}</b>'
-                    f"{sep}{code}")
+        tag = rules.rule_html(rule) if rule in known else html.escape(rule)
+        rows.append(f'{indent}<b style="color: #7a3e9d;">{tag}</b>{sep}{code}')
     body = "\n".join(rows)
     return {"text/plain": text,
             "text/html": f'<pre style="{MONO} margin: 0; background: transparent;">{body}</pre>'}

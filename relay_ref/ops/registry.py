@@ -35,6 +35,22 @@ Fusion pattern (``OpDef.op_pattern``, TVM's ``TOpPattern``): how the op may be f
 its neighbours by ``relay_ref.passes.fuse_ops`` (``OpPattern``); ``OPAQUE``, never fused,
 unless the op says otherwise. The built-in ops' patterns are TVM's, set in
 ``relay_ref/ops/patterns.py``.
+
+Differentiation protocol (spec/ad.md; TVM's ``FPrimalGradient``), set by ``set_gradient``:
+    ``gradient(call, out_grad, type_of) -> tuple[Expr, ...]``: the reverse rule, one adjoint
+    expression per argument of ``call`` (each of that argument's type; broadcasting undone
+    with ``collapse_sum_like``), built from ``call.args``, ``call.attrs`` and ``out_grad``
+    with ``relay_ref.ir`` constructors. ``type_of(expr) -> Type`` answers for ``call`` (its
+    result type), each of ``call.args`` and ``out_grad`` (the result's type; a tuple
+    expression for a tuple-valued op). The AD pass binds every argument to a variable or
+    constant first, so a rule may use ``call.args`` any number of times; a rule never
+    evaluates anything.
+    ``tangent(call, tangents, type_of) -> Expr``: the forward rule (dual numbers), the
+    tangent of the call's result from one tangent expression per argument (each of that
+    argument's type; ``type_of`` answers for them too).
+    ``differentiable``: ``True`` when the op has both rules, a string saying why not
+    (integer result, piecewise constant, not implemented yet...), ``None`` unclassified.
+    The built-in rules live in ``relay_ref/ops/grad_*.py``, one file per op family.
 """
 
 from __future__ import annotations
@@ -129,6 +145,11 @@ class OpDef:
     #: shape, or a ``(shape, dtype)`` pair) besides the generator's generic ones. Data only.
     attr_examples: tuple[dict, ...] = ()
     arg_examples: tuple[tuple, ...] = ()
+    #: differentiation (see the module docstring and ``set_gradient``): the reverse rule
+    #: (TVM's ``FPrimalGradient``), the forward (tangent) rule, and ``True`` / why not.
+    gradient: Callable[..., tuple] | None = None
+    tangent: Callable[..., object] | None = None
+    differentiable: bool | str | None = None
 
     @property
     def bidirectional(self) -> bool:
@@ -233,6 +254,29 @@ def set_examples(name: str, attrs: typing.Iterable[dict] = (),
     which combinations type-check, and generates calls of those."""
     op = dataclasses.replace(_REGISTRY[name], attr_examples=tuple(attrs),
                              arg_examples=tuple(args))
+    _REGISTRY[name] = op
+    return op
+
+
+def set_gradient(name: str, *, reverse: Callable[..., tuple] | None = None,
+                 forward: Callable[..., object] | None = None,
+                 why_not: str | None = None) -> OpDef:
+    """Give the registered operator ``name`` its differentiation rules (see the module
+    docstring): ``reverse`` and ``forward`` together make it differentiable; ``why_not``
+    (alone) records why it is not. Rules given without ``why_not`` must come in pairs."""
+    if why_not is not None:
+        if reverse is not None or forward is not None:
+            raise ValueError(f"{name}: give rules or a reason it has none, not both")
+        if not why_not.strip():
+            raise ValueError(f"{name}: the reason must say something")
+        op = dataclasses.replace(_REGISTRY[name], gradient=None, tangent=None,
+                                 differentiable=why_not)
+    else:
+        if reverse is None or forward is None:
+            raise ValueError(f"{name}: a differentiable op needs both a reverse and a "
+                             "forward rule")
+        op = dataclasses.replace(_REGISTRY[name], gradient=reverse, tangent=forward,
+                                 differentiable=True)
     _REGISTRY[name] = op
     return op
 

@@ -10,7 +10,15 @@ are the same reduction of the tangent.
 from __future__ import annotations
 
 from relay_ref.ir.expr import Call, Expr
-from relay_ref.ops.grad_common import TypeOf, op, op_with, shape
+from relay_ref.ops.grad_common import (
+    TypeOf,
+    ones_like,
+    op,
+    op_with,
+    scalar_like,
+    shape,
+    zeros_like,
+)
 
 
 def reduced_axes(ndim: int, axis: tuple[int, ...] | None, exclude: bool) -> frozenset[int]:
@@ -40,6 +48,21 @@ def spread(g: Expr, call: Call, to: TypeOf) -> Expr:
     return op("broadcast_to_like", g, call.args[0])
 
 
+def _count(call: Call, to: TypeOf) -> int:
+    """How many elements each result element reduces."""
+    x_shape = shape(call.args[0], to)
+    n = 1
+    for i in reduced_axes(len(x_shape), call.attrs.axis, call.attrs.exclude):
+        n *= x_shape[i]
+    return n
+
+
+def _keep(value: Expr, call: Call, to: TypeOf) -> Expr:
+    """``value`` (of the result's shape) reshaped to the ``keepdims=True`` shape."""
+    kept = kept_shape(call, to)
+    return value if shape(call, to) == kept else op("reshape", value, newshape=kept)
+
+
 def _sum_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
     """d sum(x) = broadcast(g) over the reduced axes."""
     return (spread(g, call, to),)
@@ -50,8 +73,146 @@ def _sum_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
     return op_with("sum", call.attrs, t[0])
 
 
+def _mean_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d mean(x) = broadcast(g) / n, n the number of reduced elements."""
+    x = call.args[0]
+    return (op("divide", spread(g, call, to), scalar_like(_count(call, to), x, to)),)
+
+
+def _mean_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t mean(x) = mean(tx)."""
+    return op_with("mean", call.attrs, t[0])
+
+
+def _chooser_weights(call: Call, to: TypeOf) -> Expr:
+    """1/k at the k elements that attain the max (min) of their group, 0 elsewhere (ties
+    share the gradient equally, as TVM and jax do)."""
+    x = call.args[0]
+    a = call.attrs
+    hit = op("where", op("equal", x, _keep(call, call, to)), ones_like(x), zeros_like(x))
+    count = op("sum", hit, axis=a.axis, keepdims=True, exclude=a.exclude)
+    return op("divide", hit, count)
+
+
+def _chooser_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d max(x) = broadcast(g) * [x == max] / #ties (min alike)."""
+    return (op("multiply", spread(g, call, to), _chooser_weights(call, to)),)
+
+
+def _chooser_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t max(x) = sum(tx * [x == max] / #ties) over the reduced axes (min alike)."""
+    a = call.attrs
+    return op("sum", op("multiply", t[0], _chooser_weights(call, to)), axis=a.axis,
+              keepdims=a.keepdims, exclude=a.exclude)
+
+
+def _prod_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d prod(x) = broadcast(g * prod(x)) / x (x nonzero)."""
+    return (op("divide", spread(op("multiply", g, call), call, to), call.args[0]),)
+
+
+def _prod_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t prod(x) = prod(x) * sum(tx / x) (x nonzero)."""
+    a = call.attrs
+    return op("multiply", call, op("sum", op("divide", t[0], call.args[0]), axis=a.axis,
+                                    keepdims=a.keepdims, exclude=a.exclude))
+
+
+def _variance_n(call: Call, to: TypeOf) -> Expr:
+    return scalar_like(_count(call, to) - (1 if call.attrs.unbiased else 0), call.args[0], to)
+
+
+def _variance_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d var(x, m) = (broadcast(g) 2 (x - m) / n, -collapse(broadcast(g) 2 (x - m) / n)),
+    n = count - unbiased (m an independent input)."""
+    x, m = call.args
+    two_diff = op("multiply", scalar_like(2.0, x, to), op("subtract", x, m))
+    dx = op("divide", op("multiply", spread(g, call, to), two_diff), _variance_n(call, to))
+    dm = op("negative", dx)
+    if shape(m, to) != shape(x, to):
+        dm = op("collapse_sum_like", dm, m)
+    return dx, dm
+
+
+def _variance_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t var(x, m) = sum(2 (x - m) (tx - tm)) / n."""
+    x, m = call.args
+    a = call.attrs
+    terms = op("multiply", op("multiply", scalar_like(2.0, x, to), op("subtract", x, m)),
+               op("subtract", t[0], t[1]))
+    total = op("sum", terms, axis=a.axis, keepdims=a.keepdims, exclude=a.exclude)
+    return op("divide", total, _variance_n(call, to))
+
+
+def _rev_cumsum(g: Expr, call: Call, to: TypeOf) -> Expr:
+    """sum over j >= i (j > i when exclusive) of g[j] along the scan axis, in ``x``'s
+    shape: the transpose of the scan."""
+    a = call.attrs
+    axis = 0 if a.axis is None else a.axis
+    out = op("reverse", op("cumsum", op("reverse", g, axis=axis), axis=axis,
+                           exclusive=a.exclusive), axis=axis)
+    if a.axis is None:
+        out = op("reshape", out, newshape=shape(call.args[0], to))
+    return out
+
+
+def _cumsum_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d cumsum(x)[i] = sum_{j >= i} g[j] (j > i when exclusive)."""
+    return (_rev_cumsum(g, call, to),)
+
+
+def _cumsum_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t cumsum(x) = cumsum(tx)."""
+    return op_with("cumsum", call.attrs, t[0])
+
+
+def _cumprod_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d cumprod(x)[i] = sum_{j >= i} g[j] y[j] / x[i] (j > i when exclusive; x nonzero)."""
+    return (op("divide", _rev_cumsum(op("multiply", g, call), call, to), call.args[0]),)
+
+
+def _cumprod_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t cumprod(x) = y * cumsum(tx / x) (same axis and exclusive; x nonzero)."""
+    return op("multiply", call, op_with("cumsum", call.attrs,
+                                        op("divide", t[0], call.args[0])))
+
+
+def _collapse_like_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d collapse_sum_like(x, like) = (broadcast_to_like(g, x), 0)."""
+    x, like = call.args
+    return op("broadcast_to_like", g, x), zeros_like(like)
+
+
+def _collapse_like_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t collapse_sum_like(x, like) = collapse_sum_like(tx, like)."""
+    return op("collapse_sum_like", t[0], call.args[1])
+
+
+def _collapse_to_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d collapse_sum_to(x, shape) = (broadcast_to_like(g, x), 0) (shape is integer)."""
+    x, target = call.args
+    return op("broadcast_to_like", g, x), zeros_like(target)
+
+
+def _collapse_to_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t collapse_sum_to(x, shape) = collapse_sum_to(tx, shape)."""
+    return op_with("collapse_sum_to", call.attrs, t[0], call.args[1])
+
+
 RULES: dict[str, tuple] = {
     "sum": (_sum_rev, _sum_fwd),
+    "mean": (_mean_rev, _mean_fwd),
+    "max": (_chooser_rev, _chooser_fwd),
+    "min": (_chooser_rev, _chooser_fwd),
+    "prod": (_prod_rev, _prod_fwd),
+    "variance": (_variance_rev, _variance_fwd),
+    "cumsum": (_cumsum_rev, _cumsum_fwd),
+    "cumprod": (_cumprod_rev, _cumprod_fwd),
+    "collapse_sum_like": (_collapse_like_rev, _collapse_like_fwd),
+    "collapse_sum_to": (_collapse_to_rev, _collapse_to_fwd),
 }
 
-NOT_DIFFERENTIABLE: dict[str, str] = {}
+NOT_DIFFERENTIABLE: dict[str, str] = {
+    "all": "boolean result", "any": "boolean result",
+    "argmax": "integer result (an index)", "argmin": "integer result (an index)",
+}

@@ -6,10 +6,10 @@ with ``set_gradient``. It runs after every family registered its ops
 
 from __future__ import annotations
 
-from relay_ref.ops import grad_elementwise, grad_reduce
+from relay_ref.ops import grad_elementwise, grad_reduce, grad_transform
 from relay_ref.ops.grad_common import register_rules
 
-FAMILIES = (grad_elementwise, grad_reduce)
+FAMILIES = (grad_elementwise, grad_reduce, grad_transform)
 
 
 def apply_builtin_gradients() -> None:

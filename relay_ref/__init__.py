@@ -9,6 +9,7 @@ The public API (names are stable; see DESIGN.md section 3)::
     rr.alpha_equal(a, b)                            # structural equality modulo bound names
     val  = rr.evaluate(mod, *args, entry="main")    # definitional interpreter
     exe  = rr.compile(mod, params=None, target="cpu")  # fast executor: exe(*args)
+    gmod = rr.gradient(mod_or_fn, mode="higher_order")  # @main: fn(T..) -> (O, (T..))
     rr.cuda_available()                             # whether target="cuda" can run here
 
 Heavy modules (numba, the op library) are imported on first use, so ``import relay_ref``
@@ -35,7 +36,7 @@ __all__ = [
     "Diagnostic", "FrontendError", "IRModule", "ParseError", "RelayError", "RelayRuntimeError",
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
-    "Closure", "RecClosure", "RefValue", "compile", "cuda_available",
+    "Closure", "RecClosure", "RefValue", "compile", "cuda_available", "gradient",
 ]
 
 
@@ -160,7 +161,53 @@ def evaluate(program: Any, *args: Any, entry: str = "main", **kwargs: Any) -> An
     ``relay_ref.interpreter.driver.evaluate``."""
     from relay_ref.interpreter.driver import evaluate as _evaluate
 
+    program, kwargs = _expand_gradients(program, kwargs)
     return _evaluate(program, *args, entry=entry, **kwargs)
+
+
+def _expand_gradients(program: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``gradient(f)`` calls expanded by the AD pass (spec/ad.md AD-Grad-Op) before the
+    interpreter or the executor sees the program: neither imports the passes."""
+    from relay_ref.ir.expr import Expr
+
+    if isinstance(program, IRModule | Expr):
+        from relay_ref.passes.gradient import (
+            expand_gradients,
+            expand_gradients_expr,
+            has_gradient,
+        )
+
+        if has_gradient(program):
+            if isinstance(program, IRModule):
+                return expand_gradients(program), kwargs
+            expr, module = expand_gradients_expr(program, kwargs.get("module"))
+            return expr, {**kwargs, "module": module}
+    return program, kwargs
+
+
+def gradient(fn_or_module: Any, mode: str = "higher_order", *, entry: str = "main"
+             ) -> IRModule:
+    """Automatic differentiation (spec/ad.md): the type-checked module whose ``@entry`` is
+    the gradient of ``fn_or_module``'s ``@entry`` (or of a closed ``Function``) in TVM's
+    shape, ``fn(T1..Tn) -> O`` becoming ``fn(T1..Tn) -> (O, (T1..Tn))``: the value, and the
+    gradient of the sum of the result's tensors with respect to each input.
+
+    ``mode``: ``"higher_order"`` (reverse mode over the whole language: closures, ADTs,
+    recursion, references; PartialEvaluate + DeadCodeElimination simplify its output),
+    ``"first_order"`` (reverse mode for pure dataflow functions, straight-line output) or
+    ``"forward"`` (dual numbers; one pass per input element). Programs may also call
+    ``gradient(@f)`` themselves: ``rr.evaluate``, ``rr.compile`` and this function expand
+    those calls first. Raises ``RelayTypeError`` for an ill-typed input, ``RelayError``
+    (located) for what the mode cannot differentiate, ``ValueError`` for an unknown mode,
+    ``TypeError`` for arguments of the wrong Python type."""
+    from relay_ref.ir.expr import Function
+    from relay_ref.passes.gradient import gradient as _gradient
+
+    _require("gradient", "fn_or_module", fn_or_module, (IRModule, Function),
+             "an IRModule or a Function")
+    _require("gradient", "mode", mode, str, "a str")
+    _require("gradient", "entry", entry, str, "a str")
+    return _gradient(fn_or_module, mode, entry=entry)
 
 
 def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: A001
@@ -186,6 +233,7 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     type."""
     from relay_ref.executor.compile import compile_module
 
+    mod, _ = _expand_gradients(mod, {})
     return compile_module(mod, params, target, entry=entry, profile=profile, passes=passes,
                           cache_dir=cache_dir)
 

@@ -12,6 +12,7 @@ from relay_ref.ops import (  # noqa: F401  (registration side effects)
     annotation,
     dyn,
     einsum,
+    gradient_op,
     grid_sample,
     image,
     nn,

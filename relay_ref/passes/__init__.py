@@ -12,6 +12,7 @@ from relay_ref.passes import (  # noqa: E402, F401, I001
     fold_constant,
     fold_scale_axis,
     fuse_ops,
+    gradient,
     inline,
     lambda_lift,
     partial_eval,

@@ -11,6 +11,7 @@ import test_ops_annotation
 import test_ops_dyn
 import test_ops_einsum
 import test_ops_elementwise
+import test_ops_gradient_op
 import test_ops_grid_sample
 import test_ops_image
 import test_ops_nn
@@ -59,7 +60,8 @@ def test_every_op_is_differentially_tested() -> None:
               | test_ops_annotation.DIFF_TESTED | test_ops_dyn.DIFF_TESTED
               | test_ops_qnn.DIFF_TESTED | test_ops_nn_blocked.DIFF_TESTED
               | test_ops_vision.DIFF_TESTED | test_ops_scatter.DIFF_TESTED
-              | test_ops_einsum.DIFF_TESTED | test_ops_grid_sample.DIFF_TESTED)
+              | test_ops_einsum.DIFF_TESTED | test_ops_grid_sample.DIFF_TESTED
+              | test_ops_gradient_op.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

@@ -1,0 +1,259 @@
+"""Automatic differentiation (spec/ad.md): ``gradient``, the expansion of ``gradient(@f)``
+calls, and the ``ExpandGradient`` pass.
+
+* ``gradient(fn_or_module, mode="higher_order", entry="main") -> IRModule``: the module
+  whose ``@entry`` is the gradient of the given function in TVM's shape:
+  ``fn(T1..Tn) -> O`` becomes ``fn(T1..Tn) -> (O, (T1..Tn))`` (AD-Grad), the value and the
+  gradient of the sum of the result's tensors with respect to each input. Modes:
+
+  - ``"higher_order"`` (``gradient_reverse``): reverse mode over the whole language
+    (closures, ADTs, recursion, references, ``if``/``match``), with a backpropagator
+    reference (the Relay thesis's transformation). PartialEvaluate + DeadCodeElimination
+    turn its output on first-order code into straight-line dataflow.
+  - ``"first_order"`` (``gradient_first_order``): reverse mode for pure dataflow functions
+    (operators, ``let``, tuples, constants), straight-line output without references;
+    anything else is a located error saying to use ``higher_order``.
+  - ``"forward"`` (``gradient_forward``): forward mode with dual numbers over the whole
+    language; the gradient takes one pass per input element (inputs: tensors and tuples
+    of tensors of static shapes).
+
+  A ``Function`` (closed, or using prelude ADTs and constructors) is differentiated as the
+  ``@main`` of a module with the prelude. The input module may itself call ``gradient``
+  (expanded first, so gradients of gradients work).
+* ``expand_gradients(mod)``: every ``gradient(f)`` call (``f`` a global or a function
+  literal) replaced by the higher-order gradient (AD-Grad-Op), innermost first;
+  ``expand_gradients_expr(expr, module)`` for an expression. The public API runs this
+  before ``rr.evaluate`` and ``rr.compile`` (the interpreter does not know the passes).
+* ``ExpandGradient``: the expansion as a registered pass (types unchanged, values equal).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import replace
+from typing import Any
+
+from relay_ref.diagnostics import RelayError
+from relay_ref.ir.expr import Call, Expr, Function, GlobalVar, Op
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import FuncType
+from relay_ref.ir.visitor import free_vars, post_order
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.gradient_common import ad_error, fresh_name
+from relay_ref.passes.rewrite import rewrite
+
+__all__ = ["MODES", "ExpandGradient", "expand_gradients", "expand_gradients_expr",
+           "gradient", "has_gradient"]
+
+MODES = ("higher_order", "first_order", "forward")
+
+
+def _is_gradient_call(node: Expr) -> bool:
+    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "gradient"
+
+
+#: modules already expanded (rr.evaluate in a training loop expands once): module -> result
+_EXPANDED: weakref.WeakKeyDictionary[IRModule, IRModule] = weakref.WeakKeyDictionary()
+
+
+def has_gradient(node: IRModule | Expr) -> bool:
+    """Whether ``node`` calls the ``gradient`` operator anywhere."""
+    if isinstance(node, IRModule):
+        done = _EXPANDED.get(node)
+        if done is not None:
+            return done is not node
+        roots = list(node.functions.values())
+    else:
+        roots = [node]
+    found = any(_is_gradient_call(n) for r in roots for n in post_order(r))
+    if not found and isinstance(node, IRModule):
+        _EXPANDED[node] = node
+    return found
+
+
+def _differentiator(mod: IRModule, mode: str) -> Any:
+    if mode == "higher_order":
+        from relay_ref.passes.gradient_reverse import ReverseAD
+
+        return ReverseAD(mod)
+    if mode == "first_order":
+        from relay_ref.passes.gradient_first_order import FirstOrderAD
+
+        return FirstOrderAD(mod)
+    if mode == "forward":
+        from relay_ref.passes.gradient_forward import ForwardAD
+
+        return ForwardAD(mod)
+    raise ValueError(f"gradient: mode must be one of {', '.join(map(repr, MODES))}, not "
+                     f"{mode!r}")
+
+
+def _checked(mod: IRModule) -> IRModule:
+    from relay_ref.typecheck.infer import infer_types
+
+    return mod if mod.checked_types else infer_types(mod)
+
+
+def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
+             entry: str = "main") -> IRModule:
+    """The module whose ``@entry`` is the gradient of ``fn_or_module``'s (see the module
+    docstring). Raises ``RelayTypeError`` for an ill-typed input, ``RelayError`` (located)
+    for what the mode cannot differentiate, ``ValueError`` for an unknown mode."""
+    if mode not in MODES:
+        raise ValueError(f"gradient: mode must be one of {', '.join(map(repr, MODES))}, "
+                         f"not {mode!r}")
+    if isinstance(fn_or_module, Function):
+        if free_vars(fn_or_module):
+            names = ", ".join(f"%{v.name_hint}" for v in free_vars(fn_or_module))
+            raise RelayError(f"gradient: the function has free variables ({names}); "
+                             "differentiate a closed function or a module")
+        from relay_ref.prelude import load_prelude
+
+        base = load_prelude()
+        mod = replace(base, functions={**base.functions, entry: fn_or_module},
+                      checked_types={}, global_types={})
+    elif isinstance(fn_or_module, IRModule):
+        mod = fn_or_module
+    else:
+        raise TypeError(f"gradient: fn_or_module must be an IRModule or a Function, not "
+                        f"{type(fn_or_module).__name__}")
+    if not isinstance(entry, str) or entry not in mod.functions:
+        raise RelayError(f"gradient: the module has no function @{entry}")
+    mod = _checked(expand_gradients(mod))
+    ty = mod.global_types[entry]
+    assert isinstance(ty, FuncType)
+    ad = _differentiator(mod, mode)
+    fn = mod.functions[entry]
+    wrapper = ad.wrapper(fn, ty, fn)
+    out = ad.extend(mod).with_function(entry, wrapper)
+    return _checked(out)
+
+
+# -- AD-Grad-Op: expanding gradient(f) calls ----------------------------------------------
+
+def expand_gradients(mod: IRModule) -> IRModule:
+    """``mod`` with every ``gradient(f)`` call expanded (higher-order mode), innermost
+    first: a call is expanded once nothing it differentiates calls ``gradient`` any more.
+    ``mod`` itself when it has none."""
+    if not has_gradient(mod):
+        return mod
+    done = _EXPANDED.get(mod)
+    if done is not None:
+        return done
+    original = mod
+    while True:
+        mod = _checked(mod)
+        pending = {name for name, fn in mod.functions.items() if has_gradient(fn)}
+        if not pending:
+            _EXPANDED[original] = mod
+            return mod
+        mod = _expand_round(mod, pending)
+
+
+def _reaches(mod: IRModule, name: str, pending: set[str]) -> bool:
+    """Whether ``@name`` calls (directly or not) a global that still calls ``gradient``."""
+    seen, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n in seen or n not in mod.functions:
+            continue
+        seen.add(n)
+        if n in pending:
+            return True
+        todo.extend(g.name for g in post_order(mod.functions[n]) if isinstance(g, GlobalVar))
+    return False
+
+
+def _ready(mod: IRModule, call: Call, pending: set[str]) -> bool:
+    target = call.args[0] if call.args else None
+    if isinstance(target, GlobalVar):
+        return not _reaches(mod, target.name, pending)
+    if isinstance(target, Function):
+        return not has_gradient(target) and not any(
+            _reaches(mod, g.name, pending) for g in post_order(target)
+            if isinstance(g, GlobalVar))
+    raise ad_error("gradient(...) takes a global function (@f) or a function literal",
+                   call, "AD-Grad-Op")
+
+
+def _expand_round(mod: IRModule, pending: set[str]) -> IRModule:
+    """Expand the calls that are ready (their target reaches no other gradient call)."""
+    from relay_ref.passes.gradient_reverse import ReverseAD
+
+    ad = ReverseAD(mod)
+    made: dict[str, str] = {}  # target global -> its gradient global
+    new_functions: dict[str, Function] = {}
+    progress = False
+    for name in pending:
+        fn = mod.functions[name]
+        # gradient calls are rewritten from the original nodes (their types are recorded)
+        originals = {id(n): n for n in post_order(fn) if _is_gradient_call(n)}
+
+        def expand(node: Expr, originals: dict[int, Call] = originals) -> Expr | None:
+            nonlocal progress
+            if not _is_gradient_call(node):
+                return None
+            orig = originals.get(id(node))
+            if orig is None or not _ready(mod, orig, pending):
+                return None
+            progress = True
+            target = orig.args[0]
+            ty = mod.checked_types.get(target)
+            if not isinstance(ty, FuncType):
+                raise ad_error("no function type known for gradient's argument", orig,
+                               "AD-Grad-Op")
+            if isinstance(target, GlobalVar):
+                gname = made.get(target.name)
+                if gname is None:
+                    gname = fresh_name(set(mod.functions) | set(ad.globals_out)
+                                       | set(made.values()), f"{target.name}_grad")
+                    made[target.name] = gname
+                    ad.globals_out[gname] = ad.wrapper(target, ty, orig)
+                return GlobalVar(gname)
+            return ad.wrapper(target, ty, orig)
+
+        new_fn = rewrite(fn, expand)
+        if new_fn is not fn:
+            new_functions[name] = new_fn
+    if not progress:
+        call = next(n for name in pending for n in post_order(mod.functions[name])
+                    if _is_gradient_call(n))
+        raise ad_error("gradient(...) of a function that itself takes this gradient "
+                       "(a cycle)", call, "AD-Grad-Op")
+    out = ad.extend(mod)
+    for name, fn in new_functions.items():
+        out = out.with_function(name, fn)
+    return out
+
+
+def expand_gradients_expr(expr: Expr, module: IRModule | None) -> tuple[Expr, IRModule]:
+    """An expression with its ``gradient`` calls expanded, and the module (``module``, or
+    the prelude) with the globals the expansion added. The expression must be closed."""
+    from relay_ref.prelude import load_prelude
+
+    base = module if module is not None else load_prelude()
+    if free_vars(expr):
+        raise RelayError("gradient(...) in an expression with free variables: bind them "
+                         "in a module function, or call rr.gradient")
+    name = fresh_name(set(base.functions), "gradient_expr")
+    mod = replace(base, functions={**base.functions, name: Function((), expr)},
+                  checked_types={}, global_types={})
+    mod = expand_gradients(mod)
+    body = mod.functions[name].body
+    functions = {k: v for k, v in mod.functions.items() if k != name}
+    return body, replace(mod, functions=functions, checked_types={}, global_types={})
+
+
+@register_pass
+class ExpandGradient(Pass):
+    """Expand every ``gradient(f)`` call by higher-order reverse-mode AD (AD-Grad-Op,
+    spec/ad.md). Guarantee: ``@main``'s type is unchanged (the expansion has the type the
+    ``Gradient`` relation gives the call) and values are equal; a module without
+    ``gradient`` calls is returned as it is."""
+
+    name = "ExpandGradient"
+    opt_level = 0
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        out = expand_gradients(mod)
+        return out if out is mod else replace(out, checked_types={}, global_types={})

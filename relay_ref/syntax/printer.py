@@ -79,6 +79,34 @@ def _astext(node: IRModule | E.Expr | T.Type, show_types: bool, omit: IRModule |
     raise TypeError(f"astext expects an IRModule, an Expr or a Type, not {type(node).__name__}")
 
 
+def graph_names(node: IRModule | E.Expr) -> dict[int, str]:
+    """The ``%N`` names Pr-Graph gives the shared nodes of ``node`` (each global of a module
+    numbered from ``%0``, as ``astext`` prints it), keyed by ``id(node)``: a node used more
+    than once. (An operator call bound to ``%N`` only because it is an operator's argument
+    is not shared and not included.) Linear in the size of ``node``; empty if it cannot be
+    printed. Summaries (``short_text``) name shared nodes by these names."""
+    printer = _Printer(show_types=False)
+    out: dict[int, str] = {}
+
+    def keep() -> None:
+        out.update((k, v) for k, v in printer.graph.items() if printer.refs.get(k, 0) > 1)
+
+    try:
+        with no_gc():
+            if isinstance(node, IRModule):
+                for name, fn in node.functions.items():
+                    printer._reset()
+                    printer._count(fn)
+                    run(printer.def_(name, fn))
+                    keep()
+            else:
+                printer.top_expr(node)
+                keep()
+    except Exception:  # noqa: BLE001 - names are optional: summaries fall back to text
+        return out
+    return out
+
+
 # ---- literals ------------------------------------------------------------------------------
 
 _INT_SUFFIX = {"int32": "", "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8",

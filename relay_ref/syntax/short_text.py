@@ -2,16 +2,35 @@
 
 ``short_text(expr)`` is Relay-like text of an expression with nested parts elided as ``...``
 and the whole cut to a width (``let %x = add(%a, 1f); ...``); ``pattern_text(p)`` the same
-for a ``match`` pattern (``Cons(%h, _)``). Both are bounded: a node is summarised to a fixed
-nesting depth, so the cost is constant per node whatever the size of the program (a trace or
-a derivation of ``n`` nodes writes ``O(n)`` text). Never raises.
+for a ``match`` pattern (``Cons(%h, _)``). It is the one summariser: the typing derivations
+(``relay_ref.typecheck.derive``) and the evaluation traces (``relay_ref.interpreter.trace``)
+both use it, so an expression reads the same in both.
 
-It sits in the syntax layer (below the checker and the interpreter) so that the typing
-derivations (``relay_ref.typecheck.derive``) and the evaluation traces can share it; scalar
-constants are written as the printer writes them (``scalar_text``).
+What a summary shows:
+* Leaves in full at any depth: variables, globals, operators, constructors, scalar and small
+  constants (written as the printer writes literals, ``scalar_text``; more than 6 elements
+  as ``meta[...]``), and a nullary constructor's value as the printer writes it (``Nil``,
+  not ``Nil()``).
+* Composite nodes to a fixed nesting depth, then ``...`` (an elided subexpression); binary
+  arithmetic and comparison operators infix (``%x + 1f``) when the call has no attributes.
+* Explicit type arguments (``@id[int32](3)``) and, with ``attrs=True``, an operator call's
+  non-default attributes as the printer writes them (``reshape(%x, newshape=[10])``).
+* With ``names`` (``graph_names(module)``): a node shared by several uses (a graph binding,
+  Pr-Graph) is written by the ``%N`` name the printer gives it, so graph-form programs do
+  not summarise as ``((... + ...) + ...)``; the summarised node itself, if shared, is
+  written ``%N = ...``.
+* Cut to ``width`` characters, ending in the ``cut`` mark (default ``...``); the dots of an
+  elision the cut runs into are merged with it (never ``......``).
+
+Cost and safety: text is produced into a bounded buffer (a little over ``width``
+characters; wider nodes stop early), so a summary costs O(width) whatever the size of the
+expression and a trace or derivation of ``n`` nodes writes O(n) text. Never raises: a node
+that cannot be summarised shows its class name.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -40,50 +59,103 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import TensorType
-from relay_ref.syntax.printer import scalar_text
+from relay_ref.ops.registry import attrs_items
+from relay_ref.syntax.printer import attr_value_text, graph_names, scalar_text
 
-__all__ = ["pattern_text", "short_text"]
+__all__ = ["EXPR_WIDTH", "SMALL_CONSTANT", "graph_names", "pattern_text", "short_text"]
+
+EXPR_WIDTH = 70
+"""Default width of a summary, in characters."""
+SMALL_CONSTANT = 6
+"""Constants with at most this many elements are written out; larger ones as meta[...]."""
+DEPTH = 4
+"""Nesting levels of composite nodes shown before ``...``."""
 
 _BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "less": "<",
            "greater": ">", "less_equal": "<=", "greater_equal": ">=", "equal": "==",
            "not_equal": "!="}
 
 
-def short_text(expr: Expr | None, width: int = 70) -> str:
-    """Relay-like text of ``expr``, nested parts elided as ``...``, cut to ``width``."""
+def short_text(expr: Expr | Pattern | None, width: int = EXPR_WIDTH,
+               names: Mapping[int, str] | None = None, *, attrs: bool = False,
+               cut: str = "...") -> str:
+    """Relay-like text of ``expr`` (or of a pattern), nested parts elided as ``...``, cut
+    to ``width`` with ``cut``. ``names``: ``id(node) -> "%N"`` for shared nodes
+    (``graph_names``); ``attrs``: show operator calls' non-default attributes."""
     if expr is None:
         return "(host call)"
+    if isinstance(expr, Pattern):
+        return pattern_text(expr, width, cut=cut)
+    out = _Out(2 * width + 16)
     try:
-        text = " ".join(_text(expr, 4).split())
+        writer = _Writer(out, names or {}, attrs)
+        name = writer.names.get(id(expr))
+        if name is not None:
+            out.put(f"{name} = ")
+        writer.expr(expr, DEPTH, root=True)
+    except _Full:
+        pass
     except Exception:  # noqa: BLE001 - a summary must never fail
-        text = type(expr).__name__
-    return text if len(text) <= width else text[: width - 3] + "..."
+        return type(expr).__name__
+    return _cut(" ".join("".join(out.parts).split()), width, cut)
 
 
-def pattern_text(pattern: Pattern, width: int = 70) -> str:
+def pattern_text(pattern: Pattern, width: int = EXPR_WIDTH, *, cut: str = "...") -> str:
     """Relay text of a pattern (``Cons(%h, _)``, ``(%a, _)``), cut to ``width``."""
-    text = _pattern(pattern, 4)
-    return text if len(text) <= width else text[: width - 3] + "..."
+    out = _Out(2 * width + 16)
+    try:
+        _pattern(out, pattern, DEPTH)
+    except _Full:
+        pass
+    except Exception:  # noqa: BLE001 - a summary must never fail
+        return type(pattern).__name__
+    return _cut("".join(out.parts), width, cut)
 
 
-def _constant(data: object) -> str:
+def _cut(text: str, width: int, cut: str) -> str:
+    if len(text) <= width:
+        return text
+    # An elision's dots that the cut runs into merge with the cut mark.
+    return text[: max(width - len(cut), 0)].rstrip(".") + cut
+
+
+class _Full(Exception):
+    """The buffer holds more than the summary can show: stop writing."""
+
+
+class _Out:
+    __slots__ = ("limit", "parts", "size")
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.limit = limit
+
+    def put(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size > self.limit:
+            raise _Full
+
+
+def constant_text(data: object) -> str:
+    """A constant as a summary writes it: a scalar literal (``1``, ``2.5f``), a small tensor
+    in brackets of literals (``[1, 2]``), an empty one by its type, else ``meta[...]``."""
     arr = np.asarray(data)
     if arr.ndim == 0:
         text = scalar_text(arr)
         return text if text is not None else repr(arr[()])
-    if arr.size > 6:
+    if arr.size > SMALL_CONSTANT:
         return "meta[...]"
     if arr.size == 0:
         return type_to_text(TensorType(tuple(arr.shape), arr.dtype.name)) + "([])"
-    return np.array2string(arr, separator=", ", threshold=6, max_line_width=100,
+    return np.array2string(arr, separator=", ", threshold=SMALL_CONSTANT, max_line_width=100,
                            formatter={"all": lambda x: scalar_text(np.asarray(x))
                                       or repr(np.asarray(x)[()])})
 
 
-def _text(e: Expr, depth: int) -> str:
-    if depth < 0:
-        return "..."
-    d = depth - 1
+def _leaf(e: Expr) -> str | None:
+    """The text of a node always written in full, or None for a composite node."""
     match e:
         case Var(name_hint=name):
             return f"%{name}"
@@ -92,54 +164,146 @@ def _text(e: Expr, depth: int) -> str:
         case Op(name=name) | Constructor(name=name):
             return name
         case Constant(data=data):
-            return _constant(data)
-        case Tuple(fields=fields):
-            inner = ", ".join(_text(f, d) for f in fields)
-            return f"({inner},)" if len(fields) == 1 else f"({inner})"
-        case TupleGetItem(tuple_value=t, index=i):
-            return f"{_text(t, d)}.{i}"
-        case Let(var=var, value=value, body=body):
-            return f"let %{var.name_hint} = {_text(value, d)}; {_text(body, d - 1)}"
-        case Call(op=Op(name=name), args=(lhs, rhs)) if name in _BINARY:
-            return f"{_wrap(lhs, d)} {_BINARY[name]} {_wrap(rhs, d)}"
-        case Call(op=op, args=args):
-            return f"{_text(op, d)}(" + ", ".join(_text(a, d) for a in args) + ")"
-        case Function(params=params, body=body):
-            names = ", ".join(f"%{p.name_hint}" for p in params)
-            return f"fn ({names}) {{ {_text(body, d - 1)} }}"
-        case If(cond=c, true_branch=t, false_branch=f):
-            return f"if ({_text(c, d)}) {{ {_text(t, d - 1)} }} else {{ {_text(f, d - 1)} }}"
-        case Match(data=data, complete=complete):
-            return f"match{'' if complete else '?'} ({_text(data, d)}) {{ ... }}"
-        case RefCreate(value=v):
-            return f"ref({_text(v, d)})"
-        case RefRead(ref=r):
-            return f"ref_read({_text(r, d)})"
-        case RefWrite(ref=r, value=v):
-            return f"ref_write({_text(r, d)}, {_text(v, d)})"
-    return type(e).__name__
+            return constant_text(data)
+        case Call(op=Constructor(name=name), args=(), type_args=()):
+            return name  # a nullary constructor's value, as the printer writes it
+    return None
 
 
-def _wrap(e: Expr, depth: int) -> str:
-    text = _text(e, depth)
-    if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in _BINARY:
-        return f"({text})"
-    return text
+class _Writer:
+    __slots__ = ("attrs", "names", "out")
+
+    def __init__(self, out: _Out, names: Mapping[int, str], attrs: bool) -> None:
+        self.out, self.names, self.attrs = out, names, attrs
+
+    def expr(self, e: Expr, depth: int, root: bool = False) -> None:
+        put = self.out.put
+        leaf = _leaf(e)
+        if leaf is not None:
+            put(leaf)
+            return
+        if not root:
+            name = self.names.get(id(e))
+            if name is not None:
+                put(name)
+                return
+        if depth < 0:
+            put("...")
+            return
+        d = depth - 1
+        match e:
+            case Tuple(fields=fields):
+                put("(")
+                self.items(fields, d)
+                put(",)" if len(fields) == 1 else ")")
+            case TupleGetItem(tuple_value=t, index=i):
+                self.expr(t, d)
+                put(f".{i}")
+            case Let(var=var, value=value, body=body):
+                put(f"let %{var.name_hint} = ")
+                self.expr(value, d)
+                put("; ")
+                self.expr(body, d - 1)
+            case Call(op=op, args=args, attrs=call_attrs, type_args=type_args):
+                shown = self.attr_items(op, call_attrs)
+                if isinstance(op, Op) and op.name in _BINARY and len(args) == 2 \
+                        and not shown and not type_args:
+                    self.operand(args[0], d)
+                    put(f" {_BINARY[op.name]} ")
+                    self.operand(args[1], d)
+                    return
+                self.expr(op, d)
+                if type_args:
+                    put("[" + ", ".join(type_to_text(t) for t in type_args) + "]")
+                put("(")
+                self.items(args, d)
+                for i, (key, value) in enumerate(shown):
+                    put(", " if args or i else "")
+                    put(f"{key}={attr_value_text(value)}")
+                put(")")
+            case Function(params=params, body=body):
+                put("fn (" + ", ".join(f"%{p.name_hint}" for p in params) + ") { ")
+                self.expr(body, d - 1)
+                put(" }")
+            case If(cond=c, true_branch=t, false_branch=f):
+                put("if (")
+                self.expr(c, d)
+                put(") { ")
+                self.expr(t, d - 1)
+                put(" } else { ")
+                self.expr(f, d - 1)
+                put(" }")
+            case Match(data=data, complete=complete):
+                put(f"match{'' if complete else '?'} (")
+                self.expr(data, d)
+                put(") { ... }")
+            case RefCreate(value=v):
+                put("ref(")
+                self.expr(v, d)
+                put(")")
+            case RefRead(ref=r):
+                put("ref_read(")
+                self.expr(r, d)
+                put(")")
+            case RefWrite(ref=r, value=v):
+                put("ref_write(")
+                self.expr(r, d)
+                put(", ")
+                self.expr(v, d)
+                put(")")
+            case _:
+                put(type(e).__name__)
+
+    def items(self, items: tuple[Expr, ...], depth: int) -> None:
+        for i, item in enumerate(items):
+            if i:
+                self.out.put(", ")
+            self.expr(item, depth)
+
+    def operand(self, e: Expr, depth: int) -> None:
+        """An operand of an infix operator: parenthesised when itself infix."""
+        infix = (isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in _BINARY
+                 and id(e) not in self.names and depth >= 0
+                 and not self.attr_items(e.op, e.attrs) and not e.type_args)
+        if infix:
+            self.out.put("(")
+        self.expr(e, depth)
+        if infix:
+            self.out.put(")")
+
+    def attr_items(self, op: Expr, attrs: object) -> list[tuple[str, object]]:
+        if not self.attrs or not isinstance(op, Op) or attrs is None:
+            return []
+        try:
+            return attrs_items(attrs)
+        except Exception:  # noqa: BLE001 - attributes are optional in a summary
+            return []
 
 
-def _pattern(p: Pattern, depth: int) -> str:
+def _pattern(out: _Out, p: Pattern, depth: int) -> None:
     if depth < 0:
-        return "..."
+        out.put("...")
+        return
     match p:
         case PatternWildcard():
-            return "_"
-        case PatternVar(var):
-            return f"%{var.name_hint}"
-        case PatternConstructor(ctor, subs):
-            if not subs:
-                return ctor.name
-            return f"{ctor.name}(" + ", ".join(_pattern(s, depth - 1) for s in subs) + ")"
-        case PatternTuple(subs):
-            inner = ", ".join(_pattern(s, depth - 1) for s in subs)
-            return f"({inner},)" if len(subs) == 1 else f"({inner})"
-    return type(p).__name__
+            out.put("_")
+        case PatternVar(var=var):
+            out.put(f"%{var.name_hint}")
+        case PatternConstructor(constructor=ctor, patterns=subs):
+            out.put(ctor.name)
+            if subs:
+                out.put("(")
+                for i, s in enumerate(subs):
+                    if i:
+                        out.put(", ")
+                    _pattern(out, s, depth - 1)
+                out.put(")")
+        case PatternTuple(patterns=subs):
+            out.put("(")
+            for i, s in enumerate(subs):
+                if i:
+                    out.put(", ")
+                _pattern(out, s, depth - 1)
+            out.put(",)" if len(subs) == 1 else ")")
+        case _:
+            out.put(type(p).__name__)

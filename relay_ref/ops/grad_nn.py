@@ -2,7 +2,7 @@
 protocol", spec/ad.md; the math follows TVM's ``_tensor_grad.py``).
 
 Layouts: the rules handle the default layouts (NCHW data, OIHW weights); another layout
-raises ``ValueError`` naming it. conv2d's data adjoint is a ``nn.conv2d_transpose`` of
+raises ``GradientUnsupported`` naming it. conv2d's data adjoint is a ``nn.conv2d_transpose`` of
 ``out_grad`` with the same weight; its weight adjoint is a ``nn.conv2d`` of the data (batch
 and channels swapped) by ``out_grad``, per group.
 """
@@ -22,6 +22,7 @@ from relay_ref.ops.grad_common import (
     zeros_like,
 )
 from relay_ref.ops.nn import pad4
+from relay_ref.ops.registry import GradientUnsupported
 
 
 def _same(call: Call, t: tuple, to: TypeOf) -> Expr:
@@ -132,7 +133,7 @@ def _nchw(call: Call) -> None:
     layouts = (getattr(a, "data_layout", None) or getattr(a, "layout", "NCHW"),
                getattr(a, "kernel_layout", "OIHW"))
     if layouts[0] != "NCHW" or layouts[1] not in ("OIHW", ""):
-        raise ValueError(f"{call.op.name}: the gradient is implemented for NCHW/OIHW, "
+        raise GradientUnsupported(f"{call.op.name}: the gradient is implemented for NCHW/OIHW, "
                          f"not {layouts[0]}/{layouts[1]}")
 
 

@@ -31,7 +31,7 @@ from relay_ref.ops.grad_common import (
     unbroadcast,
     zeros_like,
 )
-from relay_ref.ops.registry import get_op
+from relay_ref.ops.registry import GradientUnsupported, get_op
 
 
 def _same(call: Call, t: tuple, to: TypeOf) -> Expr:
@@ -170,7 +170,7 @@ def _take_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
     x, ind = call.args
     a = call.attrs
     if a.batch_dims != 0:
-        raise ValueError("take: the gradient with batch_dims != 0 is not implemented")
+        raise GradientUnsupported("take: the gradient with batch_dims != 0 is not implemented")
     xs = shape(x, to)
     k = int(np.prod(shape(ind, to), dtype=np.int64))
     if a.axis is None:
@@ -202,7 +202,7 @@ def _gather_nd_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
     """d gather_nd(x, i) = (scatter_nd(0, i, g, mode=add), 0) (batch_dims = 0)."""
     x, ind = call.args
     if call.attrs.batch_dims != 0:
-        raise ValueError("gather_nd: the gradient with batch_dims != 0 is not implemented")
+        raise GradientUnsupported("gather_nd: the gradient with batch_dims != 0 is not implemented")
     return op("scatter_nd", zeros_like(x), ind, g, mode="add"), zeros_like(ind)
 
 

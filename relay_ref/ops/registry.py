@@ -50,6 +50,8 @@ Differentiation protocol (spec/ad.md; TVM's ``FPrimalGradient``), set by ``set_g
     argument's type; ``type_of`` answers for them too).
     ``differentiable``: ``True`` when the op has both rules, a string saying why not
     (integer result, piecewise constant, not implemented yet...), ``None`` unclassified.
+    A rule raises ``GradientUnsupported`` (and nothing else) for an attribute combination
+    it does not handle.
     The built-in rules live in ``relay_ref/ops/grad_*.py``, one file per op family.
 """
 
@@ -95,6 +97,12 @@ class AttrError(Exception):
     def __init__(self, message: str, key: str | None = None) -> None:
         super().__init__(message)
         self.key = key
+
+
+class GradientUnsupported(Exception):
+    """A differentiation rule cannot handle this call's attribute combination (a layout
+    other than NCHW, ``batch_dims != 0``...); ``message`` is user-facing and names the op.
+    The AD pass reports it as a located error at the call."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,3 +79,16 @@ def test_add_undoes_broadcasting() -> None:
     np.testing.assert_allclose(dx, g)
     np.testing.assert_allclose(dy, g.sum(axis=0))
     assert dy.shape == (3,)
+
+
+def test_unhandled_attributes_raise_gradient_unsupported() -> None:
+    from relay_ref.ops.registry import GradientUnsupported
+
+    x = np.ones((2, 3, 4))
+    ind = np.zeros((2, 1), dtype="int64")
+    with pytest.raises(GradientUnsupported, match="take: .*batch_dims"):
+        reverse_values("take", [x, ind], {"axis": 1, "batch_dims": 1}, np.ones((2, 1, 4)))
+    data, w = np.ones((1, 4, 4, 2)), np.ones((1, 1, 2, 2))
+    with pytest.raises(GradientUnsupported, match="nn.conv2d: .*NHWC"):
+        reverse_values("nn.conv2d", [data, w], {"data_layout": "NHWC", "kernel_layout": "HWIO"},
+                       np.ones((1, 4, 4, 2)))

@@ -125,8 +125,16 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
     ad = _differentiator(mod, mode)
     fn = mod.functions[entry]
     wrapper = ad.wrapper(fn, ty, fn)
-    out = ad.extend(mod).with_function(entry, wrapper)
-    return _checked(out)
+    out = ad.extend(mod)
+    users = [n for n, f in out.functions.items() if n != entry and any(
+        isinstance(g, GlobalVar) and g.name == entry for g in post_order(f))]
+    if users:  # other globals call the original: they keep it, under another name
+        keep = fresh_name(set(out.functions), f"{entry}_primal")
+        out = out.with_function(keep, fn)
+        for n in users:
+            out = out.with_function(n, rewrite(out.functions[n], lambda e: GlobalVar(keep) if (
+                isinstance(e, GlobalVar) and e.name == entry) else None))
+    return _checked(out.with_function(entry, wrapper))
 
 
 # -- AD-Grad-Op: expanding gradient(f) calls ----------------------------------------------

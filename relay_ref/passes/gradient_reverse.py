@@ -142,8 +142,13 @@ class ReverseAD:
         body = self.term(fn.body, env, bp)
         ret = self.types(fn.ret_type) if fn.ret_type is not None and complete(fn.ret_type) \
             else None
-        self.globals_out[new] = Function((bp, *params), body, ret, fn.type_params)
+        self.globals_out[new] = Function((*self.bp_args(bp), *params), body, ret,
+                                         fn.type_params)
         return new
+
+    def bp_args(self, bp: Var) -> tuple[Var, ...]:
+        """What a transformed global takes before its arguments (AD-Global: ``bp``)."""
+        return (bp,)
 
     def param(self, p: Var, env: dict[Var, Expr]) -> Var:
         ty = p.type_annotation if p.type_annotation is not None else self.type_of(p)
@@ -175,8 +180,8 @@ class ReverseAD:
             case Var():  # AD-Var
                 return env[e]
             case Constant():  # AD-Const: a literal with a zero adjoint
-                return blk.push(Tuple((e, RefCreate(make_call("zeros_like", e)))), "c",
-                                self.ann(e))
+                return blk.push(self.lift(TensorType(e.data.shape, str(e.data.dtype)), e, e),
+                                "c", self.ann(e))
             case Tuple(fields):  # AD-Tuple
                 return blk.push(Tuple(tuple(self.tr(f, env, bp, blk, memo) for f in fields)),
                                 "tup")
@@ -267,7 +272,8 @@ class ReverseAD:
             raise ad_error(f"@{name} used as a value needs a known monomorphic type here "
                            "(annotate or call it)", g, "AD-Global")
         params = tuple(Var(f"y{i}", self.types(t)) for i, t in enumerate(ty.arg_types))
-        return Function(params, Call(new, (bp, *params)), self.types(ty.ret_type))
+        return Function(params, Call(new, (*self.bp_args(bp), *params)),
+                        self.types(ty.ret_type))
 
     def op_value(self, o: Op, env: dict[Var, Expr], bp: Var) -> Expr:
         ty = self.type_of(o)
@@ -300,7 +306,8 @@ class ReverseAD:
         if isinstance(callee, GlobalVar) and callee.name in self.mod.functions:  # AD-Global
             new = tuple(self.tr(a, env, bp, blk, memo) for a in args)
             g = GlobalVar(self.global_ad(callee.name))
-            return blk.push(Call(g, (bp, *new), e.attrs, targs), "call", self.ann(e))
+            return blk.push(Call(g, (*self.bp_args(bp), *new), e.attrs, targs), "call",
+                            self.ann(e))
         f = self.tr(callee, env, bp, blk, memo)  # AD-App: a closure already has bp
         new = tuple(self.tr(a, env, bp, blk, memo) for a in args)
         return blk.push(Call(f, new, e.attrs, targs), "call", self.ann(e))

@@ -46,6 +46,7 @@ FAMILIES: dict[str, str] = {
     "PE": "partial evaluation: ρ; σ; L ⊢ e ⇝ p; σ'; L' (partial_eval.md 2)",
     "Reify": "reification of static values (partial_eval.md 3)",
     "Tidy": "tidy-up of the residual program (partial_eval.md 5)",
+    "AD": "automatic differentiation: the type and term transforms (ad.md 1-6)",
 }
 
 # A rule name: a family prefix, then capitalised parts, the first of two characters or more.

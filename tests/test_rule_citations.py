@@ -33,6 +33,7 @@ FAMILY_FILES = {
     "V": "semantics.md", "E": "semantics.md", "P": "semantics.md", "Stuck": "semantics.md",
     "A": "semantics.md",
     "PE": "partial_eval.md", "Reify": "partial_eval.md", "Tidy": "partial_eval.md",
+    "AD": "ad.md",
 }
 
 # Family -> where it is implemented: each rule must be cited in one of these (a file, or a
@@ -53,6 +54,9 @@ IMPLEMENTED_IN = {
     "PE": ("relay_ref/passes/partial_eval.py",),
     "Reify": ("relay_ref/passes/partial_eval.py",),
     "Tidy": ("relay_ref/passes/partial_eval.py",),
+    "AD": ("relay_ref/passes/gradient.py", "relay_ref/passes/gradient_common.py",
+           "relay_ref/passes/gradient_reverse.py", "relay_ref/passes/gradient_first_order.py",
+           "relay_ref/passes/gradient_forward.py", "relay_ref/ops/gradient_op.py"),
 }
 
 _PREFIXES = "|".join(sorted(rules.FAMILIES, key=len, reverse=True))

@@ -1,14 +1,17 @@
-"""``relay rule NAME...`` prints rules as ``spec/`` writes them; ``relay rule --list`` lists
-every rule by family.
+"""``relay rule NAME...`` prints rules as ``spec/`` writes them; ``relay rule --list
+[PREFIX...]`` lists the rules by family.
 
 Each rule prints as its name and where it is (``spec/typing.md 3.8 T-App``), then its text:
-the judgement, premises and conclusion, and the prose (``relay_ref.rules.format_rule``; a
-table row as ``column: cell`` lines). In a terminal the name is bold, inline code and the
-names of other rules are coloured; piped, the text is plain. A name is matched exactly, or
-case-insensitively when that names one rule (``relay rule t-app``). An unknown name is a
-usage error (exit 2) naming the closest rules.
+the judgement, premises and conclusion, the prose and the code blocks and tables that belong
+to it (``repl.rule_text``; a table row as ``column: cell`` lines). In a terminal the name is
+bold, inline code and the names of other rules are coloured; piped, the text is plain. A
+name is matched exactly, or case-insensitively when that names one rule (``relay rule
+t-app``); ``E-If-*`` names every rule starting ``E-If-``. An unknown name is a usage error
+(exit 2) naming the closest rules, all the rules that extend it first (``E-If-``, with or
+without the hyphen: E-If-True, E-If-False). With ``--list``, names are prefixes: ``relay
+rule --list T`` lists the T family, ``--list E-App`` E-App and the E-App-... rules.
 
-Part of the CLI layer: it uses ``relay_ref.rules`` (which reads the spec) and nothing else.
+Part of the CLI layer: it reaches the rules through ``relay_ref.repl`` (DESIGN.md section 2).
 """
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ import re
 import sys
 from typing import Any
 
-from relay_ref import rules
-from relay_ref.cli import EXIT_OK, _colour, _Usage
+from relay_ref import repl
+from relay_ref.cli import EXIT_INTERNAL, EXIT_OK, _colour, _Usage
 
 
 def add_parser(sub: Any) -> None:
@@ -28,38 +31,56 @@ def add_parser(sub: Any) -> None:
         "rule", help="print a rule of the spec (T-App, E-Let, ...)",
         description="Print each rule NAME as spec/ writes it (judgement, premises, "
                     "conclusion, prose) and where it is. Rule names are the ones that "
-                    "errors, traces and derivations cite.",
+                    "errors, traces and derivations cite; NAME may end in * "
+                    "('E-If-*': every rule starting E-If-).",
         epilog="Exit status: 0 ok, 2 an unknown rule name (the closest are suggested).")
-    p.add_argument("names", nargs="*", metavar="NAME", help="rule names, e.g. T-App E-Let")
-    p.add_argument("--list", action="store_true", help="list every rule, by family")
+    p.add_argument("names", nargs="*", metavar="NAME",
+                   help="rule names, e.g. T-App E-Let 'E-If-*'; with --list, prefixes "
+                        "(T: the T family)")
+    p.add_argument("--list", action="store_true",
+                   help="list the rules by family (all, or those starting each NAME)")
     p.set_defaults(func=run)
 
 
-def resolve(name: str) -> rules.Rule:
-    """The rule named ``name`` (exactly, else case-insensitively when that is unique);
-    ``_Usage`` with a did-you-mean otherwise."""
-    rule = rules.find(name)
-    if rule is not None:
-        return rule
-    raise _Usage(f"no rule {name} in spec/{rules.did_you_mean(name)} "
+def resolve(name: str) -> list[repl.Rule]:
+    """The rules ``name`` names (``repl.select_rules``: exactly, case-insensitively when
+    that is unique, or a ``PREFIX*`` wildcard); ``_Usage`` with a did-you-mean otherwise."""
+    found = repl.select_rules(name)
+    if found:
+        return found
+    raise _Usage(f"no rule {name} in spec/{repl.rule_did_you_mean(name)} "
                  "('relay rule --list' lists them)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.list == bool(args.names):
-        raise _Usage("give rule names (relay rule T-App) or --list")
+    try:
+        return _run(args)
+    except FileNotFoundError as err:  # an install without its spec: say so, not a traceback
+        sys.stderr.write(f"relay: error: {err}\n")
+        return EXIT_INTERNAL
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.list:
-        _print(rules.format_index(), header_lines=())
+        for prefix in args.names:  # all or nothing: check every prefix first
+            if not repl.rules_starting(prefix):
+                raise _Usage(f"--list {prefix}: no rule starts with {prefix}"
+                             f"{repl.rule_did_you_mean(prefix)} (families: "
+                             f"{', '.join(repl.RULE_FAMILIES)})")
+        _print(repl.rule_index(args.names), header_lines=())
         return EXIT_OK
-    found = [resolve(name) for name in args.names]  # all or nothing: check every name first
-    for i, rule in enumerate(found):
+    if not args.names:
+        raise _Usage("give rule names (relay rule T-App, relay rule 'E-If-*') "
+                     "or --list [PREFIX]")
+    found = [rule for name in args.names for rule in resolve(name)]  # check every name first
+    for i, (rule, names) in enumerate(repl.shared_rules(found)):  # a shared block once
         if i:
             sys.stdout.write("\n")
-        _print(rules.format_rule(rule), header_lines=(0,))
+        _print(repl.rule_text(rule, names), header_lines=(0,))
     return EXIT_OK
 
 
-_STYLED = re.compile(rf"`[^`\n]+`|{rules.NAME_RE.pattern}")
+_STYLED = re.compile(rf"`[^`\n]+`|{repl.RULE_NAME_RE.pattern}")
 
 
 def _print(text: str, header_lines: tuple[int, ...]) -> None:

@@ -11,6 +11,10 @@ beside the public API and may use any layer below. It exposes:
   add;``, kept polymorphic: each use instantiates the operator afresh);
 * arguments: ``argument_value`` (a Relay literal for a parameter of a given type);
 * rendering: ``type_text``, ``value_text``, ``format_trace``;
+* the rules of ``spec/`` (``relay rule``, ``:rule``, rule links), from ``relay_ref.rules``:
+  ``select_rules`` (a name or ``E-If-*``), ``shared_rules``, ``rules_starting``,
+  ``rule_did_you_mean``, ``rule_text``, ``rule_block_html``, ``rule_index``, ``rule_html``,
+  ``link_rules``, ``known_rules``, ``Rule``, ``RULE_NAME_RE``, ``RULE_FAMILIES``;
 * typing derivations: ``derive_global``, ``derive_expr``, ``derivation_text``,
   ``derivation_html`` (``relay check --derive``, ``:derive``);
 * completion and help: ``op_names``, ``op_info``, ``prelude_text``;
@@ -48,6 +52,19 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import FuncType, GlobalTypeVar, TensorType, TupleType, Type
 
+# The rules of spec/ (relay rule, :rule, the rule links of errors, traces and derivations):
+# the CLI and the kernel reach relay_ref.rules through these names only.
+from relay_ref.rules import FAMILIES as RULE_FAMILIES
+from relay_ref.rules import NAME_RE as RULE_NAME_RE
+from relay_ref.rules import Rule, link_rules, rule_block_html, rule_html
+from relay_ref.rules import did_you_mean as rule_did_you_mean
+from relay_ref.rules import format_index as rule_index
+from relay_ref.rules import format_rule as rule_text
+from relay_ref.rules import known as known_rules
+from relay_ref.rules import select as select_rules
+from relay_ref.rules import shared as shared_rules
+from relay_ref.rules import starting as rules_starting
+
 __all__ = [
     "Diagnostic", "Expr", "FuncType", "GlobalTypeVar", "GlobalVar", "IRModule", "Let", "Note",
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
@@ -57,6 +74,9 @@ __all__ = [
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
     "derive_expr", "derive_global", "derivation_html", "derivation_text",
+    "RULE_FAMILIES", "RULE_NAME_RE", "Rule", "known_rules", "link_rules", "rule_block_html",
+    "rule_did_you_mean", "rule_html", "rule_index", "rule_text", "rules_starting",
+    "select_rules", "shared_rules",
 ]
 
 

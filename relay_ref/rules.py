@@ -8,13 +8,16 @@ name:
   same or a higher level; several names in one heading (``### 3.12 **E-If-True** and
   **E-If-False**``) share the section;
 * in a table row (``| 1.1 | **K-BaseType** | ... |``): the table's header and that row;
-* in a list item (``- **PE-Var**: ...``): the item with its continuation lines;
-* anywhere else: its paragraph.
+* in a list item (``- **PE-Var**: ...``): the item with its continuation lines, and the
+  blocks after a blank line that are indented into the item (S-BinOp's operator table);
+* anywhere else: its paragraph, and the blocks after it (code, tables, prose: T-Rel's
+  outcome grammar and examples) up to the next heading or the next block defining a rule.
 
 Everywhere else (code, messages, other spec text) a rule name is a *citation*. A name is a
 family prefix, a hyphen and capitalised parts (``E-App-Closure``); ``FAMILIES`` lists the
-prefixes, one judgement each. ``tests/test_rule_citations.py`` checks that every citation
-names a rule, that every rule is defined once and cited where it is implemented.
+prefixes, one judgement each; ``E-If-*`` cites every rule starting ``E-If-`` (``select``).
+``tests/test_rule_citations.py`` checks that every citation names a rule, that every rule is
+defined once and cited where it is implemented.
 
 ``spec_dir()`` is the installed wheel's ``relay_ref/spec`` (pyproject.toml force-includes
 ``spec/`` there), else the checkout's ``spec/``. The rules are read once per process.
@@ -38,7 +41,7 @@ FAMILIES: dict[str, str] = {
     "K": "kinding: Δ ⊢ τ : K (typing.md 1)",
     "T": "expression typing: Δ; Γ ⊢ e : τ (typing.md 3-6)",
     "TP": "pattern typing: Δ ⊢ p : τ ⇒ Γ' (typing.md 3.13)",
-    "V": "value and store typing: ⊢ v : τ, ⊢ σ : Σ (semantics.md 1)",
+    "V": "value and store typing: Σ ⊢ v : τ, ⊢ σ : Σ (semantics.md 1)",
     "E": "evaluation: ρ; σ ⊢ e ⇒ v; σ' (semantics.md 3)",
     "P": "pattern matching: v ▷ p ⊣ θ (semantics.md 3.13)",
     "Stuck": "stuck states: run-time errors (semantics.md 4)",
@@ -150,28 +153,71 @@ def find(name: str) -> Rule | None:
     return folded[0] if len(folded) == 1 else None
 
 
+def starting(prefix: str) -> list[Rule]:
+    """The rules a prefix names, in spec order, case-insensitively: ``E-If-*`` and ``E-If-``
+    (with or without the hyphen) name E-If-True and E-If-False; ``T`` (a family) names every
+    T- rule, not TP-; ``E-App`` names E-App and the E-App-... rules. A trailing ``*`` is
+    allowed and ignored."""
+    key = prefix.rstrip("*").lower()
+    if not key:
+        return []
+    whole = key if key.endswith("-") else key + "-"
+    return [r for n, r in all_rules().items()
+            if n.lower() == key or n.lower().startswith(whole)]
+
+
+def select(name: str) -> list[Rule]:
+    """What people type (``relay rule``, ``:rule``): a name (``find``), or a wildcard
+    ``PREFIX*`` for every rule ``starting`` it (``E-If-*``: E-If-True, E-If-False, as
+    spec/README.md's citations mean it); ``[]`` when nothing matches."""
+    if name.endswith("*"):
+        return starting(name)
+    rule = find(name)
+    return [rule] if rule is not None else []
+
+
 def suggestions(name: str) -> list[str]:
-    """Up to three known rule names close to ``name`` (case-insensitively first)."""
+    """Known rule names close to ``name``: the rules that extend it, all of them (``E-If-``,
+    with or without the hyphen -> E-If-True, E-If-False; ``P-`` -> the P- rules), else up
+    to three close in spelling (the one differing only in case first)."""
     rules = all_rules()
     same_case = [n for n in rules if n.lower() == name.lower()]
+    extending = [r.name for r in starting(name.rstrip("*").rstrip("-") or name)
+                 if r.name.lower() != name.lower()]
+    if extending:
+        return list(dict.fromkeys(same_case + extending))
     close = difflib.get_close_matches(name.lower(), [n.lower() for n in rules], n=3, cutoff=0.6)
     by_lower = {n.lower(): n for n in rules}
     return list(dict.fromkeys(same_case + [by_lower[c] for c in close]))[:3]
 
 
 def did_you_mean(name: str) -> str:
-    """``"; did you mean T-App?"`` (or ``""``)."""
+    """``"; did you mean T-App?"``, ``"; did you mean E-If-True or E-If-False?"``, for more
+    than four rules extending ``name`` their count and the first three; or ``""``."""
     near = suggestions(name)
     if not near:
         return ""
+    if len(near) > 4:
+        stem = name.rstrip("*").rstrip("-")
+        return (f"; did you mean one of the {len(near)} rules starting {stem}- "
+                f"({', '.join(near[:3])}, ...; {stem}-* names them all)?")
     listed = near[0] if len(near) == 1 else f"{', '.join(near[:-1])} or {near[-1]}"
     return f"; did you mean {listed}?"
 
 
+def known() -> dict[str, Rule]:
+    """``all_rules()``, or no rules when ``spec/`` is missing (a broken install): the links
+    and tooltips of errors, traces and derivations are extras, and they are right without."""
+    try:
+        return all_rules()
+    except FileNotFoundError:
+        return {}
+
+
 def rule_html(name: str) -> str:
     """``name`` as an HTML tag for Jupyter output whose tooltip shows the rule's text and
-    where it is; the plain escaped name when no rule has that name."""
-    rule = all_rules().get(name)
+    where it is; the plain escaped name when no rule has that name (or spec/ is missing)."""
+    rule = known().get(name)
     if rule is None:
         return html.escape(name)
     title = html.escape(f"{rule.where}\n\n{rule.plain()}", quote=True)
@@ -180,30 +226,49 @@ def rule_html(name: str) -> str:
             f"{html.escape(name)}</abbr>")
 
 
-def format_rule(rule: Rule) -> str:
-    """The rule for a terminal or a notebook's text output: its name and where it is, a
-    blank line, then its text (``Rule.plain``)."""
-    return f"{rule.name}  ({rule.where})\n\n{rule.plain()}\n"
+def shared(found: list[Rule]) -> list[tuple[Rule, tuple[str, ...]]]:
+    """``found`` without repeats, rules defined by one block (E-If-True and E-If-False share
+    a heading) together: each block once, with the names of the rules it defines, in order."""
+    blocks: dict[tuple[str, str], tuple[Rule, list[str]]] = {}
+    for rule in found:
+        _, names = blocks.setdefault((rule.file, rule.text), (rule, []))
+        if rule.name not in names:
+            names.append(rule.name)
+    return [(rule, tuple(names)) for rule, names in blocks.values()]
 
 
-def rule_block_html(rule: Rule) -> str:
-    """The rule as an HTML block for Jupyter: a heading line, then the text (pre-formatted,
-    inline code as ``<code>``, other rule names linked by ``link_rules``)."""
+def format_rule(rule: Rule, names: tuple[str, ...] = ()) -> str:
+    """The rule for a terminal or a notebook's text output: its name (or ``names``, the
+    rules its block defines, from ``shared``) and where it is, a blank line, then its text
+    (``Rule.plain``)."""
+    return f"{', '.join(names or (rule.name,))}  ({rule.where})\n\n{rule.plain()}\n"
+
+
+def rule_block_html(rule: Rule, names: tuple[str, ...] = ()) -> str:
+    """The rule as an HTML block for Jupyter: a heading line (as ``format_rule``'s), then
+    the text (pre-formatted, inline code as ``<code>``, other rule names linked by
+    ``link_rules``)."""
     body = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(rule.plain()))
     body = link_rules(body)
-    return (f'<div class="relay-rule-block"><b>{html.escape(rule.name)}</b> '
+    return (f'<div class="relay-rule-block"><b>{html.escape(", ".join(names or (rule.name,)))}'
+            '</b> '
             f'<span style="opacity: 0.7">({html.escape(rule.where)})</span>'
             f'<pre style="white-space: pre-wrap">{body}</pre></div>')
 
 
-def format_index() -> str:
-    """Every rule by family, one line each (``relay rule --list``)."""
+def format_index(prefixes: tuple[str, ...] | list[str] = ()) -> str:
+    """Every rule by family, one line each (``relay rule --list``); with ``prefixes``, only
+    the rules ``starting`` one of them (``T``: the T family) under their families' lines."""
+    chosen = {r.name for p in prefixes for r in starting(p)} if prefixes else set(all_rules())
     lines: list[str] = []
     by_family: dict[str, list[Rule]] = {}
     for rule in all_rules().values():
-        by_family.setdefault(rule.family, []).append(rule)
-    width = max(len(n) for n in all_rules())
+        if rule.name in chosen:
+            by_family.setdefault(rule.family, []).append(rule)
+    width = max(len(n) for n in chosen)
     for prefix, description in FAMILIES.items():
+        if prefixes and prefix not in by_family:
+            continue
         lines.append(f"{prefix}-…  {description}")
         lines.extend(f"  {r.name:<{width}}  spec/{r.file} {r.section}"
                      for r in by_family.get(prefix, []))
@@ -216,7 +281,7 @@ _TAG_RE = re.compile(r"(<[^>]*>)")
 def link_rules(escaped: str) -> str:
     """``escaped`` (HTML) with each known rule name in its text (not inside tags) replaced
     by ``rule_html``: how errors, traces and derivations link their rule tags."""
-    rules = all_rules()
+    rules = known()
 
     def link(match: re.Match[str]) -> str:
         word = match.group(0)
@@ -228,17 +293,28 @@ def link_rules(escaped: str) -> str:
 
 def plain_text(text: str) -> str:
     """Markdown text without ``**`` emphasis and heading marks; a table (header, rule line,
-    rows) as ``column: cell`` lines per row."""
+    rows) as ``column: cell`` lines per row, rows apart by a blank line; code blocks and
+    everything else as written."""
     lines = text.splitlines()
     out: list[str] = []
     header: list[str] | None = None
+    rows = 0
+    fence = False
     for line in lines:
-        if line.startswith("|"):
-            cells = _cells(line)
+        fence ^= line.lstrip().startswith("```")
+        stripped = line.strip()
+        # A table row starts and ends with a bar (indented: a table inside a list item); a
+        # grammar's `| alternative` lines in code are not tables.
+        if not fence and len(stripped) > 1 and stripped[0] == stripped[-1] == "|":
+            cells, indent = _cells(line), line[:len(line) - len(line.lstrip())]
             if header is None:
-                header = cells
+                header, rows = cells, 0
             elif not all(set(c) <= set("-: ") for c in cells):
-                out.extend(f"{h}: {c}" if h else c for h, c in zip(header, cells, strict=False)
+                if rows:
+                    out.append("")  # rows apart, so each reads as one entry
+                rows += 1
+                out.extend(f"{indent}{h}: {c}" if h else indent + c
+                           for h, c in zip(header, cells, strict=False)
                            if c and h != "#")  # the number is in the rule's section
             continue
         header = None
@@ -264,14 +340,18 @@ def _parse(file: str, source: str) -> list[Rule]:
             in_code[i] = fence
     headings = [(i, len(m.group(1)), m.group(2)) for i, line in enumerate(lines)
                 if not in_code[i] and (m := _HEADING_RE.match(line))]
-    found: list[Rule] = []
+    names_at: dict[int, list[str]] = {}
     for i, line in enumerate(lines):
         if in_code[i] or line.startswith("    ") and not _ITEM_RE.match(line):
             continue
         names = [m.group(1) for m in _BOLD_RE.finditer(_strip_code_spans(line))
                  if NAME_RE.fullmatch(m.group(1))]
-        if not names:
-            continue
+        if names:
+            names_at[i] = names
+    blocks = _Blocks(lines, in_code, {j for j, _, _ in headings}, set(names_at))
+    found: list[Rule] = []
+    for i, names in names_at.items():
+        line = lines[i]
         heading = next(((j, lvl, t) for j, lvl, t in reversed(headings) if j <= i), None)
         section = _unbold(heading[2]) if heading else file
         if heading and heading[0] == i:
@@ -282,9 +362,9 @@ def _parse(file: str, source: str) -> list[Rule]:
             if number:
                 section = f"{number} {names[0]}"
         elif (item := _item_start(lines, i)) is not None:
-            text = _list_item(lines, item)
+            text = blocks.list_item(item)
         else:
-            text = _paragraph(lines, i)
+            text = blocks.paragraph(i)
         found.extend(Rule(name, file, section, text, i + 1) for name in names)
     return found
 
@@ -321,21 +401,70 @@ def _item_start(lines: list[str], i: int) -> int | None:
     return None
 
 
-def _list_item(lines: list[str], i: int) -> str:
-    indent = len(_ITEM_RE.match(lines[i]).group(1))
-    end = i + 1
-    while end < len(lines) and lines[end].strip() and not (
-            (m := _ITEM_RE.match(lines[end])) and len(m.group(1)) <= indent) and (
-            len(lines[end]) - len(lines[end].lstrip()) > indent):
-        end += 1
-    return "\n".join(lines[i:end]).strip()
+@dataclass(frozen=True, slots=True)
+class _Blocks:
+    """One spec file's lines, for cutting out a list item's or a paragraph's rule text.
+    ``in_code``: the line is inside (or is a fence of) a fenced code block; ``headings`` and
+    ``defining``: the line numbers of headings and of lines that define rules."""
 
+    lines: list[str]
+    in_code: list[bool]
+    headings: set[int]
+    defining: set[int]
 
-def _paragraph(lines: list[str], i: int) -> str:
-    start = i
-    while start > 0 and lines[start - 1].strip() and not lines[start - 1].startswith("#"):
-        start -= 1
-    end = i + 1
-    while end < len(lines) and lines[end].strip() and not lines[end].startswith("#"):
-        end += 1
-    return "\n".join(lines[start:end]).strip()
+    def _blank(self, j: int) -> bool:
+        return not self.lines[j].strip() and not self.in_code[j]
+
+    def _next_block(self, end: int) -> tuple[int, int] | None:
+        """The block (a paragraph, a table, a code block: lines up to a blank line outside
+        fenced code) after the blank lines from ``end``; None at a heading or the end."""
+        start = end
+        while start < len(self.lines) and self._blank(start):
+            start += 1
+        if start == len(self.lines) or start in self.headings:
+            return None
+        stop = start + 1
+        while stop < len(self.lines) and not self._blank(stop) and stop not in self.headings:
+            stop += 1
+        return start, stop
+
+    def list_item(self, i: int) -> str:
+        """The list item starting at line ``i``: its lines and every block after a blank
+        line that is indented past the item's marker (a table, code or a paragraph of the
+        item, as S-BinOp's operator table), up to the next item of the same list."""
+        lines = self.lines
+        indent = len(_ITEM_RE.match(lines[i]).group(1))
+
+        def inside(j: int) -> bool:
+            line = lines[j]
+            item = _ITEM_RE.match(line)
+            return (not item or len(item.group(1)) > indent) and (
+                self.in_code[j] or len(line) - len(line.lstrip()) > indent)
+
+        def through(j: int) -> int:  # past the item's lines from j on, up to a blank line
+            while j < len(lines) and lines[j].strip() and inside(j):
+                j += 1
+            return j
+
+        end = through(i + 1)
+        while (block := self._next_block(end)) is not None and inside(block[0]):
+            end = through(block[0])
+            if end < block[1]:  # the list goes on with its next item
+                break
+        return "\n".join(lines[i:end]).strip()
+
+    def paragraph(self, i: int) -> str:
+        """The paragraph around line ``i``, then the blocks after it (code, tables, more
+        prose: T-Rel's outcome grammar and examples) up to the next heading or the next
+        block that defines a rule."""
+        lines = self.lines
+        start = i
+        while start > 0 and lines[start - 1].strip() and start - 1 not in self.headings:
+            start -= 1
+        end = i + 1
+        while end < len(lines) and lines[end].strip() and end not in self.headings:
+            end += 1
+        while (block := self._next_block(end)) is not None and not any(
+                j in self.defining for j in range(*block)):
+            end = block[1]
+        return "\n".join(lines[start:end]).strip()

@@ -52,8 +52,9 @@ def test_relay_rule_list_names_every_rule_by_family() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "S-…  syntax: reading the text format (syntax.md 1-5)"
-    assert "  T-App             spec/typing.md 3.8 T-App" in lines
-    assert "  K-BaseType        spec/typing.md 1.1 K-BaseType" in lines
+    width = max(len(n) for n in rules.all_rules())  # names aligned to the longest
+    assert f"  {'T-App':<{width}}  spec/typing.md 3.8 T-App" in lines
+    assert f"  {'K-BaseType':<{width}}  spec/typing.md 1.1 K-BaseType" in lines
     listed = [line.split()[0] for line in lines if line.startswith("  ")]
     by_family = [n for f in rules.FAMILIES for n in rules.all_rules() if rules.family(n) == f]
     assert listed == by_family  # each once, by family, in spec order
@@ -78,7 +79,7 @@ def test_relay_rule_several_names_and_case(capsys: pytest.CaptureFixture[str]) -
     assert out.endswith("P-Var  (spec/semantics.md 3.13 E-Match and the pattern-matching "
                         "rules)\n\nrule: P-Var\njudgement: `v ▷ x ⊣ {x ↦ v}`\n"
                         "in words: a variable matches any value and binds it\n")
-    assert main(["rule"]) == 2 and main(["rule", "T-App", "--list"]) == 2
+    assert main(["rule"]) == 2
     assert main(["rule", "T-App", "Nope-Rule"]) == 2  # nothing printed for a bad list
     assert capsys.readouterr().out == ""
 
@@ -92,8 +93,7 @@ def test_lookup_and_its_did_you_mean() -> None:
     assert rules.lookup("PE-Let-Rec").text.startswith("- **PE-Let** / **PE-Let-Rec**: bind")
     with pytest.raises(KeyError) as err:
         rules.lookup("t-app")  # lookup is exact; find is what people type
-    assert err.value.args[0] == ("no rule t-app in spec/; did you mean T-App, E-App or "
-                                 "T-App-Op?")
+    assert err.value.args[0] == "no rule t-app in spec/; did you mean T-App or T-App-Op?"
     assert rules.find("t-app") is rules.lookup("T-App")
     assert rules.find("Q-Nothing") is None
     assert rules.did_you_mean("Zzzz") == ""
@@ -131,3 +131,147 @@ def test_the_spec_is_found_in_an_installed_package_first(tmp_path: Path) -> None
     assert module.spec_dir() == package / "spec"
     assert list(module.all_rules()) == ["T-Var"]
     assert module.lookup("T-Var").text == "### 3.1 **T-Var**\nThe installed one."
+
+
+# ---- a rule's text: its code blocks, tables and following prose (T7) -----------------------
+
+SPEC = """\
+## 2. Things
+
+Intro, defining nothing.
+
+**S-Para** reads
+
+```
+p ::= q
+
+r ::= s
+```
+
+More about S-Para: it continues.
+
+    indented code, still S-Para's
+
+**S-Next** defines the next rule, so S-Para stops before it.
+
+* **S-Item** first line,
+  continued:
+
+  | op | name |
+  |---|---|
+  | `+` | add |
+  | `*` | multiply |
+
+  A closing paragraph of the item.
+* **S-Other** the next item.
+
+Prose after the list, nobody's.
+
+## 3. Next
+"""
+
+
+def test_a_rules_text_takes_its_code_tables_and_prose() -> None:
+    found = {r.name: r for r in rules._parse("syntax.md", SPEC)}
+    assert list(found) == ["S-Para", "S-Next", "S-Item", "S-Other"]
+    assert found["S-Para"].text == (
+        "**S-Para** reads\n\n```\np ::= q\n\nr ::= s\n```\n\n"
+        "More about S-Para: it continues.\n\n    indented code, still S-Para's")
+    assert found["S-Next"].text == ("**S-Next** defines the next rule, so S-Para stops "
+                                    "before it.")
+    assert found["S-Item"].text == (
+        "* **S-Item** first line,\n  continued:\n\n  | op | name |\n  |---|---|\n"
+        "  | `+` | add |\n  | `*` | multiply |\n\n  A closing paragraph of the item.")
+    assert found["S-Other"].text == "* **S-Other** the next item."
+    # A table of several rows: `column: cell` lines, rows apart; indentation kept.
+    assert found["S-Item"].plain() == (
+        "* S-Item first line,\n  continued:\n\n  op: `+`\n  name: add\n\n  op: `*`\n"
+        "  name: multiply\n\n  A closing paragraph of the item.")
+
+
+def test_rules_followed_by_code_or_a_table_keep_them_in_the_spec() -> None:
+    t_rel = rules.lookup("T-Rel").plain()
+    assert "o ::= answer(θ, done)" in t_rel and "| fail(m)" in t_rel  # the outcome grammar
+    assert "⤳ not yet   (waits on both holes)" in t_rel  # the examples
+    assert "T-Resolve" not in t_rel  # the next section (6.3) is not T-Rel's
+    assert "o ::= answer(θ, done)" in rules.rule_html("T-Rel")  # so do the tooltips
+    s_binop = rules.lookup("S-BinOp").plain()
+    assert "operators: `<` `<=` `>` `>=`" in s_binop and "There is no unary minus" in s_binop
+    assert "S-Call" not in s_binop
+    assert "program ::= header? definition* stmt* expr?" in rules.lookup("S-Program").text
+    assert "S-FreeGlobal" not in rules.lookup("S-Prelude").text
+
+
+# ---- finding rules as people type them (T9, T10) ------------------------------------------
+
+def test_wildcards_prefixes_and_suggestions() -> None:
+    names = lambda found: [r.name for r in found]  # noqa: E731
+    assert names(rules.select("E-If-*")) == ["E-If-True", "E-If-False"]
+    assert names(rules.select("e-app*")) == ["E-App", "E-App-Closure", "E-App-Rec",
+                                             "E-App-Ctor", "E-App-Op"]
+    assert rules.select("E-If") == [] and rules.select("Q-*") == []
+    assert rules.did_you_mean("E-If") == "; did you mean E-If-True or E-If-False?"
+    assert rules.did_you_mean("P-") == "; did you mean P-Wild, P-Var, P-Ctor or P-Tuple?"
+    assert rules.did_you_mean("T") == (
+        "; did you mean one of the 22 rules starting T- (T-Expr, T-Var, T-Global, ...; "
+        "T-* names them all)?")
+    assert names(rules.starting("T")) == [n for n in rules.all_rules() if n.startswith("T-")]
+    assert rules.starting("") == []
+
+
+def test_relay_rule_wildcard_prints_a_shared_block_once(capsys) -> None:
+    from relay_ref.cli import main
+
+    assert main(["rule", "E-If-*", "E-If-True"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("E-If-True, E-If-False  (spec/semantics.md 3.12 E-If-True and "
+                          "E-If-False)\n\n3.12 E-If-True and E-If-False\n")
+    assert out.count("3.12 E-If-True and E-If-False") == 2  # the header and the text, once
+    assert main(["rule", "E-If"]) == 2
+    assert capsys.readouterr().err == (
+        "relay: error: no rule E-If in spec/; did you mean E-If-True or E-If-False? "
+        "('relay rule --list' lists them)\n")
+
+
+def test_relay_rule_list_filters_by_prefix(capsys) -> None:
+    from relay_ref.cli import main
+
+    assert main(["rule", "--list", "TP", "T-App"]) == 0
+    assert capsys.readouterr().out == (
+        "T-…  expression typing: Δ; Γ ⊢ e : τ (typing.md 3-6)\n"
+        "  T-App     spec/typing.md 3.8 T-App\n"
+        "  T-App-Op  spec/typing.md 3.9 T-App-Op\n"
+        "TP-…  pattern typing: Δ ⊢ p : τ ⇒ Γ' (typing.md 3.13)\n"
+        "  TP-Wild   spec/typing.md 3.13 T-Match and the pattern typing rules\n"
+        "  TP-Var    spec/typing.md 3.13 T-Match and the pattern typing rules\n"
+        "  TP-Ctor   spec/typing.md 3.13 T-Match and the pattern typing rules\n"
+        "  TP-Tuple  spec/typing.md 3.13 T-Match and the pattern typing rules\n")  # aligned
+    assert main(["rule", "--list", "T", "Q"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("relay: error: --list Q: no rule starts with Q (families: "
+                            f"{', '.join(rules.FAMILIES)})\n")
+
+
+def test_without_the_spec_links_fall_back_and_relay_rule_says_so(monkeypatch, capsys) -> None:
+    """An install without spec/: rule tags are plain text, ``relay rule`` a clear error."""
+    from relay_ref.cli import main
+
+    def missing() -> dict:
+        raise FileNotFoundError("spec/ not found inside relay_ref or in the checkout")
+
+    monkeypatch.setattr(rules, "all_rules", missing)
+    assert rules.rule_html("T-App") == "T-App"
+    assert rules.link_rules("<b>T-App</b> at E-Let") == "<b>T-App</b> at E-Let"
+    assert main(["rule", "T-App"]) == 70
+    assert capsys.readouterr().err == ("relay: error: spec/ not found inside relay_ref or in "
+                                       "the checkout\n")
+
+
+def test_the_spec_index_describes_each_family_as_rules_does() -> None:
+    """spec/README.md's index rows and ``FAMILIES`` say the same (V is ``Σ ⊢ v : τ``)."""
+    index = (ROOT / "spec" / "README.md").read_text(encoding="utf-8")
+    rows = {cells[0].removesuffix("-…"): cells[1] for line in index.splitlines()
+            if line.startswith("| ") and (cells := rules._cells(line))[0].endswith("-…")}
+    assert rows == rules.FAMILIES
+    assert rules.FAMILIES["V"].startswith("value and store typing: Σ ⊢ v : τ, ⊢ σ : Σ")

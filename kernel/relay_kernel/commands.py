@@ -435,22 +435,39 @@ def _trace(ctx: Context, arg: str) -> None:
     show_outcome(ctx, outcome)
 
 
-@command("rule", "NAME", "Show a rule of the spec as spec/ writes it (T-App, E-Let ...).\n\n"
-         "The rule names are the ones errors, traces and derivations cite; `:rule --list` "
-         "lists them all, by family.", needs_arg=True)
+@command("rule", "NAME...", "Show rules of the spec as spec/ writes them (T-App, E-Let ...).\n\n"
+         "The rule names are the ones errors, traces and derivations cite; a name ending in "
+         "`*` shows every rule starting with it (`:rule E-If-*`). `:rule --list` lists them "
+         "all, by family; `:rule --list T` the T family, `:rule --list E-App` E-App and the "
+         "E-App-... rules.", needs_arg=True)
 def _rule(ctx: Context, arg: str) -> None:
-    from relay_ref import rules
+    from relay_ref import repl
 
-    name = arg.strip()
-    if name == "--list":
-        ctx.out.display({"text/plain": rules.format_index()})
-        return
-    rule = rules.find(name)
-    if rule is None:
-        raise CommandError(f"no rule {name} in spec/{rules.did_you_mean(name)} "
-                           "(:rule --list lists them)")
-    ctx.out.display({"text/plain": rules.format_rule(rule),
-                     "text/html": rules.rule_block_html(rule)})
+    words = arg.split()
+    try:
+        if words[0] == "--list":
+            for prefix in words[1:]:  # all or nothing: check every prefix first
+                if not repl.rules_starting(prefix):
+                    raise CommandError(f"no rule starts with {prefix}"
+                                       f"{repl.rule_did_you_mean(prefix)} (families: "
+                                       f"{', '.join(repl.RULE_FAMILIES)})")
+            ctx.out.display({"text/plain": repl.rule_index(words[1:])})
+            return
+        found = []
+        for name in words:
+            if name.startswith("--"):
+                raise CommandError(f"unknown option {name} (:rule takes rule names, or "
+                                   "--list and prefixes)")
+            rules = repl.select_rules(name)
+            if not rules:
+                raise CommandError(f"no rule {name} in spec/{repl.rule_did_you_mean(name)} "
+                                   "(:rule --list lists them)")
+            found.extend(rules)
+    except FileNotFoundError as err:  # an install without its spec
+        raise CommandError(str(err)) from None
+    for rule, names in repl.shared_rules(found):  # a block defining several rules once
+        ctx.out.display({"text/plain": repl.rule_text(rule, names),
+                         "text/html": repl.rule_block_html(rule, names)})
 
 
 # -- session commands --------------------------------------------------------------------

@@ -270,22 +270,21 @@ def text_bundle(text: str, relay: bool = False) -> dict[str, str]:
 
 def trace_bundle(text: str) -> dict[str, str]:
     """An evaluation trace (``RULE  expr`` lines, indented by depth): rule names bold and
-    linked to their text in spec/ (``relay_ref.rules.rule_html``, a tooltip), the
+    linked to their text in spec/ (``relay_ref.repl.rule_html``, a tooltip), the
     expressions highlighted as Relay."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
 
-    from relay_ref import rules
+    from relay_ref.repl import rule_html
 
     fmt = HtmlFormatter(noclasses=True, nowrap=True, style="default")
-    known = rules.all_rules()
     rows = []
     for line in text.splitlines():
         stripped = line.lstrip(" ")
         indent = line[: len(line) - len(stripped)]
         rule, sep, rest = stripped.partition("  ")
         code = highlight(rest, RelayLexer(), fmt).rstrip("\n") if sep else ""
-        tag = rules.rule_html(rule) if rule in known else html.escape(rule)
+        tag = rule_html(rule)  # the escaped text when it names no rule
         rows.append(f'{indent}<b style="color: #7a3e9d;">{tag}</b>{sep}{code}')
     body = "\n".join(rows)
     return {"text/plain": text,
@@ -325,19 +324,20 @@ def error_content(err: BaseException) -> dict[str, Any]:
 
 def rule_links_bundle(err: BaseException) -> dict[str, str] | None:
     """For a ``RelayError`` whose messages cite rules (``[T-App]``): an HTML line linking
-    each cited rule (``relay_ref.rules.rule_html``: its text in a tooltip), shown above the
+    each cited rule (``relay_ref.repl.rule_html``: its text in a tooltip), shown above the
     error, since Jupyter renders an error's traceback as text only. HTML only, so plain-text
-    front ends show the error alone. None when nothing is cited."""
-    from relay_ref import rules
-    from relay_ref.repl import RelayError
+    front ends show the error alone. None when nothing is cited, or when spec/ is missing
+    (``known_rules`` is empty then: the error shows alone rather than fail)."""
+    from relay_ref.repl import RULE_NAME_RE, RelayError, known_rules, rule_html
 
     if not isinstance(err, RelayError):
         return None
-    cited = dict.fromkeys(m.group(0) for m in rules.NAME_RE.finditer(err.render(colour=False)))
-    names = [n for n in cited if n in rules.all_rules()]
+    cited = dict.fromkeys(m.group(0) for m in RULE_NAME_RE.finditer(err.render(colour=False)))
+    known = known_rules()
+    names = [n for n in cited if n in known]
     if not names:
         return None
-    links = ", ".join(rules.rule_html(n) for n in names)
+    links = ", ".join(rule_html(n) for n in names)
     return {"text/html": f'<div style="font-size: 0.85em; opacity: 0.8;">rules: {links} '
                          "(hover for the rule; <code>:rule NAME</code> prints it)</div>"}
 

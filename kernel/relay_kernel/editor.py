@@ -417,10 +417,10 @@ def inspect(code: str, cursor_pos: int, session: Session | None) -> dict[str, An
 
 def _rule_at(code: str, cursor_pos: int) -> str | None:
     """The text of the spec rule whose name (``E-App-Closure``) is under the cursor."""
-    from relay_ref import rules
+    from relay_ref.repl import RULE_NAME_RE, rule_text, select_rules
 
-    for m in rules.NAME_RE.finditer(code):
+    for m in RULE_NAME_RE.finditer(code):
         if m.start() <= cursor_pos <= m.end():
-            rule = rules.find(m.group(0))
-            return rules.format_rule(rule) if rule is not None else None
+            found = select_rules(m.group(0))
+            return rule_text(found[0]) if found else None
     return None

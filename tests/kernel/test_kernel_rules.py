@@ -42,7 +42,8 @@ def test_rule_command_shows_text_and_html() -> None:
     assert page.startswith('<div class="relay-rule-block"><b>T-Var</b>')
     assert "<code>Γ(%x) = τ</code> ⟹ <code>Δ; Γ ⊢ %x : τ</code>" in page
     (listing,) = _run(":rule --list")
-    assert "  E-App-Closure     spec/semantics.md 3.8 E-App" in listing["text/plain"]
+    width = max(len(n) for n in rules.all_rules())
+    assert f"  {'E-App-Closure':<{width}}  spec/semantics.md 3.8 E-App" in listing["text/plain"]
     assert _run(":rule e-let")[0]["text/plain"].startswith("E-Let  (spec/semantics.md 3.6")
 
 
@@ -52,6 +53,26 @@ def test_rule_command_unknown_name_suggests() -> None:
         _run(":rule T-Apply")
     with pytest.raises(CommandError, match="usage: :rule NAME"):
         _run(":rule")
+    # A name that rules extend suggests them (as `relay rule`); `--list PREFIX` is checked.
+    with pytest.raises(CommandError, match=r"^no rule E-If in spec/; did you mean E-If-True "
+                                           r"or E-If-False\? \(:rule --list lists them\)$"):
+        _run(":rule E-If")
+    with pytest.raises(CommandError, match=r"^unknown option --lst \(:rule takes rule names"):
+        _run(":rule T-App --lst")
+    with pytest.raises(CommandError, match=r"^no rule starts with Q \(families: S, Pr, K, "):
+        _run(":rule --list T Q")
+
+
+def test_rule_command_takes_several_names_and_wildcards() -> None:
+    shown = _run(":rule T-Var E-If-* E-If-False")
+    assert [b["text/plain"].split("  (")[0] for b in shown] == ["T-Var", "E-If-True, E-If-False"]
+    assert shown[1]["text/html"].startswith(
+        '<div class="relay-rule-block"><b>E-If-True, E-If-False</b>')
+    (listing,) = _run(":rule --list P")
+    assert listing["text/plain"].splitlines() == [
+        "P-…  pattern matching: v ▷ p ⊣ θ (semantics.md 3.13)",
+        *(f"  {n:<7}  spec/semantics.md 3.13 E-Match and the pattern-matching rules"
+          for n in ("P-Wild", "P-Var", "P-Ctor", "P-Tuple"))]
 
 
 def test_inspect_on_a_rule_name_shows_the_rule() -> None:
@@ -71,3 +92,31 @@ def test_errors_link_the_rules_they_cite() -> None:
     cited = [m.group(0) for m in rules.NAME_RE.finditer(str(err.value))]
     assert cited and all(rules.rule_html(n) in bundle["text/html"] for n in cited)
     assert rule_links_bundle(ValueError("T-App")) is None
+
+
+def test_without_the_spec_errors_show_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install without spec/: no rule links (the error alone), and ``:rule`` says why."""
+    with pytest.raises(rr.RelayError) as err:
+        rr.infer_types(rr.parse("def @main(%x: int32) -> bool { %x }"))
+
+    def missing() -> dict:
+        raise FileNotFoundError("spec/ not found inside relay_ref or in the checkout")
+
+    monkeypatch.setattr(rules, "all_rules", missing)
+    assert rule_links_bundle(err.value) is None
+    with pytest.raises(CommandError, match="^spec/ not found inside relay_ref"):
+        _run(":rule T-App")
+
+
+def test_saved_notebooks_compare_rule_tags_by_name_not_tooltip() -> None:
+    """notebook_outputs rule 9: a tooltip's spec text may change; the rule it names may not."""
+    from notebook_outputs import normalise_outputs
+
+    def html(tag: str) -> list[dict]:
+        return [{"output_type": "display_data", "data": {"text/html": f"<b>{tag}</b> x"}}]
+
+    now = rules.rule_html("T-App")
+    reworded = now.replace("A call instantiates", "A call now instantiates")
+    assert reworded != now
+    assert normalise_outputs(html(now)) == normalise_outputs(html(reworded))
+    assert normalise_outputs(html(now)) != normalise_outputs(html(rules.rule_html("T-Var")))

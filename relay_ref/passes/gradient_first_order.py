@@ -33,7 +33,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType, TensorType, TupleType, Type
 from relay_ref.ops.grad_common import op as make_call
-from relay_ref.ops.registry import get_op
+from relay_ref.ops.registry import GradientUnsupported, get_op
 from relay_ref.passes.gradient_common import Block, ad_error, complete, has_float
 from relay_ref.passes.rewrite import rewrite
 
@@ -164,7 +164,10 @@ class FirstOrderAD:
                            "AD-App-Op")
         out_grad = blk.push(self._materialise(g, vty, var, blk), "g")
         self.extra[out_grad] = vty
-        grads = opdef.gradient(call, out_grad, self.type_of)
+        try:
+            grads = opdef.gradient(call, out_grad, self.type_of)
+        except GradientUnsupported as err:
+            raise ad_error(str(err), node, "AD-App-Op") from None
         for a, t, grad in zip(call.args, arg_types, grads, strict=True):
             if grad is None or not has_float(t):
                 continue

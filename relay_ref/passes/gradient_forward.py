@@ -38,7 +38,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.types import FuncType, TensorType, TupleType, Type
 from relay_ref.ir.visitor import free_vars
 from relay_ref.ops.grad_common import op as make_call
-from relay_ref.ops.registry import get_op
+from relay_ref.ops.registry import GradientUnsupported, get_op
 from relay_ref.passes.gradient_common import (
     Block,
     TypeMap,
@@ -129,8 +129,11 @@ class ForwardAD(ReverseAD):
                            "AD-Fwd-App-Op")
         from relay_ref.passes.rewrite import rewrite
 
-        tan = rewrite(opdef.tangent(call, tuple(ts), self.type_of),
-                      lambda n: v if n is call else None)
+        try:
+            tan = opdef.tangent(call, tuple(ts), self.type_of)
+        except GradientUnsupported as err:
+            raise ad_error(str(err), e, "AD-Fwd-App-Op") from None
+        tan = rewrite(tan, lambda n: v if n is call else None)
         dv = blk.push(tan, "dv")
         return blk.push(self.pair(out_type, v, dv), "dual")
 

@@ -67,7 +67,7 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 from relay_ref.ops.grad_common import op as make_call
-from relay_ref.ops.registry import get_op
+from relay_ref.ops.registry import GradientUnsupported, get_op
 from relay_ref.passes.gradient_common import (
     Block,
     TypeMap,
@@ -347,7 +347,10 @@ class ReverseAD:
         back = Block()
         g = back.push(self.read_adjoint(out_type, result), "g")
         self.extra_types[g] = out_type
-        grads = opdef.gradient(call, g, self.type_of)
+        try:
+            grads = opdef.gradient(call, g, self.type_of)
+        except GradientUnsupported as err:
+            raise ad_error(str(err), e, "AD-App-Op") from None
         if len(grads) != len(args):
             raise ad_error(f"the reverse rule of {o.name} gave {len(grads)} adjoints for "
                            f"{len(args)} arguments", e, "AD-App-Op")

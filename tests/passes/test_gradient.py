@@ -240,3 +240,12 @@ def test_expansion_is_cached_and_unexpanded_op_refuses_to_run() -> None:
 
     with pytest.raises(rr.RelayRuntimeError, match="expanded by the AD pass"):
         evaluate(mod, vec(3), vec(3))
+
+
+def test_unsupported_rule_attributes_are_a_located_error() -> None:
+    src = """def @main(%x: Tensor[(1, 4, 4, 2), float64], %w: Tensor[(3, 3, 2, 2), float64]) {
+  nn.conv2d(%x, %w, data_layout="NHWC", kernel_layout="HWIO")
+}"""
+    with pytest.raises(rr.RelayError, match=r"nn.conv2d: .*\[AD-App-Op\]") as err:
+        rr.gradient(rr.parse(src))
+    assert err.value.span is not None and err.value.span.line == 2

@@ -97,7 +97,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     import relay_ref as rr
     from relay_ref.repl import type_text
 
-    if args.derive or args.global_name is not None:
+    if args.derive or args.global_name is not None or args.max_depth is not None \
+            or args.max_nodes is not None:
         from relay_ref.cli_derive import check_derive
 
         return check_derive(args)

@@ -8,8 +8,11 @@ derivations are elided past ``--max-depth`` levels (default 40) and ``--max-node
 
 Exit codes (as ``relay check``): 0 the global is well typed; 1 a parse or type error (for a
 type error the derivation is printed up to and including the failed rules, on stdout, then
-the located error on stderr); 2 usage: more than one FILE, ``--global`` without
-``--derive``, or a global the file does not define (the message names its globals).
+the located error on stderr; errors of other globals are listed after the tree, under
+"errors outside this derivation"); 2 usage: more than one FILE, ``--global``,
+``--max-depth`` or ``--max-nodes`` without ``--derive``, or a global the file does not
+define (the message names its globals). Rule names are bold on a terminal (not with
+``NO_COLOR``; ``FORCE_COLOR`` forces it).
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from relay_ref.repl import derivation_text, derive_global
 
 
 def check_derive(args: argparse.Namespace) -> int:
-    """``relay check`` with ``--derive`` (or a stray ``--global``)."""
+    """``relay check`` with ``--derive`` (or a stray ``--global``, ``--max-depth``,
+    ``--max-nodes``)."""
     import relay_ref as rr
 
     if not args.derive:
-        raise _Usage("--global NAME names the global to derive: use it with --derive")
+        option = ("--global NAME" if args.global_name is not None
+                  else "--max-depth" if args.max_depth is not None else "--max-nodes")
+        raise _Usage(f"{option} applies to a derivation: use it with --derive")
     if len(args.files) != 1:
         raise _Usage("--derive takes one FILE")
     path = args.files[0]
@@ -42,7 +48,7 @@ def check_derive(args: argparse.Namespace) -> int:
         names = ", ".join(f"@{n}" for n in mod.functions) or "none"
         raise _Usage(f"{path}: no global @{name} to derive (its globals: {names})")
     tree = derive_global(mod, name)
-    print(derivation_text(tree, args.max_depth, args.max_nodes))
+    print(derivation_text(tree, args.max_depth, args.max_nodes, colour=_colour(sys.stdout)))
     if tree.error is not None:
         print(tree.error.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER

@@ -346,13 +346,15 @@ def derive_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None 
 
 
 def derivation_text(tree: Any, max_depth: int | None = None,
-                    max_nodes: int | None = None) -> str:
+                    max_nodes: int | None = None, colour: bool = False) -> str:
     """A derivation as indented text (elided past ``max_depth`` levels / ``max_nodes``
-    nodes; the defaults of ``relay_ref.typecheck.derive``)."""
+    nodes; the defaults of ``relay_ref.typecheck.derive``); ``colour``: rule names in bold
+    (ANSI, for a terminal)."""
     from relay_ref.typecheck import derive
 
     return derive.render_text(tree, max_depth if max_depth is not None else derive.MAX_DEPTH,
-                              max_nodes if max_nodes is not None else derive.MAX_NODES)
+                              max_nodes if max_nodes is not None else derive.MAX_NODES,
+                              colour=colour)
 
 
 def derivation_html(tree: Any) -> str:

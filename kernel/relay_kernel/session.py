@@ -490,34 +490,53 @@ class Session:
         relation-constrained type (``fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(...)``)."""
         from relay_ref.repl import Op, op_info
 
-        program = self.parse_with_expr(code, source_name)
-        program, aliases = self._with_op_aliases(program)
+        program, aliases = self._query_program(code, source_name)
         if isinstance(program.expr, Op):
             info = op_info(program.expr.name)
             if info is not None:
                 return info.type_text
+        checked, var_types = self._typing_context(program, aliases)
+        return self._infer(program.expr, checked, var_types)
+
+    def derive_of(self, code: str, source_name: str) -> Any:
+        """The typing derivation of the cell's trailing expression (``:derive``), checked as
+        ``type_of`` checks it (the cell's own bindings are part of it: ``let %y = 2; %y``
+        derives from T-Let); nothing is evaluated or committed. Its ``error`` is the
+        ``RelayTypeError`` when the expression is ill-typed."""
+        from relay_ref.repl import derive_expr
+
+        with self._explaining_shadowed_prelude():
+            program, aliases = self._query_program(code, source_name)
+            checked, var_types = self._typing_context(program, aliases)
+            return derive_expr(program.expr, checked, var_types)
+
+    def _query_program(self, code: str, source_name: str) -> tuple[Any, dict[Any, str]]:
+        """A ``:type`` / ``:derive`` argument parsed, operator aliases replaced, and its own
+        bindings folded into ``let``s around its expression (as ``:trace`` does), so that
+        they are typed in context (``let %f = fn (%x) { %x }; %f(1)``) and shown; bindings
+        of a bare operator stay aliases (polymorphic, session rule 3)."""
+        from dataclasses import replace
+
+        program = self.parse_with_expr(code, source_name)
+        program, aliases = self._with_op_aliases(program)
+        kept = tuple((v, e) for v, e in program.bindings if v not in aliases)
+        program = replace(program, bindings=tuple(
+            (v, e) for v, e in program.bindings if v in aliases))
+        if kept:
+            program = replace(program, expr=_fold_bindings(
+                replace(program, bindings=kept)).expr)
+        return program, aliases
+
+    def _typing_context(self, program: Any, aliases: dict[Any, str]
+                        ) -> tuple[IRModule, dict[Any, Any]]:
+        """The checked module and the variable types (session bindings, then the
+        program's remaining bindings) that ``program.expr`` is typed in."""
         checked = self._check_module(program.module)
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
             var_types[var] = (self._op_type(aliases[var]) if var in aliases
                               else self._infer(_let_of(var, expr), checked, var_types))
-        return self._infer(program.expr, checked, var_types)
-
-    def derive_of(self, code: str, source_name: str) -> Any:
-        """The typing derivation of the cell's trailing expression (``:derive``), checked as
-        ``type_of`` checks it; nothing is evaluated or committed. Its ``error`` is the
-        ``RelayTypeError`` when the expression is ill-typed."""
-        from relay_ref.repl import derive_expr
-
-        with self._explaining_shadowed_prelude():
-            program = self.parse_with_expr(code, source_name)
-            program, aliases = self._with_op_aliases(program)
-            checked = self._check_module(program.module)
-            var_types = dict(self.var_types)
-            for var, expr in program.bindings:
-                var_types[var] = (self._op_type(aliases[var]) if var in aliases
-                                  else self._infer(_let_of(var, expr), checked, var_types))
-            return derive_expr(program.expr, checked, var_types)
+        return checked, var_types
 
     def check(self, code: str | None, source_name: str) -> IRModule:
         """Type-check the session module (plus ``code``'s definitions, not committed)."""

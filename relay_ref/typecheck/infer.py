@@ -853,7 +853,8 @@ class _Checker:
                 for sub, hole in zip(subpatterns, holes, strict=True):
                     ok &= self.check_pattern(sub, hole, clause)
                 return ok
-        self.error(where, f"not a pattern: {type(pattern).__name__}", "TP-Wild")
+        # No TP-* rule applies to a node of another class: T-Match's premise fails.
+        self.error(where, f"not a pattern: {type(pattern).__name__}", "T-Match")
         return False
 
     def bind_poisoned(self, pattern: Pattern) -> None:
@@ -889,6 +890,16 @@ class _Checker:
         if isinstance(callee, Constructor) and _span(callee) is not None:
             return (Note(f"constructor {callee.name} is defined here", _span(callee)),)
         return ()
+
+
+# The checker's parts that extend it (the derivation recorder, typecheck/derive.py): a
+# subclass of ``Checker`` wraps its rule dispatch; ``OpRelation`` / ``Projection`` are the
+# constraints its ``relation`` / ``projection`` hooks return; ``guarded`` runs a body as the
+# public entry points do (internal failures become a located RelayTypeError).
+Checker = _Checker
+OpRelation = _OpRelation
+Projection = _Projection
+guarded = _guarded
 
 
 def _callee_name(callee: Expr) -> str:

@@ -1,6 +1,7 @@
 """``relay check --derive FILE [--global NAME]`` (relay_ref/cli_derive.py), as a subprocess:
 the derivation on stdout (exit 0), the derivation up to the failure then the located error
-(exit 1), usage errors naming the globals (exit 2)."""
+(exit 1), other globals' errors listed apart, usage errors (exit 2), rule names coloured
+only on request (FORCE_COLOR; never with NO_COLOR)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from pathlib import Path
 GOLDEN = Path(__file__).parent / "typecheck" / "derivations"
 
 
-def _relay(*args: str) -> subprocess.CompletedProcess[str]:
+def _relay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, timeout=120, env={"NO_COLOR": "1", "PATH": ""})
+                          text=True, timeout=120,
+                          env=env if env is not None else {"NO_COLOR": "1", "PATH": ""})
 
 
 def test_derive_prints_the_golden_tree() -> None:
@@ -34,3 +36,25 @@ def test_derive_of_an_ill_typed_global(tmp_path: Path) -> None:
     res = _relay("check", "--derive", str(path), "--global", "g")
     assert res.returncode == 2 and res.stdout == ""
     assert f"{path}: no global @g to derive (its globals: @f, @main)" in res.stderr
+
+
+def test_errors_of_other_globals_are_listed_apart() -> None:
+    path = GOLDEN / "other_global_error.relay"
+    res = _relay("check", "--derive", str(path))
+    assert res.returncode == 1
+    assert res.stdout == (GOLDEN / "other_global_error.txt").read_text()
+    assert res.stderr.startswith(f"{path}:2:1: error: the body does not have the declared")
+
+
+def test_derive_options_need_derive_and_colour() -> None:
+    path = str(GOLDEN / "broadcast.relay")
+    for option in ("--max-depth", "--max-nodes"):
+        res = _relay("check", option, "3", path)
+        assert res.returncode == 2 and res.stdout == ""
+        assert f"{option} applies to a derivation: use it with --derive" in res.stderr
+    res = _relay("check", "--derive", path, env={"FORCE_COLOR": "1", "PATH": ""})
+    assert res.returncode == 0
+    assert res.stdout.startswith("\x1b[1;35mT-Fn\x1b[0m  @main = ")
+    res = _relay("check", "--derive", path, env={"FORCE_COLOR": "1", "NO_COLOR": "1",
+                                                 "PATH": ""})
+    assert "\x1b" not in res.stdout

@@ -742,10 +742,22 @@ def avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
     x = to_canonical(np.asarray(args[0]), attrs.layout, "NCHW")
     acc = x.dtype if is_float(x.dtype.name) else np.dtype(np.int64)
     win, geo = _pool_windows(x.astype(acc, copy=False), attrs, 0)
-    pads, kernel, strides, dilation, out_hw, (eh, ew) = geo
     total = win.sum(axis=(4, 5), dtype=acc)
-    h, w = x.shape[2:]
-    # which positions count: real input, plus the explicit padding if count_include_pad
+    count = _avg_counts(x.shape[2:], attrs, geo)
+    with np.errstate(all="ignore"):
+        if is_float(x.dtype.name):
+            out = total / count.astype(x.dtype)
+        else:
+            out = trunc_div(total, count)
+    return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+
+
+def _avg_counts(hw: tuple, attrs: AvgPool2DAttrs, geo: tuple) -> Array:
+    """The (OH, OW) divisors of an average pool: how many positions of each window count
+    (real input, plus the explicit padding if ``count_include_pad``; never the ceil_mode
+    extra), at least 1."""
+    pads, kernel, strides, dilation, out_hw, (eh, ew) = geo
+    h, w = hw
     if attrs.count_include_pad:
         pt, pb = pads[2][0], pads[2][1] - eh
         pl, pr = pads[3][0], pads[3][1] - ew
@@ -753,13 +765,7 @@ def avg_pool2d_ref(args: list, attrs: AvgPool2DAttrs) -> Array:
     else:
         region = np.pad(np.ones((h, w), np.int64), (pads[2], pads[3]))
     cwin = _windows(region[None, None], kernel, strides, dilation, out_hw)
-    count = np.maximum(cwin.sum(axis=(4, 5)), 1)
-    with np.errstate(all="ignore"):
-        if is_float(x.dtype.name):
-            out = total / count.astype(x.dtype)
-        else:
-            out = trunc_div(total, count)
-    return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCHW"), x.dtype)
+    return np.maximum(cwin.sum(axis=(4, 5)), 1)[0, 0]
 
 
 _POOL_DOC = ("Output size: (H + pt + pb - ((K - 1) * dilation + 1)) // stride + 1 "
@@ -773,6 +779,74 @@ register_op("nn.avg_pool2d", attrs=AvgPool2DAttrs, num_inputs=1, arg_names=("dat
             doc="2-d average pooling; the divisor counts the window's real input elements, "
                 "or with count_include_pad also its explicit padding (never the ceil_mode "
                 f"extra).\n\n{_POOL_DOC}")
+
+
+# -- the pools' gradients (TVM ``nn.max_pool2d_grad`` / ``nn.avg_pool2d_grad``) -------------
+
+def pool2d_grad_rel(op: str) -> object:
+    """``op(out_grad, data) -> data's type`` where ``out_grad`` has the type the pool of
+    ``data`` has (TVM's ``Pool2DGradRel`` checks only data; here a mismatched out_grad is
+    an error). Floating point only."""
+    pooled_rel = pool2d_rel(op)
+
+    def rel(arg_types: list[Type], attrs: MaxPool2DAttrs) -> object:
+        args = tensor_args(op, arg_types, 2, ("out_grad", "data"))
+        if args is NOT_YET:
+            return NOT_YET
+        out_grad, data = args
+        pooled = pooled_rel([data], attrs)
+        if not is_float(data.dtype):
+            raise RelationError(f"{op}: data must be floating point, found {data.dtype}")
+        if (out_grad.dtype != data.dtype or out_grad.ndim != 4
+                or not all(dims_compatible(a, b)
+                           for a, b in zip(out_grad.shape, pooled.shape, strict=True))):
+            raise RelationError(f"{op}: out_grad must have the pooled type "
+                                f"{shape_text(pooled.shape)} {data.dtype}, found "
+                                f"{shape_text(out_grad.shape)} {out_grad.dtype}")
+        return TensorType(data.shape, data.dtype)
+    return rel
+
+
+def _pool2d_grad_ref(kind: str) -> object:
+    """The reference of ``nn.{kind}_pool2d_grad``: each output position's ``out_grad`` goes
+    back to the window elements it was computed from, summed where windows overlap: all of
+    it to the window's first maximum (max; TVM and jax pick one element too), or divided by
+    the window's divisor to every counted element (avg). Padding receives nothing."""
+    def ref(args: list, attrs: MaxPool2DAttrs) -> Array:
+        g = to_canonical(np.asarray(args[0]), attrs.out_layout or attrs.layout, "NCHW")
+        x = to_canonical(np.asarray(args[1]), attrs.layout, "NCHW")
+        n, c, h, w = x.shape
+        win, geo = _pool_windows(x, attrs, lowest(x.dtype) if kind == "max" else 0)
+        pads, (kh, kw), (sh, sw), (dh, dw), (oh, ow), _ = geo
+        if kind == "max":
+            choice = win.reshape(*win.shape[:4], kh * kw).argmax(axis=4)  # first maximum
+        else:
+            with np.errstate(all="ignore"):
+                share = g / _avg_counts((h, w), attrs, geo).astype(x.dtype)
+        padded = np.zeros((n, c, h + sum(pads[2]), w + sum(pads[3])), x.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                part = np.where(choice == i * kw + j, g, 0) if kind == "max" else share
+                # window offset (i, j) of output (p, q) reads padded (p sh + i dh, q sw + j dw)
+                padded[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh,
+                       j * dw:j * dw + (ow - 1) * sw + 1:sw] += part
+        out = padded[:, :, pads[2][0]:pads[2][0] + h, pads[3][0]:pads[3][0] + w]
+        return as_dtype(from_canonical(out, attrs.layout, "NCHW"), x.dtype)
+    return ref
+
+
+register_op("nn.max_pool2d_grad", attrs=MaxPool2DAttrs, num_inputs=2,
+            arg_names=("out_grad", "data"), support_level=2,
+            relation=pool2d_grad_rel("nn.max_pool2d_grad"), reference=_pool2d_grad_ref("max"),
+            doc="The adjoint of ``nn.max_pool2d`` (same attributes) at ``data``: each "
+                "out_grad element goes to its window's first maximum, summed over "
+                "overlapping windows.")
+register_op("nn.avg_pool2d_grad", attrs=AvgPool2DAttrs, num_inputs=2,
+            arg_names=("out_grad", "data"), support_level=2,
+            relation=pool2d_grad_rel("nn.avg_pool2d_grad"), reference=_pool2d_grad_ref("avg"),
+            doc="The adjoint of ``nn.avg_pool2d`` (same attributes): each out_grad element "
+                "divided by its window's divisor goes to every counted element of the "
+                "window, summed over overlapping windows (data gives only the shape).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -1170,6 +1244,12 @@ for _name in ("nn.max_pool2d", "nn.avg_pool2d"):
         {"pool_size": (3, 3), "padding": (1, 1)}, {"pool_size": (2, 2), "ceil_mode": True,
                                                    "strides": (2, 2)},
         {"pool_size": (2, 2), "layout": "NHWC"}), args=(((1, 2, 5, 5),), ((1, 4, 4, 2),)))
+for _name in ("nn.max_pool2d_grad", "nn.avg_pool2d_grad"):  # data (1, 2, 5, 5)
+    _set_examples(_name, attrs=(
+        {"pool_size": (2, 2)}, {"pool_size": (2, 2), "strides": (2, 2)},
+        {"pool_size": (3, 3), "padding": (1, 1)}, {"pool_size": (2, 2), "ceil_mode": True,
+                                                   "strides": (2, 2)}),
+        args=tuple(((1, 2, k, k), (1, 2, 5, 5)) for k in (4, 2, 5, 3)))
 _set_examples("nn.global_avg_pool2d", attrs=({"layout": "NHWC"},))
 _set_examples("nn.matmul", attrs=({"transpose_b": True},), args=(((2, 3), (3, 2)),
                                                                  ((2, 3), (2, 3))))

@@ -268,9 +268,6 @@ RULES: dict[str, tuple] = {
 
 _LATER = "not implemented yet"
 NOT_DIFFERENTIABLE: dict[str, str] = {
-    **{n: f"{_LATER} (needs a window-gradient op: TVM's {n}_grad)"
-       for n in ("nn.max_pool1d", "nn.max_pool2d", "nn.max_pool3d", "nn.avg_pool1d",
-                 "nn.avg_pool2d", "nn.avg_pool3d")},
     **{n: f"{_LATER} (adaptive windows)"
        for n in ("nn.adaptive_avg_pool1d", "nn.adaptive_avg_pool2d", "nn.adaptive_avg_pool3d",
                  "nn.adaptive_max_pool1d", "nn.adaptive_max_pool2d",

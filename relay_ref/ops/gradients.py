@@ -6,11 +6,17 @@ with ``set_gradient``. It runs after every family registered its ops
 
 from __future__ import annotations
 
-from relay_ref.ops import grad_elementwise, grad_nn, grad_reduce, grad_transform
+from relay_ref.ops import (
+    grad_elementwise,
+    grad_nn,
+    grad_pool,
+    grad_reduce,
+    grad_transform,
+)
 from relay_ref.ops.grad_common import register_rules
 from relay_ref.ops.registry import all_ops
 
-FAMILIES = (grad_elementwise, grad_reduce, grad_transform, grad_nn)
+FAMILIES = (grad_elementwise, grad_reduce, grad_transform, grad_nn, grad_pool)
 
 #: whole op namespaces without rules, and why (applied to their ops not classified above).
 NAMESPACE_REASONS: dict[str, str] = {

@@ -173,7 +173,9 @@ class _Generator:
     """Walks the body once (iteratively), giving each (node, axes) pair a variable of the
     innermost loop and each leaf a view."""
 
-    def __init__(self, params: Sequence[Var], types: Mapping[Expr, Type], body: Expr):
+    def __init__(self, params: Sequence[Var], types: Mapping[Expr, Type], body: Expr,
+                 templates: Mapping[str, elementwise.OpTemplates] | None = None):
+        self.templates = templates  # None: the CPU table (the CUDA kernels pass theirs)
         self.params = {p: i for i, p in enumerate(params)}
         self.param_types = tuple(self._static(p, types) for p in params)
         self.types = types
@@ -275,7 +277,7 @@ class _Generator:
         code = elementwise.render(
             name, [self.names[(id(a), ax)] for a, ax in args],
             [self._static(a, self.types).dtype for a, _ in args],
-            self._static(node, self.types).dtype, plain)
+            self._static(node, self.types).dtype, plain, self.templates)
         if code is None:
             raise _Unsupported
         var = f"t{len(self.ops)}"
@@ -290,7 +292,7 @@ class _Generator:
 
     # -- layout and source ----------------------------------------------------------------
 
-    def _layout(self) -> tuple[list[int], list[list[int]], list[tuple[bool, ...]]]:
+    def layout(self) -> tuple[list[int], list[list[int]], list[tuple[bool, ...]]]:
         """Collapsed dims, each view's strides on them, each view's pattern (True: dense)."""
         full: list[list[int]] = []  # per view, its element stride on each output axis
         for view in self.views:
@@ -385,7 +387,7 @@ class _Generator:
         return "\n".join(lines)
 
     def kernel(self, cache_dir: str | os.PathLike[str] | None) -> ElementwiseKernel:
-        dims, strides, patterns = self._layout()
+        dims, strides, patterns = self.layout()
         source = self._source(len(dims), patterns)
         module = codecache.load_source(source, cache_dir)
         shape, dtype = tuple(self.shape), np.dtype(self.out_dtype)
@@ -405,3 +407,9 @@ class _Generator:
             strides=np.array(strides, np.int64).reshape(len(self.views), len(dims)),
             errors=tuple(self.errors), inplace_ok=inplace, ops=tuple(self.ops),
             source=source, inplace_sources=variants, cache_dir=cache_dir)
+
+
+#: the walk and the collapsed layout, public for the CUDA kernels' generator
+#: (``relay_ref.executor.cuda_fused``), which emits another loop over the same analysis
+Generator = _Generator
+Unsupported = _Unsupported

@@ -102,3 +102,54 @@ def test_cuda_table_entry_loads_with_the_protocol(name: str) -> None:
     assert params == ["args", "attrs", "shape" if fn.returns_view else "out"], (name, params)
     assert fn.launches == (0 if fn.returns_view else 1)
     assert get_op(name).kernels.get("cpu") is not None  # the host path exists too
+
+
+def test_generated_cuda_source_calls_only_what_numba_cuda_compiles() -> None:
+    """numba's CUDA target has no scalar ``np.exp``, ``np.sqrt``, ``np.floor``, ...: every
+    ``np.<name>(`` in a generated elementwise kernel (every op with a template, every
+    dtype) is a dtype constructor or in numba's CUDA ufunc table; the math is the
+    ``sm.<fn>_<dtype>`` functions of ``relay_ref.compute.cuda.scalar``, which exist.
+    (``scripts/cuda_ptx_check.py`` compiles these sources to PTX where NVVM is installed.)"""
+    import numpy as np
+    from numba.cuda.ufuncs import ufunc_db
+
+    from relay_ref.compute.cuda import scalar
+    from relay_ref.executor.cuda_fused import SOURCE_DTYPES, one_op_sources
+
+    allowed = {u.__name__ for u in ufunc_db()} | {np.dtype(d).type.__name__ for d in
+                                                   SOURCE_DTYPES} | {"bool_"}
+    sources = one_op_sources()
+    assert len(sources) >= 240, len(sources)
+    assert {d for _, d, _, _ in sources} == set(SOURCE_DTYPES)
+    bad, used = [], set()
+    for name, dtype, _, source in sources:
+        body = source.split("def kernel", 1)[1]
+        bad += [(name, dtype, f) for f in re.findall(r"\bnp\.(\w+)\(", body) if f not in allowed]
+        used |= set(re.findall(r"\bsm\.(\w+)\(", body))
+    assert not bad, bad
+    assert used and used <= set(scalar.FUNCTIONS), used - set(scalar.FUNCTIONS)
+    assert {"exp_float32", "floor_float64", "sqrt_float32", "pow_float32", "fmod_float64",
+            "rint_float32", "isinf_float32", "sign_float64"} <= used
+
+
+#: a sample of the PTX check (all of it takes a minute): the GEMM main loop, conv2d's
+#: accessors, a row kernel, and templates that once used NumPy functions numba lacks
+PTX_SAMPLE = (r"^(gemm|conv2d|softmax) float32$"
+              r"|^(exp|floor_mod|power|sign|isnan|clip|maximum) (float32|int32)$")
+
+
+def test_ptx_check_script_compiles_a_sample_or_says_why_not() -> None:
+    """``scripts/cuda_ptx_check.py`` on a sample: with NVVM they compile (exit 0); without
+    it, every failure is NVVM's reason, not a bug of the script or the kernels."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "cuda_ptx_check.py"),
+                           "--only", PTX_SAMPLE],
+                          cwd=ROOT, env=_child_env(), capture_output=True, text=True,
+                          timeout=300)
+    out = proc.stdout + proc.stderr
+    if proc.returncode == 0:
+        assert re.search(r"compiled (\d+) of \1 kernels", out), out[-2000:]
+        assert int(re.search(r"compiled (\d+)", out).group(1)) == 13, out[-2000:]
+        return
+    failures = [line for line in out.splitlines() if line.startswith("FAILED")]
+    assert failures and all("NVVM" in line or "libnvvm" in line.lower() for line in failures), \
+        out[-3000:]

@@ -344,10 +344,13 @@ def supports(op: str) -> bool:
 
 
 def render(op: str, args: Sequence[str], arg_dtypes: Sequence[str], out_dtype: str,
-           attrs: Mapping[str, object]) -> ScalarCode | None:
+           attrs: Mapping[str, object], table: Mapping[str, OpTemplates] | None = None
+           ) -> ScalarCode | None:
     """The scalar expression of ``op`` applied to ``args`` (variable names of the dtypes
     ``arg_dtypes``), converted to ``out_dtype``; None when there is no template for these
-    dtypes (the caller then runs the op some other way)."""
+    dtypes (the caller then runs the op some other way). ``table``: another template table
+    (the CUDA one, ``relay_ref.compute.cuda.scalar``; its patterns may also use ``{t}``, the
+    dtype's name); default ``TEMPLATES``."""
     if out_dtype not in KINDS or any(d not in KINDS for d in arg_dtypes):
         return None
     if op in _CASTS:
@@ -359,7 +362,7 @@ def render(op: str, args: Sequence[str], arg_dtypes: Sequence[str], out_dtype: s
             # direct conversion saturates in numba where NumPy wraps negative values)
             src = f"np.int64({src})"
         return ScalarCode(_convert(src, out_dtype), (), None, "")
-    entry = TEMPLATES.get(op)
+    entry = (TEMPLATES if table is None else table).get(op)
     if entry is None or entry.kind_of >= len(arg_dtypes):
         return None
     dtype = arg_dtypes[entry.kind_of]
@@ -367,7 +370,7 @@ def render(op: str, args: Sequence[str], arg_dtypes: Sequence[str], out_dtype: s
     if tmpl is None or (entry.check is not None and not entry.check(attrs, arg_dtypes,
                                                                      out_dtype)):
         return None
-    names = {"T": f"np.{dtype}" if dtype != "bool" else "np.bool_"}
+    names = {"T": f"np.{dtype}" if dtype != "bool" else "np.bool_", "t": dtype}
     if entry.consts is not None:
         names.update(entry.consts(attrs, dtype))
     expr = _convert(f"({tmpl.expr.format(*args, **names)})", out_dtype, exact=True)

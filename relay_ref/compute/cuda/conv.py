@@ -7,8 +7,9 @@ pixels); ``X_g`` is never materialised (no im2col buffer): a thread loading elem
 (batch, output row, output column), and reads the input pixel the tap hits, or 0 in the
 padding. Strides, padding (top/left; bottom/right padding is implied by the output size),
 dilation and groups are run-time arguments; block ``(x, y, z)`` computes pixels
-``x * bn ...``, output channels ``y * bm ...`` of group ``z``. The tiling, register blocking
-and double buffering are those of ``relay_ref.compute.cuda.gemm``.
+``x * bn ...``, output channels ``y * bm ...`` of group ``z`` (looping over row tiles and
+groups with the grid's stride). The main loop (tiling, register blocking, double
+buffering) is ``relay_ref.compute.cuda.gemm.mainloop`` with conv2d's element accessors.
 """
 
 from __future__ import annotations
@@ -20,111 +21,73 @@ import numpy as np
 from numba import cuda  # a module global: the simulator swaps it in per launch
 
 from relay_ref.compute.cuda.config import CudaConfig, GemmTile, default_config
-from relay_ref.compute.cuda.gemm import flat
+from relay_ref.compute.cuda.gemm import mainloop
+from relay_ref.compute.cuda.launch import flat, grid_dim
 
 __all__ = ["conv2d_nchw"]
+
+
+@cuda.jit(device=True)
+def _elem_w(w, p, r, q):  # p = (group base, k length)
+    return w[p[0] + r * p[1] + q]
+
+
+@cuda.jit(device=True)
+def _elem_x(x, p, q, pix):
+    # p = (c, h, w, kh, kw, ohw, ow_n, sh, sw, dh, dw, pt, pl, cbase)
+    c, h, w, kh, kw, ohw, ow_n = p[0], p[1], p[2], p[3], p[4], p[5], p[6]
+    taps = kh * kw
+    ci = q // taps
+    rs = q - ci * taps
+    r = rs // kw
+    s = rs - r * kw
+    nb = pix // ohw
+    rest = pix - nb * ohw
+    oh = rest // ow_n
+    ow = rest - oh * ow_n
+    ih = oh * p[7] - p[11] + r * p[9]
+    iw = ow * p[8] - p[12] + s * p[10]
+    v = x[0] - x[0]  # zero of x's dtype
+    if ih >= 0 and ih < h and iw >= 0 and iw < w:
+        v = x[((nb * c + p[13] + ci) * h + ih) * w + iw]
+    return v
 
 
 @functools.cache
 def _kernel(tile: GemmTile, dtype: str) -> Any:
     dt = np.dtype(dtype).type
-    BM, BN, BK, TM, TN = tile.bm, tile.bn, tile.bk, tile.tm, tile.tn  # noqa: N806
-    NTX, NT = BN // TN, tile.threads  # noqa: N806
-    A_N, B_N = BK * BM, BK * BN  # noqa: N806
-    A_LOADS, B_LOADS = -(-A_N // NT), -(-B_N // NT)  # noqa: N806
-
-    @cuda.jit(device=True)
-    def load_w(w, sa, buf, base, row0, k0, og, kk_len, tid):
-        for ld in range(A_LOADS):
-            e = tid + ld * NT
-            if e < A_N:
-                mm = e // BK
-                kk = e - mm * BK
-                r = row0 + mm
-                q = k0 + kk
-                if r < og and q < kk_len:
-                    sa[buf, kk, mm] = w[base + r * kk_len + q]
-                else:
-                    sa[buf, kk, mm] = 0
-
-    @cuda.jit(device=True)
-    def load_x(x, sb, buf, col0, k0, kk_len, npix, cbase, c, h, w, kh, kw, ohw, ow_n,
-               sh, sw, dh, dw, pt, pl, tid):
-        for ld in range(B_LOADS):
-            e = tid + ld * NT
-            if e < B_N:
-                kk = e // BN
-                nn = e - kk * BN
-                p = col0 + nn
-                q = k0 + kk
-                v = dt(0)
-                if p < npix and q < kk_len:
-                    ci = q // (kh * kw)
-                    rs = q - ci * (kh * kw)
-                    r = rs // kw
-                    s = rs - r * kw
-                    nb = p // ohw
-                    pix = p - nb * ohw
-                    oh = pix // ow_n
-                    ow = pix - oh * ow_n
-                    ih = oh * sh - pt + r * dh
-                    iw = ow * sw - pl + s * dw
-                    if ih >= 0 and ih < h and iw >= 0 and iw < w:
-                        v = x[((nb * c + cbase + ci) * h + ih) * w + iw]
-                sb[buf, kk, nn] = v
+    BM, BN, TM, TN = tile.bm, tile.bn, tile.tm, tile.tn  # noqa: N806
+    NTX = BN // TN  # noqa: N806
+    main = mainloop(tile, dtype, _elem_w, _elem_x)
 
     @cuda.jit
-    def kernel(x, wt, out, n, c, h, w, o, kh, kw, oh_n, ow_n, cg, og, sh, sw, dh, dw, pt, pl):
-        sa = cuda.shared.array((2, BK, BM), dt)
-        sb = cuda.shared.array((2, BK, BN), dt)
+    def kernel(x, wt, out, n, c, h, w, o, kh, kw, oh_n, ow_n, cg, og, sh, sw, dh, dw, pt, pl,
+               groups):
         acc = cuda.local.array((TM, TN), dt)
-        ra = cuda.local.array(TM, dt)
-        rb = cuda.local.array(TN, dt)
         tid = cuda.threadIdx.x
         ty = tid // NTX
         tx = tid - ty * NTX
-        row0 = cuda.blockIdx.y * BM
         col0 = cuda.blockIdx.x * BN
-        g = cuda.blockIdx.z
         kk_len = cg * kh * kw
         ohw = oh_n * ow_n
         npix = n * ohw
-        wbase = g * og * kk_len
-        cbase = g * cg
-        for i in range(TM):
-            for j in range(TN):
-                acc[i, j] = 0
-        ntiles = (kk_len + BK - 1) // BK
-        load_w(wt, sa, 0, wbase, row0, 0, og, kk_len, tid)
-        load_x(x, sb, 0, col0, 0, kk_len, npix, cbase, c, h, w, kh, kw, ohw, ow_n,
-               sh, sw, dh, dw, pt, pl, tid)
-        cuda.syncthreads()
-        for t in range(ntiles):
-            cur = t & 1
-            if t + 1 < ntiles:  # prefetch the next slice into the other buffer
-                k1 = (t + 1) * BK
-                load_w(wt, sa, 1 - cur, wbase, row0, k1, og, kk_len, tid)
-                load_x(x, sb, 1 - cur, col0, k1, kk_len, npix, cbase, c, h, w, kh, kw, ohw,
-                       ow_n, sh, sw, dh, dw, pt, pl, tid)
-            for kk in range(BK):
+        row_tiles = (og + BM - 1) // BM
+        for g in range(cuda.blockIdx.z, groups, cuda.gridDim.z):
+            for by in range(cuda.blockIdx.y, row_tiles, cuda.gridDim.y):
+                row0 = by * BM
+                main(wt, (g * og * kk_len, kk_len), True, x,
+                     (c, h, w, kh, kw, ohw, ow_n, sh, sw, dh, dw, pt, pl, g * cg), True,
+                     og, npix, kk_len, row0, col0, acc)
                 for i in range(TM):
-                    ra[i] = sa[cur, kk, ty * TM + i]
-                for j in range(TN):
-                    rb[j] = sb[cur, kk, tx * TN + j]
-                for i in range(TM):
-                    for j in range(TN):
-                        acc[i, j] += ra[i] * rb[j]
-            cuda.syncthreads()
-        for i in range(TM):
-            r = row0 + ty * TM + i
-            if r < og:
-                ch = g * og + r
-                for j in range(TN):
-                    p = col0 + tx * TN + j
-                    if p < npix:
-                        nb = p // ohw
-                        pix = p - nb * ohw
-                        out[(nb * o + ch) * ohw + pix] = acc[i, j]
+                    r = row0 + ty * TM + i
+                    if r < og:
+                        ch = g * og + r
+                        for j in range(TN):
+                            p = col0 + tx * TN + j
+                            if p < npix:
+                                nb = p // ohw
+                                pix = p - nb * ohw
+                                out[(nb * o + ch) * ohw + pix] = acc[i, j]
 
     return kernel
 
@@ -141,8 +104,8 @@ def conv2d_nchw(x: Any, w: Any, out: Any, strides: tuple[int, int],
     _, _, oh, ow = out.shape
     og = o // groups
     kernel = _kernel(tile, np.dtype(out.dtype).name)
-    grid = (-(-(n * oh * ow) // tile.bn), -(-og // tile.bm), groups)
+    grid = (-(-(n * oh * ow) // tile.bn), grid_dim(-(-og // tile.bm)), grid_dim(groups))
     kernel[grid, tile.threads](flat(x), flat(w), flat(out), n, c, h, wd, o, kh, kw, oh, ow,
                                cg, og, strides[0], strides[1], dilation[0], dilation[1],
-                               padding[0], padding[1])
+                               padding[0], padding[1], groups)
     return out

@@ -14,7 +14,7 @@ from typing import Any
 
 from relay_ref.compute.cpu import codecache
 from relay_ref.compute.cuda.config import CudaConfig, default_config
-from relay_ref.compute.cuda.pool import blocks_for
+from relay_ref.compute.cuda.launch import blocks_for
 
 __all__ = ["DEVICE_JIT", "KERNEL_JIT", "launch", "load"]
 

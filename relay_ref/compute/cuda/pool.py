@@ -19,14 +19,9 @@ import numpy as np
 from numba import cuda  # a module global: the simulator swaps it in per launch
 
 from relay_ref.compute.cuda.config import CudaConfig, default_config
-from relay_ref.compute.cuda.gemm import flat
+from relay_ref.compute.cuda.launch import blocks_for, flat
 
-__all__ = ["blocks_for", "pool2d_nchw"]
-
-
-def blocks_for(total: int, config: CudaConfig) -> int:
-    """Blocks of a grid-stride launch over ``total`` elements."""
-    return max(1, min(-(-total // config.threads), config.max_blocks))
+__all__ = ["pool2d_nchw"]
 
 
 @functools.cache
@@ -70,7 +65,9 @@ def _kernel(is_max: bool, include_pad: bool, dtype: str) -> Any:
                     pos = ow * sw + s * dw
                     if pos >= lo_w and pos < hi_w:
                         cw += 1
-                acc = acc / dt(max(ch, 1) * max(cw, 1))
+                ch = ch if ch > 1 else 1  # (a select: older numba CUDA has no int max)
+                cw = cw if cw > 1 else 1
+                acc = acc / dt(ch * cw)
             out[idx] = acc
 
     return kernel

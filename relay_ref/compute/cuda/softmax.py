@@ -16,7 +16,7 @@ import numpy as np
 from numba import cuda  # a module global: the simulator swaps it in per launch
 
 from relay_ref.compute.cuda.config import CudaConfig, default_config
-from relay_ref.compute.cuda.gemm import flat
+from relay_ref.compute.cuda.launch import flat
 from relay_ref.compute.cuda.reduce import block_reduce, combiner
 
 __all__ = ["softmax_rows"]

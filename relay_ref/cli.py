@@ -199,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=_cmd_check)
 
     run = sub.add_parser("run", help="type-check and evaluate @main",
+                         formatter_class=_RunFormatter,
                          description="Type-check FILE, then evaluate @main with the "
                                      "definitional interpreter (with --compile: the fast "
                                      "CPU executor, rr.compile) and print its value.")
@@ -207,13 +208,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="arguments of @main: Relay literals (e.g. 3, 2.5f, '(1, 2)', "
                           "'Cons(1, Nil)') or .npy files")
     run.add_argument("--entry", default="main", help="the global to run (default: main)")
-    run.add_argument("--trace", action="store_const", const="rules",
+    run.add_argument("--trace", action=_TraceMode, default=None,
                      help="print each evaluation rule applied (for teaching; interpreter "
                           "only); --trace=values also shows each step's value, the "
-                          "environments closures capture, the store and pattern matching")
-    for mode in ("rules", "values"):  # `--trace=MODE`, matched whole before `--trace`
-        run.add_argument(f"--trace={mode}", dest="trace", action="store_const", const=mode,
-                         help=argparse.SUPPRESS)
+                          "environments closures capture, the store and pattern matching. "
+                          "A stuck evaluation prints the trace up to the stuck rule")
+    run.add_argument("--trace-limit", type=_non_negative_int, default=None, metavar="N",
+                     help="with --trace: print at most N lines of the trace, then how many "
+                          "were left out (default 1000; 0: all)")
     run.add_argument("-o", "--output", metavar="OUT.npy",
                      help="save the resulting tensor to a .npy file")
     run.add_argument("--no-prelude", action="store_true",
@@ -273,6 +275,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _TraceMode(argparse.Action):
+    """``--trace`` or ``--trace=rules|values``: the trace's mode in ``args.trace``.
+
+    argparse cannot give an option an optional value written only after ``=``: with
+    ``nargs="?"`` it would take ``FILE`` in ``--trace FILE`` as the value. So ``main``
+    writes a bare ``--trace`` of ``relay run`` as ``--trace=rules`` before parsing
+    (``_bare_trace``), and this action takes exactly one value, which must be a mode."""
+
+    MODES = ("rules", "values")
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        kwargs.setdefault("metavar", "=rules|values")
+        super().__init__(option_strings, dest, nargs=None, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        if values not in self.MODES:
+            parser.error(f"--trace takes rules or values (--trace=values), not {values!r}")
+        setattr(namespace, self.dest, values)
+
+
+class _RunFormatter(argparse.HelpFormatter):
+    """``relay run``'s help: ``--trace[=rules|values]``, as it is written (no space)."""
+
+    def _format_usage(self, *args: object, **kwargs: object) -> str:
+        return super()._format_usage(*args, **kwargs).replace(  # type: ignore[arg-type]
+            "[--trace =rules|values]", "[--trace[=rules|values]]")
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if isinstance(action, _TraceMode):
+            return "--trace[=rules|values]"
+        return super()._format_action_invocation(action)
+
+
+def _bare_trace(argv: list[str]) -> list[str]:
+    """``relay run``'s arguments with a bare ``--trace`` written ``--trace=rules`` (see
+    ``_TraceMode``); what follows ``--`` is left as it is. ``--trace values`` (a space for
+    the ``=``) raises ``_Usage``: ``values`` would otherwise be read as the FILE."""
+    if not argv or argv[0] != "run":
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    out = list(argv)
+    for i in range(1, end):
+        if argv[i] == "--trace":
+            if i + 1 < end and argv[i + 1] in _TraceMode.MODES:
+                raise _Usage(f"--trace {argv[i + 1]}: write --trace={argv[i + 1]} (the mode "
+                             "follows '=', not a space)")
+            out[i] = "--trace=rules"
+    return out
+
+
 def _non_negative_int(text: str) -> int:
     """argparse type for ``--opt-level``."""
     try:
@@ -295,9 +348,30 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _encode_or_escape(*streams: object) -> None:
+    """Output streams whose encoding cannot write what relay prints (``⇒``, ``ρ``, ``ℓ``,
+    ``Δ; Γ ⊢``...: an ``ascii`` or ``latin-1`` terminal, ``PYTHONIOENCODING=ascii``) escape
+    those characters (``\\u21d2``) instead of failing: the text is reconfigured with
+    ``errors="backslashreplace"``. UTF-8 streams are left as they are."""
+    for stream in streams:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "⇒ρσℓ↦▷⊣Δ⊢τ…".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                with contextlib.suppress(ValueError, OSError):
+                    reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
+    _encode_or_escape(sys.stdout, sys.stderr)
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv = _bare_trace(list(sys.argv[1:] if argv is None else argv))
+    except _Usage as err:
+        print(f"relay run: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
     args, extras = parser.parse_known_args(argv)
     if extras and args.command == "run":
         # `relay run FILE --entry f 100`: arguments of @main may follow options.

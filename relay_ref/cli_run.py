@@ -19,6 +19,12 @@ diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--p
 (the time per fused group and kernel) print to stderr and need ``--compile``; the
 interpreter's ``--trace`` and ``--max-depth`` are usage errors with it.
 
+``--trace`` (or ``--trace=rules``) prints each evaluation rule applied, ``--trace=values``
+also each step's value (``relay_ref.interpreter.trace``), on stdout before the value; at
+most ``--trace-limit`` lines (default ``TRACE_LIMIT``; 0: all), then how many were left
+out. A stuck evaluation prints its trace up to the stuck step (ending with the stuck rule,
+the line kept past the limit), then the error on stderr.
+
 Part of the CLI layer: it uses only the public API and ``relay_ref.repl`` (DESIGN.md
 section 2; tests/test_layering.py checks it).
 
@@ -52,6 +58,9 @@ import relay_ref as rr
 from relay_ref import repl
 from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour
 
+TRACE_LIMIT = 1000
+"""Lines of a ``--trace`` shown by default (``--trace-limit N`` to change; 0: all)."""
+
 
 def _usage(message: str) -> int:
     print(f"relay: error: {message}", file=sys.stderr)
@@ -63,7 +72,10 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
 
     ``--trace`` and ``--max-depth`` are the interpreter's: compiled code applies no
     evaluation rules and has no call counter (it recurses on a big stack instead).
-    ``--plan`` and ``--profile`` describe a compiled program, so they need ``--compile``."""
+    ``--plan`` and ``--profile`` describe a compiled program, so they need ``--compile``;
+    ``--trace-limit`` bounds a trace, so it needs ``--trace``."""
+    if getattr(args, "trace_limit", None) is not None and not args.trace:
+        return "--trace-limit bounds the lines of a trace: add --trace (or --trace=values)"
     if getattr(args, "compile", False):
         if args.trace:
             return ("--trace lists the interpreter's evaluation rules; compiled code applies "
@@ -142,6 +154,9 @@ def run_file(args: argparse.Namespace) -> int:
             result = rr.evaluate(mod, *values, entry=args.entry, trace=trace,
                                  max_depth=getattr(args, "max_depth", None))
     except rr.RelayError as err:
+        if args.trace and getattr(err, "trace", None):  # stuck: the trace up to there
+            _print_trace(args, err.trace)
+            sys.stdout.flush()
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     status = _print_result(args, result)
@@ -175,7 +190,7 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
     """Print (or with ``--output`` save) the value ``@entry`` returned; the exit code."""
     if args.trace:
         result, events = result
-        print(repl.format_trace(events, colour=_colour(sys.stdout)))
+        _print_trace(args, events)
     if args.output:
         if not isinstance(result, np.ndarray):
             print(repl.value_text(result))
@@ -191,6 +206,14 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
         return EXIT_OK
     print(repl.value_text(result))
     return EXIT_OK
+
+
+def _print_trace(args: argparse.Namespace, events: list[Any]) -> None:
+    """The trace, at most ``--trace-limit`` lines (``TRACE_LIMIT`` by default, 0: all)."""
+    limit = getattr(args, "trace_limit", None)
+    limit = TRACE_LIMIT if limit is None else (limit or None)
+    if events:
+        print(repl.format_trace(events, limit=limit, colour=_colour(sys.stdout)))
 
 
 def _argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,

@@ -410,29 +410,44 @@ TRACE_LIMIT = 400
 """At most this many trace lines are shown (then a count of the rest)."""
 
 
-@command("trace", "EXPR", "Evaluate EXPR and list the evaluation rules applied.\n\n"
+@command("trace", "[--values] EXPR", "Evaluate EXPR and list the evaluation rules applied "
+         "(--values: with each step's value).\n\n"
          "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...). With --values "
          "each step also shows its value (ρ; σ ⊢ e ⇒ v; σ'), the environment a closure "
-         "captures, the store a reference rule reads or writes, and for `match` the clause "
-         "taken and the pattern rules (P-Ctor, P-Var ...) with their bindings.",
+         "captures, the store a reference rule reads or writes, and for `match` the clauses "
+         "that failed, the clause taken and the pattern rules (P-Ctor, P-Var ...) with their "
+         "bindings. A stuck evaluation shows the trace up to the stuck rule (E-Match-Fail, "
+         "Stuck-Depth ...), then the error.",
          needs_arg=True)
 def _trace(ctx: Context, arg: str) -> None:
-    from relay_ref.repl import format_trace, trace_html
+    from relay_ref.repl import RelayError
 
     parts = arg.split(None, 1)
-    values = bool(parts) and parts[0] == "--values"
+    option = parts[0] if parts and parts[0].startswith("--") else None
+    if option is not None and option != "--values":
+        raise CommandError(f":trace: unknown option {option} (:trace [--values] EXPR)")
+    values = option == "--values"
     rest = parts[1] if values and len(parts) > 1 else ""
     if values and not rest.strip():
         raise CommandError(":trace --values needs an expression: :trace --values EXPR")
-    outcome = ctx.session.run(rest if values else arg, ctx.source_name,
-                              trace="values" if values else True)
-    events = outcome.trace or []
+    try:
+        outcome = ctx.session.run(rest if values else arg, ctx.source_name,
+                                  trace="values" if values else True)
+    except RelayError as err:  # stuck: the trace up to the stuck rule, then the error
+        _show_trace(ctx, getattr(err, "trace", None) or [], values)
+        raise
+    _show_trace(ctx, outcome.trace or [], values)
+    show_outcome(ctx, outcome)
+
+
+def _show_trace(ctx: Context, events: list[Any], values: bool) -> None:
+    from relay_ref.repl import format_trace, trace_html
+
     text = format_trace(events, limit=TRACE_LIMIT)
     if text and values:
         ctx.out.display({"text/plain": text, "text/html": trace_html(events, TRACE_LIMIT)})
     elif text:
         ctx.out.display(trace_bundle(text))
-    show_outcome(ctx, outcome)
 
 
 @command("rule", "NAME...", "Show rules of the spec as spec/ writes them (T-App, E-Let ...).\n\n"

@@ -12,7 +12,8 @@ The rules are ``relay_ref.interpreter.eval``; this module is the driver around t
   (``relay_ref.interpreter.stuck.runtime_error``); nothing else escapes ``evaluate`` for a
   well-typed program (except ``KeyboardInterrupt`` when interrupted);
 * with ``trace=True`` / ``trace="values"``, the tracing layer
-  (``relay_ref.interpreter.trace.TracingInterpreter``) instead of the plain interpreter.
+  (``relay_ref.interpreter.trace.TracingInterpreter``) instead of the plain interpreter; a
+  stuck traced evaluation's error carries the trace up to the stuck step (``err.trace``).
 """
 
 from __future__ import annotations
@@ -154,7 +155,10 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     ``relay_ref.interpreter.trace.TraceEvent`` in derivation order (``format_trace``
     prints them); with ``trace="values"`` the events also hold each judgement's value,
     the environment a closure captured, the store a reference rule touched and the
-    pattern-matching rules of each ``match`` (``format_trace`` prints those too).
+    pattern-matching rules of each ``match`` (``format_trace`` prints those too). When a
+    traced evaluation gets stuck, the ``RelayRuntimeError`` it raises has a ``trace``
+    attribute: the events up to the stuck step, the last one naming the stuck rule
+    (``E-Match-Fail``, ``Stuck-Depth`` ...; ``relay_ref.interpreter.trace``).
     Raises ``RelayTypeError`` (an ill-typed program), ``RelayRuntimeError`` (an unknown
     entry, a wrong number of arguments, an argument that does not fit its parameter, a
     stuck evaluation), ``TypeError`` for parameters of the wrong Python type;
@@ -251,6 +255,10 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     try:
         value = run_deep(guarded, on_interrupt=interp.request_stop, name="relay-eval",
                          recursion_limit=limit)
+    except RelayRuntimeError as err:
+        if trace:  # the derivation up to the stuck step, which it ends with
+            err.trace = interp.trace()  # type: ignore[attr-defined]
+        raise
     finally:
         _relax_gc(-1)
     if trace:

@@ -158,7 +158,8 @@ class Interpreter:
         try:
             return env[expr]
         except KeyError:                                                   # Stuck-Var (4)
-            raise Stuck(f"unbound variable %{expr.name_hint}", expr.span) from None
+            raise Stuck(f"unbound variable %{expr.name_hint}", expr.span,
+                        rule="Stuck-Var") from None
 
     def e_global(self, expr: GlobalVar, env: dict) -> Value:
         """E-Global (3.2): the closure of the global's definition, with an empty
@@ -180,7 +181,8 @@ class Interpreter:
         if type(value) is tuple and expr.index < len(value):
             return value[expr.index]
         raise Stuck(f"cannot take field {expr.index} of "                 # Stuck-Proj (4)
-                    f"{short(value_to_text(value))}: not a tuple with that field", expr.span)
+                    f"{short(value_to_text(value))}: not a tuple with that field", expr.span,
+                    rule="Stuck-Proj")
 
     def e_let(self, expr: Let, env: dict) -> Expr:
         """E-Let (3.6), a step: bind the variable to the value, continue with the body. A
@@ -234,11 +236,12 @@ class Interpreter:
             frame = dict(fn.env)
         depth = self.calls + 1
         if depth > self.max_depth:                       # Stuck-Depth (4)
-            raise Stuck(f"recursion deeper than {self.max_depth} calls", _span(call))
+            raise Stuck(f"recursion deeper than {self.max_depth} calls", _span(call),
+                        rule="Stuck-Depth")
         params = func.params
         if len(params) != len(args):                     # Stuck-Arity (4)
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
-                        _span(call) or func.span)
+                        _span(call) or func.span, rule="Stuck-Arity")
         frame.update(zip(params, args, strict=True))  # lengths checked above
         info = self.fn_info.get(func) or self.info(func)
         for param, ty in info.param_checks:
@@ -256,7 +259,8 @@ class Interpreter:
         except RecursionError:                           # Stuck-Depth (4), Python's stack
             stuck = Stuck(f"evaluation nested too deeply for Python's stack at {depth} "
                           f"nested calls (the limit is {self.max_depth} calls; expressions "
-                          "nested inside each call use the stack too)", _span(call))
+                          "nested inside each call use the stack too)", _span(call),
+                          rule="Stuck-Depth")
             if name is not None:
                 stuck.frames.append((name, _span(call)))
             raise stuck from None
@@ -274,7 +278,7 @@ class Interpreter:
         """E-App-Ctor (3.8): the ADT value of the constructor and the arguments."""
         if len(args) != len(fn.inputs):                  # Stuck-Arity (4)
             raise Stuck(f"{fn.name} takes {len(fn.inputs)} argument(s), got {len(args)}",
-                        _span(call))
+                        _span(call), rule="Stuck-Arity")
         return ConstructorValue(fn, tuple(args))
 
     def e_app_op(self, expr: Call, env: dict) -> Value:
@@ -304,7 +308,7 @@ class Interpreter:
         cond = self.eval(expr.cond, env)
         if type(cond) is not np.ndarray or cond.shape != () or cond.dtype.kind != "b":
             raise Stuck("the condition of `if` must be a bool scalar, got "  # Stuck-If (4)
-                        f"{short(value_to_text(cond))}", expr.cond.span)
+                        f"{short(value_to_text(cond))}", expr.cond.span, rule="Stuck-If")
         if cond:
             return expr.true_branch                      # E-If-True (3.12)
         return expr.false_branch                         # E-If-False (3.12)
@@ -318,7 +322,7 @@ class Interpreter:
             if self.match_pattern(clause.lhs, scrutinee, env):
                 return clause.rhs
         raise Stuck("no match clause matched the value "                 # E-Match-Fail
-                    f"{short(value_to_text(scrutinee))}", expr.span)
+                    f"{short(value_to_text(scrutinee))}", expr.span, rule="E-Match-Fail")
 
     def match_pattern(self, pattern: Pattern, value: Value, env: dict) -> bool:
         """``value ▷ pattern ⊣ θ`` (3.13): does ``value`` match ``pattern``? Binds θ in
@@ -335,7 +339,7 @@ class Interpreter:
                         return False
                 if len(pats) != len(value.fields):                      # Stuck-Match (4)
                     raise Stuck(f"pattern {ctor.name} has {len(pats)} field(s), the value "
-                                f"{len(value.fields)}", _span(pattern))
+                                f"{len(value.fields)}", _span(pattern), rule="Stuck-Match")
                 for sub, field_value in zip(pats, value.fields, strict=True):
                     if type(sub) is PatternVar:          # P-Var, inlined (the usual case)
                         env[sub.var] = field_value
@@ -403,7 +407,7 @@ class Interpreter:
         if kind is Op:                                   # E-App-Op (3.9), op as a value
             return self.run_op(fn.name, args, None, call)
         raise Stuck(f"cannot call {short(value_to_text(fn))}: not a function",  # Stuck-App
-                    _span(call))
+                    _span(call), rule="Stuck-App")
 
     def eval_call(self, expr: Call, env: dict) -> tuple[Value, list[Value]]:
         """The premises of E-App: the callee's value, then the arguments' (``eval_args``).
@@ -428,7 +432,8 @@ class Interpreter:
                 try:
                     values.append(env[arg])
                 except KeyError:
-                    raise Stuck(f"unbound variable %{arg.name_hint}", arg.span) from None
+                    raise Stuck(f"unbound variable %{arg.name_hint}", arg.span,
+                                rule="Stuck-Var") from None
             elif kind is Constant:                       # E-Const (3.3)
                 values.append(arg.data)
             else:
@@ -441,7 +446,7 @@ class Interpreter:
         if closure is None:
             func = self.module.functions.get(name)
             if func is None:                                               # Stuck-Var (4)
-                raise Stuck(f"undefined global @{name}", span)
+                raise Stuck(f"undefined global @{name}", span, rule="Stuck-Var")
             closure = self.globals[name] = Closure({}, func, name)
         return closure
 
@@ -460,7 +465,8 @@ class Interpreter:
                 try:
                     captured[var] = env[var]
                 except KeyError:                                           # Stuck-Var (4)
-                    raise Stuck(f"unbound variable %{var.name_hint}", var.span) from None
+                    raise Stuck(f"unbound variable %{var.name_hint}", var.span,
+                                rule="Stuck-Var") from None
         return Closure(captured, func)
 
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
@@ -563,10 +569,11 @@ def _span(node: object) -> Span | None:
 
 
 def _not_a_ref(what: str, value: Value, expr: Expr) -> Stuck:
-    return Stuck(f"{what} needs a reference, got {short(value_to_text(value))}", expr.span)
+    return Stuck(f"{what} needs a reference, got {short(value_to_text(value))}", expr.span,
+                 rule="Stuck-Ref")
 
 
 def _no_match_shape(pattern: Pattern, expected: str, value: Value) -> Stuck:
     """Stuck-Match: a pattern met a value of another shape (only in ill-typed programs)."""
     return Stuck(f"the pattern expects {expected}, got {short(value_to_text(value))}",
-                 _span(pattern))
+                 _span(pattern), rule="Stuck-Match")

@@ -30,7 +30,7 @@ def op_reference(name: str, attrs: object,
     try:
         opdef = get_op(name)
     except KeyError:
-        raise Stuck(f"unknown operator {name}", _span(call)) from None
+        raise Stuck(f"unknown operator {name}", _span(call), rule="Stuck-Op") from None
     if attrs is None:
         attrs = opdef.attrs()
     return opdef.reference, attrs
@@ -60,24 +60,25 @@ def _check_op_arguments(opdef: Any, values: list[Value], attrs: object,
     name = opdef.name
     if opdef.num_inputs >= 0 and len(values) != opdef.num_inputs:
         raise Stuck(f"operator {name} takes {opdef.num_inputs} argument(s), got "
-                    f"{len(values)}", _span(call))
+                    f"{len(values)}", _span(call), rule="Stuck-Op")
     types = []
     for v in values:
         ty = _value_type(v)
         if ty is None:
             raise Stuck(f"operator {name} cannot take {short(value_to_text(v))}: its "
-                        "arguments are tensors or tuples of tensors", _span(call))
+                        "arguments are tensors or tuples of tensors", _span(call),
+                        rule="Stuck-Op")
         types.append(ty)
     try:
         opdef.relation(types, attrs)
     except RelationError as err:
         message = str(err)
         raise Stuck(message if message.startswith(name) else f"{name}: {message}",
-                    _span(call)) from None
+                    _span(call), rule="Stuck-Op") from None
     except Exception as err:  # noqa: BLE001 - a relation failing on odd types is stuck
         raise Stuck(f"{name}: arguments of types "
                     f"{', '.join(type_to_text(t) for t in types)} are not accepted "
-                    f"({type(err).__name__}: {err})", _span(call)) from None
+                    f"({type(err).__name__}: {err})", _span(call), rule="Stuck-Op") from None
 
 
 def _value_type(value: Value) -> Type | None:

@@ -18,13 +18,19 @@ __all__ = ["Interrupted", "Stuck", "runtime_error"]
 class Stuck(Exception):
     """Evaluation cannot proceed (spec section 4). Internal: ``evaluate`` turns it into a
     ``RelayRuntimeError``. ``frames`` collects ``(global name, call-site span)`` pairs while
-    the exception unwinds through calls of globals, innermost first."""
+    the exception unwinds through calls of globals, innermost first. ``rule`` names the
+    stuck state when the spec does (``E-Match-Fail``, ``Stuck-Depth``, ``Stuck-Proj`` ...;
+    None for the unnamed rows of spec section 4: an operator failing on its values, an
+    annotation contradicted through a ``?`` dimension, a bad host argument); the error's
+    message ends with it as a tag (``[E-Match-Fail]``), as type errors end with theirs."""
 
-    def __init__(self, message: str, span: Span | None, notes: tuple[Note, ...] = ()) -> None:
+    def __init__(self, message: str, span: Span | None, notes: tuple[Note, ...] = (),
+                 rule: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span
         self.notes = notes
+        self.rule = rule
         self.frames: list[tuple[str, Span | None]] = []
 
 
@@ -37,7 +43,9 @@ def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeE
 
     When the failing expression lies outside ``source_name`` (in the prelude, say) and a
     call from ``source_name`` led there, the innermost such call site becomes the primary
-    location and the failing expression a note: the user's own code is what to fix."""
+    location and the failing expression a note: the user's own code is what to fix. The
+    message ends with the stuck rule's tag when it has one (``... the value Nil
+    [E-Match-Fail]``)."""
     stack = tuple(name for name, _ in reversed(stuck.frames))  # outermost first
     span, message, notes = stuck.span, stuck.message, list(stuck.notes)
     if span is not None and source_name is not None and span.source.name != source_name:
@@ -55,6 +63,8 @@ def runtime_error(stuck: Stuck, source_name: str | None = None) -> RelayRuntimeE
             if len(shown) == 4:
                 break
         notes.extend(Note(f"@{name} called here", site) for name, site in shown)
+    if stuck.rule is not None:
+        message = f"{message} [{stuck.rule}]"
     diag = Diagnostic(ERROR, message, span, tuple(notes))
     return RelayRuntimeError([diag], relay_stack=stack)
 

@@ -18,7 +18,17 @@ or E-App-Ctor by the callee's value; E-Match by the first clause that matches) i
 listed above those premises: a line is written where its judgement starts and names the
 rule that concluded it. The plain trace leaves E-Shared out (a shared node's first use
 shows the rule for its form, one level deeper; a later use shows nothing); the value trace
-shows E-Shared at both.
+shows E-Shared at both. In the value trace a ``match`` lists, before the pattern rules of
+the clause it takes, each clause that failed by its first failing step (a ``P-Ctor`` whose
+constructor differs from the value's).
+
+**Stuck evaluations.** When evaluation gets stuck the trace stops there: the judgements it
+was deriving (none concluded) keep their lines, naming the rule they were applying and, in
+the value trace, ``⇒ stuck``; the last line, one level below the judgement that got stuck,
+names the stuck rule (``E-Match-Fail``, ``Stuck-Depth``, ``Stuck-Op`` ...; the rule of that
+judgement when the spec names none) and its message. A ``match`` that no clause matches is
+itself written ``E-Match-Fail``. The ``RelayRuntimeError`` carries these events as
+``err.trace``.
 
 ``format_trace`` renders events one per line, indented by depth (plain)::
 
@@ -89,9 +99,22 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.type_text import shape_to_text
 
-__all__ = ["TraceEvent", "TracingInterpreter", "format_trace", "short_text", "trace_html"]
+__all__ = ["STUCK", "TraceEvent", "TracingInterpreter", "format_trace", "short_text",
+           "trace_html"]
 
 _NO_VALUE: Any = None  # an event of a plain trace holds no value
+
+
+class _StuckValue:
+    """The value of a judgement that got stuck (``STUCK``): it has none."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "STUCK"
+
+
+STUCK: Any = _StuckValue()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +126,12 @@ class TraceEvent:
     variables bound (E-Let, E-App-Closure, E-App-Rec, P-Var), ``("captured", env)`` a
     closure's environment (E-Fn, E-Let-Rec: also ``var``), ``("store", ℓ, v)`` σ[ℓ ↦ v]
     (E-Ref, E-Write), ``("load", ℓ, v)`` σ(ℓ) = v (E-Read), ``("clause", k, n)`` the
-    clause taken (E-Match), ``("first",)`` / ``("reused",)`` (E-Shared). A pattern rule's
-    ``expr`` is the pattern and ``value`` the value it matched. Store contents are the
-    values at the time of the rule (values are immutable; a reference inside one is shown
-    by its location's name)."""
+    clause taken (E-Match), ``("first",)`` / ``("reused",)`` (E-Shared), ``("fail", k, n)``
+    the first failing step of clause ``k`` of ``n`` (P-Ctor), ``("stuck", message)`` the
+    stuck rule that ends a stuck trace (in plain traces too). A pattern rule's ``expr`` is
+    the pattern and ``value`` the value it matched. A judgement that got stuck has the value
+    ``STUCK`` (value traces). Store contents are the values at the time of the rule (values
+    are immutable; a reference inside one is shown by its location's name)."""
 
     rule: str
     expr: Expr | Pattern | None
@@ -157,6 +182,7 @@ class TracingInterpreter(Interpreter):
         self.depth = 0
         self._nodes: list[_Node] = []
         self._matching = False
+        self._stuck: Stuck | None = None  # the stuck state already written, if any
 
     def trace(self) -> list[TraceEvent]:
         """The events recorded so far, in derivation order."""
@@ -184,6 +210,29 @@ class TracingInterpreter(Interpreter):
         else:
             self.events[node.slot] = TraceEvent(rule, node.expr, node.depth)
 
+    def _fail(self, node: _Node, stuck: Stuck, env: dict | None) -> None:
+        """``node``'s judgement did not conclude: ``stuck`` unwinds through it. The innermost
+        such node (the first to see ``stuck``) is followed by the stuck rule's event, one
+        level deeper, after its premises; every such node gets its line (its rule, value
+        ``STUCK``, a binding detail when its premises made one)."""
+        self._nodes.pop()
+        innermost = self._stuck is not stuck
+        rule = node.rule or _open_rule(node)
+        if innermost:
+            self._stuck = stuck
+            if stuck.rule == "E-Match-Fail" and type(node.expr) is Match:
+                rule = "E-Match-Fail"
+            self.events.append(TraceEvent(stuck.rule or rule, node.expr, node.depth + 1,
+                                          STUCK if self.values else _NO_VALUE,
+                                          ("stuck", stuck.message)))
+        if rule == "E-Shared" and not self.values:
+            return
+        if not self.values:
+            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth)
+            return
+        detail = _detail(rule, node, STUCK, env) if rule in _BINDING_RULES else ()
+        self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, STUCK, detail)
+
     def _name(self, rule: str) -> None:
         """The innermost node's rule is ``rule``, unless a more specific rule named it."""
         node = self._nodes[-1] if self._nodes else None
@@ -196,6 +245,9 @@ class TracingInterpreter(Interpreter):
         node = self._open(expr, self.depth)
         try:
             value = self._derive(expr, env, node)
+        except Stuck as stuck:
+            self._fail(node, stuck, env)
+            raise
         except BaseException:
             self._nodes.pop()
             raise
@@ -262,6 +314,9 @@ class TracingInterpreter(Interpreter):
         node.premises = [fn, *args]
         try:
             value = super().apply(fn, args, None)
+        except Stuck as stuck:
+            self._fail(node, stuck, None)
+            raise
         except BaseException:
             self._nodes.pop()
             raise
@@ -277,11 +332,17 @@ class TracingInterpreter(Interpreter):
         finally:
             self._matching = False
         node = self._nodes[-1]
-        if matched and type(node.expr) is Match:
-            clauses = node.expr.clauses
-            k = next(i for i, c in enumerate(clauses) if c.lhs is pattern)
+        if type(node.expr) is not Match:
+            return matched
+        clauses = node.expr.clauses
+        k = next(i for i, c in enumerate(clauses) if c.lhs is pattern)
+        if matched:
             node.detail = ("clause", k + 1, len(clauses))
             self.events.extend(_pattern_events(pattern, value, env, node.depth + 1))
+        else:
+            pat, val = _first_failure(pattern, value)
+            self.events.append(TraceEvent("P-Ctor", pat, node.depth + 1, val,
+                                          ("fail", k + 1, len(clauses))))
         return matched
 
 
@@ -293,6 +354,19 @@ def _rule_of(node: _Node) -> str:
     if kind is If:
         return "E-If-True" if node.premises and node.premises[0] else "E-If-False"
     return _RULE_NAMES.get(kind, kind.__name__)
+
+
+def _open_rule(node: _Node) -> str:
+    """The rule a judgement that did not conclude was applying: as ``_rule_of``, but an
+    ``if`` whose condition has no value yet is ``E-If-*`` (either)."""
+    if type(node.expr) is If and not node.premises:
+        return "E-If-*"
+    return _rule_of(node)
+
+
+#: Rules whose value-trace detail is a binding made from their premises (a stuck judgement
+#: shows it too: the environment its stuck premise was evaluated in).
+_BINDING_RULES = frozenset({"E-Let", "E-Let-Rec", "E-App-Closure", "E-App-Rec"})
 
 
 _RULE_NAMES: dict[type, str] = {
@@ -316,8 +390,12 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
         return ("captured", value.env)
     if rule in ("E-App-Closure", "E-App-Rec") and premises:
         fn = premises[0]
-        func = fn.func if isinstance(fn, Closure) else fn.closure.func
-        return ("bind", tuple(zip(func.params, premises[1:], strict=False)))
+        if isinstance(fn, RecClosure):  # E-App-Rec: ρ'[y ↦ r][xi ↦ vi]
+            params = tuple(zip(fn.closure.func.params, premises[1:], strict=False))
+            return ("bind", ((fn.var, fn), *params))
+        if isinstance(fn, Closure):
+            return ("bind", tuple(zip(fn.func.params, premises[1:], strict=False)))
+        return ()
     if rule == "E-Ref":
         return ("store", value, premises[0] if premises else None)
     if rule == "E-Read" and premises:
@@ -325,6 +403,23 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
     if rule == "E-Write" and len(premises) >= 2:
         return ("store", premises[0], premises[1])
     return ()
+
+
+def _first_failure(pattern: Pattern, value: Value) -> tuple[Pattern, Value]:
+    """The first step, in pre-order, at which ``value`` fails to match ``pattern``: a
+    constructor pattern meeting a value of another constructor (no rule applies), with the
+    value there (the whole pattern and value if no such step is found)."""
+    stack: list[tuple[Pattern, Value]] = [(pattern, value)]
+    while stack:
+        pat, val = stack.pop()
+        kind = type(pat)
+        if kind is PatternConstructor:
+            if type(val) is not ConstructorValue or val.constructor.tag != pat.constructor.tag:
+                return pat, val
+            stack.extend(reversed(list(zip(pat.patterns, val.fields, strict=False))))
+        elif kind is PatternTuple and type(val) is tuple:
+            stack.extend(reversed(list(zip(pat.patterns, val, strict=False))))
+    return pattern, value
 
 
 def _pattern_events(pattern: Pattern, value: Value, env: dict,
@@ -370,12 +465,15 @@ MAX_ENTRIES = 4
 """Entries of an environment or a binding list shown; the rest are counted."""
 SMALL_TENSOR = 6
 """Tensors of at most this many elements are written out; larger ones show their type."""
+STUCK_WIDTH = 120
+"""Characters of a stuck state's message on the line that ends a stuck trace."""
 
 
 def format_trace(events: list[TraceEvent], limit: int | None = None,
                  values: bool | None = None, colour: bool = False) -> str:
     """One line per event, indented two spaces per depth level; at most ``limit`` lines
-    (then a line saying how many were left out). Beyond ``MAX_INDENT`` levels the depth is
+    (then a line saying how many were left out, and, for a stuck trace, its last line: the
+    stuck rule). Beyond ``MAX_INDENT`` levels the depth is
     written as a number (``[depth 812]``) instead, so the output stays linear in the
     number of events however deep the derivation. ``values`` (default: whether the events
     hold values, ``trace="values"``) adds each judgement's value and detail; ``colour``
@@ -406,18 +504,38 @@ def _ansi_line(indent: str, rule: str, rest: str) -> str:
 
 def _lines(events: list[TraceEvent], limit: int | None, values: bool | None,
            line: Any) -> list[str]:
-    shown = events if limit is None else events[:limit]
+    cut = limit is not None and len(events) > limit
+    stuck = events[-1] if cut and _is_stuck(events[-1]) else None
+    shown = events[:limit] if cut else events
     if values is None:
-        values = any(e.value is not _NO_VALUE or e.detail for e in shown[:64])
+        values = any(e.value is not _NO_VALUE or (e.detail and not _is_stuck(e))
+                     for e in shown[:64])
     base = min((e.depth for e in shown), default=0)
     names = _Locations()
     out = []
-    for e in shown:
-        rest = _value_text(e, names) if values else f"  {e.text}"
+
+    def write(e: TraceEvent) -> None:
+        if _is_stuck(e):
+            rest = f"  stuck: {_cut(e.detail[1], STUCK_WIDTH)}"
+        else:
+            rest = _value_text(e, names) if values else f"  {e.text}"
         out.append(line(_indent(e.depth - base), e.rule, rest))
-    if limit is not None and len(events) > limit:
-        out.append(f"... {len(events) - limit} more steps")
+
+    for e in shown:
+        write(e)
+    if cut:
+        out.append(f"... {len(events) - limit - (stuck is not None)} more steps")
+    if stuck is not None:  # a stuck trace ends with its stuck rule, however long
+        write(stuck)
     return out
+
+
+def _is_stuck(e: TraceEvent) -> bool:
+    return bool(e.detail) and e.detail[0] == "stuck"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _indent(depth: int) -> str:
@@ -431,7 +549,12 @@ def _value_text(e: TraceEvent, names: _Locations) -> str:
     expr = e.expr
     if isinstance(expr, Pattern):                      # v ▷ p ⊣ θ
         text = f"  {short_value(e.value, names)} ▷ {pattern_text(expr)}"
-        if e.detail:
+        if e.detail and e.detail[0] == "fail":       # no rule applies: the clause fails
+            ctor = (f"{e.value.constructor.name} is not {expr.constructor.name}"
+                    if type(e.value) is ConstructorValue and type(expr) is PatternConstructor
+                    else "no rule applies")
+            text += f"   fails: {ctor} (clause {e.detail[1]} of {e.detail[2]})"
+        elif e.detail:
             text += " ⊣ " + _bindings(e.detail[1], names, braces=True)
         return text
     summary = short_text(expr, 10 * VALUE_EXPR_WIDTH)
@@ -534,6 +657,8 @@ def short_value(value: Value, names: _Locations | None = None,
             piece = f"<operator {item.name}>"
         elif item is None:
             piece = "?"
+        elif item is STUCK:
+            piece = "stuck"
         else:
             piece = f"<{type(item).__name__}>"
         out.append(piece)

@@ -16,39 +16,44 @@ from relay_ref.ir.visitor import free_vars
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# (program, (line, column) of the stuck node, words of the message)
+# (program, (line, column) of the stuck node, words of the message, the stuck rule its tag names)
 ILL_TYPED = [
-    ("def @main() { (1, 2).5 }", (1, 16), "cannot take field 5"),                 # Stuck-Proj
-    ("def @main() { let %x = ref(1); %x.0 }", (1, 32), "not a tuple"),            # Stuck-Proj
-    ("def @main() { ref_read(1) }", (1, 15), "ref_read needs a reference"),       # Stuck-Ref
-    ("def @main() { ref_write(1, 2) }", (1, 15), "ref_write needs a reference"),  # Stuck-Ref
-    ("def @main() { match (1) { Cons(%x, _) => 1, Nil => 0 } }", (1, 27),         # Stuck-Match
-     "the pattern expects List, got 1"),
+    ("def @main() { (1, 2).5 }", (1, 16), "cannot take field 5", "Stuck-Proj"),
+    ("def @main() { let %x = ref(1); %x.0 }", (1, 32), "not a tuple", "Stuck-Proj"),
+    ("def @main() { ref_read(1) }", (1, 15), "ref_read needs a reference", "Stuck-Ref"),
+    ("def @main() { ref_write(1, 2) }", (1, 15), "ref_write needs a reference", "Stuck-Ref"),
+    ("def @main() { match (1) { Cons(%x, _) => 1, Nil => 0 } }", (1, 27),
+     "the pattern expects List, got 1", "Stuck-Match"),
     ("def @main() { match (Some(1)) { Cons(%x, _) => 1, _ => 0 } }", (1, 33),
-     "the pattern expects List, got Some(1)"),
+     "the pattern expects List, got Some(1)", "Stuck-Match"),
     ("def @main() { match ((1, 2)) { (%a, %b, %c) => %a } }", (1, 32),
-     "expects a 3-tuple"),
-    ("def @main() { match (1) { (%a, %b) => %a } }", (1, 27), "expects a 2-tuple"),
-    ("def @main() { let %f = 1; %f(2) }", (1, 27), "cannot call 1: not a function"),
-    ("def @main() { (1, 2)(3) }", (1, 16), "not a function"),                     # Stuck-App
-    ("def @g(%x: int32) { %x }\ndef @main() { @g(1, 2) }", (2, 15),               # Stuck-Arity
-     "expects 1 arguments, got 2"),
-    ("def @main() { (fn (%x: int32) { %x })(1, 2) }", (1, 16), "expects 1 arguments"),
-    ("def @main() { let %c = Cons; %c(1) }", (1, 30), "Cons takes 2 argument(s), got 1"),
-    ("def @main() { if ((1, 2)) { 1 } else { 2 } }", (1, 20), "bool scalar"),      # Stuck-If
-    ("def @main() { add((1, 2), 3) }", (1, 15), "must be a tensor"),               # Stuck-Op
-    ("def @main() { add(1, 2f) }", (1, 15), "dtypes differ"),
-    ("def @main() { nn.relu(Nil) }", (1, 15), "cannot take Nil"),
+     "expects a 3-tuple", "Stuck-Match"),
+    ("def @main() { match (1) { (%a, %b) => %a } }", (1, 27), "expects a 2-tuple",
+     "Stuck-Match"),
+    ("def @main() { let %f = 1; %f(2) }", (1, 27), "cannot call 1: not a function",
+     "Stuck-App"),
+    ("def @main() { (1, 2)(3) }", (1, 16), "not a function", "Stuck-App"),
+    ("def @g(%x: int32) { %x }\ndef @main() { @g(1, 2) }", (2, 15),
+     "expects 1 arguments, got 2", "Stuck-Arity"),
+    ("def @main() { (fn (%x: int32) { %x })(1, 2) }", (1, 16), "expects 1 arguments",
+     "Stuck-Arity"),
+    ("def @main() { let %c = Cons; %c(1) }", (1, 30), "Cons takes 2 argument(s), got 1",
+     "Stuck-Arity"),
+    ("def @main() { if ((1, 2)) { 1 } else { 2 } }", (1, 20), "bool scalar", "Stuck-If"),
+    ("def @main() { add((1, 2), 3) }", (1, 15), "must be a tensor", "Stuck-Op"),
+    ("def @main() { add(1, 2f) }", (1, 15), "dtypes differ", "Stuck-Op"),
+    ("def @main() { nn.relu(Nil) }", (1, 15), "cannot take Nil", "Stuck-Op"),
 ]
 
 
-@pytest.mark.parametrize("text,where,words", ILL_TYPED, ids=[c[0] for c in ILL_TYPED])
-def test_ill_typed_node_is_stuck_at_its_location(text, where, words):
+@pytest.mark.parametrize("text,where,words,rule", ILL_TYPED, ids=[c[0] for c in ILL_TYPED])
+def test_ill_typed_node_is_stuck_at_its_location(text, where, words, rule):
     mod = rr.parse(text, "bad.relay")
     with pytest.raises(rr.RelayRuntimeError) as info:
         rr.evaluate(mod, typecheck=False)
     first = info.value.diagnostics[0]
     assert words in first.message
+    assert first.message.endswith(f" [{rule}]")  # the stuck rule's tag (spec 4)
     assert first.span is not None and first.span.source.name == "bad.relay"
     assert (first.span.line, first.span.column) == where
     with pytest.raises(rr.RelayTypeError):
@@ -107,7 +112,7 @@ def test_endless_recursion_is_reported_at_the_recursive_call_with_a_relay_stack(
         rr.evaluate(mod, max_depth=1000)
     err = info.value
     first = err.diagnostics[0]
-    assert first.message == "recursion deeper than 1000 calls"
+    assert first.message == "recursion deeper than 1000 calls [Stuck-Depth]"
     assert (first.span.line, first.span.column, first.span.end_column) == (1, 30, 35)
     notes = [n.message for n in first.notes]
     assert any("Relay call stack" in n and "@main -> @f (x999)" in n for n in notes), notes

@@ -49,7 +49,8 @@ def test_recursive_closure():
     lines = text.splitlines()
     assert lines[2] == ("  E-Let-Rec  let %f = fn (%n) { if (... < ...) { ... } else { … ⇒ 0"
                         "   ρ[%f ↦ <closure %f = fn (%n)>]   captured {%k ↦ 1}")
-    assert lines[3] == "    E-App-Rec  %f(1) ⇒ 0   ρ'[%n ↦ 1]"
+    # E-App-Rec binds the recursive variable to the closure itself, then the parameters
+    assert lines[3] == "    E-App-Rec  %f(1) ⇒ 0   ρ'[%f ↦ <closure %f = fn (%n)>, %n ↦ 1]"
     assert "E-If-False" in text and "E-If-True" in text
 
 
@@ -79,7 +80,7 @@ E-App-Closure  (host call) ⇒ 5   ρ'[%n ↦ 4]
         E-Var  %c ⇒ ℓ0"""
 
 
-def test_match_shows_the_clause_and_the_pattern_rules():
+def test_match_shows_the_failed_clauses_the_clause_taken_and_the_pattern_rules():
     text = values_trace("match ((1, Cons(2, Nil))) { (_, Nil) => 0, (%a, Cons(%b, _)) => %a + %b }")
     assert text == """\
 E-Match  match ((1, Cons(2, Nil()))) { ... } ⇒ 3   clause 2 of 2
@@ -90,6 +91,7 @@ E-Match  match ((1, Cons(2, Nil()))) { ... } ⇒ 3   clause 2 of 2
       E-Const  2 ⇒ 2
       E-App-Ctor  Nil() ⇒ Nil
         E-Ctor  Nil ⇒ <constructor Nil>
+  P-Ctor  Cons(2, Nil) ▷ Nil   fails: Cons is not Nil (clause 1 of 2)
   P-Tuple  (1, Cons(2, Nil)) ▷ (%a, Cons(%b, _))
     P-Var  1 ▷ %a ⊣ {%a ↦ 1}
     P-Ctor  Cons(2, Nil) ▷ Cons(%b, _)

@@ -45,3 +45,26 @@ def test_trace_values_command() -> None:
     assert out.bundles[-2]["text/plain"] == "E-Let  let %x = 1; %x\n  E-Const  1\n  E-Var  %x"
     with pytest.raises(CommandError, match="needs an expression"):
         run_command(ctx, *split_command(":trace --values"))
+
+
+def test_trace_of_a_stuck_expression_then_the_error() -> None:
+    from relay_ref.repl import RelayRuntimeError
+
+    session, out = Session(), _Collect()
+    ctx = Context(session, "In[1]", out)
+    code = "let %l: List[int32] = Nil; match? (%l) { Cons(%x, _) => %x }"
+    for option, lines in (("--values ", [
+            "  E-Match-Fail  match? (%l) { ... } ⇒ stuck",
+            "    E-Var  %l ⇒ Nil",
+            "    P-Ctor  Nil ▷ Cons(%x, _)   fails: Nil is not Cons (clause 1 of 1)",
+            "    E-Match-Fail  stuck: no match clause matched the value Nil"]), ("", [
+            "  E-Match-Fail  match? (%l) { ... }",
+            "    E-Var  %l",
+            "    E-Match-Fail  stuck: no match clause matched the value Nil"])):
+        out.bundles.clear()
+        with pytest.raises(RelayRuntimeError, match=r"the value Nil \[E-Match-Fail\]"):
+            run_command(ctx, *split_command(f":trace {option}{code}"))
+        (trace,) = out.bundles  # the trace, shown before the error
+        assert trace["text/plain"].splitlines()[-len(lines):] == lines
+    with pytest.raises(CommandError, match=r"unknown option --value \(:trace \[--values\]"):
+        run_command(ctx, *split_command(":trace --value 1"))

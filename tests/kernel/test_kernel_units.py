@@ -157,7 +157,7 @@ def test_split_command():
     assert split_command("  :trace\nlet %x = 1;\n%x") == ("trace", "let %x = 1;\n%x")
     assert split_command("?nn.dense") == ("page", "nn.dense")
     assert split_command("%x") is None
-    assert ":trace EXPR" in help_text()
+    assert ":trace [--values] EXPR" in help_text()
 
 
 def test_ast_text_is_a_tree():

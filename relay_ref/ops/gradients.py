@@ -9,6 +9,7 @@ from __future__ import annotations
 from relay_ref.ops import (
     grad_elementwise,
     grad_nn,
+    grad_norm,
     grad_pool,
     grad_reduce,
     grad_transform,
@@ -16,7 +17,8 @@ from relay_ref.ops import (
 from relay_ref.ops.grad_common import register_rules
 from relay_ref.ops.registry import all_ops
 
-FAMILIES = (grad_elementwise, grad_reduce, grad_transform, grad_nn, grad_pool)
+FAMILIES = (grad_elementwise, grad_reduce, grad_transform, grad_nn, grad_pool,
+            grad_norm)
 
 #: whole op namespaces without rules, and why (applied to their ops not classified above).
 NAMESPACE_REASONS: dict[str, str] = {

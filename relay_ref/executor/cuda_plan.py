@@ -35,12 +35,13 @@ import numpy as np
 from relay_ref.diagnostics import RelayError
 from relay_ref.executor.groups import GroupPlanner, Step
 from relay_ref.ir.expr import Call, Constant, Expr, Var
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.registry import OpPattern, get_op, op_kernel
 
 __all__ = ["CudaGroupPlanner", "DeviceRuntime", "DeviceStep", "ElementwiseStep", "HostStep",
            "cuda_available",
-           "device_plan", "host_copies", "launches", "move_constants", "require_device"]
+           "device_plan", "host_copies", "launches", "move_constants", "require_device",
+           "tensor_fields"]
 
 
 def cuda_available() -> bool:
@@ -99,24 +100,42 @@ class DeviceStep:
         return to_host(result) if not self.shape else result
 
 
+def _to_device(value: Any) -> Any:
+    """``value`` with every host tensor of rank >= 1 in it (tuples included) copied to the
+    device."""
+    from relay_ref.compute.cuda import to_device
+
+    if type(value) is tuple:
+        return tuple(_to_device(v) for v in value)
+    return to_device(value) if type(value) is np.ndarray and value.ndim else value
+
+
+def tensor_fields(ty: Type | None) -> int:
+    """Tensors of rank >= 1 in a value of type ``ty`` (tuple fields counted, recursively):
+    the copies moving it between host and device (0-d tensors live on the host)."""
+    if type(ty) is TupleType:
+        return sum(tensor_fields(f) for f in ty.fields)
+    if type(ty) is TensorType:
+        return 0 if len(ty.shape) == 0 else 1
+    return 1  # not known statically: count one
+
+
 class HostStep:
     """An operator call on the host (no CUDA kernel for it): device arguments copied to the
-    host, the CPU kernel or reference run, a tensor result of rank >= 1 copied back."""
+    host, the CPU kernel or reference run, the result's tensors of rank >= 1 copied back
+    (tuple results field by field). ``copies``: the copies one call makes, from the call's
+    checked types."""
 
     launches = 0
     returns_view = False
 
-    def __init__(self, fn: Callable[..., Any], name: str) -> None:
+    def __init__(self, fn: Callable[..., Any], name: str, copies: int = 0) -> None:
         self.fn = fn
         self.name = name
+        self.copies = copies
 
     def __call__(self, args: list[Any], attrs: object, out: Any = None) -> Any:
-        from relay_ref.compute.cuda import to_device
-
-        result = self.fn([_to_host(a) for a in args], attrs)
-        if type(result) is np.ndarray and result.ndim:
-            return to_device(result)
-        return result
+        return _to_device(self.fn([_to_host(a) for a in args], attrs))
 
 
 class ElementwiseStep:
@@ -165,13 +184,15 @@ class CudaGroupPlanner(GroupPlanner):
         arg_types = [self.types.get(a) for a in call.args]
         out_type = self.types.get(call)
         step: DeviceStep | ElementwiseStep | HostStep | None = None
-        if kernel is not None and _static(out_type) and all(_static(t) for t in arg_types) \
-                and kernel.supports(arg_types, attrs, out_type):  # type: ignore[attr-defined]
+        supports = getattr(kernel, "supports", None)  # a user's kernel may not say
+        if supports is not None and _static(out_type) and all(_static(t) for t in arg_types) \
+                and supports(arg_types, attrs, out_type):
             step = DeviceStep(kernel, out_type, name)  # type: ignore[arg-type]
         elif get_op(name).op_pattern <= OpPattern.BROADCAST and self._worth_fusing(out_type):
             step = self._one_op_kernel(call)
         if step is None:
-            step = HostStep(op_kernel(name, "cpu") or get_op(name).reference, name)
+            copies = sum(tensor_fields(t) for t in arg_types) + tensor_fields(out_type)
+            step = HostStep(op_kernel(name, "cpu") or get_op(name).reference, name, copies)
         self.steps[call] = step
         return step
 
@@ -226,12 +247,12 @@ class CudaGroupPlanner(GroupPlanner):
 
 
 def host_copies(plan: Any) -> int:
-    """Host<->device copies one run of a group's plan makes at most: per host step, one
-    per tensor argument and one for its result."""
+    """Host<->device copies one run of a group's plan makes: per host step, one per tensor
+    of rank >= 1 in its arguments and in its result (tuple fields counted)."""
     copies = 0
     for step in plan.steps:
         if step.kind == "op" and isinstance(step.fn, HostStep):
-            copies += len(step.inputs) + 1
+            copies += step.fn.copies
     return copies
 
 
@@ -302,7 +323,7 @@ def device_plan(plan: Any, generated: Any, description: str, weight_bytes: int) 
                        if s.kind == "op" and isinstance(s.fn, HostStep)})
     notes = (f"device: {description}; {n_launch} kernel launches per call of the groups; "
              f"weights on the device: {weight_bytes / 1e6:.2f} MB, copied once",
-             f"host steps (no CUDA kernel): {', '.join(host_ops) or 'none'}; at most "
+             f"host steps (no CUDA kernel): {', '.join(host_ops) or 'none'}; "
              f"{n_copies} host<->device copies per call for them, plus one per tensor "
              "input and output")
     return dataclasses.replace(plan, notes=(*plan.notes, *notes), device_launches=n_launch,

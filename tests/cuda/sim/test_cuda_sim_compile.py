@@ -186,3 +186,53 @@ def @main(%x: Tensor[(3, 4), float32]) {
         x = np.abs(np.random.default_rng(3).standard_normal((3, 4))).astype(np.float32) * sign
         got = rr.compile(mod, target="cuda")(x)
         assert values_equal(got, rr.evaluate(mod, x), rtol=1e-5, atol=1e-6)
+
+
+def _copies(exe, *args):  # (host-to-device, device-to-host) copies of one call
+    before = TRANSFERS.snapshot()
+    got = exe(*args)
+    after = TRANSFERS.snapshot()
+    return got, (after[0] - before[0], after[1] - before[1])
+
+
+def test_host_step_with_a_tuple_argument_counts_each_field() -> None:
+    """concatenate (no CUDA kernel) takes a tuple of three device tensors: three copies
+    out, one back; the plan says so exactly."""
+    mod = rr.parse("""
+def @main(%x: Tensor[(4, 6), float32], %y: Tensor[(4, 6), float32],
+          %z: Tensor[(4, 6), float32]) {
+  %0 = exp(%x); %1 = exp(%y); %2 = exp(%z);
+  %3 = concatenate((%0, %1, %2), axis=1);
+  nn.softmax(%3)
+}""")
+    rng = np.random.default_rng(4)
+    xs = [rng.standard_normal((4, 6)).astype(np.float32) for _ in range(3)]
+    exe = rr.compile(mod, target="cuda")
+    assert exe.plan.host_ops == ("concatenate",) and exe.plan.host_copies == 4, str(exe.plan)
+    got, copies = _copies(exe, *xs)
+    assert copies == (3 + 1, 3 + 1)  # inputs and concatenate's result; its fields, output
+    np.testing.assert_allclose(got, rr.evaluate(mod, *xs), rtol=1e-5, atol=1e-6)
+
+
+def test_host_step_with_a_tuple_result_moves_it_to_the_device_once() -> None:
+    """split (no CUDA kernel) returns a tuple: both fields go back to the device once, and
+    the three device calls reading them (field 0 twice) read them there."""
+    mod = rr.parse("""
+def @main(%x: Tensor[(4, 6), float32], %w: Tensor[(5, 3), float32]) {
+  %0 = exp(%x);
+  %1 = split(%0, indices_or_sections=2, axis=1);
+  %2 = nn.dense(%1.0, %w);
+  %3 = nn.dense(%1.1, %w);
+  %4 = nn.dense(nn.softmax(%1.0), %w);
+  add(add(%2, %3), %4)
+}""")
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((4, 6)).astype(np.float32), \
+        rng.standard_normal((5, 3)).astype(np.float32)
+    exe = rr.compile(mod, target="cuda")
+    assert exe.plan.host_ops == ("split",) and exe.plan.host_copies == 3, str(exe.plan)
+    got, copies = _copies(exe, x, w)
+    assert copies == (2 + 2, 1 + 1)  # x, w and split's two fields; split's input, output
+    np.testing.assert_allclose(got, rr.evaluate(mod, x, w), rtol=1e-5, atol=1e-6)
+    _, again = _copies(exe, x, w)
+    assert again == copies

@@ -9,9 +9,13 @@ are the same reduction of the tangent.
 
 from __future__ import annotations
 
-from relay_ref.ir.expr import Call, Expr
+import numpy as np
+
+from relay_ref.ir.expr import Call, Constant, Expr
 from relay_ref.ops.grad_common import (
     TypeOf,
+    const,
+    dtype,
     ones_like,
     op,
     op_with,
@@ -106,16 +110,49 @@ def _chooser_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
               keepdims=a.keepdims, exclude=a.exclude)
 
 
+def _to_last(e: Expr, perm: tuple[int, ...]) -> Expr:
+    return e if perm == tuple(range(len(perm))) else op("transpose", e, axes=perm)
+
+
+def _from_last(e: Expr, perm: tuple[int, ...]) -> Expr:
+    inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))
+    return _to_last(e, inverse)
+
+
+def _prod_of_others(call: Call, to: TypeOf) -> Expr:
+    """For each element of x, the product of the other elements of its reduction group
+    (x's shape): the exclusive products from both ends of the group, with the reduced axes
+    moved last and flattened. No division, so exact at zeros."""
+    x = call.args[0]
+    xs = shape(x, to)
+    red = sorted(reduced_axes(len(xs), call.attrs.axis, call.attrs.exclude))
+    kept = [i for i in range(len(xs)) if i not in red]
+    perm = tuple(kept + red)
+    moved = tuple(xs[i] for i in perm)
+    flat = (*moved[:len(kept)], int(np.prod(moved[len(kept):], dtype=np.int64)))
+    last = len(kept)
+    xf = op("reshape", _to_last(x, perm), newshape=flat)
+    before = op("cumprod", xf, axis=last, exclusive=True)
+    after = op("reverse", op("cumprod", op("reverse", xf, axis=last), axis=last,
+                             exclusive=True), axis=last)
+    others = op("reshape", op("multiply", before, after), newshape=moved)
+    return _from_last(others, perm)
+
+
 def _prod_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
-    """d prod(x) = broadcast(g * prod(x)) / x (x nonzero)."""
-    return (op("divide", spread(op("multiply", g, call), call, to), call.args[0]),)
+    """d prod(x) = broadcast(g) * (product of the other elements of the group)."""
+    if not reduced_axes(len(shape(call.args[0], to)), call.attrs.axis, call.attrs.exclude):
+        return (_keep(g, call, to),)  # nothing reduced: the identity
+    return (op("multiply", spread(g, call, to), _prod_of_others(call, to)),)
 
 
 def _prod_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
-    """t prod(x) = prod(x) * sum(tx / x) (x nonzero)."""
+    """t prod(x) = sum(tx * product of the other elements of the group)."""
     a = call.attrs
-    return op("multiply", call, op("sum", op("divide", t[0], call.args[0]), axis=a.axis,
-                                    keepdims=a.keepdims, exclude=a.exclude))
+    if not reduced_axes(len(shape(call.args[0], to)), a.axis, a.exclude):
+        return op("reshape", t[0], newshape=shape(call, to))
+    return op("sum", op("multiply", t[0], _prod_of_others(call, to)), axis=a.axis,
+              keepdims=a.keepdims, exclude=a.exclude)
 
 
 def _variance_n(call: Call, to: TypeOf) -> Expr:
@@ -166,15 +203,59 @@ def _cumsum_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
     return op_with("cumsum", call.attrs, t[0])
 
 
+def _scan_layout(call: Call, to: TypeOf) -> tuple:
+    """(prepare, finish, n, dt) for a scan: ``prepare(e)`` moves the scan axis of ``e`` (x's
+    shape; flattened when axis is None) last, ``finish`` undoes it, n is the axis' length."""
+    x = call.args[0]
+    xs = shape(x, to)
+    if call.attrs.axis is None:
+        n = int(np.prod(xs, dtype=np.int64))
+        return ((lambda e: op("reshape", e, newshape=(-1,))), (lambda e: e), n,
+                dtype(x, to))
+    axis = call.attrs.axis % len(xs)
+    perm = tuple(i for i in range(len(xs)) if i != axis) + (axis,)
+    return ((lambda e: _to_last(e, perm)), (lambda e: _from_last(e, perm)), xs[axis],
+            dtype(x, to))
+
+
+def _cumprod_parts(call: Call, to: TypeOf) -> tuple:
+    """(prepare, finish, m, before, last) for cumprod y along the scan axis, moved last
+    (index ``last``; see ``_scan_layout``):
+    ``m[..., i, j]`` is the product of x over i < k <= j (i < k < j when exclusive) where y_j
+    depends on x_i (j >= i; j > i when exclusive), else 0; ``before_i`` the product over
+    k < i. Then d y_j / d x_i = before_i m[i, j]: no division, exact at zeros (the
+    (n, n) matrix makes it O(n^2) in the scan length)."""
+    prepare, finish, n, dt = _scan_layout(call, to)
+    xl = prepare(call.args[0])
+    excl = call.attrs.exclusive
+    last = len(shape(call, to)) - 1 if call.attrs.axis is not None else 0
+    i, k = np.indices((n, n))
+    later = Constant(k > i)  # row i keeps x_k for k > i, 1 elsewhere
+    rows = op("where", later, op("expand_dims", xl, axis=last), const(1.0, dt))
+    runs = op("cumprod", rows, axis=last + 1, exclusive=excl)
+    depends = Constant(k > i if excl else k >= i)
+    m = op("where", depends, runs, const(0.0, dt))
+    before = op("cumprod", xl, axis=last, exclusive=True)
+    return prepare, finish, m, before, last
+
+
 def _cumprod_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
-    """d cumprod(x)[i] = sum_{j >= i} g[j] y[j] / x[i] (j > i when exclusive; x nonzero)."""
-    return (op("divide", _rev_cumsum(op("multiply", g, call), call, to), call.args[0]),)
+    """d cumprod(x)_i = before_i sum_j m[i, j] g_j (see ``_cumprod_parts``)."""
+    prepare, finish, m, before, last = _cumprod_parts(call, to)
+    gl = prepare(g) if call.attrs.axis is not None else g
+    s = op("sum", op("multiply", m, op("expand_dims", gl, axis=last)), axis=(last + 1,))
+    dx = finish(op("multiply", before, s))
+    if call.attrs.axis is None:
+        dx = op("reshape", dx, newshape=shape(call.args[0], to))
+    return (dx,)
 
 
 def _cumprod_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
-    """t cumprod(x) = y * cumsum(tx / x) (same axis and exclusive; x nonzero)."""
-    return op("multiply", call, op_with("cumsum", call.attrs,
-                                        op("divide", t[0], call.args[0])))
+    """t cumprod(x)_j = sum_i m[i, j] before_i tx_i (see ``_cumprod_parts``)."""
+    prepare, finish, m, before, last = _cumprod_parts(call, to)
+    weighted = op("multiply", before, prepare(t[0]))
+    return finish(op("sum", op("multiply", m, op("expand_dims", weighted, axis=last + 1)),
+                     axis=(last,)))
 
 
 def _collapse_like_rev(call: Call, g: Expr, to: TypeOf) -> tuple:

@@ -84,3 +84,49 @@ def test_collapse_sum_to() -> None:
     x = RNG.standard_normal((2, 3, 4))
     check_op("collapse_sum_to", [x, np.array([1, 4], dtype="int64")], {"shape": (1, 4)},
              lambda x, s: jnp.sum(x, axis=(0, 1)).reshape(1, 4), which=[0])
+
+
+def _with_zeros(shape: tuple, where: list[tuple]) -> np.ndarray:
+    x = RNG.uniform(0.5, 1.5, shape) * np.where(RNG.random(shape) < 0.5, -1, 1)
+    for idx in where:
+        x[idx] = 0.0
+    return x
+
+
+@pytest.mark.parametrize("attrs", [{}, {"axis": (1,)}, {"axis": (0, 2), "keepdims": True},
+                                   {"axis": (1,), "exclude": True}],
+                         ids=["all", "axis", "two-axes", "exclude"])
+def test_prod_at_zeros(attrs: dict) -> None:
+    """One zero in a group: only it gets a nonzero adjoint; two zeros: none does (the rule
+    never divides by x)."""
+    x = _with_zeros((2, 3, 2), [(0, 1, 0), (1, 0, 1), (1, 2, 1)])
+
+    def jfn(x: object) -> object:
+        return jnp.prod(x, axis=_axes(3, attrs), keepdims=attrs.get("keepdims", False))
+    check_op("prod", [x], attrs, jfn)
+
+
+def test_prod_with_one_zero_by_hand() -> None:
+    from tests.ops.gradcheck import forward_value, reverse_values
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0]])
+    (dx,) = reverse_values("prod", [x], {"axis": (1,)}, np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(dx, [[0.0, 6.0, 0.0], [0.0, 0.0, 0.0]])
+    t = forward_value("prod", [x], {"axis": (1,)}, [np.ones_like(x)])
+    np.testing.assert_array_equal(t, [6.0, 0.0])
+
+
+@pytest.mark.parametrize("attrs", [{"axis": 1}, {"axis": 0, "exclusive": True}, {}],
+                         ids=["axis", "exclusive", "flat"])
+def test_cumprod_at_zeros(attrs: dict) -> None:
+    x = _with_zeros((3, 4), [(0, 1), (1, 0), (1, 2), (2, 3)])
+
+    def jfn(x: object) -> object:
+        axis = attrs.get("axis")
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        y = jnp.cumprod(x, axis=axis)
+        if attrs.get("exclusive"):
+            y = jnp.concatenate([jnp.ones_like(jnp.take(y, jnp.array([0]), axis=axis)),
+                                 jnp.delete(y, -1, axis=axis)], axis=axis)
+        return y
+    check_op("cumprod", [x], attrs, jfn)

@@ -39,6 +39,8 @@ class CudaElementwise:
     (counted by ``relay_ref.compute.cuda.TRANSFERS``)."""
 
     launches = 1
+    #: parameters the result may be written over (set by ``build_cuda_elementwise``)
+    inplace_ok: frozenset[int] = frozenset()
 
     def __init__(self, fn: Any, shape: tuple[int, ...], dtype: np.dtype,
                  inputs: tuple[int | Any, ...], dims: Any, strides: Any, ops: tuple[str, ...],
@@ -100,9 +102,17 @@ def build_cuda_elementwise(params: Sequence[Var], body: Expr, types: dict[Expr, 
     st = np.array(strides, np.int64).reshape(len(gen.views), len(dims))
     if st.size == 0:
         st = np.zeros((1, len(dims)), np.int64)  # no views: a dummy the kernel never reads
-    return CudaElementwise(fn, tuple(gen.shape), np.dtype(gen.out_dtype), inputs,
-                           to_device(np.array(dims, np.int64)), to_device(st),
-                           tuple(gen.ops), source, len(gen.param_types))
+    kernel = CudaElementwise(fn, tuple(gen.shape), np.dtype(gen.out_dtype), inputs,
+                             to_device(np.array(dims, np.int64)), to_device(st),
+                             tuple(gen.ops), source, len(gen.param_types))
+    # a thread reads each dense view at the element it writes: the result may overwrite a
+    # parameter of its shape and dtype that only such views read (the CPU kernel's rule)
+    kernel.inplace_ok = frozenset(
+        i for i, t in enumerate(gen.param_types)
+        if tuple(t.shape) == kernel.shape and t.dtype == gen.out_dtype
+        and all(all(p) for v, p in zip(gen.views, patterns, strict=True)
+                if isinstance(v.source, int) and v.source == i))
+    return kernel
 
 
 def cuda_source(gen: Generator, rank: int, patterns: list[tuple[bool, ...]]) -> str:

@@ -242,8 +242,12 @@ class CudaGroupPlanner(GroupPlanner):
         return build_cuda_elementwise(params, body, types, cache_dir=self.cache_dir)
 
     def _may_overwrite(self, kernel: Any, anchor: Call, step: Step) -> bool:
+        """The tail may write over the anchor's result when the anchor's device step
+        returns a fresh array and the tail's input 0 allows it (``inplace_ok``, as on the
+        CPU)."""
         fn = step.fn
-        return isinstance(fn, DeviceStep | ElementwiseStep) and not fn.view
+        return isinstance(fn, DeviceStep | ElementwiseStep) and not fn.view and \
+            0 in getattr(kernel, "inplace_ok", frozenset())
 
 
 def host_copies(plan: Any) -> int:

@@ -86,11 +86,11 @@ def _matmul_ok(arg_types: list, attrs: Any, out_type: Any) -> bool:
         len(arg_types[0].shape) == 2 and len(arg_types[1].shape) == 2
 
 
-def _operand_strides(shape: tuple[int, ...], transposed: bool, left: bool
+def _operand_strides(shape: tuple[int, ...], transposed: bool
                      ) -> tuple[int, int, int, int, int]:
-    """(rows, cols, batch stride, row stride, col stride) of the logical operand (``left``:
-    ``A`` as (M, K), else ``B`` as (K, N)) stored C-contiguously as ``shape`` (its last two
-    axes swapped when ``transposed``)."""
+    """(rows, cols, batch stride, row stride, col stride) of the logical operand (``A`` as
+    (M, K) or ``B`` as (K, N)) stored C-contiguously as ``shape`` (its last two axes
+    swapped when ``transposed``)."""
     r, c = shape[-2], shape[-1]
     batch = r * c if len(shape) == 3 and shape[0] > 1 else 0
     if not transposed:
@@ -104,8 +104,8 @@ def matmul(args: list, attrs: Any, out: Any) -> Any:
     from relay_ref.compute.cuda.gemm import gemm
 
     a, b = args
-    m, k, _, sam, sak = _operand_strides(tuple(a.shape), attrs.transpose_a, True)
-    _, n, _, sbk, sbn = _operand_strides(tuple(b.shape), attrs.transpose_b, False)
+    m, k, _, sam, sak = _operand_strides(tuple(a.shape), attrs.transpose_a)
+    _, n, _, sbk, sbn = _operand_strides(tuple(b.shape), attrs.transpose_b)
     return gemm(a, b, out, m, n, k, (0, sam, sak), (0, sbk, sbn), (0, n, 1))
 
 
@@ -122,8 +122,8 @@ def batch_matmul(args: list, attrs: Any, out: Any) -> Any:
     from relay_ref.compute.cuda.gemm import gemm
 
     a, b = args
-    m, k, sab, sam, sak = _operand_strides(tuple(a.shape), attrs.transpose_a, True)
-    _, n, sbb, sbk, sbn = _operand_strides(tuple(b.shape), attrs.transpose_b, False)
+    m, k, sab, sam, sak = _operand_strides(tuple(a.shape), attrs.transpose_a)
+    _, n, sbb, sbk, sbn = _operand_strides(tuple(b.shape), attrs.transpose_b)
     batch = max(a.shape[0], b.shape[0])
     return gemm(a, b, out, m, n, k, (sab, sam, sak), (sbb, sbk, sbn), (m * n, n, 1),
                 batch=batch)

@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SIM_FILES = sorted((HERE / "sim").glob("test_*.py"))
 #: the fewest tests each simulator file must pass (the sweep cannot silently shrink)
-MIN_PASSED = {"test_cuda_sim_gemm_conv.py": 39, "test_cuda_sim_rows.py": 47,
-              "test_cuda_sim_compile.py": 115}
+MIN_PASSED = {"test_cuda_sim_gemm_conv.py": 41, "test_cuda_sim_rows.py": 48,
+              "test_cuda_sim_compile.py": 117}
 
 
 def _child_env(**extra: str) -> dict[str, str]:
@@ -153,3 +153,19 @@ def test_ptx_check_script_compiles_a_sample_or_says_why_not() -> None:
     failures = [line for line in out.splitlines() if line.startswith("FAILED")]
     assert failures and all("NVVM" in line or "libnvvm" in line.lower() for line in failures), \
         out[-3000:]
+
+
+def test_configurations_respect_cuda_limits() -> None:
+    """Tiles and launch sizes a GPU cannot run are refused when the configuration is made
+    (threads per block, static shared memory), not at the first launch."""
+    from relay_ref.compute.cuda.config import GPU, MAX_SHARED_BYTES, CudaConfig, GemmTile
+
+    assert GPU.gemm.threads <= 1024 and GPU.gemm.shared_bytes(8) <= MAX_SHARED_BYTES
+    with pytest.raises(ValueError, match="threads per block"):
+        GemmTile(128, 128, 8, 2, 2)  # 4096 threads
+    with pytest.raises(ValueError, match="shared"):
+        GemmTile(256, 256, 16, 8, 8)  # 1024 threads, 2 * 16 * 520 * 8 bytes
+    with pytest.raises(ValueError, match="threads per block"):
+        CudaConfig(threads=2048)
+    with pytest.raises(ValueError, match="threads per block"):
+        CudaConfig(row_threads=2048)

@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GPU", "SIMULATOR", "CudaConfig", "GemmTile", "default_config"]
+__all__ = ["GPU", "MAX_SHARED_BYTES", "MAX_THREADS", "PAD", "SIMULATOR", "CudaConfig", "GemmTile",
+           "default_config"]
+
+#: CUDA's limits on every GPU numba supports: threads per block, static shared memory
+MAX_THREADS = 1024
+MAX_SHARED_BYTES = 48 * 1024
+#: words of padding per row of the GEMM's shared arrays (``relay_ref.compute.cuda.gemm``)
+PAD = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +40,16 @@ class GemmTile:
         if min(self.bm, self.bn, self.bk, self.tm, self.tn) < 1 or self.bm % self.tm or \
                 self.bn % self.tn:
             raise ValueError(f"bad GEMM tile {self}: tm must divide bm and tn divide bn")
+        if self.threads > MAX_THREADS:
+            raise ValueError(f"bad GEMM tile {self}: {self.threads} threads per block, CUDA "
+                             f"allows {MAX_THREADS}")
+        if self.shared_bytes(8) > MAX_SHARED_BYTES:
+            raise ValueError(f"bad GEMM tile {self}: {self.shared_bytes(8)} bytes of shared "
+                             f"memory in float64, CUDA allows {MAX_SHARED_BYTES} per block")
+
+    def shared_bytes(self, itemsize: int) -> int:
+        """Static shared memory of the GEMM kernel: two padded buffers per operand."""
+        return 2 * self.bk * (self.bm + self.bn + 2 * PAD) * itemsize
 
     @property
     def threads(self) -> int:
@@ -55,6 +72,9 @@ class CudaConfig:
         rt = self.row_threads
         if rt < 1 or rt & (rt - 1) or self.threads < 1 or self.max_blocks < 1:
             raise ValueError(f"bad CUDA config {self}: row_threads must be a power of two")
+        if max(rt, self.threads) > MAX_THREADS or self.max_blocks > 2 ** 31 - 1:
+            raise ValueError(f"bad CUDA config {self}: at most {MAX_THREADS} threads per "
+                             "block and 2^31 - 1 blocks")
 
 
 GPU = CudaConfig()

@@ -29,13 +29,10 @@ from typing import Any
 import numpy as np
 from numba import cuda  # a module global: the simulator swaps it in per launch
 
-from relay_ref.compute.cuda.config import CudaConfig, GemmTile, default_config
+from relay_ref.compute.cuda.config import PAD, CudaConfig, GemmTile, default_config
 from relay_ref.compute.cuda.launch import flat, grid_dim
 
 __all__ = ["PAD", "gemm", "mainloop"]
-
-
-PAD = 4  # words of padding per shared-memory row (see the module docstring)
 
 
 @functools.cache

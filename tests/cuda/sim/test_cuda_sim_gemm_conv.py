@@ -128,3 +128,39 @@ def test_unsupported_cases_go_to_the_host() -> None:
     i8 = tensor_type(np.zeros((2, 3), np.int8))
     assert not dense.supports([i8, tensor_type(np.zeros((4, 3), np.int8))], d(),
                               tensor_type(np.zeros((2, 4), np.int8)))
+
+
+def test_shipped_configuration_gemm_and_conv2d() -> None:
+    """The real-GPU configuration (``config.GPU``: 64 x 64 tiles, 256 threads) on tiny
+    shapes: one block each, partial in every dimension."""
+    from relay_ref.compute.cuda.config import GPU
+
+    rng = np.random.default_rng(7)
+    a, b = rand(rng, 5, 9), rand(rng, 9, 3)
+    out = device_array((5, 3), np.float32)
+    gemm(to_device(a), to_device(b), out, 5, 3, 9, (0, 9, 1), (0, 3, 1), (0, 3, 1), config=GPU)
+    np.testing.assert_allclose(to_host(out), a @ b, rtol=1e-4, atol=1e-5)
+    x, w = rand(rng, 1, 2, 4, 4), rand(rng, 3, 2, 3, 3)
+    op = get_op("nn.conv2d")
+    want = op.reference([x, w], op.attrs(padding=(1, 1)))
+    out = device_array(want.shape, np.float32)
+    conv2d_nchw(to_device(x), to_device(w), out, (1, 1), (1, 1), (1, 1), 1, config=GPU)
+    np.testing.assert_allclose(to_host(out), want, rtol=1e-4, atol=1e-5)
+
+
+def test_row_tiles_and_batches_beyond_the_grid_loop_in_the_kernel(monkeypatch) -> None:
+    """More row tiles, batches and groups than the grid has blocks along y / z: the
+    kernels loop (CUDA caps y and z at 65535; here the cap is patched to 1 and 2)."""
+    from relay_ref.compute.cuda import conv
+    from relay_ref.compute.cuda import gemm as gemm_mod
+
+    monkeypatch.setattr(gemm_mod, "grid_dim", lambda n, limit=0: min(n, 2))
+    monkeypatch.setattr(conv, "grid_dim", lambda n, limit=0: 1)
+    rng = np.random.default_rng(8)
+    a, b = rand(rng, 5, 19, 6), rand(rng, 5, 6, 4)  # 3 row tiles of 8, batch 5
+    out = device_array((5, 19, 4), np.float32)
+    gemm(to_device(a), to_device(b), out, 19, 4, 6, (114, 6, 1), (24, 4, 1), (76, 4, 1),
+         batch=5)
+    np.testing.assert_allclose(to_host(out), a @ b, rtol=1e-4, atol=1e-5)
+    check_op("nn.conv2d", [rand(rng, 1, 6, 5, 5), rand(rng, 18, 2, 3, 3)], groups=3,
+             padding=(1, 1))  # 6 output channels per group: 1 row tile, 3 groups

@@ -80,3 +80,37 @@ def test_reduction_of_separate_axes_is_not_claimed() -> None:
 def test_views(op: str, attrs: dict) -> None:
     rng = np.random.default_rng(6)
     check_op(op, [rand(rng, 3, 1, 4)], **attrs)
+
+
+def test_shipped_configuration_pool_rows_and_elementwise(monkeypatch) -> None:
+    """The real-GPU configuration (``config.GPU``: 256 threads per block, 128 per row) on
+    tiny shapes: pooling, a reduction, softmax and a generated elementwise kernel."""
+    import relay_ref as rr
+    from relay_ref.compute.cuda import config, device_array, to_device, to_host
+    from relay_ref.compute.cuda.pool import pool2d_nchw
+    from relay_ref.compute.cuda.reduce import reduce_rows
+    from relay_ref.compute.cuda.softmax import softmax_rows
+
+    gpu = config.GPU
+    rng = np.random.default_rng(9)
+    x = rand(rng, 1, 2, 5, 5)
+    out = device_array((1, 2, 2, 2), np.float32)
+    pool2d_nchw(to_device(x), out, (3, 3), (2, 2), (1, 1), (0, 0, 0, 0), True, config=gpu)
+    want = get_op("nn.max_pool2d").reference(
+        [x], get_op("nn.max_pool2d").attrs(pool_size=(3, 3), strides=(2, 2)))
+    np.testing.assert_allclose(to_host(out), want)
+    rows = rand(rng, 3, 7)
+    out = device_array((3,), np.float32)
+    reduce_rows(to_device(rows), out, 3, 7, 1, "sum", config=gpu)
+    np.testing.assert_allclose(to_host(out), rows.sum(1), rtol=1e-5, atol=1e-6)
+    out = device_array((3, 7), np.float32)
+    softmax_rows(to_device(rows), out, 3, 7, 1, log=True, config=gpu)
+    e = np.exp(rows - rows.max(1, keepdims=True))
+    np.testing.assert_allclose(to_host(out), np.log(e / e.sum(1, keepdims=True)), rtol=1e-5,
+                               atol=1e-6)
+    from relay_ref.compute.cuda import elementwise
+
+    monkeypatch.setattr(elementwise, "default_config", lambda: gpu)  # generated kernels'
+    mod = rr.parse("def @main(%a: Tensor[(3, 7), float32]) { sqrt(exp(%a)) }")
+    np.testing.assert_allclose(rr.compile(mod, target="cuda")(rows), np.sqrt(np.exp(rows)),
+                               rtol=1e-5)

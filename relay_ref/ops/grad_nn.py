@@ -278,7 +278,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     **{n: f"{_LATER} (blocked NCHWc layout)"
        for n in ("nn.contrib_conv2d_NCHWc", "nn.contrib_depthwise_conv2d_NCHWc")},
     **{n: f"{_LATER} (normalisation over computed statistics)"
-       for n in ("nn.l2_normalize", "nn.lrn")},
+       for n in ("nn.lrn",)},
     "nn.prelu": f"{_LATER} (per-channel slope)",
     "nn.upsampling": f"{_LATER} (interpolation weights)",
 }

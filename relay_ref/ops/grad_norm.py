@@ -1,6 +1,6 @@
 """Differentiation rules of the normalisations over computed statistics (registry protocol
 "Differentiation protocol", spec/ad.md): ``nn.layer_norm``, ``nn.instance_norm``,
-``nn.group_norm``.
+``nn.group_norm``, and ``nn.l2_normalize`` (at the end).
 
 All three are ``y = xhat gamma + beta`` (gamma and beta along ``axis``, each optional by
 ``scale`` / ``center``) with ``xhat = (x - mean) r``, ``r = 1 / sqrt(var + eps)`` and the
@@ -107,9 +107,39 @@ def _norm_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
     return out
 
 
+def _l2_parts(call: Call, to: TypeOf) -> tuple:
+    """(q, c, axes): y = x q, q = 1 / sqrt(max(s, eps)), s = sum(x x, axes) (kept dims),
+    and c = -q^3 where s > eps (q depends on x there), 0 where eps wins."""
+    x = call.args[0]
+    axes = call.attrs.axis or None
+    ss = op("sum", op("multiply", x, x), axis=axes, keepdims=True)
+    eps = scalar_like(call.attrs.eps, x, to)
+    q = op("rsqrt", op("maximum", ss, eps))
+    active = op("cast_like", op("greater", ss, eps), x)
+    c = op("negative", op("multiply", active, op("multiply", q, op("multiply", q, q))))
+    return q, c, axes
+
+
+def _l2_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """d l2_normalize(x) = g q + x c sum(g x, axes), c = -q^3 where sum(x x) > eps else 0."""
+    x = call.args[0]
+    q, c, axes = _l2_parts(call, to)
+    proj = op("sum", op("multiply", g, x), axis=axes, keepdims=True)
+    return (op("add", op("multiply", g, q), op("multiply", x, op("multiply", c, proj))),)
+
+
+def _l2_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """t l2_normalize(x) = tx q + x c sum(x tx, axes) (c as for the reverse rule)."""
+    x = call.args[0]
+    q, c, axes = _l2_parts(call, to)
+    proj = op("sum", op("multiply", x, t[0]), axis=axes, keepdims=True)
+    return op("add", op("multiply", t[0], q), op("multiply", x, op("multiply", c, proj)))
+
+
 RULES: dict[str, tuple] = {
-    name: (_norm_rev, _norm_fwd)
-    for name in ("nn.layer_norm", "nn.instance_norm", "nn.group_norm")
+    **{name: (_norm_rev, _norm_fwd)
+       for name in ("nn.layer_norm", "nn.instance_norm", "nn.group_norm")},
+    "nn.l2_normalize": (_l2_rev, _l2_fwd),
 }
 
 NOT_DIFFERENTIABLE: dict[str, str] = {}

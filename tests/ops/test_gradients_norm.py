@@ -60,3 +60,21 @@ CASES = [
 def test_norm_rules(name: str, shape: tuple, c: int, attrs: dict, jfn: object) -> None:
     x = RNG.standard_normal(shape) * 2 + 0.5
     check_op(name, [x, RNG.standard_normal(c), RNG.standard_normal(c)], attrs, jfn)
+
+
+@pytest.mark.parametrize("attrs", [{"eps": 1e-3, "axis": (1,)}, {"eps": 1e-3},
+                                   {"eps": 4.0, "axis": (0,)}],
+                         ids=["axis", "all", "eps-wins"])
+def test_l2_normalize(attrs: dict) -> None:
+    """eps-wins: the first column's sum of squares is below eps, another above."""
+    x = RNG.standard_normal((3, 4)) * 2
+    x[:, 0] = [0.3, -0.5, 0.2]
+    if "axis" in attrs and attrs["eps"] > 1:  # both branches of max(s, eps) are taken
+        ss = (x * x).sum(axis=0)
+        assert ss[0] < attrs["eps"] < ss.max()
+
+    def jfn(x: object) -> object:
+        axes = attrs.get("axis")
+        ss = jnp.sum(x * x, axis=axes, keepdims=True)
+        return x / jnp.sqrt(jnp.maximum(ss, attrs["eps"]))
+    check_op("nn.l2_normalize", [x], attrs, jfn)

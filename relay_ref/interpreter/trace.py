@@ -57,7 +57,8 @@ derived it or, for E-If-True/E-If-False, from the condition's value.
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,7 +89,6 @@ from relay_ref.ir.expr import (
     PatternConstructor,
     PatternTuple,
     PatternVar,
-    PatternWildcard,
     RefCreate,
     RefRead,
     RefWrite,
@@ -98,6 +98,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.type_text import shape_to_text
+from relay_ref.syntax.short_text import EXPR_WIDTH, graph_names, pattern_text, short_text
 
 __all__ = ["STUCK", "TraceEvent", "TracingInterpreter", "format_trace", "short_text",
            "trace_html"]
@@ -138,11 +139,15 @@ class TraceEvent:
     depth: int
     value: Value = _NO_VALUE
     detail: tuple = ()
+    #: The printer's ``%N`` names of the program's shared nodes (``graph_names``), one
+    #: mapping for the whole trace: summaries write a shared node by its name.
+    names: Mapping[int, str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def text(self) -> str:
-        """A one-line summary of the expression (at most 70 characters)."""
-        return short_text(self.expr)
+        """A one-line summary of the expression (at most 70 characters;
+        ``relay_ref.syntax.short_text``)."""
+        return short_text(self.expr, EXPR_WIDTH, self.names)
 
     def __str__(self) -> str:
         return f"{self.rule}  {self.text}"
@@ -183,6 +188,9 @@ class TracingInterpreter(Interpreter):
         self._nodes: list[_Node] = []
         self._matching = False
         self._stuck: Stuck | None = None  # the stuck state already written, if any
+        #: The printer's %N names of the shared nodes (none: no names needed).
+        self.names: dict[int, str] | None = _shared_names(self.module, roots) \
+            if self.shared else None
 
     def trace(self) -> list[TraceEvent]:
         """The events recorded so far, in derivation order."""
@@ -206,9 +214,10 @@ class TracingInterpreter(Interpreter):
             return  # the plain trace shows the rule for the node's form only
         if self.values:
             detail = node.detail or _detail(rule, node, value, env)
-            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, value, detail)
+            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, value, detail,
+                                                self.names)
         else:
-            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth)
+            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, names=self.names)
 
     def _fail(self, node: _Node, stuck: Stuck, env: dict | None) -> None:
         """``node``'s judgement did not conclude: ``stuck`` unwinds through it. The innermost
@@ -224,14 +233,15 @@ class TracingInterpreter(Interpreter):
                 rule = "E-Match-Fail"
             self.events.append(TraceEvent(stuck.rule or rule, node.expr, node.depth + 1,
                                           STUCK if self.values else _NO_VALUE,
-                                          ("stuck", stuck.message)))
+                                          ("stuck", stuck.message), self.names))
         if rule == "E-Shared" and not self.values:
             return
         if not self.values:
-            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth)
+            self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, names=self.names)
             return
         detail = _detail(rule, node, STUCK, env) if rule in _BINDING_RULES else ()
-        self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, STUCK, detail)
+        self.events[node.slot] = TraceEvent(rule, node.expr, node.depth, STUCK, detail,
+                                            self.names)
 
     def _name(self, rule: str) -> None:
         """The innermost node's rule is ``rule``, unless a more specific rule named it."""
@@ -346,6 +356,15 @@ class TracingInterpreter(Interpreter):
         return matched
 
 
+def _shared_names(module: IRModule, roots: tuple[Expr, ...]) -> dict[int, str]:
+    """The ``%N`` names ``astext`` gives the shared nodes of ``module`` and of ``roots``
+    (expressions evaluated outside it), for summaries (``short_text``)."""
+    names = graph_names(module)
+    for root in roots:
+        names.update(graph_names(root))
+    return names
+
+
 def _rule_of(node: _Node) -> str:
     """The rule of a node no method named: by the expression's class; E-If-True/False by the
     condition's value (the first premise)."""
@@ -454,8 +473,6 @@ def _pattern_events(pattern: Pattern, value: Value, env: dict,
 
 MAX_INDENT = 40
 """Depth levels shown as indentation in ``format_trace``; deeper ones are numbered."""
-EXPR_WIDTH = 70
-"""Characters of an expression's summary (plain trace)."""
 VALUE_EXPR_WIDTH = 50
 """Characters of an expression's summary in a value trace (the value follows)."""
 VALUE_WIDTH = 40
@@ -548,7 +565,7 @@ def _value_text(e: TraceEvent, names: _Locations) -> str:
     """What follows the rule name on a value trace's line."""
     expr = e.expr
     if isinstance(expr, Pattern):                      # v ▷ p ⊣ θ
-        text = f"  {short_value(e.value, names)} ▷ {pattern_text(expr)}"
+        text = f"  {short_value(e.value, names)} ▷ {pattern_text(expr, EXPR_WIDTH)}"
         if e.detail and e.detail[0] == "fail":       # no rule applies: the clause fails
             ctor = (f"{e.value.constructor.name} is not {expr.constructor.name}"
                     if type(e.value) is ConstructorValue and type(expr) is PatternConstructor
@@ -557,9 +574,7 @@ def _value_text(e: TraceEvent, names: _Locations) -> str:
         elif e.detail:
             text += " ⊣ " + _bindings(e.detail[1], names, braces=True)
         return text
-    summary = short_text(expr, 10 * VALUE_EXPR_WIDTH)
-    if len(summary) > VALUE_EXPR_WIDTH:
-        summary = summary[: VALUE_EXPR_WIDTH - 1] + "…"
+    summary = short_text(expr, VALUE_EXPR_WIDTH, e.names, cut="…")
     text = f"  {summary} ⇒ {short_value(e.value, names)}"
     detail = e.detail
     if not detail:
@@ -671,92 +686,3 @@ def short_value(value: Value, names: _Locations | None = None,
 
 def _signature(func: Function) -> str:
     return "fn (" + ", ".join(f"%{p.name_hint}" for p in func.params) + ")"
-
-
-# -- expressions and patterns, one line -----------------------------------------------------
-
-_BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "less": "<",
-           "greater": ">", "less_equal": "<=", "greater_equal": ">=", "equal": "==",
-           "not_equal": "!="}
-
-
-def short_text(expr: Expr | Pattern | None, width: int = EXPR_WIDTH) -> str:
-    """Relay-like text of ``expr`` (or a pattern), nested parts elided as ``...``, cut to
-    ``width``."""
-    if expr is None:
-        return "(host call)"
-    if isinstance(expr, Pattern):
-        return pattern_text(expr, width)
-    text = " ".join(_text(expr, 4).split())
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def pattern_text(pattern: Pattern, width: int = EXPR_WIDTH) -> str:
-    """A pattern as written (``Cons(%h, _)``), nested parts past a few levels elided."""
-    text = _pattern(pattern, 4)
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _pattern(p: Pattern, depth: int) -> str:
-    if depth < 0:
-        return "..."
-    match p:
-        case PatternVar(var=var):
-            return f"%{var.name_hint}"
-        case PatternWildcard():
-            return "_"
-        case PatternConstructor(constructor=ctor, patterns=pats):
-            if not pats:
-                return ctor.name
-            return f"{ctor.name}(" + ", ".join(_pattern(q, depth - 1) for q in pats) + ")"
-        case PatternTuple(patterns=pats):
-            inner = ", ".join(_pattern(q, depth - 1) for q in pats)
-            return f"({inner},)" if len(pats) == 1 else f"({inner})"
-    return type(p).__name__
-
-
-def _text(e: Expr, depth: int) -> str:
-    if depth < 0:
-        return "..."
-    d = depth - 1
-    match e:
-        case Var(name_hint=name):
-            return f"%{name}"
-        case GlobalVar(name=name):
-            return f"@{name}"
-        case Op(name=name) | Constructor(name=name):
-            return name
-        case Constant(data=data):
-            return tensor_to_text(data, threshold=6) if np.size(data) <= 6 else "meta[...]"
-        case Tuple(fields=fields):
-            inner = ", ".join(_text(f, d) for f in fields)
-            return f"({inner},)" if len(fields) == 1 else f"({inner})"
-        case TupleGetItem(tuple_value=t, index=i):
-            return f"{_text(t, d)}.{i}"
-        case Let(var=var, value=value, body=body):
-            return f"let %{var.name_hint} = {_text(value, d)}; {_text(body, d - 1)}"
-        case Call(op=Op(name=name), args=(lhs, rhs)) if name in _BINARY:
-            return f"{_wrap(lhs, d)} {_BINARY[name]} {_wrap(rhs, d)}"
-        case Call(op=op, args=args):
-            return f"{_text(op, d)}(" + ", ".join(_text(a, d) for a in args) + ")"
-        case Function(params=params, body=body):
-            names = ", ".join(f"%{p.name_hint}" for p in params)
-            return f"fn ({names}) {{ {_text(body, d - 1)} }}"
-        case If(cond=c, true_branch=t, false_branch=f):
-            return f"if ({_text(c, d)}) {{ {_text(t, d - 1)} }} else {{ {_text(f, d - 1)} }}"
-        case Match(data=data, complete=complete):
-            return f"match{'' if complete else '?'} ({_text(data, d)}) {{ ... }}"
-        case RefCreate(value=v):
-            return f"ref({_text(v, d)})"
-        case RefRead(ref=r):
-            return f"ref_read({_text(r, d)})"
-        case RefWrite(ref=r, value=v):
-            return f"ref_write({_text(r, d)}, {_text(v, d)})"
-    return type(e).__name__
-
-
-def _wrap(e: Expr, depth: int) -> str:
-    text = _text(e, depth)
-    if isinstance(e, Call) and isinstance(e.op, Op) and e.op.name in _BINARY:
-        return f"({text})"
-    return text

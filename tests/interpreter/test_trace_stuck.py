@@ -49,9 +49,9 @@ def test_match_fail_value_trace_ends_with_the_stuck_rule():
     assert err.message == "no match clause matched the value Nil [E-Match-Fail]"
     assert text == """\
 E-App-Closure  (host call) ⇒ stuck
-  E-App-Closure  @head(Nil()) ⇒ stuck   ρ'[%l ↦ Nil]
+  E-App-Closure  @head(Nil) ⇒ stuck   ρ'[%l ↦ Nil]
     E-Global  @head ⇒ <closure @head>
-    E-App-Ctor  Nil() ⇒ Nil
+    E-App-Ctor  Nil ⇒ Nil
       E-Ctor  Nil ⇒ <constructor Nil>
     E-Match-Fail  match? (%l) { ... } ⇒ stuck
       E-Var  %l ⇒ Nil
@@ -63,9 +63,9 @@ def test_match_fail_plain_trace_ends_with_the_stuck_rule():
     _, text = stuck_trace(rr.parse(HEAD_OF_NIL), trace=True)
     assert text == """\
 E-App-Closure  (host call)
-  E-App-Closure  @head(Nil())
+  E-App-Closure  @head(Nil)
     E-Global  @head
-    E-App-Ctor  Nil()
+    E-App-Ctor  Nil
       E-Ctor  Nil
     E-Match-Fail  match? (%l) { ... }
       E-Var  %l

@@ -11,9 +11,10 @@ Rows (anchors measured on an H100, ``../shared/reference/performance.md`` sectio
 * elementwise add of two 256 MiB float32 tensors: the generated grid-stride kernel of
   ``executor.cuda_fused`` vs ``torch.add``, as bandwidth (3 x bytes / time); target >= 85 %.
 * resnet50 end to end at batch 1 and 32: torchvision's ResNet-50 (random weights) exported to
-  ONNX, ``from_onnx``, ``rr.compile(target="cuda")``; device-resident input (the time of
-  ``exe(x)`` includes its one input copy and one output copy) vs the torch module under
-  ``torch.no_grad()``; targets <= 5x (batch 1) and <= 3x (batch 32).
+  ONNX, ``from_onnx``, ``rr.compile(target="cuda")``: ``exe(x)`` on a host array (its time
+  includes the input's copy to the device and the output's copy back) vs the torch module
+  under ``torch.no_grad()`` doing the same work (``model(x.to("cuda")).cpu()``, the same
+  two copies); targets <= 5x (batch 1) and <= 3x (batch 32).
 
 Each time is the median over ``--rounds`` of a loop lasting at least 0.2 s, synchronised
 before the clock stops. Without torch, without a CUDA device, or under numba's simulator it
@@ -119,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     ours = _timeit(lambda: conv2d_nchw(dx, dw, dy, (1, 1), (1, 1), (1, 1), 1), sync,
                    opts.rounds)
     ref = _timeit(lambda: torch.nn.functional.conv2d(tx, tw, padding=1), sync, opts.rounds)
+    np.testing.assert_allclose(
+        dy.copy_to_host()[:2, :8], torch.nn.functional.conv2d(tx, tw, padding=1)
+        .cpu().numpy()[:2, :8], rtol=1e-3, atol=1e-3)
     rows.append(("conv2d 3x3 64->64 56^2 b32", f"{ours * 1e3:.3f} ms", f"{ref * 1e3:.3f} ms",
                  f"{ours / ref:.2f}x cuDNN", "<= 3x"))
 
@@ -184,10 +188,10 @@ def _resnet_row(torch: object, dev: object, sync: Callable[[], None], rounds: in
         got = exe(xn)
         got = got[0] if isinstance(got, tuple) else got
         tmodel = model.to(dev)
-        tx = x.to(dev)
         with torch.no_grad():  # type: ignore[attr-defined]
-            want = tmodel(tx).cpu().numpy()
-            ref = _timeit(lambda: tmodel(tx), sync, rounds)
+            want = tmodel(x.to(dev)).cpu().numpy()
+            # the same work as exe(xn): the input to the device, the output back
+            ref = _timeit(lambda: tmodel(x.to(dev)).cpu(), sync, rounds)
         np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2)
         ours = _timeit(lambda: exe(xn), sync, rounds)
         print(f"{name}: {exe.plan.device_launches} launches per call, host steps: "

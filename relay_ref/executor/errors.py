@@ -43,7 +43,10 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
         span = exe.module.functions[exe.entry].span
     op = gen.line_ops.get(frames[-1][1], "") if frames else ""
     message = _message(err, exe, op)
-    stuck = Stuck(message, span)
+    # The stuck state's rule tag, as the interpreter names it (spec/semantics.md 4).
+    rule = err.rule if isinstance(err, Stuck) else (
+        "E-Match-Fail" if isinstance(err, MatchFailure) else None)
+    stuck = Stuck(message, span, rule=rule)
     # The interpreter's frames: (called global, call site), innermost first.
     for k in range(len(frames) - 1, -1, -1):
         info = gen.functions.get(frames[k][0])

@@ -22,7 +22,7 @@ import numpy as np
 from relay_ref.ir.expr import Call, Constant, Expr, Tuple
 from relay_ref.ops.grad_common import TypeOf, dtype, op, op_with, shape, zeros_like
 from relay_ref.ops.nn import pad4, pool_out
-from relay_ref.ops.nn_nd import _as_2d as pool1d_as_2d
+from relay_ref.ops.nn_nd import pool1d_as_2d
 from relay_ref.ops.registry import GradientUnsupported
 
 _NCHW = "NCHW"

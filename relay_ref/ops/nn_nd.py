@@ -256,7 +256,8 @@ class AvgPool1DAttrs:
         _pool_post(self, "NCW")
 
 
-def _as_2d(attrs: MaxPool1DAttrs | AvgPool1DAttrs) -> object:
+def pool1d_as_2d(attrs: MaxPool1DAttrs | AvgPool1DAttrs) -> object:
+    """The 2-d pool attrs (NCHW) that pool a (N, C, 1, W) view as ``attrs`` pools NCW."""
     (b,), (a,) = _pads(attrs.padding, 1)
     common = dict(pool_size=(1, attrs.pool_size[0]), strides=(1, attrs.strides[0]),
                   dilation=(1, attrs.dilation[0]), padding=(0, b, 0, a),
@@ -278,7 +279,7 @@ def _pool1d_rel(op: str) -> object:
         n, c, w = shape_to(data.shape, attrs.layout, "NCW")
         as_2d = TensorType((n, c, 1, w), data.dtype)
         try:
-            out = inner([as_2d], _as_2d(attrs))  # type: ignore[operator]
+            out = inner([as_2d], pool1d_as_2d(attrs))  # type: ignore[operator]
         except RelationError as err:  # speak of the 1-d input, not its 2-d stand-in
             raise RelationError(str(err).replace(shape_text(as_2d.shape),
                                                  shape_text(data.shape))) from None
@@ -293,7 +294,7 @@ def _pool1d_ref(kind: str) -> object:
 
     def ref(args: list, attrs: MaxPool1DAttrs) -> Array:
         x = to_canonical(np.asarray(args[0]), attrs.layout, "NCW")
-        out = inner([x[:, :, None, :]], _as_2d(attrs))[:, :, 0, :]  # type: ignore[operator]
+        out = inner([x[:, :, None, :]], pool1d_as_2d(attrs))[:, :, 0, :]  # type: ignore[operator]
         return as_dtype(from_canonical(out, attrs.out_layout or attrs.layout, "NCW"), x.dtype)
     return ref
 

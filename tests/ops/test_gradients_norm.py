@@ -59,7 +59,7 @@ CASES = [
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
 def test_norm_rules(name: str, shape: tuple, c: int, attrs: dict, jfn: object) -> None:
     x = RNG.standard_normal(shape) * 2 + 0.5
-    check_op(name, [x, RNG.standard_normal(c), RNG.standard_normal(c)], attrs, jfn)
+    check_op(name, [x, RNG.standard_normal(c), RNG.standard_normal(c)], attrs, jax.jit(jfn))
 
 
 @pytest.mark.parametrize("attrs", [{"eps": 1e-3, "axis": (1,)}, {"eps": 1e-3},
@@ -77,4 +77,4 @@ def test_l2_normalize(attrs: dict) -> None:
         axes = attrs.get("axis")
         ss = jnp.sum(x * x, axis=axes, keepdims=True)
         return x / jnp.sqrt(jnp.maximum(ss, attrs["eps"]))
-    check_op("nn.l2_normalize", [x], attrs, jfn)
+    check_op("nn.l2_normalize", [x], attrs, jax.jit(jfn))

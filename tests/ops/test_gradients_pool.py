@@ -46,13 +46,14 @@ POOLS = [
                                                        enumerate(POOLS)])
 def test_pool_rules(name: str, attrs: dict) -> None:
     kind = name[3:6]
-    check_op(name, [_x(2, 2, *HW)], attrs, _pool(kind, attrs))
+    check_op(name, [_x(2, 2, *HW)], attrs, jax.jit(_pool(kind, attrs)))
 
 
 @pytest.mark.parametrize("name", ["nn.max_pool2d", "nn.avg_pool2d"])
 def test_pool_rules_in_nhwc(name: str) -> None:
     kind = name[3:6]
-    check_op(name, [_x(1, *HW, 2)], {**_CEIL, "layout": "NHWC"}, _nhwc(_pool(kind, _CEIL)))
+    check_op(name, [_x(1, *HW, 2)], {**_CEIL, "layout": "NHWC"},
+             jax.jit(_nhwc(_pool(kind, _CEIL))))
 
 
 @pytest.mark.parametrize(("name", "attrs"), [("nn.max_pool2d_grad", _CEIL),
@@ -63,7 +64,7 @@ def test_pool_grad_rules(name: str, attrs: dict) -> None:
     pool = _pool(kind, attrs)
     x = _x(2, 2, *HW)
     g = RNG.standard_normal(np.shape(pool(x)))
-    check_op(name, [g, x], attrs, lambda g, x: jax.vjp(pool, x)[1](g)[0], which=[0])
+    check_op(name, [g, x], attrs, jax.jit(lambda g, x: jax.vjp(pool, x)[1](g)[0]), which=[0])
 
 
 @pytest.mark.parametrize("name", ["nn.max_pool1d", "nn.avg_pool1d"])
@@ -72,4 +73,4 @@ def test_pool1d_rules(name: str) -> None:
     attrs = {"pool_size": (3,), "strides": (2,), "padding": (1,), "ceil_mode": True}
     pool = jax_pool(kind, {"pool_size": (1, 3), "strides": (1, 2), "padding": (0, 1, 0, 1),
                            "ceil_mode": True}, (1, 6))
-    check_op(name, [_x(2, 3, 6)], attrs, lambda x: pool(x[:, :, None, :])[:, :, 0, :])
+    check_op(name, [_x(2, 3, 6)], attrs, jax.jit(lambda x: pool(x[:, :, None, :])[:, :, 0, :]))

@@ -214,13 +214,25 @@ def known() -> dict[str, Rule]:
         return {}
 
 
+TOOLTIP_CHARS = 600
+"""A tooltip shows at most about this many characters of the rule (whole lines), then
+points at ``:rule NAME``: derivations and traces tag every node, so a tag's size bounds
+theirs (a rule with its tables and examples is several KB)."""
+
+
 def rule_html(name: str) -> str:
-    """``name`` as an HTML tag for Jupyter output whose tooltip shows the rule's text and
-    where it is; the plain escaped name when no rule has that name (or spec/ is missing)."""
+    """``name`` as an HTML tag for Jupyter output whose tooltip shows the rule's text (its
+    first ``TOOLTIP_CHARS`` characters) and where it is; the plain escaped name when no rule
+    has that name (or spec/ is missing)."""
     rule = known().get(name)
     if rule is None:
         return html.escape(name)
-    title = html.escape(f"{rule.where}\n\n{rule.plain()}", quote=True)
+    text = rule.plain()
+    if len(text) > TOOLTIP_CHARS:
+        cut = text.rfind("\n", 0, TOOLTIP_CHARS)
+        text = text[: cut if cut > 0 else TOOLTIP_CHARS].rstrip() + (
+            f"\n\n... (the whole rule: :rule {name})")
+    title = html.escape(f"{rule.where}\n\n{text}", quote=True)
     return (f'<abbr class="relay-rule" data-rule="{html.escape(name, quote=True)}" '
             f'title="{title}" style="cursor: help; text-decoration: underline dotted;">'
             f"{html.escape(name)}</abbr>")

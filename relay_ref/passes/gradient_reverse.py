@@ -491,7 +491,11 @@ class ReverseAD:
                          for i, f in enumerate(fields)]
                 return Tuple(()) if kind == "seed" else Tuple(tuple(parts))
             case TypeCall():
-                return Call(GlobalVar(self.helper(kind, ty)), (e,))
+                call = Call(GlobalVar(self.helper(kind, ty)), (e,))
+                if kind == "seed":  # an effect: bound here, so it runs before the reverse pass
+                    blk.push(call, "seed")
+                    return Tuple(())
+                return call
         raise ad_error(f"cannot differentiate with respect to a value of type {ty}", e,
                        "AD-Grad")
 

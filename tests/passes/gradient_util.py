@@ -1,5 +1,5 @@
 """Helpers of the AD tests: central finite differences (float64) of the sum of a function's
-result tensors, and the comparison with an AD gradient."""
+result tensors (through tuples and ADT values), and the comparison with an AD gradient."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from typing import Any
 import numpy as np
 
 import relay_ref as rr
+from relay_ref.interpreter.values import ConstructorValue
 
 
 def leaves(value: Any) -> list[np.ndarray]:
-    """The tensors of a value (tuples flattened)."""
+    """The tensors of a value (tuples and constructor values flattened)."""
     if isinstance(value, tuple):
         return [x for v in value for x in leaves(v)]
+    if isinstance(value, ConstructorValue):
+        return [x for v in value.fields for x in leaves(v)]
     return [np.asarray(value)]
 
 

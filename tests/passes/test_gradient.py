@@ -104,6 +104,36 @@ def test_language_forms_match_finite_differences(name: str, mode: str) -> None:
     assert_gradient_matches(rr.parse(src), args(), mode)
 
 
+#: results holding ADT values (higher-order mode: AD-Grad seeds every tensor of the result,
+#: through the ADT's constructors)
+ADT_RESULT_CASES = {
+    "a List result": ("""
+        def @main(%x: float64) -> List[float64] { Cons(%x * %x, Cons(sin(%x), Nil)) }""",
+                      lambda: [np.array(1.0)]),
+    "a tuple holding an Option": ("""
+        def @main(%x: float64, %y: Tensor[(2,), float64])
+            -> (float64, Option[Tensor[(2,), float64]]) { (%x, Some(%y * %x)) }""", lambda: [np.array(0.6), vec(2)]),
+    "a Tree result": ("""
+        type Tree { Leaf(Tensor[(2,), float64]), Node(Tree, (Tree, float64)) }
+        def @main(%a: Tensor[(2,), float64], %s: float64) -> Tree {
+          Node(Leaf(tanh(%a)), (Leaf(%a * %s), exp(%s))) }""", lambda: [vec(2), np.array(0.3)]),
+}
+
+
+@pytest.mark.parametrize("name", list(ADT_RESULT_CASES))
+def test_adt_results_match_finite_differences(name: str) -> None:
+    src, args = ADT_RESULT_CASES[name]
+    assert_gradient_matches(rr.parse(src), args(), "higher_order")
+
+
+def test_gradient_op_of_an_adt_valued_function() -> None:
+    mod = rr.parse("""def @f(%x: float64) -> Option[float64] { Some(%x * %x) }
+      def @main(%x: float64) { gradient(@f)(%x) }""")
+    value, (dx,) = rr.evaluate(mod, 1.5)
+    assert value.constructor.name == "Some" and float(value.fields[0]) == pytest.approx(2.25)
+    assert float(dx) == pytest.approx(3.0)
+
+
 def test_gradient_with_respect_to_adts() -> None:
     """An input that is a List and one that is a Tree: their gradients have their types."""
     src = """type Tree { Leaf(Tensor[(2,), float64]), Node(Tree, Tree) }

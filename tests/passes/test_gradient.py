@@ -112,7 +112,8 @@ ADT_RESULT_CASES = {
                       lambda: [np.array(1.0)]),
     "a tuple holding an Option": ("""
         def @main(%x: float64, %y: Tensor[(2,), float64])
-            -> (float64, Option[Tensor[(2,), float64]]) { (%x, Some(%y * %x)) }""", lambda: [np.array(0.6), vec(2)]),
+            -> (float64, Option[Tensor[(2,), float64]]) { (%x, Some(%y * %x)) }""",
+                                  lambda: [np.array(0.6), vec(2)]),
     "a Tree result": ("""
         type Tree { Leaf(Tensor[(2,), float64]), Node(Tree, (Tree, float64)) }
         def @main(%a: Tensor[(2,), float64], %s: float64) -> Tree {

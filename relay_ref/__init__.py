@@ -260,7 +260,8 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     ``Sequential``/``PassContext`` rule applies: a pass runs when its ``opt_level`` is at
     most N or it is named in ``required``, never when named in ``disabled`` (TVM's default
     context is N = 2, under which PartialEvaluate and EliminateCommonSubexpr, level 3, are
-    skipped).
+    skipped). A module that calls ``gradient`` has those calls expanded by the AD pass
+    first (spec/ad.md AD-Grad-Op), as for ``rr.evaluate`` and ``rr.compile``.
 
     Errors: wrong argument types are ``TypeError`` and unknown pass names (in ``passes``,
     ``required`` or ``disabled``) ``ValueError``, each naming the argument; the result of
@@ -271,6 +272,10 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     from relay_ref.passes import Sequential, get_pass, pass_names
 
     _require("optimize", "mod", mod, IRModule, "an IRModule")
+    # AD-Grad-Op (spec/ad.md): gradient(f) calls are expanded first, as rr.evaluate and
+    # rr.compile do, so no pass sees the operator (whose argument must stay a global or a
+    # function literal, which lifting, fusion or A-normal form would not keep)
+    mod, _ = _expand_gradients(mod, {})
     chosen = []
     for p in _names_or_items("passes", passes):
         if isinstance(p, str):

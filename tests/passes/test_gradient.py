@@ -280,3 +280,18 @@ def test_unsupported_rule_attributes_are_a_located_error() -> None:
     with pytest.raises(rr.RelayError, match=r"nn.conv2d: .*\[AD-App-Op\]") as err:
         rr.gradient(rr.parse(src))
     assert err.value.span is not None and err.value.span.line == 2
+
+
+def test_every_pass_then_evaluate_on_a_module_calling_gradient() -> None:
+    """rr.optimize expands gradient(f) first (AD-Grad-Op), so no pass sees the operator
+    (lifting, fusion or A-normal form would move its function argument out of reach)."""
+    mod = rr.parse(GRAD_TEXT.replace("%g.1.0 * 0.5f64", "%g.1.0 * 0.5f64 + gradient(fn (%z: "
+                                     "Tensor[(3,), float64]) { sum(sin(%z) * %x) })(%w).1.0"))
+    w, x = vec(3), vec(3)
+    want = rr.evaluate(mod, w, x)
+    np.testing.assert_allclose(
+        want, w - 0.5 * x * (1 - np.tanh(w * x) ** 2) + np.cos(w) * x)
+    for name in rr.pass_names():
+        out = rr.optimize(mod, [name])
+        assert "gradient(" not in rr.astext(out), name
+        np.testing.assert_allclose(rr.evaluate(out, w, x), want, err_msg=name)

@@ -39,7 +39,7 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType
 from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
-from relay_ref.passes.gradient_common import ad_error, fresh_name
+from relay_ref.passes.gradient_common import ad_error, fresh_name, located
 from relay_ref.passes.rewrite import rewrite
 
 __all__ = ["MODES", "ExpandGradient", "expand_gradients", "expand_gradients_expr",
@@ -124,7 +124,10 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
     assert isinstance(ty, FuncType)
     ad = _differentiator(mod, mode)
     fn = mod.functions[entry]
-    wrapper = ad.wrapper(fn, ty, fn)
+    try:
+        wrapper = ad.wrapper(fn, ty, fn)
+    except RelayError as err:  # at a generated node: located at the entry function
+        raise located(err, fn.span) from None
     out = ad.extend(mod)
     users = [n for n, f in out.functions.items() if n != entry and any(
         isinstance(g, GlobalVar) and g.name == entry for g in post_order(f))]
@@ -210,15 +213,18 @@ def _expand_round(mod: IRModule, pending: set[str]) -> IRModule:
             if not isinstance(ty, FuncType):
                 raise ad_error("no function type known for gradient's argument", orig,
                                "AD-Grad-Op")
-            if isinstance(target, GlobalVar):
-                gname = made.get(target.name)
-                if gname is None:
-                    gname = fresh_name(set(mod.functions) | set(ad.globals_out)
-                                       | set(made.values()), f"{target.name}_grad")
-                    made[target.name] = gname
-                    ad.globals_out[gname] = ad.wrapper(target, ty, orig)
-                return GlobalVar(gname)
-            return ad.wrapper(target, ty, orig)
+            try:
+                if isinstance(target, GlobalVar):
+                    gname = made.get(target.name)
+                    if gname is None:
+                        gname = fresh_name(set(mod.functions) | set(ad.globals_out)
+                                           | set(made.values()), f"{target.name}_grad")
+                        made[target.name] = gname
+                        ad.globals_out[gname] = ad.wrapper(target, ty, orig)
+                    return GlobalVar(gname)
+                return ad.wrapper(target, ty, orig)
+            except RelayError as err:  # located at (or with a note at) the call
+                raise located(err, orig.span, "in the gradient taken here") from None
 
         new_fn = rewrite(fn, expand)
         if new_fn is not fn:

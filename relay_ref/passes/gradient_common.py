@@ -10,7 +10,10 @@ its transformed ADTs, and located errors.
   through other such ADTs or function types) gets a transformed copy in the module
   (``Tree`` -> ``Tree_rev`` with constructors ``Leaf_rev``...), other ADTs are kept and
   their type arguments transformed (``List[Tensor]`` -> ``List[(Tensor, Ref[Tensor])]``).
-* ``ad_error``: a ``RelayError`` at a node's span citing the rule that does not apply.
+* ``ad_error``: a ``RelayError`` at a node's span citing the rule that does not apply;
+  ``located`` gives an error without a location (at a generated node) the span of what is
+  being differentiated (the entry function, the ``gradient(...)`` call); ``type_text``
+  writes types in messages as Relay text.
 
 Invariant: a type variable maps to itself (AD-Type-Var), so the transform commutes with
 instantiation: ``T(τ[σ/a]) = T(τ)[T(σ)/a]``, which makes polymorphic code (the prelude's
@@ -21,10 +24,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace as dc_replace
 
-from relay_ref.diagnostics import RelayError
+from relay_ref.diagnostics import Note, RelayError
 from relay_ref.ir.expr import Constructor, Expr, Let, Var
 from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.span import Span
+from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import (
     FuncType,
     GlobalTypeVar,
@@ -37,8 +43,8 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 
-__all__ = ["Block", "TypeMap", "ad_error", "fresh_name", "is_float", "has_float",
-           "subst", "complete"]
+__all__ = ["Block", "TypeMap", "ad_error", "complete", "fresh_name", "has_float", "is_float",
+           "located", "subst", "type_text"]
 
 
 class Block:
@@ -71,6 +77,27 @@ def ad_error(message: str, node: Expr | None, rule: str) -> RelayError:
     """A located error (the node's span, when it has one) citing ``rule``."""
     span = getattr(node, "span", None) if node is not None else None
     return RelayError(f"{message} [{rule}]", span)
+
+
+def located(err: RelayError, span: Span | None, note: str | None = None) -> RelayError:
+    """``err`` placed at ``span`` when it has no location (a node the transform generated,
+    or an earlier transform's output); with ``note`` at ``span`` when it has one elsewhere
+    (and ``note`` is given). ``err`` itself when ``span`` is None or already its location."""
+    if span is None or not err.diagnostics or err.span == span:
+        return err
+    first, *rest = err.diagnostics
+    if first.span is None:
+        first = dc_replace(first, span=span)
+    elif note is None:
+        return err
+    else:
+        first = dc_replace(first, notes=(*first.notes, Note(note, span)))
+    return type(err)([first, *rest])
+
+
+def type_text(ty: Type | None) -> str:
+    """``ty`` as Relay text, for messages."""
+    return type_to_text(ty)
 
 
 def fresh_name(taken: set[str] | dict, stem: str) -> str:

@@ -34,7 +34,13 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType, TensorType, TupleType, Type
 from relay_ref.ops.grad_common import op as make_call
 from relay_ref.ops.registry import GradientUnsupported, get_op
-from relay_ref.passes.gradient_common import Block, ad_error, complete, has_float
+from relay_ref.passes.gradient_common import (
+    Block,
+    ad_error,
+    complete,
+    has_float,
+    type_text,
+)
 from relay_ref.passes.rewrite import rewrite
 
 __all__ = ["FirstOrderAD"]
@@ -94,7 +100,8 @@ class FirstOrderAD:
         grads = Tuple(tuple(self._materialise(adj.get(p), t, p, blk)
                             for p, t in zip(params, ty.arg_types, strict=True)))
         return Function(params, blk.finish(Tuple((out, grads))),
-                        TupleType((ty.ret_type, TupleType(ty.arg_types))))
+                        TupleType((ty.ret_type, TupleType(ty.arg_types))),
+                        span=getattr(where, "span", None))
 
     def _check_type(self, ty: Type, where: Expr | None) -> None:
         match ty:
@@ -105,7 +112,7 @@ class FirstOrderAD:
                     self._check_type(f, where)
                 return
         raise ad_error(f"first_order mode differentiates tensors and tuples of tensors, not "
-                       f"{ty}{_USE_HO}", where, "AD-First-Order")
+                       f"{type_text(ty)}{_USE_HO}", where, "AD-First-Order")
 
     # -- forward: one binding per node -----------------------------------------------------
     def _forward(self, e: Expr, env: dict[Var, Var], blk: Block,

@@ -46,6 +46,7 @@ from relay_ref.passes.gradient_common import (
     complete,
     has_float,
     is_float,
+    type_text,
 )
 from relay_ref.passes.gradient_reverse import ReverseAD
 
@@ -77,7 +78,8 @@ class ForwardAD(ReverseAD):
             case TupleType(fields):
                 return Tuple(tuple(self.lift(f, TupleGetItem(v, i), where)
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"a value of type {ty} cannot be differentiated", where, "AD-Fwd-Const")
+        raise ad_error(f"a value of type {type_text(ty)} cannot be differentiated", where,
+                       "AD-Fwd-Const")
 
     def tangent(self, ty: Type, a: Expr) -> Expr:
         match ty:
@@ -86,7 +88,7 @@ class ForwardAD(ReverseAD):
             case TupleType(fields):
                 return Tuple(tuple(self.tangent(f, TupleGetItem(a, i))
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"no tangent for type {ty}", a, "AD-Fwd-App-Op")
+        raise ad_error(f"no tangent for type {type_text(ty)}", a, "AD-Fwd-App-Op")
 
     def pair(self, ty: Type, v: Expr, t: Expr) -> Expr:
         match ty:
@@ -95,7 +97,7 @@ class ForwardAD(ReverseAD):
             case TupleType(fields):
                 return Tuple(tuple(self.pair(f, TupleGetItem(v, i), TupleGetItem(t, i))
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"no dual number of type {ty}", v, "AD-Fwd-App-Op")
+        raise ad_error(f"no dual number of type {type_text(ty)}", v, "AD-Fwd-App-Op")
 
     def _op_call(self, e: Call, o: Op, args: tuple[Expr, ...], env: dict[Var, Expr],
                  bp: Var, blk: Block, memo: dict[int, Expr]) -> Expr:
@@ -187,25 +189,29 @@ class ForwardAD(ReverseAD):
             grads.append(self._rebuild(t, leaves))
         out = Tuple((self.primal(ty.ret_type, r0), Tuple(tuple(grads))))
         return Function(params, blk.finish(out), TupleType((ty.ret_type,
-                                                            TupleType(ty.arg_types))))
+                                                            TupleType(ty.arg_types))),
+                        span=getattr(where, "span", None))
 
     def _check(self, ty: Type, where: Expr | None) -> None:
-        for _, leaf in self._leaves(ty):
+        leaves = self._leaves(ty, where=where)
+        for _, leaf in leaves:
             if not leaf.is_static:
                 raise ad_error("forward mode needs inputs of static shapes", where,
                                "AD-Fwd-Grad")
-        if not self._leaves(ty) and ty != TupleType(()):
+        if not leaves and ty != TupleType(()):
             raise ad_error(f"forward mode differentiates tensors and tuples of tensors, not "
-                           f"{ty}; use mode='higher_order'", where, "AD-Fwd-Grad")
+                           f"{type_text(ty)}; use mode='higher_order'", where, "AD-Fwd-Grad")
 
-    def _leaves(self, ty: Type, path: tuple = ()) -> list[tuple[tuple, TensorType]]:
+    def _leaves(self, ty: Type, path: tuple = (), where: Expr | None = None
+                ) -> list[tuple[tuple, TensorType]]:
         match ty:
             case TensorType():
                 return [(path, ty)]
             case TupleType(fields):
-                return [x for i, f in enumerate(fields) for x in self._leaves(f, (*path, i))]
-        raise ad_error(f"forward mode differentiates tensors and tuples of tensors, not {ty}; "
-                       "use mode='higher_order'", None, "AD-Fwd-Grad")
+                return [x for i, f in enumerate(fields)
+                        for x in self._leaves(f, (*path, i), where)]
+        raise ad_error(f"forward mode differentiates tensors and tuples of tensors, not "
+                       f"{type_text(ty)}; use mode='higher_order'", where, "AD-Fwd-Grad")
 
     def _leaves_of(self, ty: Type) -> Type:
         return ty
@@ -223,7 +229,7 @@ class ForwardAD(ReverseAD):
             case TupleType(fields):
                 return Tuple(tuple(self._zeros(f, TupleGetItem(x, i))
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"no tangent of type {ty}", x, "AD-Fwd-Grad")
+        raise ad_error(f"no tangent of type {type_text(ty)}", x, "AD-Fwd-Grad")
 
     def _replace(self, zeros: Expr, ty: Type, path: tuple, leaf: Expr) -> Expr:
         if not path:

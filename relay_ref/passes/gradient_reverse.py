@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from relay_ref.diagnostics import RelayTypeError
 from relay_ref.ir.expr import (
     Call,
     Clause,
@@ -76,6 +77,7 @@ from relay_ref.passes.gradient_common import (
     fresh_name,
     has_float,
     subst,
+    type_text,
 )
 from relay_ref.passes.rewrite import rewrite
 
@@ -84,6 +86,9 @@ __all__ = ["ReverseAD", "BP_TYPE"]
 UNIT = TupleType(())
 #: the backpropagator cell's type
 BP_TYPE = RefType(FuncType((), UNIT))
+#: check_data visits at most this many ADT instances (a nested type such as
+#: ``Nest[A] { N(A, Nest[(A, A)]) }`` has infinitely many)
+_MAX_INSTANCES = 64
 
 
 def _rev_tensor(t: TensorType) -> Type:
@@ -143,7 +148,7 @@ class ReverseAD:
         ret = self.types(fn.ret_type) if fn.ret_type is not None and complete(fn.ret_type) \
             else None
         self.globals_out[new] = Function((*self.bp_args(bp), *params), body, ret,
-                                         fn.type_params)
+                                         fn.type_params, span=fn.span)
         return new
 
     def bp_args(self, bp: Var) -> tuple[Var, ...]:
@@ -373,8 +378,8 @@ class ReverseAD:
             case TupleType(fields):
                 return Tuple(tuple(self.primal(f, TupleGetItem(a, i))
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"an operator argument of type {ty} cannot be differentiated", a,
-                       "AD-App-Op")
+        raise ad_error(f"an operator argument of type {type_text(ty)} cannot be "
+                       "differentiated", a, "AD-App-Op")
 
     def lift(self, ty: Type, v: Expr, where: Expr) -> Expr:
         """A forward value of an operator's result type paired with zero adjoints."""
@@ -384,8 +389,8 @@ class ReverseAD:
             case TupleType(fields):
                 return Tuple(tuple(self.lift(f, TupleGetItem(v, i), where)
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"an operator result of type {ty} cannot be differentiated", where,
-                       "AD-App-Op")
+        raise ad_error(f"an operator result of type {type_text(ty)} cannot be "
+                       "differentiated", where, "AD-App-Op")
 
     def read_adjoint(self, ty: Type, a: Expr) -> Expr:
         match ty:
@@ -394,7 +399,7 @@ class ReverseAD:
             case TupleType(fields):
                 return Tuple(tuple(self.read_adjoint(f, TupleGetItem(a, i))
                                    for i, f in enumerate(fields)))
-        raise ad_error(f"no adjoint for type {ty}", a, "AD-App-Op")
+        raise ad_error(f"no adjoint for type {type_text(ty)}", a, "AD-App-Op")
 
     def accumulate(self, ty: Type, a: Expr, grad: Expr, blk: Block) -> None:
         """``a``'s adjoint cells += ``grad`` (AD-Acc)."""
@@ -451,23 +456,39 @@ class ReverseAD:
                      Tuple(tuple(self.boundary("grad", t, a, blk)
                                  for a, t in zip(lifted, ty.arg_types, strict=True)))))
         ret = TupleType((ty.ret_type, TupleType(ty.arg_types)))
-        return Function(params, blk.finish(out), ret)
+        # located where the gradient was asked for: errors in a later transform of it
+        # (generated nodes have no span) fall back to this
+        return Function(params, blk.finish(out), ret, span=getattr(where, "span", None))
 
-    def check_data(self, ty: Type, where: Expr | None) -> None:
-        """AD-Grad's inputs and result are first-order data: tensors, tuples, ADTs."""
+    def check_data(self, ty: Type, where: Expr | None, inside: str = "",
+                   seen: set[Type] | None = None) -> None:
+        """AD-Grad's inputs and result are first-order data: tensors, tuples, ADTs of
+        those, the ADTs' constructor fields included (a least fixpoint over the instances
+        met, as AD-Type-ADT). A located ``RelayTypeError`` otherwise."""
+        seen = set() if seen is None else seen
         match ty:
             case TensorType():
                 return
             case TupleType(fields):
                 for f in fields:
-                    self.check_data(f, where)
+                    self.check_data(f, where, inside, seen)
                 return
-            case TypeCall(_, args):
+            case TypeCall(func, args) if func.name in self.mod.type_definitions:
+                if ty in seen or len(seen) > _MAX_INSTANCES:
+                    return
+                seen.add(ty)
                 for a in args:
-                    self.check_data(a, where)
+                    self.check_data(a, where, inside, seen)
+                td = self.mod.type_definitions[func.name]
+                sub: dict[TypeVar, Type] = dict(zip(td.type_vars, args, strict=True))
+                for c in td.constructors:
+                    for t in c.inputs:
+                        self.check_data(subst(t, sub), where,
+                                        f" (a field of {c.name} in {type_text(ty)})", seen)
                 return
-        raise ad_error(f"the gradient's inputs and result must be tensors, tuples or ADTs "
-                       f"of those, not {ty}", where, "AD-Grad")
+        err = ad_error(f"the gradient's inputs and result must be tensors, tuples or ADTs "
+                       f"of those, not {type_text(ty)}{inside}", where, "AD-Grad")
+        raise RelayTypeError(err.diagnostics)
 
     def boundary(self, kind: str, ty: Type, e: Expr, blk: Block) -> Expr:
         """Convert at the wrapper's boundary, by ``ty`` (the original type): ``lift``
@@ -496,8 +517,8 @@ class ReverseAD:
                     blk.push(call, "seed")
                     return Tuple(())
                 return call
-        raise ad_error(f"cannot differentiate with respect to a value of type {ty}", e,
-                       "AD-Grad")
+        raise ad_error(f"cannot differentiate with respect to a value of type "
+                       f"{type_text(ty)}", e, "AD-Grad")
 
     def helper(self, kind: str, ty: TypeCall) -> str:
         """A global converting values of the ADT instance ``ty`` (recursive through its

@@ -295,3 +295,50 @@ def test_every_pass_then_evaluate_on_a_module_calling_gradient() -> None:
         out = rr.optimize(mod, [name])
         assert "gradient(" not in rr.astext(out), name
         np.testing.assert_allclose(rr.evaluate(out, w, x), want, err_msg=name)
+
+
+# -- located errors, types written as Relay text -----------------------------------------------
+
+@pytest.mark.parametrize("mode", ("higher_order", "first_order", "forward"))
+def test_non_data_inputs_and_results_are_located_errors_in_relay_text(mode: str) -> None:
+    for src, shown in (("def @main(%x: float32) {\n  fn (%y: float32) { %x * %y }\n}",
+                        "fn (float32) -> float32"),
+                       ("def @main(%x: float32) -> List[float32] {\n  Cons(%x, Nil)\n}",
+                        "List[float32]")):
+        if mode == "higher_order" and shown.startswith("List"):
+            continue  # an ADT result is fine there
+        with pytest.raises(rr.RelayError) as err:
+            rr.gradient(rr.parse(src), mode)
+        assert err.value.span is not None and err.value.span.line == 1
+        assert f"not {shown}" in err.value.message and "Type(" not in str(err.value)
+
+
+def test_adt_with_a_function_field_is_a_located_type_error() -> None:
+    """Check-data looks through constructor fields (a least fixpoint, as AD-Type-ADT)."""
+    src = """type F { Mk(fn(float32) -> float32) }
+def @h(%f: F, %x: float32) -> float32 { match (%f) { Mk(%g) => %g(%x) } }"""
+    with pytest.raises(rr.RelayTypeError, match=r"not fn \(float32\) -> float32 \(a field "
+                       r"of Mk in F\) \[AD-Grad\]") as err:
+        rr.gradient(rr.parse(src), entry="h")
+    assert err.value.span is not None and err.value.span.line == 2
+    text = src + "\ndef @main(%f: F, %x: float32) {\n  gradient(@h)(%f, %x)\n}"
+    with pytest.raises(rr.RelayTypeError, match="a field of Mk in F") as err:
+        rr.evaluate(rr.parse(text), None, 1.0)
+    assert err.value.span is not None and err.value.span.line == 4  # the gradient call
+
+
+def test_errors_in_a_transformed_program_fall_back_to_its_location() -> None:
+    """A gradient's output differentiated again (its nodes have no spans): the error is
+    located at the function the first gradient was taken of; an error inside @f reached
+    from gradient(@f) has a note at the call."""
+    g = rr.gradient(rr.parse("def @main(%x: float64) -> float64 {\n  %x * %x\n}"))
+    with pytest.raises(rr.RelayError, match="first_order mode cannot") as err:
+        rr.gradient(g, "first_order")
+    assert err.value.span is not None and err.value.span.line == 1
+    src = "def @f(%x: Tensor[(2,), float32]) {\n  einsum((%x, %x), equation=\"i,i->\") }\n" \
+          "def @main(%x: Tensor[(2,), float32]) {\n  gradient(@f)(%x)\n}"
+    with pytest.raises(rr.RelayError, match="einsum is not differentiable") as err:
+        rr.evaluate(rr.parse(src), np.ones(2, "float32"))
+    assert err.value.span.line == 2
+    notes = err.value.diagnostics[0].notes
+    assert notes and notes[0].span.line == 4 and "gradient taken here" in notes[0].message

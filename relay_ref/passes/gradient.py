@@ -29,6 +29,7 @@ calls, and the ``ExpandGradient`` pass.
 
 from __future__ import annotations
 
+import difflib
 import weakref
 from dataclasses import replace
 from typing import Any
@@ -102,23 +103,20 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
     if mode not in MODES:
         raise ValueError(f"gradient: mode must be one of {', '.join(map(repr, MODES))}, "
                          f"not {mode!r}")
+    if not isinstance(entry, str):
+        raise TypeError(f"gradient: entry must be a str, not {type(entry).__name__}")
+    entry = entry.removeprefix("@")
     if isinstance(fn_or_module, Function):
-        if free_vars(fn_or_module):
-            names = ", ".join(f"%{v.name_hint}" for v in free_vars(fn_or_module))
-            raise RelayError(f"gradient: the function has free variables ({names}); "
-                             "differentiate a closed function or a module")
-        from relay_ref.prelude import load_prelude
-
-        base = load_prelude()
-        mod = replace(base, functions={**base.functions, entry: fn_or_module},
-                      checked_types={}, global_types={})
+        mod = _function_module(fn_or_module, entry)
     elif isinstance(fn_or_module, IRModule):
         mod = fn_or_module
     else:
         raise TypeError(f"gradient: fn_or_module must be an IRModule or a Function, not "
                         f"{type(fn_or_module).__name__}")
-    if not isinstance(entry, str) or entry not in mod.functions:
-        raise RelayError(f"gradient: the module has no function @{entry}")
+    if entry not in mod.functions:
+        close = difflib.get_close_matches(entry, list(mod.functions), n=1)
+        hint = f"; did you mean @{close[0]}?" if close else ""
+        raise RelayError(f"gradient: the module has no function @{entry}{hint}")
     mod = _checked(expand_gradients(mod))
     ty = mod.global_types[entry]
     assert isinstance(ty, FuncType)
@@ -138,6 +136,30 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
             out = out.with_function(n, rewrite(out.functions[n], lambda e: GlobalVar(keep) if (
                 isinstance(e, GlobalVar) and e.name == entry) else None))
     return _checked(out.with_function(entry, wrapper))
+
+
+def _function_module(fn: Function, entry: str) -> IRModule:
+    """A closed function as ``@entry`` of a module with the prelude: its free variables,
+    and globals it calls that the prelude lacks (it was taken out of its module), are
+    errors; so is an entry naming a prelude function (it would be replaced)."""
+    if free_vars(fn):
+        names = ", ".join(f"%{v.name_hint}" for v in free_vars(fn))
+        raise RelayError(f"gradient: the function has free variables ({names}); "
+                         "differentiate a closed function or a module", fn.span)
+    from relay_ref.prelude import load_prelude
+
+    base = load_prelude()
+    if entry in base.functions:
+        raise RelayError(f"gradient: entry={entry!r} names a prelude function (@{entry}); "
+                         "choose another name", fn.span)
+    missing = next((g for g in post_order(fn) if isinstance(g, GlobalVar)
+                    and g.name not in base.functions and g.name != entry), None)
+    if missing is not None:
+        raise RelayError(f"gradient: the function uses @{missing.name}, a global of its "
+                         f"module: pass the module, with the function's name as entry=...",
+                         missing.span)
+    return replace(base, functions={**base.functions, entry: fn}, checked_types={},
+                   global_types={})
 
 
 # -- AD-Grad-Op: expanding gradient(f) calls ----------------------------------------------

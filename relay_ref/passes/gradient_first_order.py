@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from relay_ref.ir.expr import (
     Call,
     Constant,
+    Constructor,
     Expr,
     Function,
     GlobalVar,
@@ -145,6 +146,10 @@ class FirstOrderAD:
                         "GlobalVar": "a global", "Constructor": "a constructor",
                         "Op": "an operator used as a value"}.get(type(e).__name__,
                                                                   type(e).__name__)
+                if isinstance(e, Call) and isinstance(e.op, Constructor):
+                    what = f"a constructor ({e.op.name})"
+                elif isinstance(e, Call) and isinstance(e.op, GlobalVar):
+                    what = f"a call of a global function (@{e.op.name})"
                 raise ad_error(f"first_order mode cannot differentiate {what}{_USE_HO}", e,
                                "AD-First-Order")
         ty = self.mod.checked_types.get(e)

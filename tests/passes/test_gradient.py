@@ -6,6 +6,8 @@ compiled); first-order mode's located errors."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from gradient_util import assert_gradient_matches, finite_differences
@@ -342,3 +344,26 @@ def test_errors_in_a_transformed_program_fall_back_to_its_location() -> None:
     assert err.value.span.line == 2
     notes = err.value.diagnostics[0].notes
     assert notes and notes[0].span.line == 4 and "gradient taken here" in notes[0].message
+
+
+def test_entry_names_and_functions_taken_out_of_their_module() -> None:
+    mod = rr.parse("def @sq(%x: float32) -> float32 { %x * %x }\n"
+                   "def @f(%x: float32) -> float32 { @sq(%x) }")
+    _, (d,) = rr.evaluate(rr.gradient(mod, entry="@f"), 3.0, entry="f")  # a leading @ is ok
+    assert float(d) == 6.0
+    with pytest.raises(rr.RelayError, match=r"no function @fx; did you mean @f\?"):
+        rr.gradient(mod, entry="fx")
+    with pytest.raises(rr.RelayError, match="uses @sq, a global of its module") as err:
+        rr.gradient(mod["f"])
+    assert err.value.span is not None and err.value.span.line == 2
+    with pytest.raises(rr.RelayError, match="names a prelude function"):
+        rr.gradient(mod["sq"], entry="map")
+
+
+def test_first_order_names_constructors_and_global_calls() -> None:
+    for src, what in (("def @main(%x: float32) { let %o = Some(%x); %x }",
+                       "a constructor (Some)"),
+                      ("def @g(%x: float32) -> float32 { %x }\n"
+                       "def @main(%x: float32) { @g(%x) }", "a call of a global function")):
+        with pytest.raises(rr.RelayError, match=re.escape(f"cannot differentiate {what}")):
+            rr.gradient(rr.parse(src), "first_order")

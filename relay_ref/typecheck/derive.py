@@ -87,7 +87,7 @@ from relay_ref.syntax.printer import attr_value_text
 from relay_ref.syntax.short_text import graph_names, pattern_text, short_text
 from relay_ref.typecheck.infer import Checker, OpRelation, Projection, guarded
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
-from relay_ref.typecheck.unify import SHOW_PARTS, Unifier
+from relay_ref.typecheck.unify import SHOW_PARTS, Unifier, type_children
 
 __all__ = ["Derivation", "HoleNote", "RelationCall", "derive", "derive_expr", "render_html",
            "render_text"]
@@ -387,7 +387,7 @@ class _Recorder:
     def _named(self, ty: Type, budget: list[int]) -> Type:
         if isinstance(ty, IncompleteType):
             return GlobalTypeVar(self.name(ty.uid))
-        children = _type_children(ty)
+        children = type_children(ty)
         if not children:
             return ty
         if budget[0] <= 0:
@@ -475,20 +475,6 @@ class _Recorder:
             if owner is not None and owner != self.owner_of.get(hole.uid):
                 by += f" in @{owner}"  # solved while checking another global
         return HoleNote(name, self.text(solution), by, what, bound_to)
-
-
-def _type_children(ty: Type) -> tuple[Type, ...]:
-    """The types directly inside a composite type (none for a tensor, a hole, ...)."""
-    match ty:
-        case TupleType(fields):
-            return fields
-        case FuncType(args, ret):
-            return (*args, ret)
-        case TypeCall(_, args):
-            return args
-        case RefType(value):
-            return (value,)
-    return ()
 
 
 class _RecordingUnifier(Unifier):
@@ -603,7 +589,7 @@ def _holes(ty: Type) -> list[IncompleteType]:
             out.append(t)
         elif id(t) not in seen:
             seen.add(id(t))
-            stack.extend(reversed(_type_children(t)))
+            stack.extend(reversed(type_children(t)))
     return out
 
 

@@ -84,7 +84,7 @@ def show(ty: Type) -> str:
 
 def _abbreviated(ty: Type, budget: list[int]) -> Type:
     """``ty`` with every composite type past the first ``budget[0]`` replaced by ``...``."""
-    children = _children(ty)
+    children = type_children(ty)
     if not children:
         return ty
     if budget[0] <= 0:
@@ -263,7 +263,7 @@ class Unifier:
                     seen.add(t.uid)
                     out.append(t)
                 continue
-            children = _children(t)
+            children = type_children(t)
             if not children or done.get(id(t)) is t:
                 continue
             done[id(t)] = t
@@ -320,7 +320,7 @@ class Unifier:
                         stack.append(bound)
             elif id(t) not in seen_types:
                 seen_types.add(id(t))
-                stack.extend(_children(t))
+                stack.extend(type_children(t))
         return False
 
     def _backward(self, target: int,
@@ -471,7 +471,7 @@ def _same(new: tuple[Type, ...], old: tuple[Type, ...]) -> bool:
     return all(x is y for x, y in zip(new, old, strict=True))
 
 
-def _children(ty: Type) -> tuple[Type, ...]:
+def type_children(ty: Type) -> tuple[Type, ...]:
     """The types directly inside a composite type (none for a tensor, a hole, ...)."""
     match ty:
         case TupleType(fields):
@@ -497,6 +497,6 @@ def _own_holes(ty: Type) -> dict[int, IncompleteType]:
             out[t.uid] = t
         elif id(t) not in seen:
             seen.add(id(t))
-            stack.extend(_children(t))
+            stack.extend(type_children(t))
     return out
 

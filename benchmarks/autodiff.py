@@ -51,8 +51,6 @@ if __name__ == "__main__" and "--threads" in sys.argv[1:]:
                                    "eigen=false intra_op_parallelism_threads=1").strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-import ctypes  # noqa: E402
-import glob  # noqa: E402
 import platform  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -64,7 +62,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
+from interleave import blas_threads, one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
 
 import relay_ref as rr  # noqa: E402
 
@@ -244,14 +242,7 @@ def settings() -> str:
 
     from relay_ref.compute.cpu import numba  # the package sets the OpenMP policy first
 
-    blas = "?"
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                  "libscipy_openblas*"))
-    if libs:
-        try:
-            blas = str(ctypes.CDLL(libs[0]).scipy_openblas_get_num_threads64_())
-        except (OSError, AttributeError):
-            pass
+    blas = blas_threads()
     return (f"numba threads {numba.get_num_threads()} (OMP_WAIT_POLICY="
             f"{os.environ.get('OMP_WAIT_POLICY')}), numpy OpenBLAS threads {blas}; jax "
             f"{jax.__version__} on {jax.devices()[0].platform}, XLA_FLAGS="

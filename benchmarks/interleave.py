@@ -4,8 +4,13 @@ order, with a sleep between them while the other thread pools wind down)."""
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import os
 import time
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 
 def per_call(fn: Callable[[], object], n: int) -> float:
@@ -26,3 +31,15 @@ def one_round(r: int, entries: Sequence[tuple[str, Callable[[], object], int]],
         time.sleep(sleep)
         got[label] = per_call(fn, n)
     return got
+
+
+def blas_threads() -> str:
+    """The thread count of NumPy's bundled OpenBLAS (``"?"`` when it cannot be asked)."""
+    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
+                                  "libscipy_openblas*"))
+    if libs:
+        try:
+            return str(ctypes.CDLL(libs[0]).scipy_openblas_get_num_threads64_())
+        except (OSError, AttributeError):
+            pass
+    return "?"

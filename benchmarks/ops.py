@@ -23,8 +23,6 @@ Results are recorded in benchmarks/README.md ("Executor: operators vs onnxruntim
 from __future__ import annotations
 
 import argparse
-import ctypes
-import glob
 import os
 import platform
 import statistics
@@ -41,7 +39,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
+from interleave import blas_threads, one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
 
 import relay_ref as rr  # noqa: E402
 
@@ -240,14 +238,7 @@ def settings() -> str:
 
     from relay_ref.compute.cpu import numba  # the package sets the OpenMP policy first
 
-    blas = "?"
-    libs = glob.glob(os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs",
-                                  "libscipy_openblas*"))
-    if libs:
-        try:
-            blas = str(ctypes.CDLL(libs[0]).scipy_openblas_get_num_threads64_())
-        except (OSError, AttributeError):
-            pass
+    blas = blas_threads()
     try:
         layer = numba.threading_layer()
     except ValueError:

@@ -8,7 +8,9 @@ TVM's ``python/tvm/relay/op/_tensor_grad.py``):
 * ``BINARY`` maps a broadcasting binary op to its partials ``(df/dx, df/dy)``; the reverse
   rule multiplies ``out_grad`` by each partial and sums broadcast axes back
   (``collapse_sum_like``), the forward rule is ``tx * df/dx + ty * df/dy``.
-* ``LINEAR`` holds ops with hand-written rules (no multiplication by a constant 1).
+* ``LINEAR`` holds ops with hand-written rules (no multiplication by a constant 1), and the
+  piecewise-constant ops (``PIECEWISE_CONSTANT``: ``floor``, ``round``, ``sign``...), whose
+  adjoints and tangents are 0, as TVM's and jax's.
 * ``NOT_DIFFERENTIABLE`` says why the other elementwise ops have no rules.
 """
 
@@ -333,7 +335,22 @@ def _stop_gradient_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
     return zeros_like(call)
 
 
+def _constant_rev(call: Call, g: Expr, to: TypeOf) -> tuple:
+    """A piecewise-constant op: its derivative is 0 wherever it exists (TVM and jax give 0
+    too), so each argument's adjoint is 0 (AD-App-Op-Const's value, spec/ad.md 4)."""
+    return tuple(zeros_like(a) for a in call.args)
+
+
+def _constant_fwd(call: Call, t: tuple, to: TypeOf) -> Expr:
+    """A piecewise-constant op's tangent: 0."""
+    return zeros_like(call)
+
+
+#: float ops whose derivative is 0 wherever it exists (at the jumps it does not)
+PIECEWISE_CONSTANT = ("floor", "ceil", "round", "trunc", "sign", "floor_divide")
+
 LINEAR: dict[str, tuple] = {
+    **{n: (_constant_rev, _constant_fwd) for n in PIECEWISE_CONSTANT},
     "add": (_add_rev, _add_fwd), "subtract": (_subtract_rev, _subtract_fwd),
     "multiply": (_multiply_rev, _multiply_fwd), "divide": (_divide_rev, _divide_fwd),
     "negative": (_negative_rev, _negative_fwd),
@@ -341,14 +358,12 @@ LINEAR: dict[str, tuple] = {
 }
 
 _BOOL = "boolean result"
-_CONST = "piecewise constant: its derivative is 0 wherever it exists"
 _INT = "integer operands only (bitwise)"
 
 NOT_DIFFERENTIABLE: dict[str, str] = {
     **{n: _BOOL for n in ("equal", "not_equal", "less", "less_equal", "greater",
                           "greater_equal", "isfinite", "isinf", "isnan", "logical_and",
                           "logical_or", "logical_xor", "logical_not")},
-    **{n: _CONST for n in ("floor", "ceil", "round", "trunc", "sign", "floor_divide")},
     **{n: _INT for n in ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
                          "left_shift", "right_shift")},
 }

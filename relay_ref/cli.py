@@ -108,6 +108,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         try:
             mod = rr.parse(source, source_name(path), prelude=not args.no_prelude)
             mod = rr.infer_types(mod)
+            _check_gradients(mod, source)
         except RelayError as err:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
             return EXIT_USER
@@ -119,6 +120,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return _each_file(args.files, check)
+
+
+def _check_gradients(mod: object, source: str) -> None:
+    """``gradient(f)`` calls expanded as ``relay run`` would (spec/ad.md AD-Grad-Op), so
+    what the AD pass refuses (an op without a rule, an ADT with a function field) is
+    reported by ``check`` too. Only for a source that names the operator (the expansion
+    type-checks its result again)."""
+    import relay_ref as rr
+
+    if "gradient" in source:
+        rr.optimize(mod, ["ExpandGradient"])
 
 
 def _cmd_fmt(args: argparse.Namespace) -> int:

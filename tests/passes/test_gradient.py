@@ -367,3 +367,17 @@ def test_first_order_names_constructors_and_global_calls() -> None:
                        "def @main(%x: float32) { @g(%x) }", "a call of a global function")):
         with pytest.raises(rr.RelayError, match=re.escape(f"cannot differentiate {what}")):
             rr.gradient(rr.parse(src), "first_order")
+
+
+def test_relay_check_reports_what_the_gradient_expansion_refuses(tmp_path, capsys) -> None:
+    from relay_ref.cli import main
+
+    path = tmp_path / "bad.relay"
+    path.write_text("def @f(%x: Tensor[(2,), float32]) { einsum((%x, %x), equation=\"i,i->\") }\n"
+                    "def @main(%x: Tensor[(2,), float32]) { gradient(@f)(%x) }\n")
+    assert main(["check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "einsum is not differentiable" in err and "bad.relay:2:40: note" in err
+    path.write_text("def @f(%x: float32) -> float32 { round(%x) * %x }\n"
+                    "def @main(%x: float32) { gradient(@f)(%x) }\n")
+    assert main(["check", str(path)]) == 0

@@ -25,6 +25,13 @@ Invariants.
   except a global's own parameters), so every ``Var`` is bound once (the IR's binder rule).
 * A ``PS``'s atom is valid only while the let-list it was bound in is open (``scope``);
   a static value is re-emitted (``reify``) when needed in a scope where it was not yet named.
+* Deferred reification (Reify-Fn-Deferred): a closure written into a known cell gets a
+  reserved binding and its residual function is made after the whole body, only if the
+  residual program needs it (``resolve_deferred``); while it is made, an atom is valid
+  only if bound before the reserved binding in a let-list open at the write (``limit``,
+  ``PS.pos``), and the unfolding context is the write's. So the AD output's
+  backpropagator closures, whose cell is only ever read statically, are never reified,
+  and PE stays linear on it (each would unfold the whole ``%prev()`` chain).
 * The store is rolled back after a residual branch or function body, and invalidated (all
   cells unknown) after anything that may run unknown code: a call of a dynamic function, a
   residual ``if``/``match``, a write through a dynamic reference (TVM's ``Store``).
@@ -122,13 +129,15 @@ class PS:
     until the value is first needed in residual code), valid while ``scope`` is open
     (``scope`` None: an atom valid everywhere: constant, global, operator, constructor).
     ``time`` orders creation (the fuel); ``fill`` is 0.0 or 1.0 when the tensor is known to
-    be all zeros or all ones (``zeros_like(%x)``), for the unit rules."""
+    be all zeros or all ones (``zeros_like(%x)``), for the unit rules; ``pos`` is the index
+    of ``dyn``'s binding in ``scope`` (-1: a parameter), for deferred reification."""
 
     static: object | None
     dyn: Expr | None
     scope: _LetList | None
     time: int
     fill: float | None = None
+    pos: int = -1
 
 
 @dataclass(slots=True, eq=False)
@@ -253,6 +262,27 @@ class _Store:
             yield
         finally:
             del self.frames[depth:]
+
+
+@dataclass(slots=True, eq=False)
+class _Deferred:
+    """A closure written into a known cell whose reification waits (Reify-Fn-Deferred):
+    its value, the let-list and index of its reserved binding, the let-lists open there
+    with the number of their bindings in scope, and the unfolding context."""
+
+    ps: PS
+    s: SClosure
+    ll: _LetList
+    pos: int
+    limit: dict[_LetList, int]
+    tvars: frozenset[TypeVar]
+    fuel: dict[Function, tuple[tuple[int, int], ...]]
+    depth: Counter[Function]
+    reifying: Counter[Function]
+
+
+#: The value of a reserved binding until its deferred function is made (never in the output).
+_RESERVED = Tuple(())
 
 
 class _Unknown(Exception):
@@ -464,15 +494,20 @@ class _PE:
         self.tsubst: dict[TypeVar, Type] = {}
         self.tvars: frozenset[TypeVar] = frozenset()  # type parameters in scope here
         self.fv_cache = _function_free_vars(list(mod.functions.values()))
+        self.chain: list[_LetList] = []  # the open let-lists, outermost first
+        self.limit: dict[_LetList, int] = {}  # while resolving a deferred function
+        self.pending: dict[Var, _Deferred] = {}
 
     # -- values ----------------------------------------------------------------------------
     def mk(self, static: object, dyn: Expr | None = None, scope: _LetList | None = None,
            fill: float | None = None) -> PS:
-        return PS(static, dyn, scope, next(self.clock), fill)
+        pos = len(scope.bindings) - 1 if scope is not None else -1  # just bound there
+        return PS(static, dyn, scope, next(self.clock), fill, pos)
 
     def emit(self, value: Expr, hint: str = "x", fill: float | None = None) -> PS:
         """A dynamic value: ``value`` bound to a fresh variable in the current let-list."""
-        return PS(None, self.ll.push(value, hint), self.ll, next(self.clock), fill)
+        var = self.ll.push(value, hint)
+        return PS(None, var, self.ll, next(self.clock), fill, len(self.ll.bindings) - 1)
 
     def tensor(self, data: np.ndarray, node: Constant | None = None) -> PS:
         data = np.asarray(data)
@@ -483,8 +518,8 @@ class _PE:
         """The atom of ``ps`` in the current scope, emitting its construction if needed
         (Reify-* rules, spec/partial_eval.md 3). ``typed``: the use fixes the value's type
         (a field of a constructor whose type is fixed), so no annotation is needed."""
-        if ps.dyn is not None and (ps.scope is None or ps.scope.open):
-            return ps.dyn
+        if self.in_scope(ps):
+            return ps.dyn  # type: ignore[return-value]
         s = ps.static
         scope: _LetList | None = self.ll
         match s:
@@ -509,7 +544,23 @@ class _PE:
             case _:
                 raise AssertionError("partial_eval: a value used outside its scope")
         ps.dyn, ps.scope = atom, scope
+        if scope is not None:
+            ps.pos = len(scope.bindings) - 1
         return atom
+
+    def in_scope(self, ps: PS) -> bool:
+        """Is ``ps``'s atom bound here? Its let-list is open, or (a deferred reification,
+        Reify-Fn-Deferred) it is bound before the deferred function in one of the let-lists
+        that were open there (``self.limit``)."""
+        if ps.dyn is None:
+            return False
+        scope = ps.scope
+        if scope is None:
+            return True
+        limit = self.limit.get(scope)
+        if limit is not None:
+            return ps.pos < limit
+        return scope.open
 
     def reflect(self, ps: PS) -> object | None:
         """The NumPy value of a static tensor (or tuple of them), else None."""
@@ -551,7 +602,8 @@ class _PE:
         ann = self.annotation(want) if _has_any(want) else None
         if ann is None:
             return ps
-        return PS(None, self.ll.push(self.reify(ps), "a", ann), self.ll, next(self.clock))
+        var = self.ll.push(self.reify(ps), "a", ann)
+        return PS(None, var, self.ll, next(self.clock), None, len(self.ll.bindings) - 1)
 
     def type_args(self, type_args: tuple[Type, ...]) -> tuple[Type, ...]:
         """Explicit type arguments of a residual call, instantiated here; none at all (the
@@ -702,7 +754,12 @@ class _PE:
             case RefWrite(ref, value):
                 r = self.visit(ref, frame)
                 v = self.visit(value, frame)
-                self.ll.push(RefWrite(self.reify(r), self.reify(v)), "_")
+                target = self.reify(r)
+                if type(r.static) is SRef and self.deferrable(v):     # Reify-Fn-Deferred
+                    atom = self.defer_closure(v)
+                else:
+                    atom = self.reify(v)
+                self.ll.push(RefWrite(target, atom), "_")
                 if type(r.static) is SRef:                               # PE-Write-Static
                     self.store.insert(r.static, v)
                 else:                                                    # PE-Write-Dyn
@@ -714,6 +771,7 @@ class _PE:
         """Residual code of ``expr`` in a new scope (a branch): store rolled back after."""
         outer = self.ll
         self.ll = _LetList()
+        self.chain.append(self.ll)
         if extra:
             frame.vars.update(extra)
         try:
@@ -723,6 +781,7 @@ class _PE:
         finally:
             self.ll.open = False
             self.ll = outer
+            self.chain.pop()
 
     # -- calls ------------------------------------------------------------------------------
     def call(self, node: Call | None, callee: PS, args: list[PS]) -> PS:
@@ -855,44 +914,158 @@ class _PE:
         evaluated with dynamic parameters, in its own scope (store invalidated)."""
         func = s.func
         var = Var(s.rec.name_hint if s.rec is not None else "f")
-        ps.dyn, ps.scope = var, self.ll  # its own body names it by ``var`` (letrec)
+        # its own body names it by ``var`` (letrec); bound next in this let-list
+        ps.dyn, ps.scope, ps.pos = var, self.ll, len(self.ll.bindings)
         if _primitive(func) or self.reifying[func] >= MAX_UNFOLD_DEPTH:
             value = self.copy_closure(s, var)
         else:
-            saved_tsubst, self.tsubst = self.tsubst, s.tsubst
-            saved_tvars, self.tvars = self.tvars, self.tvars.union(func.type_params)
-            # Parameters annotated with their checked types (an unannotated one may be
-            # typed only by code that partial evaluation removes).
-            params = tuple(Var(p.name_hint, self.annotation(self.type_of(p)))
-                           for p in func.params)
-            outer, self.ll = self.ll, _LetList()
-            frame = _Frame(dict(s.env))
-            if s.rec is not None:
-                frame.vars[s.rec] = ps
-            args = []
-            for p, q in zip(func.params, params, strict=True):
-                frame.vars[p] = a = PS(None, q, self.ll, next(self.clock))
-                args.append(a)
-            old_fuel = self.fuel.get(func)
-            self.fuel[func] = self.fuel_of(args)
-            self.reifying[func] += 1
-            try:
-                with self.store.extend():
-                    self.store.invalidate()
-                    body = self.ll.finish(self.reify(self.visit(func.body, frame)))
-            finally:
-                self.reifying[func] -= 1
-                if old_fuel is None:
-                    del self.fuel[func]
-                else:
-                    self.fuel[func] = old_fuel
-                self.ll.open = False
-                self.ll = outer
-                self.tsubst = saved_tsubst
-                self.tvars = saved_tvars
-            value = Function(params, body, None, func.type_params, func.attrs, func.span)
+            value = self.closure_function(ps, s)
         self.ll.bindings.append((var, value))
         return var
+
+    def closure_function(self, ps: PS, s: SClosure) -> Function:
+        """The body of Reify-Fn: ``s``'s function partially evaluated with dynamic
+        parameters in a new let-list, under a rolled-back, invalidated store; inside, the
+        function names itself by ``ps``'s atom."""
+        func = s.func
+        saved_tsubst, self.tsubst = self.tsubst, s.tsubst
+        saved_tvars, self.tvars = self.tvars, self.tvars.union(func.type_params)
+        # Parameters annotated with their checked types (an unannotated one may be
+        # typed only by code that partial evaluation removes).
+        params = tuple(Var(p.name_hint, self.annotation(self.type_of(p)))
+                       for p in func.params)
+        outer, self.ll = self.ll, _LetList()
+        self.chain.append(self.ll)
+        frame = _Frame(dict(s.env))
+        if s.rec is not None:
+            frame.vars[s.rec] = ps
+        args = []
+        for p, q in zip(func.params, params, strict=True):
+            frame.vars[p] = a = PS(None, q, self.ll, next(self.clock))
+            args.append(a)
+        old_fuel = self.fuel.get(func)
+        self.fuel[func] = self.fuel_of(args)
+        self.reifying[func] += 1
+        try:
+            with self.store.extend():
+                self.store.invalidate()
+                body = self.ll.finish(self.reify(self.visit(func.body, frame)))
+        finally:
+            self.reifying[func] -= 1
+            if old_fuel is None:
+                del self.fuel[func]
+            else:
+                self.fuel[func] = old_fuel
+            self.ll.open = False
+            self.ll = outer
+            self.chain.pop()
+            self.tsubst = saved_tsubst
+            self.tvars = saved_tvars
+        return Function(params, body, None, func.type_params, func.attrs, func.span)
+
+    # -- deferred reification (Reify-Fn-Deferred, spec/partial_eval.md 3) ------------------
+    def deferrable(self, ps: PS) -> bool:
+        """A closure without an atom here, whose residual function would be partially
+        evaluated (not copied): its reification may wait."""
+        s = ps.static
+        return (type(s) is SClosure and not self.in_scope(ps) and not _primitive(s.func)
+                and self.reifying[s.func] < MAX_UNFOLD_DEPTH)
+
+    def defer_closure(self, ps: PS) -> Var:
+        """Reify-Fn-Deferred: the atom of a closure written into a known cell, its residual
+        function left to ``resolve_deferred`` (made only if the residual program needs it:
+        the write is not to a cell that Tidy-Dead-Ref removes). The binding's place is
+        reserved now, with what the reification needs: the let-lists open here (and how
+        many of their bindings precede it) and the unfolding context."""
+        s = ps.static
+        assert type(s) is SClosure
+        var = Var(s.rec.name_hint if s.rec is not None else "f")
+        ll = self.ll
+        limit = {scope: self.limit.get(scope, len(scope.bindings)) for scope in self.chain}
+        limit[ll] = len(ll.bindings) + 1  # with the function itself (letrec)
+        ps.dyn, ps.scope, ps.pos = var, ll, len(ll.bindings)
+        ll.bindings.append((var, _RESERVED))
+        self.pending[var] = _Deferred(ps, s, ll, ps.pos, limit, self.tvars, dict(self.fuel),
+                                      self.depth.copy(), self.reifying.copy())
+        return var
+
+    def resolve_one(self, var: Var) -> Function:
+        """The residual function of the deferred closure bound by ``var``, made as
+        Reify-Fn would have made it at the write (same scope, same unfolding context)."""
+        d = self.pending[var]
+        saved = (self.ll, self.chain, self.limit, self.tvars, self.fuel, self.depth,
+                 self.reifying)
+        self.ll, self.chain, self.limit = d.ll, list(d.limit), d.limit
+        self.tvars, self.fuel = d.tvars, dict(d.fuel)
+        self.depth, self.reifying = d.depth.copy(), d.reifying.copy()
+        d.ps.dyn, d.ps.scope, d.ps.pos = var, d.ll, d.pos
+        try:
+            return self.closure_function(d.ps, d.s)
+        finally:
+            (self.ll, self.chain, self.limit, self.tvars, self.fuel, self.depth,
+             self.reifying) = saved
+
+    def resolve_deferred(self, body: Expr) -> Expr:
+        """The deferred functions the residual program needs, made; the others dropped
+        with their writes. A deferred ``%f`` is needed when it is used other than as the
+        value written into a cell ``ref_write(%r, %f)``, or when such a cell is used other
+        than as a write target (it is read or escapes). Made functions add uses (and more
+        deferred functions): a worklist to the fixpoint, each piece of code scanned once.
+        The cells left with only write uses are unobservable (Tidy-Dead-Ref), so a write
+        of a dropped function into one is ``()``."""
+        count: Counter[Var] = Counter()      # uses (edges)
+        writes: Counter[Var] = Counter()     # uses as a ref_write target
+        values: Counter[Var] = Counter()     # uses of a deferred var as a written value
+        targets: dict[Var, list[Var]] = {}   # deferred var -> cells it is written into
+        writers: dict[Var, list[Var]] = {}   # cell -> deferred vars written into it
+        cells: set[Var] = set()
+        live: set[Var] = set()
+        made: dict[Var, Function] = {}
+        queue: list[Var] = []
+
+        def scan(expr: Expr) -> None:
+            touched: set[Var] = set()
+            for node in post_order(expr):
+                for kid in children(node):
+                    if type(kid) is Var:
+                        count[kid] += 1
+                        touched.add(kid)
+                if type(node) is RefWrite and type(node.ref) is Var:
+                    writes[node.ref] += 1
+                    if type(node.value) is Var and node.value in self.pending:
+                        values[node.value] += 1
+                        targets.setdefault(node.value, []).append(node.ref)
+                        writers.setdefault(node.ref, []).append(node.value)
+                elif type(node) is Let and type(node.value) is RefCreate:
+                    cells.add(node.var)
+            for v in touched:
+                if v in self.pending:
+                    if v not in made and (count[v] > values[v] or any(
+                            c not in cells or c in live for c in targets.get(v, ()))):
+                        queue.append(v)
+                elif v in cells and v not in live and count[v] > writes[v]:
+                    live.add(v)
+                    queue.extend(writers.get(v, ()))
+
+        scan(body)
+        while queue:
+            var = queue.pop()
+            if var not in made:
+                made[var] = fn = self.resolve_one(var)
+                scan(fn)
+
+        def fill(node: Expr) -> Expr | None:
+            if type(node) is Let and node.var in self.pending:
+                fn = made.get(node.var)
+                if fn is None:
+                    return node.body
+                return Let(node.var, rewrite(fn, fill), node.body)
+            if (type(node) is RefWrite and type(node.value) is Var
+                    and node.value in self.pending and node.value not in made):
+                return _UNIT  # a write into a cell nothing reads (Tidy-Dead-Ref)
+            return None
+
+        return rewrite(body, fill)
 
     def copy_closure(self, s: SClosure, var: Var) -> Function:
         """The closure's function copied as it is (fresh binders), its free variables
@@ -989,7 +1162,11 @@ class _PE:
             args.append(a)
         self.fuel = {func: self.fuel_of(args)}
         self.depth.clear()
+        self.chain = [self.ll]
+        self.pending = {}
         body = self.ll.finish(self.reify(self.visit(func.body, frame)))
+        if self.pending:
+            body = self.resolve_deferred(body)
         for inline in (False, False, True, True):  # deaths first (a read dies, then its cell)
             body = _Tidy.run(body, inline, func.ret_type is not None)
         return replace(func, params=tuple(params), body=body)

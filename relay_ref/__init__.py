@@ -274,8 +274,11 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     _require("optimize", "mod", mod, IRModule, "an IRModule")
     # AD-Grad-Op (spec/ad.md): gradient(f) calls are expanded first, as rr.evaluate and
     # rr.compile do, so no pass sees the operator (whose argument must stay a global or a
-    # function literal, which lifting, fusion or A-normal form would not keep)
+    # function literal, which lifting, fusion or A-normal form would not keep); the
+    # globals the expansion made that the passes left unreachable are dropped at the end
+    own = set(mod.functions)
     mod, _ = _expand_gradients(mod, {})
+    generated = set(mod.functions) - own
     chosen = []
     for p in _names_or_items("passes", passes):
         if isinstance(p, str):
@@ -321,6 +324,10 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
             head = Diagnostic(ERROR, f"the output of pass {name} does not type-check (the "
                               "errors below point into its output; rr.astext shows it)")
             raise RelayTypeError([head, *err.diagnostics]) from None
+    if generated:
+        from relay_ref.passes.gradient import drop_unreachable
+
+        mod = drop_unreachable(mod, generated, own)
     return mod
 
 

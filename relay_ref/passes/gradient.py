@@ -25,6 +25,8 @@ calls, and the ``ExpandGradient`` pass.
   ``expand_gradients_expr(expr, module)`` for an expression. The public API runs this
   before ``rr.evaluate`` and ``rr.compile`` (the interpreter does not know the passes).
 * ``ExpandGradient``: the expansion as a registered pass (types unchanged, values equal).
+* ``drop_unreachable(mod, generated, roots)``: the globals an expansion generated that
+  the program no longer reaches (``rr.optimize`` applies it after its passes).
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.gradient_common import ad_error, fresh_name, located
 from relay_ref.passes.rewrite import rewrite
 
-__all__ = ["MODES", "ExpandGradient", "expand_gradients", "expand_gradients_expr",
-           "gradient", "has_gradient"]
+__all__ = ["MODES", "ExpandGradient", "drop_unreachable", "expand_gradients",
+           "expand_gradients_expr", "gradient", "has_gradient"]
 
 MODES = ("higher_order", "first_order", "forward")
 
@@ -260,6 +262,27 @@ def _expand_round(mod: IRModule, pending: set[str]) -> IRModule:
     for name, fn in new_functions.items():
         out = out.with_function(name, fn)
     return out
+
+
+def drop_unreachable(mod: IRModule, generated: set[str], roots: set[str]) -> IRModule:
+    """``mod`` without the globals of ``generated`` (the expansion's ``@f_grad``,
+    ``@f_rev``, ADT helpers) that no global of ``roots`` reaches any more: after
+    PartialEvaluate has unfolded a gradient into its caller they are dead. Other globals
+    are the program's own and kept. ``mod`` itself when nothing is dropped."""
+    seen: set[str] = set()
+    todo = [n for n in roots if n in mod.functions]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        todo.extend(g.name for g in post_order(mod.functions[n])
+                    if isinstance(g, GlobalVar) and g.name in mod.functions)
+    dead = {n for n in generated if n in mod.functions and n not in seen}
+    if not dead:
+        return mod
+    return replace(mod, functions={k: v for k, v in mod.functions.items() if k not in dead},
+                   global_types={k: v for k, v in mod.global_types.items() if k not in dead})
 
 
 def expand_gradients_expr(expr: Expr, module: IRModule | None) -> tuple[Expr, IRModule]:

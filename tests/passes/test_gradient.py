@@ -381,3 +381,13 @@ def test_relay_check_reports_what_the_gradient_expansion_refuses(tmp_path, capsy
     path.write_text("def @f(%x: float32) -> float32 { round(%x) * %x }\n"
                     "def @main(%x: float32) { gradient(@f)(%x) }\n")
     assert main(["check", str(path)]) == 0
+
+
+def test_optimize_drops_the_expansions_globals_once_unreachable() -> None:
+    mod = rr.parse("def @f(%x: float64) -> float64 { %x * %x }\n"
+                   "def @main() { gradient(@f)(3f64) }")
+    expanded = rr.optimize(mod, ["ExpandGradient"])
+    assert {"f_grad", "f_rev"} <= set(expanded.functions)  # @main calls @f_grad
+    simple = rr.optimize(mod, PE_DCE)
+    assert set(simple.functions) == set(mod.functions)  # @f stays: the program's own
+    assert rr.alpha_equal(simple["main"], rr.parse_expr("fn () { (9f64, (6f64,)) }"))

@@ -36,9 +36,9 @@ Invariants.
   cells unknown) after anything that may run unknown code: a call of a dynamic function, a
   residual ``if``/``match``, a write through a dynamic reference (TVM's ``Store``).
 * Termination (TVM's fuel): a call of a known function is unfolded only if its arguments
-  make *progress* against that function's fuel on the current path: some argument is older
-  (created earlier: a sub-term of an earlier argument) or is a smaller non-negative integer
-  constant. Fuel strictly descends along a path, so unfolding stops; recursion on dynamic
+  make *progress* against that function's fuel on the current path: some argument (or the
+  callee, a closure: its environment) is older (created earlier: a sub-term of an earlier
+  argument) or is a smaller non-negative integer constant. Fuel strictly descends along a path, so unfolding stops; recursion on dynamic
   arguments is never unrolled (a dynamic argument is always newer). Two explicit bounds
   cap the output: ``MAX_UNFOLD_DEPTH`` nested unfoldings of one function on a path, and
   ``UNFOLD_BUDGET`` unfoldings per global function.
@@ -844,8 +844,14 @@ class _PE:
                     node.type_args if node is not None else ())
         return self.emit(call, "x", _FILL_OPS.get(op.name))
 
-    def fuel_of(self, args: list[PS]) -> tuple[tuple[int, int], ...]:
-        out = []
+    def fuel_of(self, args: list[PS], callee: PS | None = None
+                ) -> tuple[tuple[int, int], ...]:
+        """The fuel of a call (spec/partial_eval.md 4): (creation time, static counter) of
+        each argument, after that of the callee when it is a closure (its environment is
+        an argument too: a call of an older closure of the same function, as in a chain of
+        backpropagators ``fn () { ..; %prev() }``, makes progress); 0 for a global."""
+        time = callee.time if callee is not None and type(callee.static) is SClosure else 0
+        out = [(time, 0)]
         for a in args:
             value = 0
             s = a.static
@@ -860,7 +866,7 @@ class _PE:
         progress (spec/partial_eval.md 4) and the bounds allow; else None."""
         if len(args) != len(func.params):
             return None
-        new = self.fuel_of(args)
+        new = self.fuel_of(args, callee)
         old = self.fuel.get(func)
         if old is None:
             met = new
@@ -944,7 +950,7 @@ class _PE:
             frame.vars[p] = a = PS(None, q, self.ll, next(self.clock))
             args.append(a)
         old_fuel = self.fuel.get(func)
-        self.fuel[func] = self.fuel_of(args)
+        self.fuel[func] = self.fuel_of(args, ps)
         self.reifying[func] += 1
         try:
             with self.store.extend():

@@ -154,3 +154,30 @@ def test_unneeded_deferred_function_goes_with_its_cell() -> None:
     }"""))))
     assert rr.astext(out["main"]).count("fn (") == 1  # @main only
     assert not any(type(n) is RefCreate for n in post_order(out["main"]))
+
+
+def test_gradient_of_recursive_list_function_simplifies_in_one_round() -> None:
+    # Notebook 06: @sumsq_rev creates its backpropagator closures from the same function
+    # literal at every recursion level; the chain %back() -> %prev() -> .. calls older
+    # closures of that literal, which the fuel counts as progress (spec/partial_eval.md 4),
+    # so one round unfolds it (it used to leave 8 cells and 2 closures, a second round
+    # finished).
+    mod = rr.parse("""
+    def @sumsq(%xs: List[Tensor[(2,), float32]]) -> float32 {
+      match (%xs) {
+        Nil => 0f,
+        Cons(%x, %rest) => sum(%x * %x) + @sumsq(%rest)
+      }
+    }
+    def @main(%a: Tensor[(2,), float32], %b: Tensor[(2,), float32]) -> float32 {
+      @sumsq(Cons(%a, Cons(%b, Nil)))
+    }""")
+    grad = rr.gradient(mod)
+    once = rr.optimize(grad, ["PartialEvaluate", "DeadCodeElimination"])
+    nodes = list(post_order(once["main"]))
+    assert not any(type(node) is RefCreate for node in nodes)
+    assert sum(type(node) is Function for node in nodes) == 1
+    twice = rr.optimize(once, ["PartialEvaluate", "DeadCodeElimination"])
+    assert rr.alpha_equal(once["main"], twice["main"])
+    a, b = np.array([1.0, 2.0], "float32"), np.array([3.0, -1.0], "float32")
+    assert values_equal(evaluate(once, a, b), evaluate(grad, a, b))

@@ -342,8 +342,8 @@ class ReverseAD:
         self.extra_types[v] = out_type
         result = blk.push(self.lift(out_type, v, e), "ad")
         flows = has_float(out_type) and any(has_float(t) for t in arg_types)
-        if not flows:  # AD-App-Op-Const
-            return result
+        if not flows:  # AD-App-Op-Const (a float result of a piecewise-constant op has a
+            return result  # rule giving 0 instead: AD-Piecewise-Const, spec/ad.md 4)
         if opdef.differentiable is not True or opdef.gradient is None:
             why = opdef.differentiable if isinstance(opdef.differentiable, str) else \
                 "it has no reverse rule yet"

@@ -16,9 +16,9 @@ result refines the input (the same value on every input where the input returns 
 residual that no longer computes an unused failing operator may return where the input
 failed). The pass terminates on every program. Effects (``ref``, ``ref_read``,
 ``ref_write``, calls of unknown functions) are emitted in the input's order and number;
-the clean-up afterwards (``_Tidy``) only removes what cannot be observed: unused pure
-bindings, and cells that are only ever written (after their reads were all resolved
-statically).
+the clean-up afterwards (``_Tidy``, and ``resolve_deferred`` dropping the writes of
+deferred closures) only removes what cannot be observed: unused pure bindings, and cells
+that are only ever written (after their reads were all resolved statically).
 
 Invariants.
 * Residual code is built from fresh variables only (the input's binders are never copied,
@@ -38,10 +38,11 @@ Invariants.
 * Termination (TVM's fuel): a call of a known function is unfolded only if its arguments
   make *progress* against that function's fuel on the current path: some argument (or the
   callee, a closure: its environment) is older (created earlier: a sub-term of an earlier
-  argument) or is a smaller non-negative integer constant. Fuel strictly descends along a path, so unfolding stops; recursion on dynamic
-  arguments is never unrolled (a dynamic argument is always newer). Two explicit bounds
-  cap the output: ``MAX_UNFOLD_DEPTH`` nested unfoldings of one function on a path, and
-  ``UNFOLD_BUDGET`` unfoldings per global function.
+  argument) or is a smaller non-negative integer constant. Fuel strictly descends along a
+  path, so unfolding stops; recursion on dynamic arguments is never unrolled (a dynamic
+  argument is always newer). Two explicit bounds cap the output: ``MAX_UNFOLD_DEPTH``
+  nested unfoldings of one function on a path, and ``UNFOLD_BUDGET`` unfoldings per global
+  function.
 * Types: residual code has the input's types. Annotations written into it (parameters of
   residual functions and of globals, bindings of constructor values whose fields do not
   fix their type, pattern variables, type arguments) are checked types instantiated at

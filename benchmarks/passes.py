@@ -68,7 +68,8 @@ def main() -> None:
             times = []
             for n in args.sizes:
                 progress.update(task, description=f"{name} n={n}")
-                times.append(_median_time(lambda n=n: get_pass(name)(mods[n]), args.repeat))
+                run = get_pass(name)
+                times.append(_median_time(lambda n=n, run=run: run(mods[n]), args.repeat))
                 progress.advance(task)
             rows.append((name, times))
         resnet = rr.infer_types(resnet_like_module())

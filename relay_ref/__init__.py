@@ -233,9 +233,14 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     type."""
     from relay_ref.executor.compile import compile_module
 
-    mod, _ = _expand_gradients(mod, {})
-    return compile_module(mod, params, target, entry=entry, profile=profile, passes=passes,
-                          cache_dir=cache_dir)
+    # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
+    # (guarded; relay_ref.executor.compile.GRADIENT_PASSES), a program without gradient
+    # calls compiles as it is
+    _require("compile", "mod", mod, IRModule, "an IRModule")
+    expanded, _ = _expand_gradients(mod, {})
+    made = None if expanded is mod else set(expanded.functions) - set(mod.functions)
+    return compile_module(expanded, params, target, entry=entry, profile=profile,
+                          passes=passes, cache_dir=cache_dir, gradient_globals=made)
 
 
 def cuda_available() -> bool:

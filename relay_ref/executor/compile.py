@@ -2,7 +2,11 @@
 
 The pipeline, each step done once at compile time:
 
-1. type-check the module (T-Module; cached on it, as ``rr.evaluate`` does);
+1. type-check the module (T-Module; cached on it, as ``rr.evaluate`` does); if ``rr.compile``
+   expanded ``gradient(f)`` calls in it (spec/ad.md AD-Grad-Op), ``PartialEvaluate`` +
+   ``DeadCodeElimination`` simplify the expansion first (``GRADIENT_PASSES``, guarded: see
+   ``_simplify_gradients``), then the globals the expansion made that nothing reaches any
+   more are dropped;
 2. bind ``params`` (weights): each named ``@main`` parameter becomes a constant, checked
    against the parameter's type by the argument rule (spec/semantics.md 4.1);
 3. the inference pipeline of the passes issue, not a copy of it: ``SimplifyInference``
@@ -25,9 +29,10 @@ a silently different program).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,19 +50,27 @@ from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 
-__all__ = ["DEFAULT_PASSES", "TARGETS", "compile_module"]
+__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "TARGETS", "compile_module"]
 
 #: The passes run before planning, in order (see the module docstring).
 DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldScaleAxis",
                                    "FoldConstant", "DeadCodeElimination", "FuseOps")
+#: Run first on a module whose ``gradient(f)`` calls were expanded (see the module docstring):
+#: the higher-order AD output of first-order code becomes straight-line dataflow
+#: (spec/partial_eval.md), without the expansion's reference cells, backpropagator closures
+#: and per-operator ``zeros_like`` / ``add`` adjoints.
+GRADIENT_PASSES: tuple[str, ...] = ("PartialEvaluate", "DeadCodeElimination")
 TARGETS = ("cpu", "cuda")
 
 
 def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    target: str = "cpu", *, entry: str = "main", profile: bool = False,
                    passes: Sequence[str] | None = None,
-                   cache_dir: str | None = None, reuse_buffers: bool = True) -> Executable:
-    """Compile ``mod`` for ``target``; see ``rr.compile``."""
+                   cache_dir: str | None = None, reuse_buffers: bool = True,
+                   gradient_globals: Collection[str] | None = None) -> Executable:
+    """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
+    the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
+    had none); it is simplified first (``GRADIENT_PASSES``)."""
     start = time.perf_counter()
     if not isinstance(mod, IRModule):
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
@@ -80,7 +93,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         device = cuda_plan.DeviceRuntime(cuda_plan.require_device())
     names = _pass_names(passes)
     checked = checked_module(mod)
-    work = _bind_params(checked, entry, dict(params or {}))
+    work, first, notes = checked, (), ()
+    if gradient_globals is not None:
+        work, first, notes = _simplify_gradients(checked, set(gradient_globals))
+    work = _bind_params(work, entry, dict(params or {}))
     work = _run_passes(work, names)
     if device is not None:
         planner: GroupPlanner = cuda_plan.CudaGroupPlanner(work.checked_types,
@@ -103,8 +119,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                          f"than generated Python can ({type(err).__name__}: {err}); run it "
                          "with rr.evaluate", mod.functions[entry].span) from None
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
-    plan = _plan(work, entry, target, names, generated, memory,
+    plan = _plan(work, entry, target, first + names, generated, memory,
                  time.perf_counter() - start)
+    if notes:
+        plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
     if device is not None:
         moved = cuda_plan.move_constants(generated.namespace)
         plan = cuda_plan.device_plan(plan, generated, device.description, moved)
@@ -113,6 +131,44 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
                       device=device)
+
+
+def _simplify_gradients(mod: IRModule, generated: set[str]
+                        ) -> tuple[IRModule, tuple[str, ...], tuple[str, ...]]:
+    """``GRADIENT_PASSES`` on a type-checked module whose ``gradient(f)`` calls were expanded
+    (adding the globals ``generated``), then those of them no other global reaches any more
+    dropped (as ``rr.optimize`` does): (module, the passes run, notes for the plan).
+
+    Guarded, never failing the compilation: when a pass raises, or the result has more
+    nodes than the expansion, the expansion is compiled as it is (no passes, a note says
+    why). PartialEvaluate does not fail when its bounds (``UNFOLD_BUDGET``,
+    ``MAX_UNFOLD_DEPTH``) stop it: the calls left stay residual, possibly after unfoldings
+    that made the program larger, which is what the size check catches. Both passes refine
+    their input (each pass's guarantee), so either module computes the program's values."""
+    from relay_ref.passes import get_pass
+    from relay_ref.passes.gradient import drop_unreachable
+    from relay_ref.typecheck.infer import infer_types
+
+    own = set(mod.functions) - generated
+    name = GRADIENT_PASSES[0]
+    try:
+        out = mod
+        for name in GRADIENT_PASSES:
+            out = infer_types(get_pass(name)(out))
+        out = drop_unreachable(out, generated, own)
+    except Exception as err:  # noqa: BLE001 - the unsimplified program still compiles
+        return mod, (), (f"gradient expansion compiled unsimplified: {name} failed "
+                         f"({type(err).__name__}: {err})",)
+    before, after = _size(mod), _size(out)
+    if after > before:
+        return mod, (), (f"gradient expansion compiled unsimplified: {' + '.join(GRADIENT_PASSES)}"
+                         f" gave {after} nodes, more than its {before}",)
+    return out, GRADIENT_PASSES, ()
+
+
+def _size(mod: IRModule) -> int:
+    """Distinct expression nodes over the module's functions."""
+    return sum(sum(1 for _ in post_order(f)) for f in mod.functions.values())
 
 
 def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,

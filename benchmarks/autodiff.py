@@ -8,8 +8,9 @@ bias_add -> relu -> max_pool2d 2x2 -> conv2d 3x3 (16) -> bias_add -> relu -> max
 one-hot labels; batch 32, seeded weights and data. What is timed, each against jax:
 
 * **step**: the training step written in Relay text, ``gradient(@loss)`` (expanded by the
-  higher-order AD pass when ``rr.compile`` runs) followed by an SGD update of the six
-  parameters, compiled with the default pipeline; jax: ``jax.jit`` of
+  higher-order AD pass when ``rr.compile`` runs, which simplifies the expansion by
+  PartialEvaluate + DeadCodeElimination before its default pipeline: ``exe.plan`` lists
+  them) followed by an SGD update of the six parameters; jax: ``jax.jit`` of
   ``value_and_grad(loss)`` followed by the same update. Both return the loss and the new
   parameters.
 * **gradients, first_order**: ``rr.compile(rr.gradient(loss, "first_order"))`` (straight-line
@@ -32,7 +33,8 @@ interleaved rounds in this process, the order alternating between rounds, 0.12 s
 between implementations, each measurement the mean of a loop lasting at least 0.2 s; each
 ratio is the median over rounds of the per-round ratio relay / jax, with the lowest and
 highest (they show the machine's load). Compile times (``rr.compile``, including the AD
-expansion; jax's trace + XLA compile at the first call) are printed too.
+expansion and its simplification; jax's trace + XLA compile at the first call) are printed
+too.
 Results are recorded in benchmarks/README.md ("Autodiff: a CNN training step vs jax").
 """
 

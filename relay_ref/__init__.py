@@ -224,6 +224,11 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
     kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
 
+    A module calling ``gradient(@f)`` has those calls expanded (spec/ad.md AD-Grad-Op), and
+    the expansion simplified by PartialEvaluate + DeadCodeElimination before the pipeline
+    (``exe.plan.passes`` lists them; should they fail or grow the program, it is compiled
+    unsimplified and ``exe.plan.notes`` says why).
+
     ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
     to the device once, tensors kept there between kernels; see ``cuda_available()``).
 

@@ -139,3 +139,20 @@ def scalar_type(dtype: str) -> TensorType:
 
 UNIT = TupleType(())
 BOOL = scalar_type("bool")
+
+
+def is_complete(ty: Type | None) -> bool:
+    """Whether ``ty`` is known and has no hole (``IncompleteType``) anywhere, so it can be
+    written as an annotation."""
+    match ty:
+        case None | IncompleteType():
+            return False
+        case TupleType(fields):
+            return all(is_complete(f) for f in fields)
+        case FuncType(args, ret):
+            return all(is_complete(a) for a in args) and is_complete(ret)
+        case RefType(value):
+            return is_complete(value)
+        case TypeCall(_, args):
+            return all(is_complete(a) for a in args)
+    return True

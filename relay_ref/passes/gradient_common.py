@@ -34,7 +34,6 @@ from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import (
     FuncType,
     GlobalTypeVar,
-    IncompleteType,
     RefType,
     TensorType,
     TupleType,
@@ -43,7 +42,7 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 
-__all__ = ["Block", "TypeMap", "ad_error", "complete", "fresh_name", "has_float", "is_float",
+__all__ = ["Block", "TypeMap", "ad_error", "fresh_name", "has_float", "is_float",
            "located", "subst", "type_text"]
 
 
@@ -124,20 +123,6 @@ def has_float(ty: Type) -> bool:
     return False
 
 
-def complete(ty: Type | None) -> bool:
-    """Whether ``ty`` is known and has no hole (so it can be written as an annotation)."""
-    match ty:
-        case None | IncompleteType():
-            return False
-        case TupleType(fields):
-            return all(complete(f) for f in fields)
-        case FuncType(args, ret):
-            return all(complete(a) for a in args) and complete(ret)
-        case RefType(v):
-            return complete(v)
-        case TypeCall(_, args):
-            return all(complete(a) for a in args)
-    return True
 
 
 def subst(ty: Type, sub: dict[TypeVar, Type]) -> Type:

@@ -32,13 +32,12 @@ from relay_ref.ir.expr import (
     Var,
 )
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import FuncType, TensorType, TupleType, Type
+from relay_ref.ir.types import FuncType, TensorType, TupleType, Type, is_complete
 from relay_ref.ops.grad_common import op as make_call
 from relay_ref.ops.registry import GradientUnsupported, get_op
 from relay_ref.passes.gradient_common import (
     Block,
     ad_error,
-    complete,
     has_float,
     type_text,
 )
@@ -153,7 +152,7 @@ class FirstOrderAD:
                 raise ad_error(f"first_order mode cannot differentiate {what}{_USE_HO}", e,
                                "AD-First-Order")
         ty = self.mod.checked_types.get(e)
-        var = blk.push(value, "x", ty if complete(ty) else None) if not isinstance(
+        var = blk.push(value, "x", ty if is_complete(ty) else None) if not isinstance(
             value, Var) else value
         self.extra[var] = ty
         if isinstance(value, Call):

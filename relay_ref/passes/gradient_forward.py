@@ -35,7 +35,7 @@ from relay_ref.ir.expr import (
     TupleGetItem,
     Var,
 )
-from relay_ref.ir.types import FuncType, TensorType, TupleType, Type
+from relay_ref.ir.types import FuncType, TensorType, TupleType, Type, is_complete
 from relay_ref.ir.visitor import free_vars
 from relay_ref.ops.grad_common import op as make_call
 from relay_ref.ops.registry import GradientUnsupported, get_op
@@ -43,7 +43,6 @@ from relay_ref.passes.gradient_common import (
     Block,
     TypeMap,
     ad_error,
-    complete,
     has_float,
     is_float,
     type_text,
@@ -113,14 +112,14 @@ class ForwardAD(ReverseAD):
         duals = [self.tr(a, env, bp, blk, memo) for a in args]
         xs, ts = [], []
         for a, t in zip(duals, arg_types, strict=True):
-            x = blk.push(self.primal(t, a), "x", t if complete(t) else None)
-            dx = blk.push(self.tangent(t, a), "dx", t if complete(t) else None)
+            x = blk.push(self.primal(t, a), "x", t if is_complete(t) else None)
+            dx = blk.push(self.tangent(t, a), "dx", t if is_complete(t) else None)
             self.extra_types[x] = self.extra_types[dx] = t
             xs.append(x)
             ts.append(dx)
         call = Call(o, tuple(xs), e.attrs, e.type_args)
         self.extra_types[call] = out_type
-        v = blk.push(call, "v", out_type if complete(out_type) else None)
+        v = blk.push(call, "v", out_type if is_complete(out_type) else None)
         self.extra_types[v] = out_type
         if not (has_float(out_type) and any(has_float(t) for t in arg_types)):
             return blk.push(self.lift(out_type, v, e), "dual")  # AD-Fwd-App-Op-Const

@@ -66,6 +66,7 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    is_complete,
 )
 from relay_ref.ops.grad_common import op as make_call
 from relay_ref.ops.registry import GradientUnsupported, get_op
@@ -73,7 +74,6 @@ from relay_ref.passes.gradient_common import (
     Block,
     TypeMap,
     ad_error,
-    complete,
     fresh_name,
     has_float,
     subst,
@@ -130,7 +130,7 @@ class ReverseAD:
     def ann(self, node: Expr) -> Type | None:
         """The transformed checked type of ``node``, when it can be written down."""
         ty = self.type_of(node)
-        return self.types(ty) if complete(ty) else None
+        return self.types(ty) if is_complete(ty) else None
 
     # -- AD-Global: a global function with the backpropagator as first parameter ----------
     def global_ad(self, name: str) -> str:
@@ -145,7 +145,7 @@ class ReverseAD:
         env: dict[Var, Expr] = {}
         params = tuple(self.param(p, env) for p in fn.params)
         body = self.term(fn.body, env, bp)
-        ret = self.types(fn.ret_type) if fn.ret_type is not None and complete(fn.ret_type) \
+        ret = self.types(fn.ret_type) if fn.ret_type is not None and is_complete(fn.ret_type) \
             else None
         self.globals_out[new] = Function((*self.bp_args(bp), *params), body, ret,
                                          fn.type_params, span=fn.span)
@@ -157,7 +157,7 @@ class ReverseAD:
 
     def param(self, p: Var, env: dict[Var, Expr]) -> Var:
         ty = p.type_annotation if p.type_annotation is not None else self.type_of(p)
-        new = Var(p.name_hint, self.types(ty) if complete(ty) else None)
+        new = Var(p.name_hint, self.types(ty) if is_complete(ty) else None)
         env[p] = new
         return new
 
@@ -250,7 +250,7 @@ class ReverseAD:
     def function(self, fn: Function, env: dict[Var, Expr], bp: Var) -> Function:
         inner = dict(env)
         params = tuple(self.param(p, inner) for p in fn.params)
-        ret = self.types(fn.ret_type) if fn.ret_type is not None and complete(fn.ret_type) \
+        ret = self.types(fn.ret_type) if fn.ret_type is not None and is_complete(fn.ret_type) \
             else None
         return Function(params, self.term(fn.body, inner, bp), ret, fn.type_params, fn.attrs)
 
@@ -273,7 +273,7 @@ class ReverseAD:
             raise ad_error(f"unknown global @{name}", g, "AD-Global")
         ty = self.type_of(g)
         new = GlobalVar(self.global_ad(name))
-        if not isinstance(ty, FuncType) or not complete(ty) or ty.type_params:
+        if not isinstance(ty, FuncType) or not is_complete(ty) or ty.type_params:
             raise ad_error(f"@{name} used as a value needs a known monomorphic type here "
                            "(annotate or call it)", g, "AD-Global")
         params = tuple(Var(f"y{i}", self.types(t)) for i, t in enumerate(ty.arg_types))
@@ -282,7 +282,7 @@ class ReverseAD:
 
     def op_value(self, o: Op, env: dict[Var, Expr], bp: Var) -> Expr:
         ty = self.type_of(o)
-        if not isinstance(ty, FuncType) or not complete(ty):
+        if not isinstance(ty, FuncType) or not is_complete(ty):
             raise ad_error(f"operator {o.name} used as a value needs a known type here",
                            o, "AD-App-Op")
         # stand-ins for the operator's arguments, bound to the annotated parameters
@@ -333,12 +333,12 @@ class ReverseAD:
         ad_args = [self.tr(a, env, bp, blk, memo) for a in args]
         xs = []
         for a, t in zip(ad_args, arg_types, strict=True):
-            x = blk.push(self.primal(t, a), "x", t if complete(t) else None)
+            x = blk.push(self.primal(t, a), "x", t if is_complete(t) else None)
             self.extra_types[x] = t
             xs.append(x)
         call = Call(o, tuple(xs), e.attrs, e.type_args)
         self.extra_types[call] = out_type
-        v = blk.push(call, "v", out_type if complete(out_type) else None)
+        v = blk.push(call, "v", out_type if is_complete(out_type) else None)
         self.extra_types[v] = out_type
         result = blk.push(self.lift(out_type, v, e), "ad")
         flows = has_float(out_type) and any(has_float(t) for t in arg_types)

@@ -100,13 +100,13 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import (
     FuncType,
-    IncompleteType,
     RefType,
     TensorType,
     TupleType,
     Type,
     TypeCall,
     TypeVar,
+    is_complete,
 )
 from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
@@ -452,20 +452,6 @@ def _has_any(ty: Type | None) -> bool:
     return False
 
 
-def _complete(ty: Type | None) -> bool:
-    """No hole (``IncompleteType``) anywhere in ``ty``."""
-    match ty:
-        case None | IncompleteType():
-            return False
-        case TupleType(fields):
-            return all(_complete(f) for f in fields)
-        case FuncType(args, ret):
-            return all(_complete(a) for a in args) and _complete(ret)
-        case RefType(value):
-            return _complete(value)
-        case TypeCall(_, args):
-            return all(_complete(a) for a in args)
-    return True
 
 
 def _fill_of(data: np.ndarray) -> float | None:
@@ -592,7 +578,7 @@ class _PE:
     def annotation(self, ty: Type | None) -> Type | None:
         """``ty`` if it may be written into the residual program here: complete, and its
         type variables in scope (never a callee's or an ADT's own parameter); else None."""
-        if ty is None or not _complete(ty) or not _type_vars(ty, set()) <= self.tvars:
+        if ty is None or not is_complete(ty) or not _type_vars(ty, set()) <= self.tvars:
             return None
         return ty
 

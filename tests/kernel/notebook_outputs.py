@@ -46,16 +46,16 @@ CELL_NAME = re.compile(r"\bIn\[\d+\]")
 RULE_TITLE = re.compile(r'(<abbr class="relay-rule" data-rule="[^"]*") title="[^"]*"')
 
 
-def normalise_text(text: str) -> str:
+def normalise_text(text: str, round_floats: bool = True) -> str:
     """``text`` with what varies between runs replaced by placeholders (rules 1-6 of
-    ``normalise_outputs``)."""
+    ``normalise_outputs``; rule 2 only when ``round_floats``)."""
     text = ANSI.sub("", text)
     text = DURATION.sub("<time>", text)
     text = MEDIAN_OF.sub("median of <n>", text)
     text = ADDRESS.sub("0x<address>", text)
     text = TEMP_PATH.sub("<tmp>", text)
     text = CELL_NAME.sub("In[<n>]", text)
-    return FLOAT.sub(_six_digits, text)
+    return FLOAT.sub(_six_digits, text) if round_floats else text
 
 
 def _six_digits(m: re.Match[str]) -> str:
@@ -66,12 +66,15 @@ def _six_digits(m: re.Match[str]) -> str:
         return m.group()
 
 
-def normalise_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def normalise_outputs(outputs: list[dict[str, Any]], round_floats: bool = True
+                      ) -> list[dict[str, Any]]:
     """The outputs of one code cell, reduced to what must be the same on every run.
 
     1. **Timings**: a duration (``12.3 ms``, ``45 µs``, ``0.8 s``) becomes ``<time>``, and
        the call count of ``median of N`` becomes ``<n>``.
-    2. **Floats** are rounded to 6 significant digits (integers are left alone).
+    2. **Floats** are rounded to 6 significant digits (integers are left alone);
+       ``outputs_equal`` also takes two floats within ``FLOAT_RTOL`` as equal, so that a
+       value on a rounding boundary (``1.2345650`` / ``1.2345649``) is not stale.
     3. **Memory addresses** (``0x7f3a...``) become ``0x<address>``.
     4. **Temporary paths** (under ``/tmp`` or the platform's temp dir) become ``<tmp>``.
     5. **Execution counts**: the ``execution_count`` of a result is dropped and the cell name
@@ -86,7 +89,8 @@ def normalise_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
        rule it names (``data-rule``), so a wording edit in spec/ leaves those outputs fresh.
 
     Output ``metadata`` and ``transient`` fields are dropped; ``text/*`` data, stream text and
-    error name, value and traceback are compared after rules 1-6."""
+    error name, value and traceback are compared after rules 1-6 (rule 2 only when
+    ``round_floats``)."""
     result: list[dict[str, Any]] = []
     for out in outputs:
         kind = out["output_type"]
@@ -97,28 +101,30 @@ def normalise_outputs(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             else:
                 result.append({"output_type": "stream", "name": out["name"], "text": out["text"]})
         elif kind in ("execute_result", "display_data", "update_display_data"):
-            data = {mime: "<image>" if IMAGE_MIMES.match(mime) else _data_text(value)
+            data = {mime: "<image>" if IMAGE_MIMES.match(mime)
+                    else _data_text(value, round_floats)
                     for mime, value in out.get("data", {}).items()}
             result.append({"output_type": kind, "data": data})
         elif kind == "error":
             result.append({"output_type": "error", "ename": out["ename"],
-                           "evalue": normalise_text(out["evalue"]),
-                           "traceback": [normalise_text(line) for line in out["traceback"]]})
+                           "evalue": normalise_text(out["evalue"], round_floats),
+                           "traceback": [normalise_text(line, round_floats)
+                                         for line in out["traceback"]]})
         else:
             result.append(dict(out))
     for out in result:
         if out["output_type"] == "stream":
-            out["text"] = normalise_text(out["text"])
+            out["text"] = normalise_text(out["text"], round_floats)
     return result
 
 
-def _data_text(value: Any) -> str:
+def _data_text(value: Any, round_floats: bool = True) -> str:
     """A MIME bundle's value as normalised text (JSON values as canonical JSON)."""
     if isinstance(value, list):  # nbformat may store text as a list of lines
         value = "".join(value)
     if not isinstance(value, str):
         value = json.dumps(value, sort_keys=True)
-    return normalise_text(RULE_TITLE.sub(r'\1 title="<rule>"', value))  # rule 9
+    return normalise_text(RULE_TITLE.sub(r'\1 title="<rule>"', value), round_floats)  # rule 9
 
 
 def checkout_kernelspec() -> None:
@@ -150,16 +156,40 @@ def execute(path: Path, timeout: int = 120) -> Any:
     return nb
 
 
+# Two floats whose 6-digit roundings differ only because they lie on either side of a
+# rounding boundary (1.2345650 and 1.2345649) are the same number to this relative tolerance.
+FLOAT_RTOL = 1e-6
+
+
+def outputs_equal(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """The outputs of one code cell are the same after ``normalise_outputs``, or differ only
+    in floats each of which agrees to 6 significant digits or to ``FLOAT_RTOL`` (relative):
+    the text around the floats, and their number and order, must be identical."""
+    if normalise_outputs(a) == normalise_outputs(b):
+        return True
+    texts, floats = [], []
+    for outputs in (a, b):
+        found: list[float] = []
+        text = "\n".join(_lines(normalise_outputs(outputs, round_floats=False)))
+        texts.append(FLOAT.sub(lambda m, found=found: found.append(float(m.group())) or "<f>",
+                               text))
+        floats.append(found)
+    if texts[0] != texts[1] or len(floats[0]) != len(floats[1]):
+        return False
+    return all(f"{x:.6g}" == f"{y:.6g}" or abs(x - y) <= FLOAT_RTOL * max(abs(x), abs(y))
+               for x, y in zip(*floats, strict=True))
+
+
 def output_differences(saved: Any, fresh: Any) -> list[str]:
-    """One report per code cell whose normalised outputs differ between the notebooks
-    ``saved`` and ``fresh`` (the same cells, in the same order): the cell's number, the start
-    of its source and a unified diff of the normalised outputs."""
+    """One report per code cell whose outputs differ between the notebooks ``saved`` and
+    ``fresh`` (the same cells, in the same order; ``outputs_equal``): the cell's number, the
+    start of its source and a unified diff of the normalised outputs."""
     reports = []
     code = [(i, a, b) for i, (a, b) in enumerate(zip(saved.cells, fresh.cells, strict=True))
             if a.cell_type == "code"]
     for i, a, b in code:
-        want, got = normalise_outputs(a.outputs), normalise_outputs(b.outputs)
-        if want != got:
+        if not outputs_equal(a.outputs, b.outputs):
+            want, got = normalise_outputs(a.outputs), normalise_outputs(b.outputs)
             diff = difflib.unified_diff(_lines(want), _lines(got), "saved", "fresh run",
                                         lineterm="", n=2)
             head = a.source.splitlines()[0] if a.source else ""
@@ -185,7 +215,7 @@ def refresh(path: Path) -> list[str]:
         return bad
     for old, new in zip(saved.cells, nb.cells, strict=True):
         if new.cell_type == "code" and old.get("execution_count") == new.execution_count \
-                and normalise_outputs(old.outputs) == normalise_outputs(new.outputs):
+                and outputs_equal(old.outputs, new.outputs):
             new.outputs = old.outputs
     nbformat.write(nb, path)
     return []

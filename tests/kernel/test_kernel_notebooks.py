@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from kernel_harness import strip_ansi
-from notebook_outputs import execute, normalise_outputs, output_differences
+from notebook_outputs import execute, normalise_outputs, output_differences, outputs_equal
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -96,3 +96,17 @@ def test_normalise_outputs_keeps_what_must_not_vary():
     assert normalise_outputs([png]) != normalise_outputs([])  # and so does its presence
     assert normalise_outputs([_stream("x\n")]) != normalise_outputs([_stream("x\n", "stderr")])
     assert not same("  1. definitions", "  1 definitions")  # a list number is no float
+
+
+def test_floats_on_a_rounding_boundary_are_equal_but_real_changes_are_not():
+    def equal(a: str, b: str) -> bool:
+        return outputs_equal([_stream(a)], [_stream(b)])
+
+    # the last-bit differences of another CPU or BLAS build, across a 6-digit boundary
+    assert equal("x = 1.2345650\n", "x = 1.2345649\n")
+    assert equal("[14.778115f, 2.5e-03]\n", "[14.778114f, 2.5e-03]\n")
+    assert equal("pi = 3.14159265f, e = 2.7182818\n", "pi = 3.14159f, e = 2.7182817\n")
+    assert not equal("x = 1.23456\n", "x = 1.23457\n")  # a change in the 6th digit
+    assert not equal("x = 5.66e-07\n", "x = 8.57e-08\n")  # a machine-dependent error size
+    assert not equal("x = 1.2345650\n", "y = 1.2345649\n")  # the text around them counts
+    assert not equal("1.0 2.0\n", "1.0\n")  # so do their number

@@ -1,6 +1,9 @@
-"""qnn.* vs onnxruntime (QuantizeLinear, DequantizeLinear, MatMulInteger, ConvInteger, the float
-unary ops) and, where ONNX has no match (requantize, add, subtract, mul, leaky_relu),
-independent float formulas."""
+"""qnn.* vs exact integer arithmetic (NumPy int64) and onnxruntime (QuantizeLinear,
+DequantizeLinear, MatMulInteger, ConvInteger, the float unary ops) and, where ONNX has no
+match (requantize, add, subtract, mul, leaky_relu), independent float formulas.
+
+onnxruntime is a second oracle only on inputs where it is exact on every CPU: its integer
+GEMM differs by CPU features (see ``_ort_exact_range``)."""
 
 from __future__ import annotations
 
@@ -89,15 +92,60 @@ def test_qnn_binary_vs_float(op: str, dtype: str) -> None:
     np.testing.assert_array_equal(same, np.clip(a.astype(int) + b - 1, lo, hi))
 
 
+def _ort_exact_range(wdtype: str) -> int:
+    """The largest uint8 left operand for which onnxruntime's ``MatMulInteger`` is exact on
+    every CPU. Without VNNI, its uint8 x int8 kernel adds pairs of products in saturating
+    16-bit arithmetic (``pmaddubsw``): exact only while ``2 * x * |w| <= 32767``, so with int8
+    right operands (``|w| <= 128``) the left ones must stay below 128. uint8 x uint8 widens
+    to 16 bits first and is exact over the whole range."""
+    return 127 if wdtype == "int8" else 255
+
+
 @pytest.mark.parametrize("wdtype", ["uint8", "int8"])
-def test_qnn_dense_vs_matmulinteger(wdtype: str) -> None:
-    x = rand((4, 6), "uint8", 0, 255)
-    w = rand((5, 6), wdtype, 0 if wdtype == "uint8" else -128, 127)
+def test_qnn_dense_vs_exact_integers_and_matmulinteger(wdtype: str) -> None:
+    lo = 0 if wdtype == "uint8" else -128
     xz, wz = np.array(12, "uint8"), np.array(3, wdtype)
-    out = run_op("qnn.dense", [x, w, xz.astype(I32), wz.astype(I32), np.array(0.1, F32),
-                               np.array(0.2, F32)], units=5, out_dtype="int32")
+    scales = [np.array(0.1, F32), np.array(0.2, F32)]
+
+    def dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return run_op("qnn.dense", [x, w, xz.astype(I32), wz.astype(I32), *scales],
+                      units=w.shape[0], out_dtype="int32")
+
+    # the oracle: exact integer arithmetic, over the whole range, extremes included
+    x = rand((4, 6), "uint8", 0, 255)
+    w = rand((5, 6), wdtype, lo, 127)
+    x[0], w[0] = 255, lo  # the largest products, all of one sign
+    exact = (x.astype(np.int64) - int(xz)) @ (w.astype(np.int64) - int(wz)).T
+    out = dense(x, w)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, exact)
+    # onnxruntime as a second oracle, on inputs where it is exact on every CPU
+    x = rand((4, 6), "uint8", 0, _ort_exact_range(wdtype))
     (theirs,) = onnx_run("MatMulInteger", [x, np.ascontiguousarray(w.T), xz, wz])
-    np.testing.assert_array_equal(out, theirs)
+    np.testing.assert_array_equal(dense(x, w), theirs)
+
+
+def _conv_exact(x: np.ndarray, w: np.ndarray, strides: tuple, padding: tuple,
+                dilation: tuple, groups: int) -> np.ndarray:
+    """NCHW/OIHW convolution in exact int64 arithmetic, by explicit windows."""
+    x = np.pad(x.astype(np.int64), [(0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2])
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh = (h - dilation[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (wd - dilation[1] * (kw - 1) - 1) // strides[1] + 1
+    out = np.zeros((n, o, oh, ow), np.int64)
+    per_group = o // groups
+    for oc in range(o):
+        g = oc // per_group
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dilation[0], i * dilation[0] + strides[0] * (oh - 1) + 1,
+                             strides[0])
+                cols = slice(j * dilation[1], j * dilation[1] + strides[1] * (ow - 1) + 1,
+                             strides[1])
+                patch = x[:, g * cg:(g + 1) * cg, rows, cols]
+                out[:, oc] += np.einsum("nchw,c->nhw", patch, w[oc, :, i, j].astype(np.int64))
+    return out
 
 
 @pytest.mark.parametrize("attrs", [{}, {"padding": (1, 1), "strides": (2, 2)},
@@ -114,7 +162,10 @@ def test_qnn_conv2d_vs_convinteger(attrs: dict) -> None:
                          strides=list(attrs.get("strides", (1, 1))),
                          dilations=list(attrs.get("dilation", (1, 1))),
                          pads=[p[0], p[1], p[0], p[1]])
-    np.testing.assert_array_equal(out, theirs)
+    exact = _conv_exact(x.astype(np.int64) - 100, w.astype(np.int64) - 7,
+                        attrs.get("strides", (1, 1)), p, attrs.get("dilation", (1, 1)), g)
+    np.testing.assert_array_equal(out, exact)  # exact integers first
+    np.testing.assert_array_equal(out, theirs)  # uint8 x uint8: exact on every CPU
 
 
 def test_qnn_conv2d_per_channel_zero_point_vs_numpy() -> None:
@@ -271,16 +322,26 @@ def test_qnn_concatenate_relation() -> None:
 
 
 @pytest.mark.parametrize("ydtype", ["uint8", "int8"])
-def test_qnn_batch_matmul_vs_matmulinteger(ydtype: str) -> None:
-    x = rand((2, 3, 5), "uint8", 0, 255)
-    y = rand((2, 4, 5), ydtype, 0 if ydtype == "uint8" else -128, 127)
+def test_qnn_batch_matmul_vs_exact_integers_and_matmulinteger(ydtype: str) -> None:
+    lo = 0 if ydtype == "uint8" else -128
     xz, yz = np.array(17, "uint8"), np.array(9, ydtype)
-    out = run_op("qnn.batch_matmul", [x, y, xz.astype(I32), yz.astype(I32),
-                                      np.array(0.1, F32), np.array(0.2, F32)])
+
+    def batch_matmul(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return run_op("qnn.batch_matmul", [x, y, xz.astype(I32), yz.astype(I32),
+                                           np.array(0.1, F32), np.array(0.2, F32)])
+
+    x = rand((2, 3, 5), "uint8", 0, 255)
+    y = rand((2, 4, 5), ydtype, lo, 127)
+    x[0, 0], y[0, 0] = 255, lo
+    exact = np.matmul(x.astype(np.int64) - int(xz),
+                      (y.astype(np.int64) - int(yz)).transpose(0, 2, 1))
+    out = batch_matmul(x, y)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, exact)
+    x = rand((2, 3, 5), "uint8", 0, _ort_exact_range(ydtype))
     (theirs,) = onnx_run("MatMulInteger", [x, np.ascontiguousarray(y.transpose(0, 2, 1)),
                                            xz, yz])
-    np.testing.assert_array_equal(out, theirs)
-    assert out.dtype == np.int32
+    np.testing.assert_array_equal(batch_matmul(x, y), theirs)
 
 
 def test_qnn_batch_matmul_relation() -> None:

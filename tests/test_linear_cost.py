@@ -152,3 +152,28 @@ def test_random_dag_traversals_visit_each_node_once(case: tuple[str, int]) -> No
     assert sum(printed.count(f"{op}(") for op in ("add", "multiply", "maximum", "subtract",
                                                     "nn.relu")) == len(op_nodes)
     assert rr.alpha_equal(mod, rr.parse(printed))
+
+
+def _nested_tuple(n: int) -> str:
+    return "def @main(%x: float32) { " + "(" * n + "%x" + ",)" * n + " }"
+
+
+def _graph_add_chain(n: int) -> str:
+    lines = ["def @main(%x: float32) {", "  %0 = add(%x, 1f);"]
+    lines += [f"  %{i} = add(%{i - 1}, 1f);" for i in range(1, n)]
+    return "\n".join([*lines, f"  %{n - 1}", "}"])
+
+
+COMPILE_SHAPES = {"residual": SHAPES["residual"], "nested_tuple": _nested_tuple,
+                  "graph_add_chain": _graph_add_chain}
+
+
+@pytest.mark.parametrize("shape", sorted(COMPILE_SHAPES))
+def test_compile_work_doubles_at_most_when_the_program_doubles(shape: str) -> None:
+    # rr.compile: the pass pipeline, its type checks, fusion, the memory plan and code
+    # generation (was quadratic in the depth of nested tuples)
+    gen = COMPILE_SHAPES[shape]
+    rr.compile(rr.parse(gen(20)))  # kernels compiled and cached: not counted below
+    small, large = (step_count(lambda m=rr.infer_types(rr.parse(gen(n))): rr.compile(m))
+                    for n in (150, 300))
+    assert large <= 2.1 * small + 2000, (shape, small, large)

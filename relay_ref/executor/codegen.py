@@ -76,7 +76,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType, Type, subterms
 from relay_ref.ir.visitor import free_vars
 
 __all__ = ["FunctionInfo", "GeneratedModule", "MatchFailure", "generate"]
@@ -185,7 +185,9 @@ class _Generator:
         self.shared = shared_nodes(mod)
         self.interned: dict[int, str] = {}
         self.counter = 0
-        self.check_shapes = any(_has_any(t) for t in self.types.values())
+        # one walk over all types, shared subterms once: linear in the program's size
+        self.check_shapes = any(type(t) is TensorType and any(type(d) is not int for d in t.shape)
+                                for t in subterms(*filter(None, self.types.values())))
         #: group call -> the preallocated array its result goes into (the memory plan)
         self.views: dict[Call, Any] = {}
         self.out.namespace["_check_shape"] = _check_shape
@@ -641,15 +643,6 @@ def _scalar_operator(name: str, types: list[Type | None]) -> str | None:
     if name in _SCALAR_BOOL_BINOPS and types[0].dtype == "bool":
         return _SCALAR_BOOL_BINOPS[name]
     return None
-
-
-def _has_any(ty: object) -> bool:
-    if type(ty) is TensorType:
-        return any(type(d) is not int for d in ty.shape)
-    fields = getattr(ty, "fields", None) or getattr(ty, "arg_types", None)
-    if fields:
-        return any(_has_any(f) for f in fields)
-    return False
 
 
 def _static_annotation(ty: Type | None) -> bool:

@@ -84,6 +84,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                         f"{type(params).__name__}")
     if not isinstance(entry, str):
         raise TypeError(f"compile: entry must be a str, not {type(entry).__name__}")
+    entry = entry.removeprefix("@")  # "@main" and "main" name the same global
     if entry not in mod.functions:
         raise RelayError(f"compile: the module has no function @{entry}")
     device = None
@@ -237,6 +238,8 @@ def _run_passes(mod: IRModule, names: tuple[str, ...]) -> IRModule:
     for name in names:
         try:
             out = get_pass(name)(mod)
+            if out is mod:  # unchanged (and checked): no second type check
+                continue
             mod = infer_types(out)
         except RelayTypeError as err:
             head = Diagnostic(ERROR, f"internal error: the output of pass {name} does not "

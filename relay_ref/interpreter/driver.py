@@ -165,6 +165,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     ``KeyboardInterrupt`` stops it promptly."""
     _require(program, (IRModule, Expr), "program", "an IRModule or an Expr")
     _require(entry, str, "entry", "a str")
+    entry = entry.removeprefix("@")  # "@main" and "main" name the same global
     _require(module, (IRModule, type(None)), "module", "an IRModule or None")
     _require(env, (dict, type(None)), "env", "a dict of Var to value or None")
     if typecheck not in (True, False, "done"):

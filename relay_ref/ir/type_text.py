@@ -35,53 +35,51 @@ def type_to_text(ty: Type | None, names: dict[TypeVar, str] | None = None) -> st
     """Relay text for ``ty`` (``_`` for a hole or a missing type).
 
     ``names`` optionally renames type variables (the printer makes bound type-variable names
-    unique within a definition, so that nested type parameters never capture)."""
-    if names is not None:
-        return _named(ty, names)
+    unique within a definition, so that nested type parameters never capture). Iterative:
+    a 10 000-deep tuple or function type is written without deep recursion."""
+    out: list[str] = []
+    stack: list[object] = [ty]  # invariant: a str is text to write, anything else a type
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            out.append(item)
+        else:
+            stack.extend(reversed(_pieces(item, names or {})))  # type: ignore[arg-type]
+    return "".join(out)
+
+
+def _pieces(ty: Type | None, names: dict[TypeVar, str]) -> list[object]:
+    """The text of ``ty`` one level deep: strings, and the types inside it in place."""
     match ty:
         case None | IncompleteType():
-            return "_"
+            return ["_"]
         case TensorType(shape, dtype):
-            if not shape:
-                return dtype
-            return f"Tensor[{shape_to_text(shape)}, {dtype}]"
+            return [dtype if not shape else f"Tensor[{shape_to_text(shape)}, {dtype}]"]
         case TupleType(fields):
             if len(fields) == 1:
-                return f"({type_to_text(fields[0])},)"
-            return "(" + ", ".join(type_to_text(f) for f in fields) + ")"
-        case FuncType(args, ret, type_params):
-            tps = ""
-            if type_params:
-                tps = "[" + ", ".join(tp.name for tp in type_params) + "]"
-            arg_text = ", ".join(type_to_text(a) for a in args)
-            return f"fn {tps}({arg_text}) -> {type_to_text(ret)}"
-        case TypeCall(func, args):
-            if not args:
-                return func.name
-            return f"{func.name}[" + ", ".join(type_to_text(a) for a in args) + "]"
-        case GlobalTypeVar(name) | TypeVar(name):
-            return name
-        case RefType(value):
-            return f"ref({type_to_text(value)})"
-    raise TypeError(f"not a Relay type: {ty!r}")
-
-
-def _named(ty: Type | None, names: dict[TypeVar, str]) -> str:
-    match ty:
-        case TypeVar(name):
-            return names.get(ty, name)
-        case TupleType(fields):
-            if len(fields) == 1:
-                return f"({_named(fields[0], names)},)"
-            return "(" + ", ".join(_named(f, names) for f in fields) + ")"
+                return ["(", fields[0], ",)"]
+            return ["(", *_commas(fields), ")"]
         case FuncType(args, ret, type_params):
             tps = ""
             if type_params:
                 tps = "[" + ", ".join(names.get(tp, tp.name) for tp in type_params) + "]"
-            arg_text = ", ".join(_named(a, names) for a in args)
-            return f"fn {tps}({arg_text}) -> {_named(ret, names)}"
-        case TypeCall(func, args) if args:
-            return f"{func.name}[" + ", ".join(_named(a, names) for a in args) + "]"
+            return [f"fn {tps}(", *_commas(args), ") -> ", ret]
+        case TypeCall(func, args):
+            return [func.name] if not args else [f"{func.name}[", *_commas(args), "]"]
+        case TypeVar(name):
+            return [names.get(ty, name)]
+        case GlobalTypeVar(name):
+            return [name]
         case RefType(value):
-            return f"ref({_named(value, names)})"
-    return type_to_text(ty)
+            return ["ref(", value, ")"]
+    raise TypeError(f"not a Relay type: {ty!r}")
+
+
+def _commas(types: tuple[Type, ...]) -> list[object]:
+    """``types`` separated by ``", "``."""
+    pieces: list[object] = []
+    for i, t in enumerate(types):
+        if i:
+            pieces.append(", ")
+        pieces.append(t)
+    return pieces

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from relay_ref.ir.span import Span
@@ -141,18 +142,38 @@ UNIT = TupleType(())
 BOOL = scalar_type("bool")
 
 
+def type_children(ty: Type) -> tuple[Type, ...]:
+    """The types directly inside a composite type (none for a tensor, a hole, ...)."""
+    match ty:
+        case TupleType(fields):
+            return fields
+        case FuncType(args, ret):
+            return (*args, ret)
+        case TypeCall(_, args):
+            return args
+        case RefType(value):
+            return (value,)
+    return ()
+
+
+def subterms(*types: Type) -> Iterator[Type]:
+    """Every type inside ``types`` (themselves included), each object once (by identity:
+    a type shared by many others, as inference shares them, is visited once). Iterative:
+    a 10 000-deep tuple type is walked without deep recursion, in linear time."""
+    seen: set[int] = set()
+    stack = list(types)
+    while stack:
+        t = stack.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        yield t
+        stack.extend(type_children(t))
+
+
 def is_complete(ty: Type | None) -> bool:
     """Whether ``ty`` is known and has no hole (``IncompleteType``) anywhere, so it can be
     written as an annotation."""
-    match ty:
-        case None | IncompleteType():
-            return False
-        case TupleType(fields):
-            return all(is_complete(f) for f in fields)
-        case FuncType(args, ret):
-            return all(is_complete(a) for a in args) and is_complete(ret)
-        case RefType(value):
-            return is_complete(value)
-        case TypeCall(_, args):
-            return all(is_complete(a) for a in args)
-    return True
+    if ty is None:
+        return False
+    return not any(type(t) is IncompleteType for t in subterms(ty))

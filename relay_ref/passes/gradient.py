@@ -36,7 +36,7 @@ import weakref
 from dataclasses import replace
 from typing import Any
 
-from relay_ref.diagnostics import RelayError
+from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayError
 from relay_ref.ir.expr import Call, Expr, Function, GlobalVar, Op
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType
@@ -291,9 +291,16 @@ def expand_gradients_expr(expr: Expr, module: IRModule | None) -> tuple[Expr, IR
     from relay_ref.prelude import load_prelude
 
     base = module if module is not None else load_prelude()
-    if free_vars(expr):
-        raise RelayError("gradient(...) in an expression with free variables: bind them "
-                         "in a module function, or call rr.gradient")
+    free = free_vars(expr)
+    if free:
+        call = next((n for n in post_order(expr) if type(n) is Call and type(n.op) is Op
+                     and n.op.name == "gradient"), None)
+        names = ", ".join(f"%{v.name_hint}" for v in free)
+        notes = tuple(Note(f"%{v.name_hint} is free here", v.span) for v in free if v.span)
+        raise RelayError([Diagnostic(
+            ERROR, f"gradient(...) in an expression with free variables ({names}): bind them "
+            "in a module function, or call rr.gradient [AD-Grad-Op]",
+            getattr(call, "span", None), notes[:3])])
     name = fresh_name(set(base.functions), "gradient_expr")
     mod = replace(base, functions={**base.functions, name: Function((), expr)},
                   checked_types={}, global_types={})

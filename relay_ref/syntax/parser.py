@@ -1062,6 +1062,14 @@ class _Resolver:
         _, node = self.meta_item(tok)
         if not isinstance(node, E.Expr):
             raise self.error(f"{tok} is not an expression", tok)
+        if isinstance(node, E.Constant):
+            dtype = getattr(node.data, "dtype", None)
+            try:  # S-Metadata: a constant's elements are of a Relay data type
+                canonical_dtype(str(dtype))
+            except ValueError:
+                raise self.error(f"{tok} is an array of {dtype}, which Relay has no data type "
+                                 "for", tok, Note("Relay's data types: bool, int8/16/32/64, "
+                                                  "uint8/16/32/64, float16/32/64")) from None
         return node
 
     def meta_attrs(self, callee: E.Expr, tok: Token) -> object:

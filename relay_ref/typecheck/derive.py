@@ -79,6 +79,7 @@ from relay_ref.ir.types import (
     TupleType,
     Type,
     TypeCall,
+    type_children,
 )
 from relay_ref.ops.registry import NOT_YET, OpDef, Solved, attrs_items
 from relay_ref.rules import link_rules, rule_html
@@ -87,7 +88,7 @@ from relay_ref.syntax.printer import attr_value_text
 from relay_ref.syntax.short_text import graph_names, pattern_text, short_text
 from relay_ref.typecheck.infer import Checker, OpRelation, Projection, guarded
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
-from relay_ref.typecheck.unify import SHOW_PARTS, Unifier, type_children
+from relay_ref.typecheck.unify import SHOW_PARTS, Unifier
 
 __all__ = ["Derivation", "HoleNote", "RelationCall", "derive", "derive_expr", "render_html",
            "render_text"]

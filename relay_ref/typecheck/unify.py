@@ -54,6 +54,7 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    type_children,
 )
 
 
@@ -469,20 +470,6 @@ class Unifier:
 
 def _same(new: tuple[Type, ...], old: tuple[Type, ...]) -> bool:
     return all(x is y for x, y in zip(new, old, strict=True))
-
-
-def type_children(ty: Type) -> tuple[Type, ...]:
-    """The types directly inside a composite type (none for a tensor, a hole, ...)."""
-    match ty:
-        case TupleType(fields):
-            return fields
-        case FuncType(args, ret):
-            return (*args, ret)
-        case TypeCall(_, args):
-            return args
-        case RefType(value):
-            return (value,)
-    return ()
 
 
 def _own_holes(ty: Type) -> dict[int, IncompleteType]:

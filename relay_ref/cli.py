@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import stat
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
 from relay_ref import RelayError, __version__
+from relay_ref.cli_outputs import OutputError, Outputs, write_error
 
 EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -54,31 +53,6 @@ def _read(path: str) -> str:
         raise _Usage(f"{path}: cannot read: {err}") from None
 
 
-def _write_in_place(path: str, text: str) -> None:
-    """Replace the file's text atomically: through a symlink (the link stays, its target gets
-    the text), keeping the target's permission bits. The text goes to a temporary file in
-    the target's directory, which then replaces the target (``os.replace``), so an error
-    never leaves a half-written file."""
-    target = Path(os.path.realpath(path))
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fmt-tmp",
-                                   dir=target.parent)
-    except OSError as err:
-        raise _Usage(f"{path}: cannot write: {err}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException as err:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise _Usage(f"{path}: cannot write: {err}") from None
-        raise
-
-
 def _each_file(paths: list[str], work) -> int:
     """``work(path)`` for every path, reporting a missing or unreadable file as a usage
     error without stopping; the exit status is the worst of the results (2 > 1 > 0)."""
@@ -95,7 +69,7 @@ def _each_file(paths: list[str], work) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     import relay_ref as rr
-    from relay_ref.repl import type_text
+    from relay_ref.repl import run_deep, type_text
 
     if args.derive or args.global_name is not None or args.max_depth is not None \
             or args.max_nodes is not None:
@@ -113,8 +87,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
             print(err.render(_colour(sys.stderr)), file=sys.stderr)
             return EXIT_USER
         if args.types:
-            for name in mod.functions:
-                print(f"@{name} : {type_text(mod.global_types.get(name))}")
+            # a type may nest deeper than Python's recursion limit: print on a big stack
+            lines = run_deep(lambda: [f"@{name} : {type_text(mod.global_types.get(name))}"
+                                      for name in mod.functions])
+            print("\n".join(lines))
         elif not args.quiet:
             print(f"{path}: ok", file=sys.stderr)
         return EXIT_OK
@@ -134,7 +110,13 @@ def _check_gradients(mod: object, source: str) -> None:
 
 
 def _cmd_fmt(args: argparse.Namespace) -> int:
+    """``relay fmt``. With ``-i`` every file that formats is written at the end, all in one
+    ``Outputs`` transaction (keeping each file's mode, owner and group, and writing through
+    symlinks); a file that cannot be written leaves every file as it was. A file with an
+    error in it is reported and left alone; the others are still formatted."""
     import relay_ref as rr
+
+    outputs = Outputs() if args.in_place else None
 
     def fmt(path: str) -> int:
         if args.in_place and path == "-":
@@ -153,14 +135,29 @@ def _cmd_fmt(args: argparse.Namespace) -> int:
             if text != source:
                 print(f"{path}: would reformat", file=sys.stderr)
                 return EXIT_USER
-        elif args.in_place:
-            if text != source:
-                _write_in_place(path, text)
+        elif outputs is not None:
+            if text != source and outputs.active:  # after a failed write, none is written
+                try:
+                    outputs.text(path, text)
+                except OSError as err:
+                    raise _Usage(write_error(err)) from None
         else:
             sys.stdout.write(text)
         return EXIT_OK
 
-    return _each_file(args.files, fmt)
+    if outputs is None:
+        return _each_file(args.files, fmt)
+    try:
+        status = _each_file(args.files, fmt)
+    except BaseException:  # an interrupt or a bug: no temporary file left behind
+        outputs.discard()
+        raise
+    try:
+        outputs.commit()
+    except OSError as err:
+        print(f"relay: error: {write_error(err)}", file=sys.stderr)
+        status = EXIT_USAGE
+    return status
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -229,7 +226,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="with --trace: print at most N lines of the trace, then how many "
                           "were left out (default 1000; 0: all)")
     run.add_argument("-o", "--output", metavar="OUT.npy",
-                     help="save the resulting tensor to a .npy file")
+                     help="save the resulting tensor to a .npy file (never one of the "
+                          "inputs: FILE, --params or an ARG)")
     run.add_argument("--no-prelude", action="store_true",
                      help="do not supply prelude definitions")
     run.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
@@ -257,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode = fmt.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true",
                       help="exit 1 if a file is not in canonical form; change nothing")
-    mode.add_argument("-i", "--in-place", action="store_true", help="rewrite files in place")
+    mode.add_argument("-i", "--in-place", action="store_true",
+                      help="rewrite files in place (atomically, all at the end, keeping "
+                           "each file's mode, owner and group; a file that cannot be "
+                           "written leaves every file unchanged)")
     fmt.set_defaults(func=_cmd_fmt)
 
     from relay_ref.cli_import import add_parser as add_import
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         return args.func(args)
-    except _Usage as err:
+    except (_Usage, OutputError) as err:
         print(f"relay: error: {err}", file=sys.stderr)
         return EXIT_USAGE
     except RelayError as err:

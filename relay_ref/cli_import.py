@@ -13,9 +13,12 @@ computations on them it can (implies ``--embed``).
 
 Exit codes are ``relay_ref.cli``'s: 1 for a model that cannot be imported (a file that is
 not ONNX, unsupported operators -- all listed in one error -- or a ``--shape`` naming no
-input), 2 for usage (a missing model file, a malformed ``--shape``, an unwritable output).
-Files are written atomically (``cli_weights.write_files``): an error leaves nothing
-half-written. A progress bar (stderr, terminals only) follows the steps of a large model.
+input), 2 for usage (a missing model file, a malformed ``--shape``, an unwritable output,
+an output that is the model, one of its external data files, or the other output -- after
+resolving links, ``cli_outputs.refuse_clobbering``). The text and the weights are written
+in one transaction (``cli_weights.write_files`` on ``cli_outputs.Outputs``): an error leaves
+every old file as it was and nothing half-written. A progress bar (stderr, terminals only)
+follows the steps of a large model.
 
 Part of the CLI layer: it uses only the public API and ``relay_ref.repl``.
 """
@@ -23,6 +26,7 @@ Part of the CLI layer: it uses only the public API and ``relay_ref.repl``.
 from __future__ import annotations
 
 import argparse
+import mmap
 import os
 import sys
 from pathlib import Path
@@ -30,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import relay_ref as rr
 from relay_ref.cli import EXIT_OK, _Usage
+from relay_ref.cli_outputs import refuse_clobbering, write_error
 
 if TYPE_CHECKING:
     from relay_ref.repl import OnnxImport
@@ -112,12 +117,15 @@ def run_import(args: argparse.Namespace) -> int:
                      "--freeze-params put them in the text: give one or the other")
     weights_path = Path(args.weights) if args.weights else (
         output.with_suffix(".npz") if output is not None and not embed else None)
-    for target in (output, weights_path):
+    weights_label = "--weights" if args.weights else "the weights file (from -o)"
+    inputs = [("MODEL", model)] + [(f"external data of {model}", data)
+                                   for data in _external_data(model)]
+    refuse_clobbering(inputs, [("-o", output), (weights_label, weights_path)])
+    for target in (output, weights_path):  # before the import's work, not after it
         if target is not None and not target.parent.is_dir():
             raise _Usage(f"{target}: cannot write (no folder {target.parent})")
-    if output is not None and weights_path is not None and \
-            output.resolve() == weights_path.resolve():
-        raise _Usage(f"{output}: the text and the weights would be the same file")
+        if target is not None and target.is_dir():
+            raise _Usage(f"{target}: cannot write: it is a directory")
 
     with _Steps() as progress:
         step = progress.step
@@ -141,12 +149,46 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             write_files(texts, arrays, advance=lambda key: progress.advance())
         except OSError as err:
-            raise _Usage(f"cannot write {err.filename or output}: "
-                         f"{err.strerror or err}") from None
+            raise _Usage(write_error(err)) from None
     if output is None:
         sys.stdout.write(text)
     _summary(output, weights_path if arrays else None, text, params)
     return EXIT_OK
+
+
+def _external_data(model: str) -> list[str]:
+    """The external data files the model's tensors name (``location``, beside the model):
+    inputs an output must not overwrite. Only a model whose bytes hold the protobuf key
+    ``location`` is parsed for them (without loading the data); a model that cannot be read
+    names none (the import reports it)."""
+    try:
+        with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m.find(b"\x08location") < 0:
+                return []
+    except (OSError, ValueError):  # ValueError: an empty file cannot be mapped
+        return []
+    import onnx
+
+    try:
+        proto = onnx.load(model, load_external_data=False)
+    except Exception:  # noqa: BLE001 - not a model: from_onnx says so
+        return []
+    found: list[str] = []
+    graphs = [proto.graph]
+    while graphs:  # the graph and its subgraphs (If, Loop, Scan bodies)
+        graph = graphs.pop()
+        tensors = list(graph.initializer)
+        tensors += [t for s in graph.sparse_initializer for t in (s.values, s.indices)]
+        for node in graph.node:
+            for attr in node.attribute:
+                tensors += [attr.t, *attr.tensors]
+                graphs += [attr.g, *attr.graphs] if attr.HasField("g") else list(attr.graphs)
+        for tensor in tensors:
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                where = {e.key: e.value for e in tensor.external_data}.get("location")
+                if where:
+                    found.append(os.path.join(os.path.dirname(model), where))
+    return list(dict.fromkeys(found))
 
 
 def _header(model: str, imported: OnnxImport, output: Path | None,

@@ -5,7 +5,14 @@ Arguments are Relay expressions evaluated in the module's context (``3``, ``2.5f
 without a suffix takes the parameter's dtype when it fits exactly (``3`` for an ``int64``
 parameter). Exit codes and colours are ``relay_ref.cli``'s: 0 ok, 1 an error in the program
 or its arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor
-for ``--output``, options that do not combine).
+for ``--output``, options that do not combine, an ``--output`` that is the program, the
+``--params`` archive or a ``.npy`` argument -- after resolving links, checked before
+anything runs).
+
+``--output`` is written through ``cli_outputs.Outputs``: atomically, keeping an existing
+file's mode, owner and group; a failed write leaves the old file. Types and values are
+printed on a big stack (``repl.run_deep``): a 1000-deep tuple or closure type in the
+"not a tensor" refusal is not an internal error.
 
 ``--params FILE.npz`` binds the parameters of ``@main`` named by the archive's keys to its
 arrays (the weights ``relay import`` saves; ``cli_weights``) before anything runs, as
@@ -44,6 +51,7 @@ Malformed input is never an internal error:
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
 import stat
@@ -57,6 +65,7 @@ import numpy.lib.format as npy_format
 import relay_ref as rr
 from relay_ref import repl
 from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour
+from relay_ref.cli_outputs import OutputError, Outputs, refuse_clobbering, write_error
 
 TRACE_LIMIT = 1000
 """Lines of a ``--trace`` shown by default (``--trace-limit N`` to change; 0: all)."""
@@ -99,6 +108,10 @@ def run_file(args: argparse.Namespace) -> int:
     conflict = _option_conflict(args)
     if conflict is not None:
         return _usage(conflict)
+    try:
+        refuse_clobbering(_inputs(args), [("-o", args.output)])
+    except OutputError as err:
+        return _usage(str(err))
     compiled = getattr(args, "compile", False)
     profile = getattr(args, "profile", False)
     try:
@@ -121,13 +134,17 @@ def run_file(args: argparse.Namespace) -> int:
             return _usage(f"--params {err}")
     try:
         mod = rr.infer_types(rr.parse(text, args.file, prelude=not args.no_prelude))
+        args.entry = args.entry.removeprefix("@")  # --entry main and --entry @main alike
         entry = mod.functions.get(args.entry)
         if entry is None:
-            return _usage(f"{args.file}: no function @{args.entry} to run")
+            own = [name for name in mod.functions if name in text]  # not the prelude's
+            close = difflib.get_close_matches(args.entry, own or list(mod.functions), n=1)
+            hint = f"; did you mean @{close[0]}?" if close else ""
+            return _usage(f"{args.file}: no function @{args.entry} to run{hint}")
         if args.output and not repl.returns_tensor(mod, args.entry):
-            return _usage(f"--output: @{args.entry} returns "
-                          f"{repl.type_text(mod.global_types[args.entry].ret_type)}, not a "
-                          f"tensor: only a tensor can be saved to {args.output}")
+            ret = mod.global_types[args.entry].ret_type
+            return _usage(f"--output: @{args.entry} returns {_deep(repl.type_text, ret)}, "
+                          f"not a tensor: only a tensor can be saved to {args.output}")
         if weights:
             # the weights become constants; the parameters left are the arguments
             mod = repl.bind_params(mod, weights, args.entry, label=args.params)
@@ -165,6 +182,21 @@ def run_file(args: argparse.Namespace) -> int:
     return status
 
 
+def _inputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files ``relay run`` reads, labelled for ``refuse_clobbering``: the program,
+    ``--params`` and the ``.npy`` arguments."""
+    files = [("FILE", args.file), ("--params", getattr(args, "params", None))]
+    files += [(f"argument {i + 1}", arg) for i, arg in enumerate(args.args)
+              if arg.endswith(".npy")]
+    return files
+
+
+def _deep(show: Any, item: Any) -> str:
+    """``show(item)`` on a big stack: a type or value may nest deeper than Python's
+    recursion limit (a 1000-deep tuple or closure)."""
+    return repl.run_deep(lambda: show(item))
+
+
 def _weights_hint(args: argparse.Namespace, text: str) -> str:
     """For a file ``relay import`` wrote, run without ``--params``: which file to give."""
     if getattr(args, "params", None):
@@ -193,18 +225,18 @@ def _print_result(args: argparse.Namespace, result: Any) -> int:
         _print_trace(args, events)
     if args.output:
         if not isinstance(result, np.ndarray):
-            print(repl.value_text(result))
+            print(_deep(repl.value_text, result))
             return _usage(f"--output: the result is not a tensor, cannot save it to "
                           f"{args.output}")
         try:
-            with open(args.output, "wb") as out:  # np.save(path) would append ".npy"
-                np.save(out, result)
+            with Outputs() as out:  # to a file object: np.save(path) would append ".npy"
+                out.stage(args.output, lambda f: np.save(f, result))
         except OSError as err:
-            return _usage(f"--output: cannot write {args.output}: {err}")
+            return _usage(f"--output: {write_error(err)}")
         print(f"saved {result.dtype.name} tensor of shape {tuple(result.shape)} to "
               f"{args.output}", file=sys.stderr)
         return EXIT_OK
-    print(repl.value_text(result))
+    print(_deep(repl.value_text, result))
     return EXIT_OK
 
 

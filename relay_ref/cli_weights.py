@@ -8,25 +8,26 @@ The ``.relay`` file names its weights in its first comment lines (``WEIGHTS_LINE
 ``relay run`` can say which file to pass when ``--params`` is missing.
 
 Invariants: ``write_files`` replaces its targets atomically (each file's bytes go to a
-temporary file beside it, renamed over the target only once every file is complete), so an
-error or an interrupt leaves the old files, never half-written ones; ``load_weights`` never
-unpickles, and checks each member's header against its size before reading it (a hostile
-header allocates nothing), as ``relay run``'s ``.npy`` arguments are read.
+temporary file beside it, renamed over the target only once every file is complete:
+``cli_outputs.Outputs``), so an error or an interrupt leaves the old files, never
+half-written ones; ``load_weights`` never unpickles, and checks each member's header
+against its size before reading it (a hostile header allocates nothing), as ``relay
+run``'s ``.npy`` arguments are read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.lib.format as npy_format
 
+from relay_ref.cli_outputs import Outputs
 from relay_ref.cli_run import NpyError, _read_npy
 
 #: The comment line naming the weights file, relative to the ``.relay`` file's folder.
@@ -81,39 +82,21 @@ def load_weights(path: str) -> dict[str, np.ndarray]:
 
 def write_files(texts: Mapping[Path, str], arrays: Mapping[Path, Mapping[str, np.ndarray]],
                 advance: Callable[[str], None] = lambda key: None) -> None:
-    """Write each text file and each ``.npz`` archive, all or nothing: temporary files
-    first (``advance(key)`` after each array), then renamed over their targets. Raises
-    ``OSError`` (with the temporaries removed) when a target's folder cannot be written."""
-    done: list[tuple[str, Path]] = []
-    try:
-        for target, by_key in arrays.items():
-            tmp = _temporary(target)
-            done.append((tmp, target))
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+    """Write each text file and each ``.npz`` archive in one ``cli_outputs.Outputs``
+    transaction, all or nothing: temporary files first (``advance(key)`` after each array),
+    then renamed over their targets. Raises ``OSError`` (the temporaries removed, every
+    target as it was) when a target cannot be written."""
+    def archive_of(by_key: Mapping[str, np.ndarray]) -> Callable[[BinaryIO], None]:
+        def write(out: BinaryIO) -> None:
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
                 for key, value in by_key.items():
                     with archive.open(f"{key}.npy", "w", force_zip64=True) as member:
                         npy_format.write_array(member, np.asarray(value), allow_pickle=False)
                     advance(key)
+        return write
+
+    with Outputs() as outputs:
+        for target, by_key in arrays.items():
+            outputs.stage(target, archive_of(by_key))
         for target, text in texts.items():
-            tmp = _temporary(target)
-            done.append((tmp, target))
-            with open(tmp, "w", encoding="utf-8", newline="") as out:
-                out.write(text)
-        for tmp, target in done:
-            os.replace(tmp, target)
-    except BaseException:
-        for tmp, _ in done:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-
-
-def _temporary(target: Path) -> str:
-    """A new empty file beside ``target`` (same folder, so the rename is atomic), with the
-    permission bits a newly created file gets (mkstemp's are 0600)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    return tmp
+            outputs.text(target, text)

@@ -71,11 +71,11 @@ LAYERS: dict[str, Layer] = {
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
     # The CLI (relay_ref/cli.py, cli_run.py, cli_opt.py, cli_import.py, cli_weights.py,
-    # cli_rule.py, cli_derive.py, __main__.py) and the Jupyter kernel use only the public
-    # API and repl.
+    # cli_rule.py, cli_derive.py, cli_outputs.py, __main__.py) and the Jupyter kernel use
+    # only the public API and repl.
     "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
                       "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.cli_rule",
-                      "relay_ref.cli_derive", "relay_ref.__main__"),
+                      "relay_ref.cli_derive", "relay_ref.cli_outputs", "relay_ref.__main__"),
                  only=frozenset({"api", "repl"})),
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }

@@ -15,8 +15,10 @@ from relay_ref.frontend.onnx import from_onnx
 
 _ELEM = {np.dtype(k): v for k, v in {
     "float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
-    "int64": TensorProto.INT64, "int32": TensorProto.INT32, "int8": TensorProto.INT8,
-    "uint8": TensorProto.UINT8, "bool": TensorProto.BOOL}.items()}
+    "int64": TensorProto.INT64, "int32": TensorProto.INT32, "int16": TensorProto.INT16,
+    "int8": TensorProto.INT8, "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16,
+    "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64,
+    "bool": TensorProto.BOOL}.items()}
 
 
 def node_model(op_type: str, inputs: dict[str, np.ndarray], attrs: dict | None = None, *,

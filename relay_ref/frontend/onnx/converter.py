@@ -34,6 +34,7 @@ from relay_ref.frontend.onnx.dtypes import relay_dtype
 from relay_ref.frontend.onnx.load import default_opset, load_model
 from relay_ref.frontend.onnx.names import NameTable
 from relay_ref.frontend.onnx.params import Params
+from relay_ref.frontend.onnx.signature import mismatch
 from relay_ref.frontend.onnx.survey import Step, all_steps, node_label, survey
 from relay_ref.ir.expr import Expr, Function, Var
 from relay_ref.ir.module import IRModule
@@ -99,9 +100,11 @@ class _Converter:
             try:
                 array = numpy_helper.to_array(init)
             except Exception as err:  # noqa: BLE001 - onnx's errors (external data missing)
+                external = init.data_location == init.EXTERNAL
+                hint = ("; a model with external data must be loaded with its data files"
+                        if external else "; its data do not fit its dims and type")
                 raise FrontendError(f"from_onnx: initializer '{name}' cannot be read "
-                                    f"({type(err).__name__}: {err}); a model with external "
-                                    "data must be loaded with its data files") from None
+                                    f"({type(err).__name__}: {err}){hint}") from None
             if self.freeze or (name in static and array.size <= FOLD_LIMIT):
                 self.env[name] = self.builder.const(array)
                 continue
@@ -148,7 +151,7 @@ class _Converter:
         for d in tt.shape.dim:
             if d.HasField("dim_value") and d.dim_value >= 0:
                 dims.append(int(d.dim_value))
-            elif d.HasField("dim_param") and isinstance(self.shapes.get(d.dim_param), int):
+            elif d.HasField("dim_param") and _dim(self.shapes.get(d.dim_param)) is not None:
                 dims.append(int(self.shapes[d.dim_param]))
             else:
                 dims.append(ANY)
@@ -158,11 +161,21 @@ class _Converter:
         return TensorType(tuple(dims), dtype)
 
     def _fix_dims(self, name: str, dims: list[Dim], given: Any, declared: bool) -> list[Dim]:
-        try:
-            wanted = [None if g is None else int(g) for g in given]
-        except (TypeError, ValueError):
+        """``dims`` with the dims ``given`` for input ``name`` (a list, tuple or 1-d array
+        of non-negative ints or None); a float, a bool or a string is refused, never
+        truncated or read character by character."""
+        if isinstance(given, str | bytes) or not (
+                isinstance(given, list | tuple) or
+                isinstance(given, np.ndarray) and given.ndim == 1):
             raise FrontendError(f"from_onnx: shapes['{name}'] must be a sequence of ints "
-                                f"(None for a dim left as declared), not {given!r}") from None
+                                f"(None for a dim left as declared), not {given!r}")
+        wanted: list[int | None] = []
+        for i, g in enumerate(given):
+            if g is not None and _dim(g) is None:
+                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g!r}; "
+                                    "a dim is a non-negative int (or None for a dim left "
+                                    "as declared)")
+            wanted.append(None if g is None else int(g))
         if not declared:
             dims = [ANY] * len(wanted)
         if len(wanted) != len(dims):
@@ -173,8 +186,6 @@ class _Converter:
             if g is not None and isinstance(d, int) and d != g:
                 raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g}, the "
                                     f"model fixes it to {d}")
-            if g is not None and g < 0:
-                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g}")
             out.append(d if g is None else g)
         return out
 
@@ -186,7 +197,7 @@ class _Converter:
             if key in inputs:
                 continue
             if key in symbols:
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                if _dim(value) is None:
                     raise FrontendError(f"from_onnx: shapes['{key}'] (a symbolic dim) must be "
                                         f"a non-negative int, not {value!r}")
                 continue
@@ -206,6 +217,11 @@ class _Converter:
         node = step.node
         where = f"{node.op_type}-{step.version} node {node_label(node)}"
         inputs = tuple(self._lookup(n, where) if n else None for n in node.input)
+        types = [None if x is None else self.builder.type_of(x) for x in inputs]
+        problem = mismatch(node.op_type, step.version,
+                           [t.dtype if isinstance(t, TensorType) else None for t in types])
+        if problem is not None:
+            raise FrontendError(f"from_onnx: {where}: {problem}")
         ctx = NodeContext(node, step.version, self.builder, inputs, step.attrs,
                           lambda attr, values: self._subgraph(step, attr, values))
         try:
@@ -250,6 +266,14 @@ class _Converter:
                     for o in graph.output]  # type: ignore[attr-defined]
         finally:
             self.env = saved
+
+
+def _dim(value: object) -> int | None:
+    """``value`` as a dimension: a non-negative int (a NumPy integer too), else None (a
+    bool, a float even when whole, a negative number, anything else)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        return None
+    return int(value) if value >= 0 else None
 
 
 def static_names(steps: Sequence[Any]) -> set[str]:

@@ -26,3 +26,12 @@ def type_name(code: int) -> str:
         return TensorProto.DataType.Name(code)
     except ValueError:
         return f"element type {code}"
+
+
+def promote(*dtypes: str) -> str:
+    """The dtype NumPy computes ``dtypes`` in (``np.result_type``, NEP 50: int32 with
+    float32 is float64, int8 with float16 is float16, uint64 with int64 is float64): the
+    type in which ONNX's reference evaluates an op whose inputs may differ in type."""
+    import numpy as np
+
+    return np.result_type(*(np.dtype(d) for d in dtypes)).name

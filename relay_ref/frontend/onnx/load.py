@@ -1,7 +1,8 @@
 """Reading a model: a path or an ``onnx.ModelProto`` in, a ``ModelProto`` and its default
 opset out. Every failure is a ``FrontendError`` (a missing file, bytes that are not a
-model, a model without a graph or with an opset this frontend does not cover); a wrong
-Python type is a ``TypeError``, as everywhere in the public API."""
+model, a model without a graph or with an opset this frontend does not cover, a graph that
+is not well formed: ``validate.py``); a wrong Python type is a ``TypeError``, as everywhere
+in the public API."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from relay_ref.diagnostics import FrontendError
 from relay_ref.frontend.onnx.registry import DOMAINS
+from relay_ref.frontend.onnx.validate import check_graph
 
 MIN_OPSET = 7  # the oldest default-domain opset the converters cover
 # An older opset is read when every node's op is the version it is at MIN_OPSET (Not-1,
@@ -38,6 +40,7 @@ def load_model(model: Any) -> Any:
     if not proto.HasField("graph") or not proto.graph.output:
         raise FrontendError("from_onnx: the model has no graph (or a graph without outputs); "
                             "is this an ONNX model?")
+    check_graph(proto.graph)
     return proto
 
 

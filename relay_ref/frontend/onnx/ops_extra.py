@@ -130,7 +130,15 @@ def _stash(ctx: NodeContext, x: Expr) -> tuple[Expr, str]:
 
 @converter("RMSNormalization", since=23)
 def rms_normalization(ctx: NodeContext) -> Expr:
-    """``x / sqrt(mean(x^2 over axes axis..) + epsilon) * scale``."""
+    """``x / sqrt(mean(x^2 over axes axis..) + epsilon) * scale``.
+
+    X and scale of different types (T and V) are refused: the schema gives the output
+    the scale's type, ONNX's reference X's, and the function body multiplies the two
+    without a cast (onnxruntime refuses such a model)."""
+    if ctx.dtype(1) != ctx.dtype(0):
+        raise ConvertError(f"X ({ctx.dtype(0)}) and scale ({ctx.dtype(1)}) of different "
+                           "types are not supported (the schema's output type and ONNX's "
+                           "reference disagree; onnxruntime refuses it)")
     x, out_dtype = _stash(ctx, ctx.need(0))
     rank = ctx.rank(0)
     axis = axis_of(ctx, int(ctx.attr("axis", -1)), rank)

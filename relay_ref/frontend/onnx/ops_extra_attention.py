@@ -29,7 +29,7 @@ import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext
-from relay_ref.frontend.onnx.dtypes import relay_dtype
+from relay_ref.frontend.onnx.dtypes import promote, relay_dtype
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
@@ -113,22 +113,32 @@ def attention(ctx: NodeContext) -> tuple[Expr, Expr | None, Expr | None, Expr | 
         k = ctx.call("repeat", k, repeats=hq // hkv, axis=1)
         v = ctx.call("repeat", v, repeats=hq // hkv, axis=1)
 
-    bias = _bias(ctx, mask, nonpad, dtype, batch, sq, skv, past_len)
+    # A float mask of another type (U) than Q's: the scores are computed in the promoted
+    # type of the two (a float32 mask over float16 Q: float32), as the reference does.
+    score = dtype
+    if mask is not None and ctx.dtype(3) not in ("bool", dtype):
+        score = promote(dtype, ctx.dtype(3))
+        if ctx.dtype(3) != score:
+            mask = ctx.call("cast", mask, dtype=score)
+    bias = _bias(ctx, mask, nonpad, score, batch, sq, skv, past_len)
 
     qk = _bmm(ctx, ctx.call("multiply", q, s), ctx.call("multiply", k, s), transpose_b=True)
     softcap = float(ctx.attr("softcap", 0.0))
     if softcap > 0:
         cap = ctx.scalar(softcap, dtype)
         qk = ctx.call("multiply", ctx.call("tanh", ctx.call("divide", qk, cap)), cap)
-    with_bias = scores = qk if bias is None else ctx.call("add", qk, bias)
+    scores = qk if score == dtype else ctx.call("cast", qk, dtype=score)
+    with_bias = scores = scores if bias is None else ctx.call("add", scores, bias)
+    if score != dtype:
+        with_bias = ctx.call("cast", with_bias, dtype=dtype)
     precision = ctx.attr("softmax_precision")
-    soft_dtype = relay_dtype(int(precision)) if precision is not None else dtype
-    if soft_dtype and soft_dtype != dtype:
+    soft_dtype = relay_dtype(int(precision)) if precision is not None else score
+    if soft_dtype and soft_dtype != score:
         scores = ctx.call("cast", scores, dtype=soft_dtype)
     p = ctx.call("nn.softmax", scores, axis=-1)
     if bias is not None:  # rows with no key to attend: 0, not NaN
         dead = ctx.call("equal", ctx.call("max", bias, axis=[-1], keepdims=True),
-                        ctx.scalar(-np.inf, dtype))
+                        ctx.scalar(-np.inf, score))
         p = ctx.call("where", dead, ctx.call("zeros_like", p), p)
     if soft_dtype and soft_dtype != dtype:
         p = ctx.call("cast", p, dtype=dtype)

@@ -1,7 +1,7 @@
 """Converters of ONNX's linear quantization ops, composed from Relay ops with integer
 tensors (as ONNX's reference computes them):
 
-    DequantizeLinear       y = (float32(x) - float32(zp)) * scale
+    DequantizeLinear       y = (float32(x) - zp) * scale
     QuantizeLinear         y = clip(rint(x / scale) + zp, range of the zero point's type)
     DynamicQuantizeLinear  scale = (max(0, max x) - min(0, min x)) / 255 (1/255 when 0),
                            zp = rint(clip(-min(0, min x) / scale, 0, 255)), y as above
@@ -11,14 +11,15 @@ tensors (as ONNX's reference computes them):
 Scales and zero points are scalars, per ``axis`` (1-D) or, with ``block_size``, blocks
 along ``axis`` (same rank as the input, each entry repeated ``block_size`` times).
 Integer products are exact in int32 (uint8/int8 operands); ``rint`` is Relay's ``round``
-(half to even).
+(half to even). Operands of different types (a float16 input with a float32 scale, an
+int32 zero point) are computed in their NumPy promoted type, as the reference does.
 """
 
 from __future__ import annotations
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
-from relay_ref.frontend.onnx.dtypes import relay_dtype
+from relay_ref.frontend.onnx.dtypes import promote, relay_dtype
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
@@ -50,19 +51,32 @@ def _axis_block(ctx: NodeContext) -> tuple[tuple, int, int]:
 
 @converter("DequantizeLinear", since=10)
 def dequantize_linear(ctx: NodeContext) -> Expr:
+    """In the types ONNX's reference computes in: ``float32(x) - zp`` in the promoted
+    type of float32 and the zero point's (float64 for an int32 zero point), times the
+    scale in the promoted type of that and the scale's (float64 for a float64 scale),
+    cast to the output type (the scale's, or ``output_dtype``)."""
     shape, axis, block = _axis_block(ctx)
     scale = _param(ctx, ctx.need(1), shape, axis, block)
     x = ctx.call("cast", ctx.need(0), dtype="float32")
     zp = ctx.input(2)
     if zp is not None:
-        zp = ctx.call("cast", _param(ctx, zp, shape, axis, block), dtype="float32")
+        zp = _param(ctx, zp, shape, axis, block)
+        x, zp = _both(ctx, x, zp)
         x = ctx.call("subtract", x, zp)
     out = ctx.dtype(1)
     to = ctx.attr("output_dtype")
     if to:
         out = relay_dtype(int(to)) or out
-    y = ctx.call("multiply", x, ctx.call("cast", scale, dtype="float32"))
-    return y if out == "float32" else ctx.call("cast", y, dtype=out)
+    y = ctx.call("multiply", *_both(ctx, x, scale))
+    return y if ctx.builder.tensor_type(y).dtype == out else ctx.call("cast", y, dtype=out)
+
+
+def _both(ctx: NodeContext, a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """``a`` and ``b`` cast to their NumPy promoted type."""
+    ta, tb = ctx.builder.tensor_type(a).dtype, ctx.builder.tensor_type(b).dtype
+    wide = promote(ta, tb)
+    return (a if ta == wide else ctx.call("cast", a, dtype=wide),
+            b if tb == wide else ctx.call("cast", b, dtype=wide))
 
 
 def _saturate(ctx: NodeContext, xi: Expr, dtype: str) -> Expr:
@@ -80,12 +94,11 @@ def quantize_linear(ctx: NodeContext) -> Expr:
     x = ctx.need(0)
     scale = _param(ctx, ctx.need(1), shape, axis, block)
     precision = ctx.attr("precision")
-    xdtype = ctx.dtype(0)
-    if precision:
-        xdtype = relay_dtype(int(precision)) or xdtype
-        x = ctx.call("cast", x, dtype=xdtype)
-    if ctx.builder.tensor_type(scale).dtype != xdtype:
-        scale = ctx.call("cast", scale, dtype=xdtype)
+    if precision:  # both in that type
+        xdtype = relay_dtype(int(precision)) or ctx.dtype(0)
+        x, scale = (ctx.call("cast", v, dtype=xdtype) for v in (x, scale))
+    else:  # x / scale in their promoted type (float16 x, float32 scale: float32)
+        x, scale = _both(ctx, x, scale)
     q = ctx.call("cast", ctx.call("round", ctx.call("divide", x, scale)), dtype="int64")
     zp = ctx.input(2)
     out = relay_dtype(int(ctx.attr("output_dtype", 0) or 2)) or "uint8"

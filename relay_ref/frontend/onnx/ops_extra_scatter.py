@@ -15,6 +15,7 @@ import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
+from relay_ref.frontend.onnx.dtypes import promote
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
@@ -79,19 +80,27 @@ def _check_grid_sample(ctx: NodeContext) -> list[str]:
 
 @converter("GridSample", since=16, check=_check_grid_sample)
 def grid_sample(ctx: NodeContext) -> Expr:
-    """Grid (N, *out, nd) becomes (N, nd, *out); 4-d (NCHW) and 5-d (NCDHW) data."""
+    """Grid (N, *out, nd) becomes (N, nd, *out); 4-d (NCHW) and 5-d (NCDHW) data.
+
+    X and the grid may differ in type (T1, T2): both are sampled in the wider of the two
+    and the result cast to X's type, so a float32 grid keeps its precision over float16
+    data (casting the grid to X's type moved the sampling points)."""
     rank = ctx.rank(0)
     layout = {4: "NCHW", 5: "NCDHW"}.get(rank)
     if layout is None:
         raise ConvertError(f"GridSample of rank-{rank} data is not supported (4 or 5)")
-    grid = ctx.need(1)
-    if ctx.dtype(1) != ctx.dtype(0):
-        grid = ctx.call("cast", grid, dtype=ctx.dtype(0))
+    x, grid = ctx.need(0), ctx.need(1)
+    wide = promote(ctx.dtype(0), ctx.dtype(1))
+    if ctx.dtype(0) != wide:
+        x = ctx.call("cast", x, dtype=wide)
+    if ctx.dtype(1) != wide:
+        grid = ctx.call("cast", grid, dtype=wide)
     grid = ctx.call("transpose", grid, axes=[0, rank - 1, *range(1, rank - 1)])
     mode = ctx.attr("mode", "linear" if ctx.version >= 20 else "bilinear")
-    return ctx.call("image.grid_sample", ctx.need(0), grid, method=_GRID_MODES[mode],
-                    layout=layout, padding_mode=ctx.attr("padding_mode", "zeros"),
-                    align_corners=bool(int(ctx.attr("align_corners", 0))))
+    y = ctx.call("image.grid_sample", x, grid, method=_GRID_MODES[mode],
+                 layout=layout, padding_mode=ctx.attr("padding_mode", "zeros"),
+                 align_corners=bool(int(ctx.attr("align_corners", 0))))
+    return y if ctx.dtype(0) == wide else ctx.call("cast", y, dtype=ctx.dtype(0))
 
 
 @converter("AffineGrid", since=20, static_inputs=(1,))

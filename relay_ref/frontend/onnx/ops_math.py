@@ -13,6 +13,7 @@ import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext
+from relay_ref.frontend.onnx.dtypes import promote
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 from relay_ref.ir.types import ANY
@@ -59,11 +60,32 @@ for _onnx, _relay in UNARY.items():
 
 @converter("Pow", since=7)
 def power(ctx: NodeContext) -> Expr:
-    """From Pow-12 the exponent may have another type: it is cast to the base's."""
-    base, exp = ctx.need(0), ctx.need(1)
-    if ctx.dtype(1) != ctx.dtype(0):
-        exp = ctx.call("cast", exp, dtype=ctx.dtype(0))
-    return ctx.call("power", base, exp)
+    """``power(x, y)`` computed as ONNX's reference does, ``np.power(x, y).astype(x's
+    type)``: from Pow-12 the exponent may have another type, so both operands go to their
+    NumPy promoted type (an int32 base with a float32 exponent: float64, so ``4 ** 1.5``
+    is 8 and ``3 ** 2.9`` is 24) and the result is cast back to the base's type (floats
+    truncate toward zero). Never the exponent cast to the base's type, which would make
+    ``1.5`` an integer 1.
+
+    An integer to a negative integer power (which NumPy refuses) is the float64 power
+    truncated, as onnxruntime computes it: 0 for ``|x| > 1``, ``x ** y`` for ``x = +-1``;
+    ``0 ** -1`` is infinite, and its cast is unspecified (as in C)."""
+    x, y = ctx.need(0), ctx.need(1)
+    x_dtype, y_dtype = ctx.dtype(0), ctx.dtype(1)
+    wide = promote(x_dtype, y_dtype)
+    if x_dtype != wide:
+        x = ctx.call("cast", x, dtype=wide)
+    if y_dtype != wide:
+        y = ctx.call("cast", y, dtype=wide)
+    if np.dtype(wide).kind in "iu" and np.dtype(y_dtype).kind == "i":
+        negative = ctx.call("less", y, ctx.scalar(0, wide))
+        whole = ctx.call("power", x, ctx.call("maximum", y, ctx.scalar(0, wide)))
+        as_float = [ctx.call("cast", v, dtype="float64") for v in (x, y)]
+        part = ctx.call("cast", ctx.call("power", *as_float), dtype=wide)
+        out = ctx.call("where", negative, part, whole)
+    else:
+        out = ctx.call("power", x, y)
+    return out if wide == x_dtype else ctx.call("cast", out, dtype=x_dtype)
 
 
 @converter("Mod", since=10, check=lambda ctx: [])

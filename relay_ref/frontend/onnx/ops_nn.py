@@ -15,6 +15,7 @@ import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
+from relay_ref.frontend.onnx.dtypes import promote
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
@@ -203,10 +204,19 @@ def _check_batch_norm(ctx: NodeContext) -> list[str]:
 
 @converter("BatchNormalization", since=7, check=_check_batch_norm)
 def batch_norm(ctx: NodeContext) -> Expr:
-    """Inference: ``(x - mean) / sqrt(var + epsilon) * scale + bias`` over axis 1."""
-    y = ctx.call("nn.batch_norm", *(ctx.need(i) for i in range(5)), axis=1,
-                 epsilon=float(ctx.attr("epsilon", 1e-5)))
-    return ctx.builder.item(y, 0)
+    """Inference: ``(x - mean) / sqrt(var + epsilon) * scale + bias`` over axis 1.
+
+    From BatchNormalization-15 scale and bias (T1) and mean and variance (T2) may have
+    other float types than X: all five are computed in their promoted type and the
+    result cast to X's, as ONNX's reference does."""
+    args = [ctx.need(i) for i in range(5)]
+    dtypes = [ctx.dtype(i) for i in range(5)]
+    wide = promote(*dtypes)
+    args = [a if t == wide else ctx.call("cast", a, dtype=wide)
+            for a, t in zip(args, dtypes, strict=True)]
+    y = ctx.builder.item(ctx.call("nn.batch_norm", *args, axis=1,
+                                  epsilon=float(ctx.attr("epsilon", 1e-5))), 0)
+    return y if dtypes[0] == wide else ctx.call("cast", y, dtype=dtypes[0])
 
 
 @converter("InstanceNormalization")

@@ -127,6 +127,9 @@ Option, Tree, nat, @map, @foldl, @nth, ...) is available unless `:prelude off`; 
 definition of your own wins over the prelude's.
 A cell that fails to parse or type-check changes nothing; one that fails at run time (or is
 interrupted) keeps its definitions and the bindings made before the failure.
+`gradient(@f)` calls are expanded as `relay run` expands a file's; what the AD pass refuses
+changes nothing, as a type error does. A bound gradient (`let %g = gradient(@f);`) works in
+later cells, differentiating @f as it was defined when %g was bound.
 Errors point into the cell as In[n]:line:column. Tab completes names; Shift-Tab (or ?name)
 shows the type and documentation of the op, global, constructor or binding under the cursor.
 """
@@ -179,10 +182,12 @@ def _type(ctx: Context, arg: str) -> None:
 def _derive(ctx: Context, arg: str) -> None:
     from relay_ref.repl import derivation_html, derivation_text
 
-    tree = ctx.session.derive_of(arg, ctx.source_name)
+    tree, refusal = ctx.session.derive_of(arg, ctx.source_name)
     ctx.out.display({"text/plain": derivation_text(tree), "text/html": derivation_html(tree)})
     if tree.error is not None:
         raise tree.error
+    if refusal is not None:  # well-typed, but the AD pass cannot expand a gradient call
+        raise refusal
 
 
 @command("ast", "EXPR", "Show the abstract syntax tree the parser builds for EXPR.",
@@ -328,12 +333,16 @@ TIME_MAX_CALLS = 10_000
 
 @command("time", "[--compile] CODE", "Run CODE as a cell and report the time taken.\n\n"
          "The report splits parsing, type checking and evaluation.\n"
-         "With --compile the cell's trailing expression is compiled with rr.compile (the "
-         "fast executor; its free variables, the session's bindings, become parameters) "
-         "and called once for the cell's value, then again for about "
-         f"{TIME_BUDGET:g} s (so its effects repeat): the report shows the compile time, "
-         "the first call, and the median time per call. Definitions and bindings are "
-         "handled as in any cell.", needs_arg=True)
+         "With --compile only the cell's trailing expression is compiled with rr.compile "
+         "(the fast executor; its free variables, the session's bindings, become "
+         "parameters) and timed: it is called once for the cell's value, then again for "
+         f"about {TIME_BUDGET:g} s, and every call's effects happen (a session reference "
+         "it writes ends with the last call's write: `ref_write(%r, ref_read(%r) + 1)` "
+         "adds 1 per call, the report says how many calls). The report shows the compile "
+         "time, the first call, and the median time per call. Definitions, bindings and "
+         "`e;` statements before the expression are handled as in any cell: the "
+         "interpreter runs them once, before the first call, so their effects happen "
+         "once.", needs_arg=True)
 def _time(ctx: Context, arg: str) -> None:
     compiled, code = _time_options(arg)
     if not compiled:

@@ -27,11 +27,22 @@ The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
    the failure.
 7. Every cell's source is named ``In[n]`` (``n`` = its execution count), so errors read
    ``In[3]:2:7: error: ...``.
+8. ``gradient(f)`` calls (spec/ad.md AD-Grad-Op) are expanded by the AD pass once the cell
+   type-checks, as ``relay run`` and ``relay check`` expand a file's: in the cell's
+   bindings and expression and in the session's definitions, with the same refusals (an
+   operator without a gradient rule ...), which change nothing, as type errors. The
+   definitions are kept as written (``:fmt`` shows them so); the globals and ADTs an
+   expansion makes (``@f_grad``, ``@f_rev`` ...) are not names a cell can use, but those a
+   kept binding's value calls are kept with it (``let %g = gradient(@f);`` works in later
+   cells, computing the gradient of ``@f`` as it was then). A cell that defines a name one
+   of them uses, or has, drops it, and the bindings calling it are forgotten (rule 2).
 
 Invariants of ``Session``: ``module`` is always type-checked (``infer_types`` succeeded on
 it); ``scope`` maps each bound name to its ``Var``, and every such ``Var`` has an entry in
 ``env`` (its value) and ``var_types`` (its type); ``user_globals``/``user_types`` list the
-names defined by cells (not pulled in from the prelude), in definition order.
+names defined by cells (not pulled in from the prelude), in definition order; ``generated``
+holds only globals and ADTs made by gradient expansions (rule 8), none named as one of
+``module``'s, with their recorded types; the globals they call are among them.
 """
 
 from __future__ import annotations
@@ -91,6 +102,10 @@ class Session:
         # `let %f = add;`: bindings of a bare operator stay polymorphic (rule 3): each use
         # of %f is the operator itself, instantiated afresh (spec/typing.md 3.10 T-Op)
         self.op_aliases: dict[Any, str] = {}
+        # rule 8: what gradient expansions made that kept bindings' values call
+        self.generated: IRModule = IRModule(source_name="gradient expansions")
+        # the definitions (by identity) of the last expansion of a module, and its result
+        self._expanded: tuple[Any, IRModule] | None = None
 
     @property
     def bindings(self) -> list[tuple[str, Any, Any]]:
@@ -211,6 +226,10 @@ class Session:
         stale = self._check_type_redefinitions(program.module, source_name)
         checked = self._check_module_noting(program.module, source_name)
         stale |= self._stale_closures(checked, source_name)
+        dropped = self._generated_replaced(checked, source_name)
+        if dropped:  # bindings whose values call what this cell's definitions replace
+            stale |= {var for var in self.scope.values()
+                      if _value_mentions(self.env.get(var)) & dropped}
         # Type-check the bindings and the expression before evaluating anything (rule 6).
         var_types = {v: t for v, t in self.var_types.items() if v not in stale}
         program, aliases = self._with_op_aliases(program)
@@ -225,22 +244,37 @@ class Session:
         expr_type = None
         if program.expr is not None:
             expr_type = self._infer(program.expr, checked, var_types)
+        # Rule 8: gradient calls expanded (what the AD pass refuses changes nothing); a
+        # compiled expression is left to rr.compile, which expands and simplifies its own.
+        lets = [_let_of(var, expr) for var, expr in program.bindings]
+        body = [] if compiled or program.expr is None else [program.expr]
+        run_module, expanded = self._expand(checked, dropped, lets + body, var_types)
         t2 = time.perf_counter()
         free: list[Any] = []
         if compiled:
+            from dataclasses import replace
+
             from relay_ref.repl import compile_expr
 
-            out.executable, free = compile_expr(program.expr, checked, var_types)
+            # the definitions as written (rr.compile expands and simplifies them) and the
+            # globals the expansion of the bindings made, which their values will call
+            to_compile = replace(run_module,
+                                 functions={**run_module.functions, **checked.functions})
+            out.executable, free = compile_expr(program.expr, to_compile, var_types)
         t_compiled = time.perf_counter()
         out.notes.extend(self._commit_module(checked, source_name, out))
         if stale:
             out.notes.append(self._forget(stale, source_name))
-        for (var, expr), ty in zip(program.bindings, binding_types, strict=True):
+        if dropped:  # and what only the forgotten bindings called
+            self._collect_generated(_without(self.generated, dropped))
+        for (var, _expr), ty, let in zip(program.bindings, binding_types,
+                                         expanded[:len(lets)], strict=True):
             # As `let %x = e; %x`, so a recursive function (`let %f = fn ... { %f(...) }`)
             # gets its recursive closure (E-App-Rec), exactly as inside an expression.
-            value = self._evaluate(_let_of(var, expr), checked)
+            value = self._evaluate(let, run_module)
             if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
                 continue
+            self._keep_generated(value, run_module, checked)
             self.env[var] = value
             self.var_types[var] = ty
             if var in aliases:
@@ -262,7 +296,7 @@ class Session:
                            "eval": t_bound - t_compiled, "call": t3 - t_bound}
             return out
         if program.expr is not None:
-            result = self._evaluate(program.expr, checked, trace=trace)
+            result = self._evaluate(expanded[-1], run_module, trace=trace)
             if trace:
                 result, out.trace = _split_trace(result)
             out.has_value, out.value, out.type = True, result, expr_type
@@ -294,6 +328,101 @@ class Session:
         from relay_ref.repl import op_value_type
 
         return op_value_type(name)
+
+    # -- gradient(f): the AD expansion (rule 8, spec/ad.md AD-Grad-Op) ----------------------
+    def _expand(self, checked: IRModule, dropped: set[str], exprs: list[Any],
+                var_types: dict[Any, Any]) -> tuple[IRModule, list[Any]]:
+        """The module a cell runs in -- ``checked`` with its gradient calls expanded, plus
+        the generated globals of earlier cells that are not ``dropped`` -- and ``exprs``
+        (type-checked with ``var_types``) with theirs expanded. Raises the AD pass's
+        located ``RelayError`` for what it cannot differentiate."""
+        from dataclasses import replace
+
+        from relay_ref.repl import expand_gradient_calls
+
+        module = self._with_generated(checked, dropped)
+        # The definitions first: when they are the last expansion's (compared by
+        # identity), its result is reused rather than made again (only the module's
+        # source name and metadata are this cell's).
+        key = (tuple(module.functions.items()), tuple(module.type_definitions.items()))
+        if self._expanded is not None and self._expanded[0] == key:
+            done = self._expanded[1]
+            module = replace(module, functions=done.functions,
+                             type_definitions=done.type_definitions,
+                             checked_types=done.checked_types, global_types=done.global_types)
+        else:
+            expanded_defs, _ = expand_gradient_calls(module)
+            if expanded_defs is not module:
+                self._expanded = (key, expanded_defs)
+            module = expanded_defs
+        return expand_gradient_calls(module, exprs, var_types)
+
+    def _with_generated(self, checked: IRModule, dropped: set[str]) -> IRModule:
+        """``checked`` plus the kept generated globals and ADTs (rule 8) not in
+        ``dropped``, which session values may call; their recorded types come along (they
+        are not checked again until an expansion checks the whole module)."""
+        from dataclasses import replace
+
+        gen = _without(self.generated, dropped)
+        if not gen.functions and not gen.type_definitions:
+            return checked
+        return replace(checked, functions={**gen.functions, **checked.functions},
+                       type_definitions={**gen.type_definitions, **checked.type_definitions},
+                       global_types={**gen.global_types, **checked.global_types})
+
+    def _generated_replaced(self, checked: IRModule, source_name: str) -> set[str]:
+        """The kept generated globals and ADTs that this cell's definitions make unusable:
+        one named as a global, type or constructor the cell defines, or mentioning one (it
+        was made against the old definition), and whatever uses those."""
+        gen = self.generated
+        if not gen.functions and not gen.type_definitions:
+            return set()
+        names = {n for n, fn in checked.functions.items() if _source_of(fn) == source_name}
+        for name, td in checked.type_definitions.items():
+            if _source_of(td) == source_name:
+                names.add(name)
+                names.update(c.name for c in td.constructors)
+        if not names:
+            return set()
+        uses = {n: _mentioned(node) for n, node in
+                [*gen.functions.items(), *gen.type_definitions.items()]}
+        dropped = {n for n, used in uses.items() if n in names or used & names}
+        while True:
+            more = {n for n, used in uses.items() if n not in dropped and used & dropped}
+            if not more:
+                return dropped
+            dropped |= more
+
+    def _keep_generated(self, value: Any, run_module: IRModule, checked: IRModule) -> None:
+        """Keep the generated globals and ADTs of ``run_module`` (those ``checked`` lacks)
+        that ``value``, a binding's, calls or uses, with those they use in turn."""
+        from dataclasses import replace
+
+        made = (run_module.functions.keys() - checked.functions.keys()) \
+            | (run_module.type_definitions.keys() - checked.type_definitions.keys())
+        if not made:
+            return
+        keep = _reached(_value_mentions(value), run_module, made)
+        gen = self.generated
+        if keep <= gen.functions.keys() | gen.type_definitions.keys():
+            return
+        fns = {n: run_module.functions[n] for n in keep if n in run_module.functions}
+        self.generated = replace(
+            gen, functions={**gen.functions, **fns},
+            type_definitions={**gen.type_definitions,
+                              **{n: run_module.type_definitions[n] for n in keep
+                                 if n in run_module.type_definitions}},
+            global_types={**gen.global_types,
+                          **{n: run_module.global_types[n] for n in fns
+                             if n in run_module.global_types}})
+
+    def _collect_generated(self, gen: IRModule) -> None:
+        """Make ``self.generated`` the part of ``gen`` that the session's values reach."""
+        names = gen.functions.keys() | gen.type_definitions.keys()
+        used: set[str] = set()
+        for value in self.env.values():
+            used |= _value_mentions(value) & names
+        self.generated = _without(gen, names - _reached(used, gen, names))
 
     # -- rules for definitions that meet the session's state ------------------------------
     def _reject_bindings_in_defs(self, program: Any, code: str, source_name: str) -> None:
@@ -427,7 +556,8 @@ class Session:
             self.op_aliases.pop(var, None)
         listed = ", ".join(f"%{n}" for n in names)
         return (f"note: forgot {listed}: made with a definition this cell replaces (a type "
-                "it redefines, or a global whose type it changes)")
+                "it redefines, a global whose type it changes, or one a gradient expansion "
+                "made)")
 
     def _stale_closures(self, checked: IRModule, source_name: str) -> set[Any]:
         """Session bindings holding functions that call a global this cell redefines with a
@@ -496,19 +626,30 @@ class Session:
             if info is not None:
                 return info.type_text
         checked, var_types = self._typing_context(program, aliases)
-        return self._infer(program.expr, checked, var_types)
+        ty = self._infer(program.expr, checked, var_types)
+        _refuse_gradients(checked, [program.expr], var_types)  # rule 8
+        return ty
 
-    def derive_of(self, code: str, source_name: str) -> Any:
+    def derive_of(self, code: str, source_name: str) -> tuple[Any, Any]:
         """The typing derivation of the cell's trailing expression (``:derive``), checked as
         ``type_of`` checks it (the cell's own bindings are part of it: ``let %y = 2; %y``
-        derives from T-Let); nothing is evaluated or committed. Its ``error`` is the
+        derives from T-Let), and the AD pass's ``RelayError`` when the expression types but a
+        gradient call in it (or in a definition) cannot be expanded (rule 8), else None;
+        nothing is evaluated or committed. The derivation's ``error`` is the
         ``RelayTypeError`` when the expression is ill-typed."""
-        from relay_ref.repl import derive_expr
+        from relay_ref.repl import RelayError, derive_expr
 
         with self._explaining_shadowed_prelude():
             program, aliases = self._query_program(code, source_name)
             checked, var_types = self._typing_context(program, aliases)
-            return derive_expr(program.expr, checked, var_types)
+            tree = derive_expr(program.expr, checked, var_types)
+            if tree.error is not None:
+                return tree, None
+            try:
+                _refuse_gradients(checked, [program.expr], var_types)
+            except RelayError as err:
+                return tree, err
+            return tree, None
 
     def _query_program(self, code: str, source_name: str) -> tuple[Any, dict[Any, str]]:
         """A ``:type`` / ``:derive`` argument parsed, operator aliases replaced, and its own
@@ -539,7 +680,8 @@ class Session:
         return checked, var_types
 
     def check(self, code: str | None, source_name: str) -> IRModule:
-        """Type-check the session module (plus ``code``'s definitions, not committed)."""
+        """Type-check the session module (plus ``code``'s definitions, not committed), and
+        ``code``'s gradient calls expanded as a cell's would be (rule 8; nothing kept)."""
         if not code or not code.strip():
             from relay_ref import infer_types
 
@@ -549,8 +691,11 @@ class Session:
         var_types = dict(self.var_types)
         for var, expr in program.bindings:
             var_types[var] = self._infer(_let_of(var, expr), checked, var_types)
+        exprs = [_let_of(var, expr) for var, expr in program.bindings]
         if program.expr is not None:
             self._infer(program.expr, checked, var_types)
+            exprs.append(program.expr)
+        _refuse_gradients(checked, exprs, var_types)  # rule 8
         return checked
 
     def user_module(self) -> IRModule:
@@ -634,6 +779,90 @@ def _value_calls(value: Any, names: set[str]) -> bool:
                 return True
             stack.extend(v.env.values())
     return False
+
+
+def _refuse_gradients(checked: IRModule, exprs: list[Any], var_types: dict[Any, Any]
+                      ) -> None:
+    """Raise the AD pass's located ``RelayError`` when the gradient calls of ``checked`` or
+    of ``exprs`` (type-checked with ``var_types``) cannot be expanded (rule 8): the checks
+    that do not run a cell (``:check``, ``:type``, ``:derive``) refuse what a cell would."""
+    from relay_ref.repl import expand_gradient_calls
+
+    expand_gradient_calls(checked, exprs, var_types)
+
+
+def _mentioned(node: Any) -> set[str]:
+    """The names of the globals, types and constructors that the IR ``node`` (a function, a
+    type definition) mentions."""
+    from relay_ref.repl import GlobalTypeVar, GlobalVar
+
+    names: set[str] = set()
+    for n in _walk(node):
+        if isinstance(n, GlobalVar | GlobalTypeVar):
+            names.add(n.name)
+        elif type(n).__name__ == "Constructor":
+            names.add(n.name)
+    return names
+
+
+def _value_mentions(value: Any) -> set[str]:
+    """The names of the globals, types and constructors that ``value`` may call or holds
+    values of: its closures' code (``_mentioned``) and global names, its ADT values' types;
+    walks tuples, ADT fields, references, captured environments (iteratively)."""
+    import numpy as np
+
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if v is None or isinstance(v, np.ndarray) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, (tuple, list)):
+            stack.extend(v)
+            continue
+        kind = type(v).__name__
+        if kind == "ConstructorValue":
+            names.add(v.constructor.belong_to.name)
+            stack.extend(v.fields)
+        elif kind == "RefValue":
+            stack.append(v.value)
+        elif kind == "RecClosure":
+            stack.append(v.closure)
+        elif kind == "Closure":
+            if v.global_name is not None:
+                names.add(v.global_name)
+            names |= _mentioned(v.func)
+            stack.extend(v.env.values())
+    return names
+
+
+def _reached(roots: set[str], mod: IRModule, among: set[str]) -> set[str]:
+    """The names of ``among`` (globals and ADTs of ``mod``) in ``roots`` or mentioned,
+    directly or not, by one of those."""
+    todo = list(roots & among)
+    reached: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        node = mod.functions.get(name) or mod.type_definitions[name]
+        todo.extend(_mentioned(node) & among)
+    return reached
+
+
+def _without(gen: IRModule, names: set[str]) -> IRModule:
+    """``gen`` (``Session.generated``) without the globals and ADTs named in ``names``."""
+    from dataclasses import replace
+
+    if not names & (gen.functions.keys() | gen.type_definitions.keys()):
+        return gen
+    return replace(gen, functions={n: f for n, f in gen.functions.items() if n not in names},
+                   type_definitions={n: t for n, t in gen.type_definitions.items()
+                                     if n not in names},
+                   global_types={n: t for n, t in gen.global_types.items() if n not in names})
 
 
 def _mentions_type(ty: Any, names: set[str]) -> bool:

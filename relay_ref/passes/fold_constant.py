@@ -11,7 +11,12 @@ Rules, as TVM's ``ConstantFolder``:
 * an operator call whose arguments are all constants or tuples of constants is evaluated,
   except: calls with no arguments (``zeros((1000, 1000))`` is cheaper to keep than to
   store), stateful operators (``effects.STATEFUL_OPS``), annotations and other
-  non-computational operators (``SKIPPED_OPS``: their meaning is their position);
+  non-computational operators (``SKIPPED_OPS``: their meaning is their position), and
+  generators whose result is big: a call whose result (by its type) has more elements
+  than its constant arguments together *and* more than ``GENERATED_LIMIT`` (1024) is kept,
+  so ``full(0.001f, shape=[128, 784])``, ``arange(0f, 1e5f, 1f)`` or ``broadcast_to(c,
+  ...)`` stay a few bytes of text instead of a large ``#[metadata]`` constant (TVM folds
+  them; a small one, ``full(1f, shape=[4])``, folds here too);
 * ``shape_of(x)`` and ``ndarray_size(x)`` fold from ``x``'s *type* when it is static, whatever
   ``x`` is (TVM's ``EvaluateShapeOf``), unless ``x`` may have an effect, which is kept;
 * ``let %v = c; body`` with ``c`` a constant: ``%v`` is replaced by ``c`` and the binding goes;
@@ -56,12 +61,57 @@ SKIPPED_OPS: frozenset[str] = frozenset({
     "shape_of", "ndarray_size",
 })
 
+#: A fold may make a constant bigger than its constant arguments together (a generator:
+#: ``full``, ``arange``, ``full_like`` of a scalar, ``broadcast_to``, ``one_hot``, ``tile``)
+#: only when the result has at most this many elements (4 KB of float32).
+GENERATED_LIMIT = 1024
+
 
 def is_constant(expr: Expr) -> bool:
     """A constant or a (nested) tuple of constants (TVM's ``IsComplexConstant``)."""
     if isinstance(expr, Constant):
         return True
     return isinstance(expr, Tuple) and all(is_constant(f) for f in expr.fields)
+
+
+def constant_value(expr: Expr) -> np.ndarray | None:
+    """The tensor ``expr`` computes when it is an operator expression over constants only
+    (no variable, function or effect: a constant subgraph, e.g. ``squeeze(c)``, ``ones(..)``
+    or a batch-norm scale over bound statistics), as the interpreter computes it; None
+    when it is not one, fails, or is not a tensor. Other passes use it to check a value
+    (a scale, the product FoldConstant will make of it) before they rewrite with it."""
+    stack, seen = [expr], set()
+    while stack:  # depth first, stopping at the first variable (or other non-constant)
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, Constant):
+            continue
+        seen.add(id(node))
+        if not (isinstance(node, Call) and isinstance(node.op, Op)
+                and node.op.name not in SKIPPED_OPS and node.op.name not in STATEFUL_OPS):
+            return None
+        stack.extend(node.args)
+    try:
+        with np.errstate(all="ignore"):
+            value = evaluate(expr, typecheck=False)
+    except (RelayError, ArithmeticError, ValueError):
+        return None
+    return np.asarray(value) if isinstance(value, np.ndarray | np.generic) else None
+
+
+def _generates_big(ty: Type | None, args: tuple[Expr, ...]) -> bool:
+    """Whether a call of type ``ty`` over the constants ``args`` makes a big constant out
+    of small ones: its result has more than ``GENERATED_LIMIT`` elements and more than the
+    ``args`` hold together. Decided from the type, before evaluating (a static type is
+    what a fold needs anyway: ``_as_expr`` keeps shapes); an unknown type is not big."""
+    def elements(t: object) -> int:  # of a type, or of a (tuple of) constant(s)
+        if isinstance(t, TensorType | Constant):
+            shape = t.shape if isinstance(t, TensorType) else t.data.shape
+            return int(np.prod([d if isinstance(d, int) else 0 for d in shape]))
+        fields = t.fields if isinstance(t, TupleType | Tuple) else ()
+        return sum(elements(f) for f in fields)
+
+    size = elements(ty)
+    return size > GENERATED_LIMIT and size > sum(elements(a) for a in args)
 
 
 def _as_expr(value: object, ty: Type | None) -> Expr | None:
@@ -132,7 +182,7 @@ class _Folder(LetChainMutator):
                     return folded
             return node
         if (not args or name in SKIPPED_OPS or name in STATEFUL_OPS
-                or not all(is_constant(a) for a in args)):
+                or not all(is_constant(a) for a in args) or _generates_big(ty, args)):
             return node
         try:
             value = evaluate(node, typecheck=False)

@@ -26,22 +26,44 @@ Which convolutions: ``groups == 1`` or depthwise (O == groups, I == 1, TVM's rul
 layout (NCHW/OIHW, NHWC/HWIO, ...; the channel axes are read from the layout strings);
 ``nn.dense`` with 2-d data. The weight's dtype must be the scale's.
 
-Departures from TVM, all for correctness: the scale may be any expression (a parameter too;
-the rewrite ``multiply(%w, scale)`` is then computed at run time), except that through
-relu it must be a constant >= 0 (as TVM) and forward through add/subtract a constant with
-no zero element (TVM divides by it whatever it is); through ``add`` of two offering branches
-both branches' requirements count (TVM keeps the left one's only, so it can push a negative
-scale through a relu on the right); ``nn.dense`` only with 2-d data; a pending scale that a
-user cannot take is re-applied there (TVM aborts: "outstanding scale"); TVM's forward rewriter
-also folds ``(a, b).0`` to ``a``, which is not done here (it would drop effects).
+What may be folded (``scale_value``, ``safe_product``), where TVM folds any scale:
+
+* the scale is a constant (a constant subgraph counts: it is evaluated) whose elements are
+  all finite and nonzero, and > 0 where it passes a relu. A zero scale is kept because
+  ``(x . w) * 0`` is NaN where ``x . w`` overflows but ``x . (w * 0)`` is 0; an infinite
+  one because ``w * inf`` turns the 0 of ``0 * w`` into NaN.
+* every product the fold introduces -- the weight times the scale, a bias or an ``add``'s
+  other operand times it (backward), an ``add``'s other operand divided by it (forward) --
+  either cannot enlarge anything (a multiply by ``|s| <= 1``, a divide by ``|s| >= 1``) or
+  is a constant of magnitude at most ``headroom`` (the square root of the largest finite
+  value: 1.8e19 for float32); a constant product is computed now and must be finite, and
+  nonzero where the operand is (no underflow to 0). So a product known only at run time
+  is folded only when it cannot overflow whatever the operand is. Integer products always
+  qualify (wrap-around multiplication is associative); integer division never (it rounds).
+
+A multiply that fails either test stays as written. Other departures from TVM, all for
+correctness: through ``add`` of two offering branches both branches' requirements count
+(TVM keeps the left one's only, so it can push a negative scale through a relu on the
+right); ``nn.dense`` only with 2-d data; a pending scale that a user cannot take is
+re-applied there (TVM aborts: "outstanding scale"); TVM's forward rewriter also folds
+``(a, b).0`` to ``a``, which is not done here (it would drop effects).
 
 ``FoldScaleAxis`` = ``BackwardFoldScaleAxis`` then ``ForwardFoldScaleAxis``. TVM appends
 ``FoldConstant``; here run it after (``// pass: FoldScaleAxis, FoldConstant``) to fold
 ``multiply(constant_weight, constant_scale)``.
 
 Guarantee: the result type-checks with the same types and computes the same values up to
-float rounding. Needs types (infers them when absent). Linear in the number of distinct
-nodes; iterative (no recursion on deep graphs).
+float rounding. In particular it never turns a finite result into inf or NaN through what
+it folds, whatever the magnitudes of the weights and scales: no folded weight, bias or
+quotient is infinite, NaN or underflowed to 0 (``dense(x, w) * 1e38`` with ``w = 4`` stays
+as written: ``w * 1e38`` overflows), and none that enlarges values exceeds ``headroom``
+(``dense(x, w) * 1e38`` with ``w = 1`` stays too: ``x = [4, -4]`` gives ``0 * 1e38 = 0``
+but ``4e38 - 4e38`` is NaN). What remains is reassociation -- ``(x . w) * s`` becomes
+``x . (w * s)``, ``x * s + b`` becomes ``(x + b / s) * s`` -- for data themselves beyond
+``headroom / n`` (sums of ``n`` terms): there one program may overflow, or round, where
+the other does not, as summing in another order may. Needs types (infers them when
+absent). Linear in the number of distinct nodes (plus evaluating the constant scales and
+products, as FoldConstant would); iterative (no recursion on deep graphs).
 """
 
 from __future__ import annotations
@@ -49,15 +71,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from relay_ref.ir.expr import Call, Expr, Function, Op, children
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.fold_constant import constant_value
 from relay_ref.passes.pattern_utils import (
     expand_bias_to_match_axis,
-    is_all_nonzero_constant,
-    is_all_positive_constant,
     match_broadcast_to_left_axes,
     op_call,
     reshape_or_expand_to_match_axis,
@@ -139,18 +162,64 @@ def _match(types: Types, lhs: Expr, rhs: Expr, axes: tuple[int, ...],
     return match_broadcast_to_left_axes(tl, tr, axes, rhs_value)
 
 
+# -- what may be folded (see the module docstring) ----------------------------------------
+
+def scale_value(scale: Expr, positive: bool) -> np.ndarray | None:
+    """The value of a scale that may be folded: a constant (subgraph) of a float or integer
+    dtype whose elements are all finite and nonzero (> 0 when ``positive``: it passes a
+    relu). None for anything else: such a multiply stays as written."""
+    value = constant_value(scale)
+    if value is None or value.dtype.kind not in "fiu":
+        return None
+    if not np.all(np.isfinite(value)) or not np.all(value > 0 if positive else value != 0):
+        return None
+    return value
+
+
+def headroom(dtype: np.dtype) -> float:
+    """The largest magnitude an enlarged folded constant may have: the square root of the
+    dtype's largest finite value (1.8e19 for float32), so that its products with data up
+    to that size, and their short sums, stay finite."""
+    return float(np.sqrt(np.finfo(dtype).max))
+
+
+def safe_product(op: str, operand: Expr, shaped: Expr, scale: np.ndarray) -> bool:
+    """Whether ``op(operand, shaped)`` -- a ``multiply`` or ``divide`` the fold introduces,
+    ``shaped`` being the scale ``scale`` shaped to broadcast against ``operand`` -- is safe
+    (floats): it either cannot enlarge anything (multiply by ``|s| <= 1``, divide by
+    ``|s| >= 1``) or is a constant within ``headroom``; and a constant operand gives a
+    product whose elements are all finite and nonzero where the operand's are (computed
+    now, as FoldConstant will compute it). An operand known only at run time therefore
+    needs a scale that cannot enlarge it. Integers: a multiply always (wrap-around
+    products are associative), a divide never (it rounds)."""
+    if scale.dtype.kind != "f":
+        return op == "multiply"
+    magnitude = np.abs(scale)
+    shrinks = bool(np.all(magnitude <= 1) if op == "multiply" else np.all(magnitude >= 1))
+    value = constant_value(operand)
+    if value is None:
+        return shrinks
+    out = constant_value(op_call(op, operand, shaped))
+    if out is None or not np.all(np.isfinite(out)):
+        return False
+    if np.any((out == 0) & np.broadcast_to(value != 0, out.shape)):
+        return False  # underflowed to 0: the scale is lost for that element
+    return shrinks or bool(np.all(np.abs(out) <= headroom(out.dtype)))
+
+
 # == forward ===========================================================================
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Scaled:
     """A pending scale (TVM's ``ScaledExpr``): the value is ``value`` times ``scale`` along
     ``axes``; ``plain`` is the same value computed without folding (used by a user that
-    cannot take the scale)."""
+    cannot take the scale); ``constant`` is the scale's value (``scale_value``)."""
 
     value: Expr
     scale: Expr
     axes: tuple[int, ...]
     plain: Expr
+    constant: np.ndarray
 
 
 def realize(x: Expr | Scaled) -> Expr:
@@ -201,12 +270,12 @@ def _multiply_fwd(call: Call, args: list, msg: Message | None, types: Types) -> 
         return None
     lhs, rhs = args
     plain = with_children(call, (call.op, lhs, rhs))
-    ok, scale = _match(types, call.args[0], call.args[1], msg.axes, rhs)
-    if ok and (not msg.require_positive or is_all_positive_constant(scale)):
-        return Scaled(lhs, scale, msg.axes, plain)
-    ok, scale = _match(types, call.args[1], call.args[0], msg.axes, lhs)
-    if ok and (not msg.require_positive or is_all_positive_constant(scale)):
-        return Scaled(rhs, scale, msg.axes, plain)
+    for i, (value, other) in enumerate(((lhs, rhs), (rhs, lhs))):
+        ok, scale = _match(types, call.args[i], call.args[1 - i], msg.axes, other)
+        if ok and scale is not None:
+            constant = scale_value(scale, msg.require_positive)
+            if constant is not None:
+                return Scaled(value, scale, msg.axes, plain, constant)
     return None
 
 
@@ -215,7 +284,8 @@ def _relu_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Scal
     if not isinstance(x, Scaled):
         return None
     value = with_children(call, (call.op, x.value))
-    return Scaled(value, x.scale, x.axes, with_children(call, (call.op, x.plain)))
+    return Scaled(value, x.scale, x.axes, with_children(call, (call.op, x.plain)),
+                  x.constant)
 
 
 def _add_sub_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Scaled | None:
@@ -224,17 +294,18 @@ def _add_sub_fwd(call: Call, args: list, msg: Message | None, types: Types) -> S
         return None
     s = lhs if isinstance(lhs, Scaled) else rhs
     ty = tensor_type(types, call.args[0] if s is lhs else call.args[1])
-    if ty is None or not is_all_nonzero_constant(s.scale):
+    if ty is None:
         return None
     scale = reshape_or_expand_to_match_axis(s.scale, ty.shape, s.axes)
-    if scale is None:
+    other = call.args[1] if s is lhs else call.args[0]
+    if scale is None or not safe_product("divide", other, scale, s.constant):
         return None
     if s is lhs:
         value = with_children(call, (call.op, lhs.value, op_call("divide", rhs, scale)))
     else:
         value = with_children(call, (call.op, op_call("divide", lhs, scale), rhs.value))
     plain = with_children(call, (call.op, realize(lhs), realize(rhs)))
-    return Scaled(value, s.scale, s.axes, plain)
+    return Scaled(value, s.scale, s.axes, plain, s.constant)
 
 
 def _conv_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Expr | None:
@@ -246,12 +317,16 @@ def _conv_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Expr
         return None
     axis = info.ko if info.depthwise else info.ki
     scale = expand_bias_to_match_axis(data.scale, info.kernel_ndim, (axis,))
+    if not safe_product("multiply", call.args[1], scale, data.constant):
+        return None
     return with_children(call, (call.op, data.value, op_call("multiply", weight, scale)))
 
 
 def _dense_fwd(call: Call, args: list, msg: Message | None, types: Types) -> Expr | None:
     data, weight = args
     if not isinstance(data, Scaled) or isinstance(weight, Scaled) or data.axes != (1,):
+        return None
+    if not safe_product("multiply", call.args[1], data.scale, data.constant):
         return None
     return with_children(call, (call.op, data.value, op_call("multiply", weight, data.scale)))
 
@@ -261,11 +336,11 @@ FORWARD_REWRITE: dict[str, ForwardRewrite] = {
     "multiply": _multiply_fwd,  # multiply(x, s) -> pending (x, s) when requested
     "nn.relu": _relu_fwd,  # relu((x, s)) -> (relu(x), s)
     "nn.leaky_relu": _relu_fwd,  # likewise
-    "add": _add_sub_fwd,  # (x, s) + b -> (x + b / s, s)
+    "add": _add_sub_fwd,  # (x, s) + b -> (x + b / s, s) when b / s is safe
     "subtract": _add_sub_fwd,  # likewise
-    "nn.conv2d": _conv_fwd,  # conv((x, s), w) -> conv(x, w * s on I)
+    "nn.conv2d": _conv_fwd,  # conv((x, s), w) -> conv(x, w * s on I) when w * s is safe
     "nn.conv3d": _conv_fwd,  # likewise
-    "nn.dense": _dense_fwd,  # dense((x, s), w) -> dense(x, w * s)
+    "nn.dense": _dense_fwd,  # dense((x, s), w) -> dense(x, w * s) when w * s is safe
 }
 
 
@@ -310,7 +385,9 @@ def forward_fold(fn: Function, types: Types) -> Function:
 # == backward ==========================================================================
 
 BackwardPrep = Callable[[Call, list[Message | None], Types], "tuple[Message, str] | None"]
-BackwardTransform = Callable[[Call, list[Expr], Message, Expr, str, Types], Expr]
+#: (call, message, scale, side, types) -> (argument index, scale shaped for it) for each
+#: argument the transform multiplies by the scale.
+BackwardTransform = Callable[[Call, Message, Expr, str, Types], "tuple[tuple[int, Expr], ...]"]
 
 
 def _relu_bwd_prep(call: Call, ins: list[Message | None], types: Types):
@@ -363,49 +440,46 @@ BACKWARD_PREP: dict[str, BackwardPrep] = {
 }
 
 
-def _pass_through_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
-                      types: Types) -> Expr:
-    return with_children(call, (call.op, *args))
+def _nothing_bwd(call: Call, m: Message, scale: Expr, side: str,
+                 types: Types) -> tuple[tuple[int, Expr], ...]:
+    return ()
 
 
-def _add_sub_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
-                 types: Types) -> Expr:
-    lhs, rhs = args
-    if side == "lhs":
-        ty = tensor_type(types, call.args[0])
-        assert ty is not None
-        rhs = op_call("multiply", rhs, reshape_or_expand_to_match_axis(scale, ty.shape, m.axes))
-    elif side == "rhs":
-        ty = tensor_type(types, call.args[1])
-        assert ty is not None
-        lhs = op_call("multiply", lhs, reshape_or_expand_to_match_axis(scale, ty.shape, m.axes))
-    return with_children(call, (call.op, lhs, rhs))
+def _add_sub_bwd(call: Call, m: Message, scale: Expr, side: str,
+                 types: Types) -> tuple[tuple[int, Expr], ...]:
+    if side == "both":
+        return ()
+    scaled = 0 if side == "lhs" else 1  # the offering side; the other one is multiplied
+    ty = tensor_type(types, call.args[scaled])
+    assert ty is not None
+    shaped = reshape_or_expand_to_match_axis(scale, ty.shape, m.axes)
+    assert shaped is not None
+    return ((1 - scaled, shaped),)
 
 
-def _bias_add_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
-                  types: Types) -> Expr:
-    return with_children(call, (call.op, args[0], op_call("multiply", args[1], scale)))
+def _bias_add_bwd(call: Call, m: Message, scale: Expr, side: str,
+                  types: Types) -> tuple[tuple[int, Expr], ...]:
+    return ((1, scale),)
 
 
-def _conv_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
-              types: Types) -> Expr:
+def _conv_bwd(call: Call, m: Message, scale: Expr, side: str,
+              types: Types) -> tuple[tuple[int, Expr], ...]:
     info = _conv_info(call, types)
     assert info is not None
-    wscale = expand_bias_to_match_axis(scale, info.kernel_ndim, (info.ko,))
-    return with_children(call, (call.op, args[0], op_call("multiply", args[1], wscale)))
+    return ((1, expand_bias_to_match_axis(scale, info.kernel_ndim, (info.ko,))),)
 
 
-def _dense_bwd(call: Call, args: list[Expr], m: Message, scale: Expr, side: str,
-               types: Types) -> Expr:
-    wscale = expand_bias_to_match_axis(scale, 2, (0,))
-    return with_children(call, (call.op, args[0], op_call("multiply", args[1], wscale)))
+def _dense_bwd(call: Call, m: Message, scale: Expr, side: str,
+               types: Types) -> tuple[tuple[int, Expr], ...]:
+    return ((1, expand_bias_to_match_axis(scale, 2, (0,))),)
 
 
-#: Backward transform rules: op -> rebuild of a node asked to absorb ``scale`` (its
-#: arguments already rebuilt, the scaled ones already scaled).
+#: Backward transform rules: op -> which arguments of a node asked to absorb ``scale`` are
+#: multiplied by it, and the scale shaped for each (the offering arguments absorb it in
+#: turn, see ``_PASSES_TO``).
 BACKWARD_TRANSFORM: dict[str, BackwardTransform] = {
-    "nn.relu": _pass_through_bwd,  # the input took the scale
-    "nn.leaky_relu": _pass_through_bwd,  # likewise
+    "nn.relu": _nothing_bwd,  # the input took the scale
+    "nn.leaky_relu": _nothing_bwd,  # likewise
     "add": _add_sub_bwd,  # the non-offering side is multiplied by the scale
     "subtract": _add_sub_bwd,  # likewise
     "nn.bias_add": _bias_add_bwd,  # the bias is multiplied by the scale
@@ -422,6 +496,23 @@ _PASSES_TO: dict[str, Callable[[str], tuple[int, ...]]] = {
     "subtract": lambda side: {"both": (0, 1), "lhs": (0,), "rhs": (1,)}[side],
     "nn.bias_add": lambda side: (0,),
 }
+
+
+def _absorbable(node: Expr, m: Message, scale: Expr, constant: np.ndarray,
+                offers: dict[int, tuple[Message, str]], types: Types) -> bool:
+    """Whether every product that absorbing ``scale`` into ``node`` (and, through relu /
+    add / bias_add, into the nodes below it) introduces is safe (``safe_product``)."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        name = _op_name(cur)
+        assert isinstance(cur, Call) and name is not None
+        side = offers[id(cur)][1]
+        for i, shaped in BACKWARD_TRANSFORM[name](cur, m, scale, side, types):
+            if not safe_product("multiply", cur.args[i], shaped, constant):
+                return False
+        stack.extend(cur.args[i] for i in _PASSES_TO.get(name, lambda side: ())(side))
+    return True
 
 
 def backward_fold(fn: Function, types: Types) -> Function:
@@ -463,8 +554,11 @@ def backward_fold(fn: Function, types: Types) -> Function:
                 keep = 1
             else:
                 continue
-            if ok and (not m.require_positive or is_all_positive_constant(scale)):
-                assert scale is not None
+            if not ok or scale is None:
+                continue
+            constant = scale_value(scale, m.require_positive)
+            if constant is not None and _absorbable(node.args[keep], m, scale, constant,
+                                                    offers, types):
                 dropped[id(node)] = keep
                 absorb[id(node.args[keep])] = (m, scale)
         elif id(node) in absorb and name in _PASSES_TO:
@@ -481,8 +575,11 @@ def backward_fold(fn: Function, types: Types) -> Function:
         elif id(node) in absorb:
             assert isinstance(node, Call) and name is not None
             m, scale = absorb[id(node)]
-            done[id(node)] = BACKWARD_TRANSFORM[name](node, kids[1:], m, scale,
-                                                     offers[id(node)][1], types)
+            args = kids[1:]
+            for i, shaped in BACKWARD_TRANSFORM[name](node, m, scale, offers[id(node)][1],
+                                                      types):
+                args[i] = op_call("multiply", args[i], shaped)
+            done[id(node)] = with_children(node, (node.op, *args))
         else:
             done[id(node)] = with_children(node, kids)
     out = done[id(fn)]

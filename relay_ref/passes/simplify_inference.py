@@ -12,7 +12,15 @@ along ``c``, i.e. ``expand_dims(v, axis=1, num_newaxis=n-c-1)`` when that is > 0
   ``shift = -mean * scale + beta`` (``+ beta`` only if ``center=True``). Only the
   projection ``.0`` of a batch_norm *call* is rewritten, as TVM matches
   ``TupleGetItem(batch_norm(...), 0)``: other uses of the call (``.1``, ``.2``: the running
-  statistics, or the whole tuple) keep the call, so they stay correct.
+  statistics, or the whole tuple) keep the call, so they stay correct. When the
+  statistics are constants (``rr.compile`` binds them), ``scale`` and ``shift`` are
+  computed now and the call is kept unless both are finite and ``|scale|`` is at most
+  ``fold_scale_axis.headroom`` (the square root of the largest finite value, 1.8e19 for
+  float32): with ``var + eps = 0`` (zero variance, ``epsilon=0f``) or an overflowing
+  ``gamma / sqrt(..)`` the expansion would give NaN where batch_norm gives
+  ``(x - mean) / 0`` = +-inf, or inf where it gives a finite value, and a huge scale
+  overflows ``x * scale`` for ordinary ``x`` where ``(x - mean) * scale`` cancels (TVM
+  expands anyway).
 * ``nn.dropout(x).0`` -> ``x``.
 * ``nn.layer_norm(x, gamma, beta)`` -> ``(x - m) / sqrt(variance(x, m) + eps) * E(gamma) +
   E(beta)``, ``m = mean(x, axis=[axis], keepdims=True)`` (``axis`` as written), variance
@@ -28,7 +36,13 @@ The expansions are written exactly as TVM builds them (same operators, order and
 attributes), so TVM's expected programs are alpha-equal to ours.
 
 Guarantee: the result type-checks with every type unchanged and computes the same values up
-to float rounding (the expansions associate differently from the references). Needs types
+to float rounding (the expansions associate differently from the references). For
+batch_norm that holds where ``scale`` and ``shift`` are finite, which is checked when the
+statistics are constants; statistics known only at run time are expanded as TVM does, and
+at run time a zero ``var + eps`` or a ``gamma`` near the float range then gives NaN or inf
+where batch_norm may not. ``x * scale + shift`` also rounds and overflows differently from
+``(x - mean) / sqrt(..) * gamma`` where ``x`` and ``mean`` nearly cancel or ``x * scale``
+comes near the float range. Needs types
 (run ``infer_types`` first or let the pass do it); the norms on non-floating-point data and
 group_norm on a dynamic shape are left as calls. Linear in the number of distinct nodes.
 """
@@ -37,17 +51,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from relay_ref.ir.expr import Call, Expr, Function, Op, TupleGetItem
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.fold_constant import constant_value
+from relay_ref.passes.fold_scale_axis import headroom
 from relay_ref.passes.pattern_utils import expand_bias_to_match_axis, op_call, scalar
 from relay_ref.passes.rewrite import map_functions, rewrite_with_origin
 from relay_ref.typecheck.infer import infer_types
 
 
-def batch_norm_to_infer(call: Call, ty: TensorType) -> Expr:
-    """``nn.batch_norm(...).0`` at inference (TVM ``BatchNormToInferUnpack``)."""
+def batch_norm_to_infer(call: Call, ty: TensorType) -> Expr | None:
+    """``nn.batch_norm(...).0`` at inference (TVM ``BatchNormToInferUnpack``); None (keep
+    the call) when the statistics are constants giving a scale or shift that is not
+    finite."""
     data, gamma, beta, mean, var = call.args
     attrs = call.attrs
     scale: Expr = op_call("divide", scalar(1.0, ty.dtype),
@@ -57,6 +77,12 @@ def batch_norm_to_infer(call: Call, ty: TensorType) -> Expr:
     shift: Expr = op_call("multiply", op_call("negative", mean), scale)
     if attrs.center:
         shift = op_call("add", shift, beta)
+    scale_value, shift_value = constant_value(scale), constant_value(shift)  # None: run time
+    if scale_value is not None and not (np.all(np.isfinite(scale_value)) and np.all(
+            np.abs(scale_value) <= headroom(scale_value.dtype))):
+        return None
+    if shift_value is not None and not np.all(np.isfinite(shift_value)):
+        return None
     axis = attrs.axis % ty.ndim
     scale = expand_bias_to_match_axis(scale, ty.ndim, (axis,))
     shift = expand_bias_to_match_axis(shift, ty.ndim, (axis,))
@@ -132,10 +158,10 @@ CALL_RULES: dict[str, Callable[[Call, TensorType], Expr | None]] = {
     "nn.l2_normalize": l2_normalize_to_infer,  # x / sqrt(max(sum(x*x), eps))
 }
 
-#: Projections ``.0`` of operator calls replaced: op name -> expansion(call, data type).
-#: (``nn.dropout(x).0`` -> ``x`` too, for any dtype.)
-PROJECTION_RULES: dict[str, Callable[[Call, TensorType], Expr]] = {
-    "nn.batch_norm": batch_norm_to_infer,  # x * scale + shift, per channel
+#: Projections ``.0`` of operator calls replaced: op name -> expansion(call, data type)
+#: (None: keep). (``nn.dropout(x).0`` -> ``x`` too, for any dtype.)
+PROJECTION_RULES: dict[str, Callable[[Call, TensorType], Expr | None]] = {
+    "nn.batch_norm": batch_norm_to_infer,  # x * scale + shift, per channel (finite ones)
 }
 
 

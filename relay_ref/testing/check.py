@@ -13,6 +13,15 @@ A pass is any callable ``IRModule -> IRModule``. On generated well-typed program
    differently or return a value (DCE may drop a dead ``1 / 0``) -- unless
    ``strict_errors=True``, which demands an error of the same kind (class and message).
 
+Values (``edge_values=True``, the default): arguments, and the constants of generated
+programs, come from small pools (zeros, ties, negatives); one floating-point tensor in
+eight also takes values near the ends of the float range (+-1e38, +-3e38, +-1e-38, +-inf
+for float32), so a rewrite whose folded constants overflow (``w * s`` with ``w = 4``,
+``s = 1e38``: inf, and ``0 * inf`` is NaN where ``(0 * 4) * 1e38`` is 0) is found.
+A pass that reassociates floating-point arithmetic is only equal up to rounding, which
+near the ends of the range includes overflowing in one order and not the other: to check
+such a pass on ordinary values only, pass ``edge_values=False``.
+
 Both programs run with ``max_depth`` (default 1000) nested calls at most, so a pass that
 breaks a loop's termination fails instead of hanging. On failure hypothesis shrinks the
 program and the arguments, then ``check_pass`` reduces the program itself (a node replaced
@@ -120,10 +129,12 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
                programs: st.SearchStrategy | Iterable[IRModule | str] | None = None,
                examples: int | None = None, rtol: float = 1e-5, atol: float = 1e-6,
                settings: Settings | None = None, strict_errors: bool = False,
-               max_depth: int = 1000) -> None:
+               max_depth: int = 1000, edge_values: bool = True) -> None:
     """Check that ``pass_`` preserves types and refines meaning on generated programs (see
     the module docstring). ``programs``: a hypothesis strategy of modules, or a list of
-    modules / Relay texts to draw from (default: ``programs()``). ``settings``: hypothesis
+    modules / Relay texts to draw from (default: ``programs(edge=edge_values)``).
+    ``edge_values``: sometimes draw values near the ends of the float range (for the
+    arguments, and the constants of the default programs). ``settings``: hypothesis
     settings to start from (default: the active profile without an example database:
     every ``check_pass`` call shares one test function, so saved examples of one pass would
     be replayed on another). Raises ``PassCheckError``."""
@@ -135,7 +146,7 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
                                  or examples < 1):
         raise ValueError(f"check_pass: examples must be a positive integer, not {examples!r}")
-    source = _source(programs)
+    source = _source(programs, edge_values)
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
     config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
@@ -148,7 +159,7 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
                                     strict_errors=strict_errors, max_depth=max_depth))
 
     @config
-    @given(_cases(source))
+    @given(_cases(source, edge_values))
     def check(case: _Case) -> None:
         run(case)
 
@@ -242,9 +253,9 @@ def _closed_in(part: Expr, node: Expr) -> bool:
     return set(free_vars(part)) <= set(free_vars(node))
 
 
-def _source(programs: Any) -> st.SearchStrategy:
+def _source(programs: Any, edge: bool) -> st.SearchStrategy:
     if programs is None:
-        return generated_programs()
+        return generated_programs(edge=edge)
     if isinstance(programs, st.SearchStrategy):
         return programs
     mods = []
@@ -264,14 +275,14 @@ def _source(programs: Any) -> st.SearchStrategy:
 
 
 @st.composite
-def _cases(draw: st.DrawFn, source: st.SearchStrategy) -> _Case:
+def _cases(draw: st.DrawFn, source: st.SearchStrategy, edge: bool) -> _Case:
     mod = draw(source)
     params = mod["main"].params
     if all(p.type_annotation is not None for p in params):
         types = [p.type_annotation for p in params]
     else:  # only then check here (checking happens once per example, on a deep stack)
         types = list(infer_types(mod).global_types["main"].arg_types)
-    return _Case(mod, draw(arguments(types)))
+    return _Case(mod, draw(arguments(types, edge)))
 
 
 def _run(mod: IRModule, args: tuple, max_depth: int) -> Any:

@@ -17,7 +17,11 @@ them. Together they reach (spec/typing.md):
   defaults, values synthesised from the attrs schema), so an operator registered later is
   generated without touching this module;
 * values that expose bugs: arguments are drawn from small pools (negatives, zeros, halves,
-  many ties), shapes include rank 3 and broadcastable unit dimensions.
+  many ties), shapes include rank 3 and broadcastable unit dimensions; with ``edge=True``
+  (what ``check_pass`` uses) one floating-point tensor in ``EDGE_ODDS`` (an argument, or a
+  constant of the program) also draws from ``edge_values``: +-1e38, +-3e38, +-1e-38 and
+  +-inf for float32, where a rewrite that folds or reassociates products overflows
+  (``w * s`` is inf where ``(x . w) * s`` is not).
 
 Invariants: every generated module type-checks and its ``@main`` has the annotated return
 type; every ``Var`` is bound once and every binder is annotated; recursion depth is at most
@@ -74,8 +78,8 @@ from relay_ref.ir.types import (
 )
 from relay_ref.ops.registry import OpDef, all_ops, make_attrs
 
-__all__ = ["FORMS", "OpTable", "Sig", "arguments", "family_of", "op_table", "programs",
-           "value_pool"]
+__all__ = ["EDGE_ODDS", "FORMS", "OpTable", "Sig", "arguments", "edge_values", "family_of",
+           "op_table", "programs", "value_pool"]
 
 # -- the type universe --------------------------------------------------------------------
 
@@ -112,6 +116,28 @@ def value_pool(dtype: str) -> tuple:
     if dtype.startswith("uint"):
         return (0, 1, 2, 3, 5, 7)
     return (0, 1, -1, 2, -2, 3, -3, 5)
+
+
+#: With ``edge=True``, one floating-point tensor in ``EDGE_ODDS`` draws its elements from
+#: ``value_pool + edge_values`` (half of them near the ends of the range, then).
+EDGE_ODDS = 8
+
+
+def edge_values(dtype: str) -> tuple:
+    """Values near the ends of a floating-point ``dtype``'s range (() for other dtypes):
+    +-big (1e38 for float32: times 4 it overflows), +-near the largest finite (3e38:
+    doubled it overflows), +-tiny (1e-38: below the smallest normal, so its products
+    underflow) and +-inf. Ordinary results computed from them (``1e38 * 0``,
+    ``1e38 - 1e38``, ``3e38 * 0.5``) are where a rewrite that folds or reorders products
+    changes a finite value."""
+    try:
+        info = np.finfo(np.dtype(dtype))
+    except (TypeError, ValueError):
+        return ()
+    big = 10.0 ** int(np.floor(np.log10(float(info.max))))
+    near = float(np.floor(float(info.max) / big) * big)
+    tiny = 10.0 ** int(np.floor(np.log10(float(info.tiny))))
+    return (big, -big, near, -near, tiny, -tiny, np.inf, -np.inf)
 
 
 # -- the operator table --------------------------------------------------------------------
@@ -343,8 +369,9 @@ class _Gen:
     the ADTs used, shareable operator calls, and a count of each form drawn."""
 
     def __init__(self, draw: st.DrawFn, table: OpTable, stats: dict[str, int] | None,
-                 budget: int = 12) -> None:
+                 budget: int = 12, edge: bool = False) -> None:
         self.draw, self.table, self.stats = draw, table, stats
+        self.edge = edge  # constants sometimes near the float range (``EDGE_ODDS``)
         self.params: list[Var] = []
         self.globals: dict[str, Function] = {}
         self.adts: dict[str, TypeData] = {}
@@ -480,6 +507,8 @@ class _Gen:
 
     def constant(self, ty: TensorType) -> Expr:
         pool = value_pool(ty.dtype)
+        if self.edge and edge_values(ty.dtype) and _edge_drawn(self.draw):
+            pool += edge_values(ty.dtype)
         scalar = Constant(np.array(self.pick(pool), dtype=ty.dtype))
         if not ty.shape:
             return scalar
@@ -738,6 +767,11 @@ class _Gen:
         return Call(f, tuple(self.expr(t, env, depth) for t in fty.arg_types))
 
 
+def _edge_drawn(draw: st.DrawFn) -> bool:
+    """One draw in ``EDGE_ODDS`` is an edge draw (shrinking goes to 0: ordinary values)."""
+    return draw(st.integers(0, EDGE_ODDS - 1)) == EDGE_ODDS - 1
+
+
 def _symmetric(sig: Sig) -> bool:
     """A call on two operands of one type: where operand order and ties matter."""
     return len(sig.args) == 2 and sig.args[0] == sig.args[1]
@@ -745,13 +779,14 @@ def _symmetric(sig: Sig) -> bool:
 
 @st.composite
 def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
-             stats: dict[str, int] | None = None) -> IRModule:
+             stats: dict[str, int] | None = None, edge: bool = False) -> IRModule:
     """A well-typed module ``@main(%p0, ...) -> T`` (see the module docstring); ``T`` is
     first-order (tensors, tuples, ADTs). At most ``max_depth`` forms nest and at most
     ``max_forms`` forms and operator calls are drawn (beyond them, leaves): programs stay
     small, so that checking and two evaluations take a few milliseconds. ``stats``, when
-    given, counts the forms drawn."""
-    gen = _Gen(draw, op_table(), stats, max_forms)
+    given, counts the forms drawn. ``edge``: floating-point constants are sometimes drawn
+    near the ends of the range (``edge_values``)."""
+    gen = _Gen(draw, op_table(), stats, max_forms, edge)
     ret = gen.a_type(1, first_order=True)
     depth = draw(st.integers(1, max_depth))
     body = gen.expr(ret, (), depth)
@@ -761,21 +796,28 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
     return IRModule(functions, {td.name: td for td in gen.adts.values()})
 
 
-def arguments(param_types: typing.Sequence[Type]) -> st.SearchStrategy[tuple]:
+def arguments(param_types: typing.Sequence[Type], edge: bool = False
+              ) -> st.SearchStrategy[tuple]:
     """Values for parameters of these types: tensors with elements from ``value_pool``
-    (shrinking towards zeros), tuples of those."""
-    return st.tuples(*(_value(t) for t in param_types))
+    (shrinking towards zeros), tuples of those. ``edge``: one floating-point tensor in
+    ``EDGE_ODDS`` also draws from ``edge_values`` (shrinking towards ordinary values)."""
+    return st.tuples(*(_value(t, edge) for t in param_types))
 
 
-def _value(ty: Type) -> st.SearchStrategy:
+def _value(ty: Type, edge: bool) -> st.SearchStrategy:
     match ty:
         case TensorType(shape, dtype) if all(isinstance(d, int) for d in shape):
             # elements from the pool, chosen by a drawn seed: varied values (hypothesis
             # draws small integers most often, and pool[0] everywhere hides most bugs) with
             # many ties; shrinking goes to seed 0, a fixed mix
             pool = np.array(value_pool(dtype), dtype=dtype)
+            if edge and edge_values(dtype):  # the pool widened one time in EDGE_ODDS
+                wide = np.array(value_pool(dtype) + edge_values(dtype), dtype=dtype)
+                return st.tuples(st.integers(0, EDGE_ODDS - 1), st.integers(0, 2**32 - 1)).map(
+                    lambda drawn: np.random.default_rng(drawn[1]).choice(
+                        wide if drawn[0] == EDGE_ODDS - 1 else pool, size=shape))
             return st.integers(0, 2**32 - 1).map(
                 lambda seed: np.random.default_rng(seed).choice(pool, size=shape))
         case TupleType(fields):
-            return st.tuples(*(_value(f) for f in fields))
+            return st.tuples(*(_value(f, edge) for f in fields))
     raise TypeError(f"cannot generate arguments of type {ty!r} (tensors and tuples only)")

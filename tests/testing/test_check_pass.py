@@ -7,17 +7,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, find, given, settings
 
 import relay_ref as rr
-from relay_ref.ir.expr import Call, Let, Match, Op, RefWrite, Tuple
+from relay_ref.ir.expr import Call, Constant, Let, Match, Op, RefWrite, Tuple
+from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.gradient_op import FUNCTION_OPS
 from relay_ref.ops.registry import all_ops
 from relay_ref.passes.rewrite import fresh_copy, map_functions, rewrite
 from relay_ref.testing import PassCheckError, check_pass
-from relay_ref.testing.programs import FORMS, family_of, op_table, programs
+from relay_ref.testing.programs import (
+    FORMS,
+    arguments,
+    edge_values,
+    family_of,
+    op_table,
+    programs,
+)
 
 
 def _on_nodes(rule, name):
@@ -212,3 +221,38 @@ def test_bad_arguments_are_clear_errors():
         check_pass(lambda m: m, examples=0)
     with pytest.raises(TypeError, match="get_pass"):
         check_pass("FoldConstant")
+
+
+# -- values near the ends of the float range ----------------------------------------------
+
+def _float32_values(strategy, examples: int) -> set[float]:
+    """Every float32 element of the arrays drawn (``strategy`` draws lists of arrays)."""
+    seen: set[float] = set()
+
+    @settings(max_examples=examples, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def draw(arrays):
+        for a in arrays:
+            if np.asarray(a).dtype == np.float32:
+                seen.update(np.asarray(a).ravel().tolist())
+
+    draw()
+    return seen
+
+
+def _constants(mod) -> list[np.ndarray]:
+    return [n.data for fn in mod.functions.values() for n in post_order(fn)
+            if isinstance(n, Constant)]
+
+
+def test_edge_values_reach_arguments_and_constants_only_when_asked():
+    """``edge=True`` (check_pass's default) draws +-1e38, +-3e38, +-1e-38 and +-inf for some
+    float tensors, arguments and generated constants alike; ``edge=False`` never does."""
+    edges = set(np.array(edge_values("float32"), dtype="float32").tolist())
+    assert len(edges) == 8 and np.inf in edges and edge_values("int32") == ()
+    tensors = [TensorType((2, 3), "float32")] * 2
+    assert _float32_values(arguments(tensors, edge=True), 150) >= edges
+    assert _float32_values(programs(edge=True).map(_constants), 300) & edges
+    assert not _float32_values(arguments(tensors), 150) & edges
+    assert not _float32_values(programs().map(_constants), 300) & edges

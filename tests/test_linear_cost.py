@@ -154,9 +154,6 @@ def test_random_dag_traversals_visit_each_node_once(case: tuple[str, int]) -> No
     assert rr.alpha_equal(mod, rr.parse(printed))
 
 
-def _nested_tuple(n: int) -> str:
-    return "def @main(%x: float32) { " + "(" * n + "%x" + ",)" * n + " }"
-
 
 def _graph_add_chain(n: int) -> str:
     lines = ["def @main(%x: float32) {", "  %0 = add(%x, 1f);"]
@@ -164,7 +161,7 @@ def _graph_add_chain(n: int) -> str:
     return "\n".join([*lines, f"  %{n - 1}", "}"])
 
 
-COMPILE_SHAPES = {"residual": SHAPES["residual"], "nested_tuple": _nested_tuple,
+COMPILE_SHAPES = {"residual": SHAPES["residual"], "nested_tuple": SHAPES["nested_tuple"],
                   "graph_add_chain": _graph_add_chain}
 
 

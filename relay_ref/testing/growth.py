@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = [
     "SHAPES", "branching_chain", "step_count", "closure_chain", "doubling_chain",
-    "let_residual_chain", "residual_chain", "shadowing_chain",
+    "let_residual_chain", "nested_tuple", "residual_chain", "shadowing_chain",
 ]
 
 
@@ -79,6 +79,13 @@ def closure_chain(n: int, shape: str = "(8)") -> str:
     return "\n".join(lines)
 
 
+def nested_tuple(n: int, shape: str = "(8)") -> str:
+    """A tuple nested ``n`` deep, ``(((%x,),),)``, as a result (a value and a type ``n``
+    deep: every walk over values and types must be iterative and linear)."""
+    return (f"def @main(%x: Tensor[{shape}, float32]) {{\n  " + "(" * n + "%x" + ",)" * n
+            + "\n}")
+
+
 #: The shapes above by name, each a function from a size to program text with one tensor
 #: (or, for ``doubling``, scalar) float32 parameter.
 SHAPES: dict[str, Callable[[int], str]] = {
@@ -88,6 +95,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "shadowing": shadowing_chain,
     "branching": branching_chain,
     "closure": closure_chain,
+    "nested_tuple": nested_tuple,
 }
 
 

@@ -1,5 +1,9 @@
 """The ``relay`` command: check, run, format and optimise Relay programs; import ONNX models
-(``cli_import``).
+(``cli_import``); list and document the operators (``cli_ops``).
+
+A misspelt subcommand (``relay chek``) or option (``--trce``) is a usage error that names the
+closest one (``; did you mean check?``), as every unknown name relay reports does
+(``relay_ref.suggest`` through ``repl``).
 
 Exit codes: 0 success; 1 a user error in the program (diagnostics on stderr) or a failed
 ``fmt --check``; 2 bad command-line usage or an unreadable file; 70 an internal error (a bug
@@ -14,6 +18,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from relay_ref import RelayError, __version__
 from relay_ref.cli_outputs import OutputError, Outputs, write_error
@@ -23,6 +28,41 @@ EXIT_OK, EXIT_USER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
 class _Usage(Exception):
     """A command-line mistake (bad argument, unreadable file)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a value outside an argument's choices (the
+    subcommand: ``relay chek``). Python 3.11's argparse has no suggestions; this adds them the
+    way every other relay message words them. ``subcommands``: the ``COMMAND`` parsers by
+    name, set by ``build_parser`` (for the options an unknown one may have meant)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subcommands: dict[str, argparse.ArgumentParser] = {}
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            from relay_ref.repl import did_you_mean
+
+            names = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}{did_you_mean(str(value), names)} "
+                        f"(choose from {', '.join(names)})")
+        super()._check_value(action, value)
+
+
+def _unrecognized(parser: _Parser, command: str | None, unknown: list[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of the command
+    (or of ``relay`` itself) for each unknown option: ``--trce; did you mean --trace?``."""
+    from relay_ref.repl import close_names, suggestion_hint
+
+    known = list(parser._option_string_actions)
+    if command in parser.subcommands:
+        known += parser.subcommands[command]._option_string_actions
+    near = [c for arg in unknown if arg.startswith("-")
+            for c in close_names(arg.partition("=")[0], known)]
+    return f"unrecognized arguments: {' '.join(unknown)}" \
+           f"{suggestion_hint(list(dict.fromkeys(near)), conjunction='and')}"
 
 
 def _colour(stream) -> bool:
@@ -177,11 +217,12 @@ def _is_number(text: str) -> bool:
     return text.startswith("-") and (text[1:2].isdigit() or text[1:2] == ".")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> _Parser:
+    parser = _Parser(
         prog="relay",
         description="Check, run, format and optimise programs in TVM's Relay text format "
-                    "(v0.0.5); import ONNX models as Relay text.",
+                    "(v0.0.5); import ONNX models as Relay text; list and document the "
+                    "operators.",
         epilog="Exit status: 0 ok, 1 errors in the program, 2 usage errors, 70 internal "
                "errors. Set NO_COLOR to disable colours.")
     parser.add_argument("--version", action="version", version=f"relay_ref {__version__}")
@@ -285,6 +326,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="check each pass with check_pass on N generated programs")
     opt.add_argument("--list", action="store_true", help="list the registered passes")
     opt.set_defaults(func=_cmd_opt)
+
+    from relay_ref.cli_ops import add_parsers as add_ops
+
+    add_ops(sub)
+    parser.subcommands = dict(sub.choices)
     return parser
 
 
@@ -393,9 +439,9 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [e for e in extras if e.startswith("-") and not _is_number(e)
                    and e != "--" and e not in after_dashes]
         if unknown:
-            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+            parser.error(_unrecognized(parser, args.command, unknown))
     elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        parser.error(_unrecognized(parser, args.command, extras))
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE

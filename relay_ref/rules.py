@@ -22,17 +22,19 @@ defined once and cited where it is implemented.
 ``spec_dir()`` is the installed wheel's ``relay_ref/spec`` (pyproject.toml force-includes
 ``spec/`` there), else the checkout's ``spec/``. The rules are read once per process.
 
-Layer: no ``relay_ref`` imports (rank 0), so every layer may cite through it.
+Layer: rank 0, importing only ``relay_ref.suggest`` (rank 0 too), so every layer may cite
+through it.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from relay_ref.suggest import close_names, hint
 
 # Prefix -> the judgement family it names (one prefix, one family), in spec order.
 FAMILIES: dict[str, str] = {
@@ -186,9 +188,7 @@ def suggestions(name: str) -> list[str]:
                  if r.name.lower() != name.lower()]
     if extending:
         return list(dict.fromkeys(same_case + extending))
-    close = difflib.get_close_matches(name.lower(), [n.lower() for n in rules], n=3, cutoff=0.6)
-    by_lower = {n.lower(): n for n in rules}
-    return list(dict.fromkeys(same_case + [by_lower[c] for c in close]))[:3]
+    return list(dict.fromkeys(same_case + close_names(name, rules, limit=3)))[:3]
 
 
 def did_you_mean(name: str) -> str:
@@ -201,8 +201,7 @@ def did_you_mean(name: str) -> str:
         stem = name.rstrip("*").rstrip("-")
         return (f"; did you mean one of the {len(near)} rules starting {stem}- "
                 f"({', '.join(near[:3])}, ...; {stem}-* names them all)?")
-    listed = near[0] if len(near) == 1 else f"{', '.join(near[:-1])} or {near[-1]}"
-    return f"; did you mean {listed}?"
+    return hint(near)
 
 
 def known() -> dict[str, Rule]:

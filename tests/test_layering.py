@@ -43,8 +43,11 @@ LAYERS: dict[str, Layer] = {
     # imports; the printer, the checker, the interpreter and the kernel (via repl) use it,
     # so it sits at the bottom.
     "deepstack": Layer(0, ("relay_ref.deepstack",)),
-    # rules (the rules of spec/ by name) reads markdown and imports nothing of relay_ref:
-    # every layer below the API may cite through it; the CLI (relay rule) and the kernel
+    # suggest (the one "did you mean" helper, difflib) imports nothing of relay_ref: the
+    # parser, the passes and rules use it; the CLI and the kernel through repl's re-exports.
+    "suggest": Layer(0, ("relay_ref.suggest",)),
+    # rules (the rules of spec/ by name) reads markdown and imports only suggest: every
+    # layer below the API may cite through it; the CLI (relay rule) and the kernel
     # (:rule, rule links) reach it through repl's re-exports, as DESIGN.md section 2 says.
     "rules": Layer(0, ("relay_ref.rules",)),
     "ops": Layer(1, ("relay_ref.ops",)),
@@ -71,11 +74,12 @@ LAYERS: dict[str, Layer] = {
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
     # The CLI (relay_ref/cli.py, cli_run.py, cli_opt.py, cli_import.py, cli_weights.py,
-    # cli_rule.py, cli_derive.py, cli_outputs.py, __main__.py) and the Jupyter kernel use
-    # only the public API and repl.
+    # cli_rule.py, cli_derive.py, cli_outputs.py, cli_ops.py, __main__.py) and the Jupyter
+    # kernel use only the public API and repl.
     "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
                       "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.cli_rule",
-                      "relay_ref.cli_derive", "relay_ref.cli_outputs", "relay_ref.__main__"),
+                      "relay_ref.cli_derive", "relay_ref.cli_outputs", "relay_ref.cli_ops",
+                      "relay_ref.__main__"),
                  only=frozenset({"api", "repl"})),
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }
@@ -194,6 +198,8 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.cli", "relay_ref.ir.type_text"),  # cli: public API and repl only
         ("relay_kernel.session", "relay_ref.syntax.parser"),
         ("relay_ref.cli_rule", "relay_ref.rules"),  # the rules through repl's re-exports
+        ("relay_ref.cli_ops", "relay_ref.ops.registry"),  # the ops through repl too
+        ("relay_kernel.commands", "relay_ref.suggest"),  # "did you mean" through repl
         ("relay_kernel.commands", "relay_ref.rules"),
         ("relay_ref.repl", "relay_ref.cli"),
         ("relay_ref.oddity", "relay_ref.ir"),  # in no layer
@@ -209,6 +215,8 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.repl", "relay_ref.interpreter.trace"),
         ("relay_ref.repl", "relay_ref.rules"),
         ("relay_ref.typecheck.derive", "relay_ref.rules"),
+        ("relay_ref.syntax.parser", "relay_ref.suggest"),
+        ("relay_ref.rules", "relay_ref.suggest"),
         ("relay_ref.cli_run", "relay_ref.repl"),
         ("relay_kernel.session", "relay_ref"),
         ("relay_kernel.session", "relay_kernel.editor"),

@@ -103,12 +103,27 @@ def run_command(ctx: Context, name: str, arg: str) -> None:
         raise CommandError("a command name must follow ':' (:help lists the commands)")
     if cmd is None:
         known = " ".join(":" + c for c in COMMANDS)
-        raise CommandError(f"unknown command :{name} (commands: {known}; :help explains them)")
+        raise CommandError(f"unknown command :{name}{_near_command(name)} (commands: {known}; "
+                           ":help explains them)")
     if cmd.needs_arg and not arg:
         if cmd is PAGE:
             raise CommandError("usage: ?NAME (or :doc NAME)")
         raise CommandError(f"usage: :{cmd.name} {cmd.usage}")
     cmd.run(ctx, arg)
+
+
+def _near_command(name: str) -> str:
+    """``; did you mean :derive?`` for a misspelt command name (or alias), else ``""``."""
+    from relay_ref.repl import did_you_mean
+
+    return did_you_mean(name, [*COMMANDS, *ALIASES], sigil=":")
+
+
+def _near_option(option: str, options: list[str]) -> str:
+    """``; did you mean --values?`` for a misspelt option of a command, else ``""``."""
+    from relay_ref.repl import did_you_mean
+
+    return did_you_mean(option, options)
 
 
 # -- help --------------------------------------------------------------------------------
@@ -151,7 +166,7 @@ def _help(ctx: Context, arg: str) -> None:
         name = ALIASES.get(arg.lstrip(":"), arg.lstrip(":"))
         cmd = COMMANDS.get(name)
         if cmd is None:
-            raise CommandError(f"no command :{name}")
+            raise CommandError(f"no command :{name}{_near_command(name)}")
         ctx.out.display(text_bundle(f":{cmd.name} {cmd.usage}\n\n{cmd.help}"))
         return
     text = help_text()
@@ -295,11 +310,17 @@ def _doc(ctx: Context, arg: str) -> None:
 
 
 def _describe(ctx: Context, arg: str) -> str:
-    from relay_kernel.editor import describe
+    from relay_kernel.editor import candidates, describe
+    from relay_ref.repl import close_names, suggestion_hint
 
-    doc = describe(arg.strip(), ctx.session)
+    word = arg.strip()
+    doc = describe(word, ctx.session)
     if doc is None:
-        raise CommandError(f"nothing known about {arg.strip()!r}")
+        # names of the same kind (the sigil's: `@`, `%`, `:`, else ops, constructors, types,
+        # keywords), as completion offers them, that have documentation
+        near = [n for n in close_names(word, candidates(ctx.session, "", word), limit=3)
+                if describe(n, ctx.session) is not None]
+        raise CommandError(f"nothing known about {word!r}{suggestion_hint(near)}")
     return doc
 
 
@@ -383,7 +404,8 @@ def _time_options(arg: str) -> tuple[bool, str]:
     if not first.startswith("--"):
         return False, arg
     if first != "--compile":
-        raise CommandError(f"unknown option {first} (usage: :time [--compile] CODE)")
+        raise CommandError(f"unknown option {first}{_near_option(first, ['--compile'])} "
+                           "(usage: :time [--compile] CODE)")
     code = (tail + ("\n" + rest if rest else "")).strip()
     if not code:
         raise CommandError("usage: :time --compile CODE")
@@ -434,7 +456,8 @@ def _trace(ctx: Context, arg: str) -> None:
     parts = arg.split(None, 1)
     option = parts[0] if parts and parts[0].startswith("--") else None
     if option is not None and option != "--values":
-        raise CommandError(f":trace: unknown option {option} (:trace [--values] EXPR)")
+        raise CommandError(f":trace: unknown option {option}"
+                           f"{_near_option(option, ['--values'])} (:trace [--values] EXPR)")
     values = option == "--values"
     rest = parts[1] if values and len(parts) > 1 else ""
     if values and not rest.strip():
@@ -480,8 +503,8 @@ def _rule(ctx: Context, arg: str) -> None:
         found = []
         for name in words:
             if name.startswith("--"):
-                raise CommandError(f"unknown option {name} (:rule takes rule names, or "
-                                   "--list and prefixes)")
+                raise CommandError(f"unknown option {name}{_near_option(name, ['--list'])} "
+                                   "(:rule takes rule names, or --list and prefixes)")
             rules = repl.select_rules(name)
             if not rules:
                 raise CommandError(f"no rule {name} in spec/{repl.rule_did_you_mean(name)} "

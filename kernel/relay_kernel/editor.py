@@ -323,9 +323,10 @@ def describe(word: str, session: Session | None) -> str | None:
         return f"{text}\n\n= {value}"
     if word in KEYWORD_DOCS:
         return f"{word} (keyword)\n\n{KEYWORD_DOCS[word]}"
-    op = _op(word)
-    if op is not None:
-        return op_doc(op)
+    if _op(word) is not None:
+        from relay_ref.repl import op_doc
+
+        return op_doc(word)  # the same text as `relay doc`
     if session is not None:
         ctors = session.module.constructors
         if word in ctors:
@@ -368,38 +369,6 @@ def _module_with_type(session: Session, name: str) -> Any:
     from relay_ref import IRModule
 
     return IRModule(type_definitions={name: session.module.type_definitions[name]})
-
-
-def op_doc(op: Any) -> str:
-    """``name(arg, ..., attr=default, ...)`` then the op's documentation."""
-    import dataclasses
-
-    args = list(op.arg_names) if op.num_inputs != -1 else ["*args"]
-    attrs = []
-    if dataclasses.is_dataclass(op.attrs):
-        for f in dataclasses.fields(op.attrs):
-            if f.default is not dataclasses.MISSING:
-                attrs.append(f"{f.name}={_attr_text(f.default)}")
-            else:
-                attrs.append(f.name)
-    sig = f"{op.name}({', '.join(args + attrs)})"
-    doc = (op.doc or "").strip()
-    # the op's type as a value (spec/typing.md 3.10), e.g. `fn[t1, t2, t3](t1, t2) -> t3
-    # where Broadcast(t1, t2, t3)`; backwards-running relations say so
-    ty = getattr(op, "type_text", "")
-    if ty:
-        ty = f"\n{op.name} : {ty}" + ("  (relation runs both ways)" if op.bidirectional
-                                      else "")
-    return (f"{sig}  (operator, support level {op.support_level}){ty}"
-            + (f"\n\n{doc}" if doc else ""))
-
-
-def _attr_text(value: object) -> str:
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_attr_text(v) for v in value) + "]"
-    if isinstance(value, str):
-        return f'"{value}"'
-    return str(value)
 
 
 def inspect(code: str, cursor_pos: int, session: Session | None) -> dict[str, Any]:

@@ -88,11 +88,9 @@ def get_pass(name: str) -> Pass:
 
 def _did_you_mean(name: str) -> str:
     """``; did you mean 'FoldConstant'?`` for a near miss (any case), else ``""``."""
-    import difflib
+    from relay_ref.suggest import did_you_mean
 
-    by_lower = {n.lower(): n for n in _PASSES}
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
-    return f"; did you mean {by_lower[close[0]]!r}?" if close else ""
+    return did_you_mean(name, _PASSES, quote=True)
 
 
 def _load() -> None:

@@ -31,7 +31,6 @@ calls, and the ``ExpandGradient`` pass.
 
 from __future__ import annotations
 
-import difflib
 import weakref
 from dataclasses import replace
 from typing import Any
@@ -44,6 +43,7 @@ from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.gradient_common import ad_error, fresh_name, located
 from relay_ref.passes.rewrite import rewrite
+from relay_ref.suggest import did_you_mean
 
 __all__ = ["MODES", "ExpandGradient", "drop_unreachable", "expand_gradients",
            "expand_gradients_expr", "gradient", "has_gradient"]
@@ -116,8 +116,7 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
         raise TypeError(f"gradient: fn_or_module must be an IRModule or a Function, not "
                         f"{type(fn_or_module).__name__}")
     if entry not in mod.functions:
-        close = difflib.get_close_matches(entry, list(mod.functions), n=1)
-        hint = f"; did you mean @{close[0]}?" if close else ""
+        hint = did_you_mean(entry, mod.functions, sigil="@")
         raise RelayError(f"gradient: the module has no function @{entry}{hint}")
     mod = _checked(expand_gradients(mod))
     ty = mod.global_types[entry]

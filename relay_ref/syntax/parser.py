@@ -37,6 +37,7 @@ from relay_ref.ir import types as T
 from relay_ref.ir.dtype import canonical_dtype
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
+from relay_ref.suggest import did_you_mean
 from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Anchor, attach
 from relay_ref.syntax.fallback import Fallback
@@ -59,6 +60,9 @@ _PRECEDENCE = {"*": 12, "/": 12, "+": 10, "-": 10, "<": 8, "<=": 8, ">": 8, ">="
 
 # S-DType: a bare type name with one of these prefixes is a dtype (TVM parser.cc, ParseType)
 _DTYPE_PREFIXES = ("int", "uint", "float", "bool", "bfloat")
+# The canonical dtypes relay_ref computes with: what a misspelt data type may have meant.
+_DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                "uint64", "float16", "float32", "float64", "bfloat16")
 _INT_RANGE = {
     "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1),
     "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
@@ -731,6 +735,40 @@ class _Resolver:
                 return ctor
         return None
 
+    # -- names a misspelt one may have meant ("did you mean", relay_ref.suggest) -------------
+    def type_names(self) -> list[str]:
+        """ADT names (this text, ``base_module``, the fallback), type variables in scope and
+        the canonical dtypes: what a misspelt type name may have meant."""
+        names = [*self.local_types, *(tv for scope in self.type_scopes for tv in scope)]
+        if self.base is not None:
+            names += self.base.type_definitions
+        if self.fallback is not None:
+            names += self.fallback.module.type_definitions
+        return names + list(_DTYPE_NAMES)
+
+    def ctor_names(self) -> list[str]:
+        """Constructor names of this text, ``base_module`` and the fallback."""
+        names = list(self.local_ctors)
+        if self.base is not None:
+            names += self.base.constructors
+        if self.fallback is not None:
+            names += self.fallback.constructors
+        return names
+
+    def global_names(self) -> list[str]:
+        """Global function names of this text, ``base_module`` and the fallback."""
+        names = list(self.local_globals)
+        if self.base is not None:
+            names += self.base.functions
+        if self.fallback is not None:
+            names += self.fallback.module.functions
+        return names
+
+    def local_names(self) -> list[str]:
+        """The ``%`` names in scope, innermost first."""
+        return [*(n for scope in reversed(self.scopes) for n in scope), *self.free,
+                *self.outer]
+
     def global_ref(self, tok: Token) -> E.GlobalVar:
         name = str(tok)[1:]
         self.global_uses.setdefault(name, self.span(tok))  # type: ignore[arg-type]
@@ -746,7 +784,8 @@ class _Resolver:
                 self.fallback_names.add("@" + name)
                 continue
             if not self.free_globals:
-                raise self.error(f"undefined global function @{name}", span)
+                raise self.error(f"undefined global function @{name}"
+                                 f"{did_you_mean(name, self.global_names(), sigil='@')}", span)
 
     def lookup_local(self, tok: Token) -> E.Var:
         name = str(tok)[1:]
@@ -757,7 +796,8 @@ class _Resolver:
         var = self.free.get(name) or self.outer.get(name)
         if var is not None:
             return var
-        raise self.error(f"unbound local variable %{name}", tok)
+        raise self.error(f"unbound local variable %{name}"
+                         f"{did_you_mean(name, self.local_names(), sigil='%')}", tok)
 
     def new_var(self, tok: Token, ann: Tree | Token | None) -> Iterator[Any]:
         ty = None if ann is None else (yield self.type(ann))
@@ -1037,9 +1077,17 @@ class _Resolver:
         if self.lookup_type(name) is not None:
             raise self.error(f"'{name}' is a type, not a constructor or operator", tok)
         if name[:1].isupper():
-            raise self.error(f"unknown constructor '{name}'", tok)
-        return_hint = " (maybe a local variable missing its '%'?)" if "." not in name else ""
-        raise self.error(f"unknown operator '{name}'{return_hint}", tok)
+            raise self.error(f"unknown constructor '{name}'"
+                             f"{did_you_mean(name, self.ctor_names())}", tok)
+        if name in self.local_names():  # `add(x, 1)` for `add(%x, 1)`
+            hint = f"; did you mean %{name}?"
+        else:
+            from relay_ref.ops.registry import all_ops
+
+            hint = did_you_mean(name, all_ops())
+            if not hint and "." not in name:
+                hint = " (maybe a local variable missing its '%'?)"
+        raise self.error(f"unknown operator '{name}'{hint}", tok)
 
     def meta_item(self, tok: Token) -> tuple[str, object]:
         """S-Metadata: (type key, object) of ``meta[key][i]`` in the metadata table (the
@@ -1155,16 +1203,24 @@ class _Resolver:
 
     def op_attrs(self, name: str, items: dict[str, object], key_toks: dict[str, Token],
                  at: Any) -> object:
-        from relay_ref.ops.registry import AttrError, has_op, make_attrs
+        import dataclasses
+
+        from relay_ref.ops.registry import AttrError, all_ops, get_op, has_op, make_attrs
 
         if not has_op(name):
-            raise self.error(f"unknown operator '{name}'", at)
+            raise self.error(f"unknown operator '{name}'{did_you_mean(name, all_ops())}", at)
         items = {k: _dtype_attr(k, v) for k, v in items.items()}
         try:
             return make_attrs(name, items)
         except AttrError as err:
             where = key_toks.get(err.key, at) if err.key else at
-            raise self.error(str(err), where) from None
+            message = str(err)
+            known = [f.name for f in dataclasses.fields(get_op(name).attrs)]
+            if err.key and err.key not in known:  # a misspelt attribute name: the hint
+                # follows the name, before the registry's "(its attributes: ...)"
+                head, sep, tail = message.partition(" (its attributes:")
+                message = head + did_you_mean(err.key, known) + sep + tail
+            raise self.error(message, where) from None
         except (TypeError, ValueError) as err:
             raise self.error(f"invalid attributes for {name}: {err}", at) from None
 
@@ -1342,7 +1398,8 @@ class _Resolver:
         tok = t.children[0]
         ctor = self.lookup_ctor(str(tok))
         if ctor is None:
-            raise self.error(f"unknown constructor '{tok}' in pattern", tok)
+            raise self.error(f"unknown constructor '{tok}' in pattern"
+                             f"{did_you_mean(str(tok), self.ctor_names())}", tok)
         if len(subs) != len(ctor.inputs) and not (sub_t is None and not ctor.inputs):
             raise self.error(f"constructor {ctor.name} has {len(ctor.inputs)} field(s), "
                              f"the pattern gives {len(subs)}", t)
@@ -1406,7 +1463,8 @@ class _Resolver:
         try:
             return canonical_dtype(str(tok))
         except ValueError as err:
-            raise self.error(str(err), tok) from None
+            hint = did_you_mean(str(tok), _DTYPE_NAMES) if "unknown" in str(err) else ""
+            raise self.error(f"{err}{hint}", tok) from None
 
     def _t_named_type(self, t: Tree) -> Iterator[Any]:
         tok, args_t = t.children
@@ -1424,7 +1482,8 @@ class _Resolver:
                 if name not in self.free_type_vars:
                     self.free_type_vars[name] = T.TypeVar(name, span=span)
                 return self.free_type_vars[name]
-            raise self.error(f"unknown type '{name}'", tok)
+            raise self.error(f"unknown type '{name}'"
+                             f"{did_you_mean(name, self.type_names())}", tok)
         args = []
         for c in args_t.children if args_t is not None else ():
             args.append((yield self.type(c)))
@@ -1435,7 +1494,8 @@ class _Resolver:
         tok = t.children[0]
         gtv = self.lookup_type(str(tok))
         if gtv is None:
-            raise self.error(f"unknown type '{tok}'", tok)
+            raise self.error(f"unknown type '{tok}'"
+                             f"{did_you_mean(str(tok), self.type_names())}", tok)
         return T.TypeCall(gtv, (), self.span(t))
 
     def _t_hole_type(self, t: Tree) -> T.IncompleteType:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from relay_kernel.commands import Context, run_command, split_command
-from relay_kernel.display import CommandError, rule_links_bundle
+from relay_kernel.display import CommandError, error_content, rule_hint
 from relay_kernel.editor import inspect
 from relay_kernel.session import Session
 
@@ -57,7 +57,8 @@ def test_rule_command_unknown_name_suggests() -> None:
     with pytest.raises(CommandError, match=r"^no rule E-If in spec/; did you mean E-If-True "
                                            r"or E-If-False\? \(:rule --list lists them\)$"):
         _run(":rule E-If")
-    with pytest.raises(CommandError, match=r"^unknown option --lst \(:rule takes rule names"):
+    with pytest.raises(CommandError, match=r"^unknown option --lst; did you mean --list\? "
+                                           r"\(:rule takes rule names"):
         _run(":rule T-App --lst")
     with pytest.raises(CommandError, match=r"^no rule starts with Q \(families: S, Pr, K, "):
         _run(":rule --list T Q")
@@ -84,14 +85,15 @@ def test_inspect_on_a_rule_name_shows_the_rule() -> None:
         reply["data"]["text/plain"]  # an op name still shows the op
 
 
-def test_errors_link_the_rules_they_cite() -> None:
+def test_errors_end_with_how_to_read_the_rules_they_cite() -> None:
     with pytest.raises(rr.RelayError) as err:
         rr.infer_types(rr.parse("def @main(%x: int32) -> bool { %x }"))
-    bundle = rule_links_bundle(err.value)
-    assert list(bundle) == ["text/html"]  # plain-text front ends show the error alone
+    hint = rule_hint(err.value)
     cited = [m.group(0) for m in rules.NAME_RE.finditer(str(err.value))]
-    assert cited and all(rules.rule_html(n) in bundle["text/html"] for n in cited)
-    assert rule_links_bundle(ValueError("T-App")) is None
+    assert cited and all(n in hint for n in cited) and ":rule" in hint
+    # one output: the hint is the traceback's last line, not a display of its own
+    assert hint in error_content(err.value)["traceback"][-1]
+    assert rule_hint(ValueError("T-App")) is None
 
 
 def test_without_the_spec_errors_show_alone(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +105,7 @@ def test_without_the_spec_errors_show_alone(monkeypatch: pytest.MonkeyPatch) -> 
         raise FileNotFoundError("spec/ not found inside relay_ref or in the checkout")
 
     monkeypatch.setattr(rules, "all_rules", missing)
-    assert rule_links_bundle(err.value) is None
+    assert rule_hint(err.value) is None
     with pytest.raises(CommandError, match="^spec/ not found inside relay_ref"):
         _run(":rule T-App")
 

@@ -130,7 +130,10 @@ def run_import(args: argparse.Namespace) -> int:
     with _Steps() as progress:
         step = progress.step
         step(f"importing {os.path.basename(model)}")
-        imported = repl.import_onnx(model, args.shape, freeze_params=args.freeze_params)
+        try:
+            imported = repl.import_onnx(model, args.shape, freeze_params=args.freeze_params)
+        except rr.FrontendError as err:
+            raise _in_cli_words(err, args.shape) from None
         params = dict(imported.params)
         step("checking types")
         mod = rr.infer_types(imported.module)
@@ -154,6 +157,27 @@ def run_import(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     _summary(output, weights_path if arrays else None, text, params)
     return EXIT_OK
+
+
+def _in_cli_words(err: rr.FrontendError,
+                  specs: list[tuple[str, tuple[int | None, ...]]]) -> rr.FrontendError:
+    """``err`` as ``relay import`` says it: an error about a ``shapes`` entry (``from_onnx``
+    speaks of ``shapes['data_0']``) names the ``--shape`` option that gave it, as the user
+    wrote it (``--shape data_0=1,2,3``), or the option to give (``--shape data_0=DIMS``).
+    The spec is the one named by the entry's key, or the one whose dims are the value
+    (``repl.import_onnx`` passes them on as they are, under the ONNX name of an input the
+    user named by its Relay name). Other errors are returned unchanged."""
+    words = getattr(err, "shapes_words", None)
+    if words is None:
+        return err
+    template, key, value = words
+    given = [s for s in specs if s[0] == key] or [s for s in specs if s[1] is value]
+    spec = f"{key}=DIMS"
+    if given:
+        name, dims = given[0]
+        spec = f"{name}={','.join('?' if d is None else str(d) for d in dims) or '()'}"
+    return rr.FrontendError(template.replace("{entry}", f"--shape {spec}")
+                            .replace("{fix}", f"--shape {key}=DIMS"))
 
 
 def _external_data(model: str) -> list[str]:

@@ -5,7 +5,10 @@
   both the input and the result.
 * ``relay opt --passes A,B --check N`` runs ``relay_ref.testing.check_pass`` for each
   named pass on N generated programs and prints a table (exit 1 if a pass fails, with the
-  shrunk counterexample).
+  shrunk counterexample). ``relay opt FILE --passes A,B --check N`` checks each pass on
+  FILE too, with N argument tuples drawn for its ``@main``'s parameter types, and reports
+  both (a FILE whose ``@main`` takes values no arguments are drawn for, such as an ADT, is
+  an error, exit 1).
 * ``relay opt --list`` lists the registered passes: name, opt level, guarantee.
 
 Unknown pass names are usage errors (exit 2) that list the known passes. Passes named on
@@ -18,7 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from relay_ref import RelayError
+from relay_ref import IRModule, RelayError
 
 
 def run_opt(args: argparse.Namespace) -> int:
@@ -36,18 +39,23 @@ def run_opt(args: argparse.Namespace) -> int:
     known = rr.pass_names()
     unknown = [n for n in names if n not in known]
     if unknown:
-        import difflib
+        from relay_ref.repl import close_names, suggestion_hint
 
-        by_lower = {n.lower(): n for n in known}
-        hints = [by_lower[c[0]] for n in unknown
-                 if (c := difflib.get_close_matches(n.lower(), list(by_lower), n=1))]
-        hint = f"; did you mean {', '.join(hints)}?" if hints else ""
+        # one suggestion per unknown name: "unknown passes Fold, Dce; did you mean
+        # FoldConstant and DeadCodeElimination?"
+        hint = suggestion_hint([c for n in unknown for c in close_names(n, known)],
+                               conjunction="and")
         raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
                      f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
     if args.check is not None:
-        if args.file:
-            raise _Usage("--check generates its own programs; give no FILE with it")
-        return EXIT_OK if _check(names, args.check) else EXIT_USER
+        try:
+            program = (rr.parse(_read(args.file), source_name(args.file)) if args.file
+                       else None)
+            where = source_name(args.file) if args.file else None
+            return EXIT_OK if _check(names, args.check, program, where) else EXIT_USER
+        except RelayError as err:  # FILE does not parse or check, or has no arguments
+            print(err.render(_colour(sys.stderr)), file=sys.stderr)
+            return EXIT_USER
     if not args.file:
         raise _Usage("give a FILE to optimise (or --check N to test the passes)")
     source = _read(args.file)
@@ -78,8 +86,12 @@ def _print_passes() -> None:
     Console().print(table)
 
 
-def _check(names: list[str], examples: int) -> bool:
-    """check_pass on ``examples`` programs per pass, with a progress bar and a table."""
+def _check(names: list[str], examples: int, program: IRModule | None = None,
+           file: str | None = None) -> bool:
+    """check_pass on ``examples`` generated programs per pass -- first, given ``program``
+    (read from ``file``), on it with ``examples`` argument tuples -- with a progress bar
+    and a table; each failure's counterexample (its arguments among it) follows the table.
+    Raises ``RelayError`` when ``program`` cannot be checked (``check_named_pass``)."""
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -87,25 +99,37 @@ def _check(names: list[str], examples: int) -> bool:
     from relay_ref.repl import check_named_pass
 
     console = Console(stderr=True)
+    runs: list[tuple[IRModule | None, str, str]] = [(None, "generated programs",
+                                                       "programs")]
+    if program is not None:
+        runs.insert(0, (program, file or "FILE", "argument tuples"))
     rows, failures = [], []
     with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("checking passes", total=len(names))
+        task = progress.add_task("checking passes", total=len(names) * len(runs))
         for name in names:
-            progress.update(task, description=f"checking {name}")
-            problem = check_named_pass(name, examples)
-            rows.append((name, str(examples), "ok" if problem is None else "FAILED"))
-            if problem is not None:
-                failures.append((name, problem))
-            progress.advance(task)
-    table = Table(title=f"check_pass on {examples} generated programs per pass")
+            for mod, where, cases in runs:
+                progress.update(task, description=f"checking {name} on {where}")
+                problem = check_named_pass(name, examples, mod)
+                rows.append((name, where, f"{examples} {cases}",
+                             "ok" if problem is None else "FAILED"))
+                if problem is not None:  # a FILE's counterexample is FILE shrunk
+                    shrunk = " (shrunk while it still fails)" if mod is not None else ""
+                    failures.append((f"{name} on {where}{shrunk}", problem))
+                progress.advance(task)
+    title = f"check_pass on {examples} generated programs per pass"
+    if program is not None:
+        title = f"check_pass on {file} ({examples} argument tuples) and on {examples} " \
+                "generated programs per pass"
+    table = Table(title=title)
     table.add_column("pass", style="bold")
-    table.add_column("programs", justify="right")
+    table.add_column("on")
+    table.add_column("cases", justify="right")
     table.add_column("result")
-    for name, count, result in rows:
-        table.add_row(name, count, f"[green]{result}[/]" if result == "ok"
+    for name, where, count, result in rows:
+        table.add_row(name, where, count, f"[green]{result}[/]" if result == "ok"
                       else f"[red]{result}[/]")
     Console().print(table)
-    for name, problem in failures:
-        console.print(f"{name}: ", style="bold red", end="")
+    for what, problem in failures:
+        console.print(f"{what}: ", style="bold red", end="", soft_wrap=True)
         console.print(problem, highlight=False, markup=False)
     return not failures

@@ -9,7 +9,8 @@ Invariants:
   forms, so a cell never floods the front end;
 * user errors become ``{"ename", "evalue", "traceback"}`` whose traceback is the rendered
   diagnostic (``In[3]:1:5: error: ...``, the source line, carets; ANSI colours), with no
-  Python frames.
+  Python frames, and, when it cites rules (``[T-App]``), a last line saying how to read
+  them (``:rule T-App``): an error is one output, the same in every front end.
 """
 
 from __future__ import annotations
@@ -303,6 +304,9 @@ def error_content(err: BaseException) -> dict[str, Any]:
 
     if isinstance(err, RelayError):
         lines = _window_long_lines(err.render(colour=True).splitlines())
+        hint = rule_hint(err)
+        if hint is not None:
+            lines.append(f"\x1b[2m{hint}\x1b[0m")
         return {"ename": type(err).__name__, "evalue": err.message, "traceback": lines}
     if isinstance(err, KeyboardInterrupt):
         return {"ename": "KeyboardInterrupt", "evalue": "interrupted",
@@ -322,13 +326,13 @@ def error_content(err: BaseException) -> dict[str, Any]:
             "traceback": [head, *"".join(tb).splitlines()]}
 
 
-def rule_links_bundle(err: BaseException) -> dict[str, str] | None:
-    """For a ``RelayError`` whose messages cite rules (``[T-App]``): an HTML line linking
-    each cited rule (``relay_ref.repl.rule_html``: its text in a tooltip), shown above the
-    error, since Jupyter renders an error's traceback as text only. HTML only, so plain-text
-    front ends show the error alone. None when nothing is cited, or when spec/ is missing
-    (``known_rules`` is empty then: the error shows alone rather than fail)."""
-    from relay_ref.repl import RULE_NAME_RE, RelayError, known_rules, rule_html
+def rule_hint(err: BaseException) -> str | None:
+    """For a ``RelayError`` whose messages cite rules (``[T-App]``): the line that ends its
+    traceback, naming the ``:rule`` command that prints them (Jupyter renders a traceback
+    as text only, so it cannot link them; the error text already carries each tag). None
+    when nothing is cited, or when spec/ is missing (``known_rules`` is empty then: the
+    error shows alone rather than fail)."""
+    from relay_ref.repl import RULE_NAME_RE, RelayError, known_rules
 
     if not isinstance(err, RelayError):
         return None
@@ -337,9 +341,9 @@ def rule_links_bundle(err: BaseException) -> dict[str, str] | None:
     names = [n for n in cited if n in known]
     if not names:
         return None
-    links = ", ".join(rule_html(n) for n in names)
-    return {"text/html": f'<div style="font-size: 0.85em; opacity: 0.8;">rules: {links} '
-                         "(hover for the rule; <code>:rule NAME</code> prints it)</div>"}
+    if len(names) == 1:
+        return f"(:rule {names[0]} prints the rule this error cites)"
+    return f"(:rule NAME prints a rule this error cites: {', '.join(names)})"
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

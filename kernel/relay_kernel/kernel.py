@@ -26,7 +26,7 @@ from ipykernel.kernelbase import Kernel
 
 from relay_kernel import __version__
 from relay_kernel.commands import Context, run_command, show_outcome, split_command
-from relay_kernel.display import error_content, rule_links_bundle
+from relay_kernel.display import error_content
 from relay_kernel.editor import complete, inspect, is_complete
 from relay_kernel.session import Session
 
@@ -152,12 +152,8 @@ class RelayKernel(Kernel):
                 "payload": out.payload, "user_expressions": {}}
 
     def _error(self, err: BaseException, silent: bool) -> dict[str, Any]:
-        content = error_content(err)
+        content = error_content(err)  # one output, the cited rules' hint included
         if not silent:
-            links = rule_links_bundle(err)  # the cited rules' text, for the HTML front ends
-            if links is not None:
-                self.send_response(self.iopub_socket, "display_data",
-                                   {"data": links, "metadata": {}})
             self.send_response(self.iopub_socket, "error", content)
         return {"status": "error", "execution_count": self.execution_count, **content}
 

@@ -641,7 +641,9 @@ def short_value(value: Value, names: _Locations | None = None,
             piece = item
         elif isinstance(item, np.ndarray | np.generic):
             arr = np.asarray(item)
-            piece = (tensor_to_text(arr, threshold=SMALL_TENSOR) if arr.size <= SMALL_TENSOR
+            # one line: NumPy breaks the rows of a matrix ([[0f, 1f],\n [2f, 3f]])
+            piece = (" ".join(tensor_to_text(arr, threshold=SMALL_TENSOR).split())
+                     if arr.size <= SMALL_TENSOR
                      else f"<Tensor[{shape_to_text(arr.shape)}, {arr.dtype.name}]>")
         elif type(item) is tuple:
             piece = "(" if item else "()"

@@ -14,9 +14,9 @@ Rules, as TVM's ``ConstantFolder``:
   non-computational operators (``SKIPPED_OPS``: their meaning is their position), and
   generators whose result is big: a call whose result (by its type) has more elements
   than its constant arguments together *and* more than ``GENERATED_LIMIT`` (1024) is kept,
-  so ``full(0.001f, shape=[128, 784])``, ``arange(0f, 1e5f, 1f)`` or ``broadcast_to(c,
-  ...)`` stay a few bytes of text instead of a large ``#[metadata]`` constant (TVM folds
-  them; a small one, ``full(1f, shape=[4])``, folds here too);
+  so ``full(0.001f, shape=[128, 784])``, ``broadcast_to(c, ...)`` or ``one_hot(i, 1f, 0f,
+  depth=5000)`` stay a few bytes of text instead of a large ``#[metadata]`` constant (TVM
+  folds them; a small one, ``full(1f, shape=[4])``, folds here too);
 * ``shape_of(x)`` and ``ndarray_size(x)`` fold from ``x``'s *type* when it is static, whatever
   ``x`` is (TVM's ``EvaluateShapeOf``), unless ``x`` may have an effect, which is kept;
 * ``let %v = c; body`` with ``c`` a constant: ``%v`` is replaced by ``c`` and the binding goes;
@@ -62,8 +62,8 @@ SKIPPED_OPS: frozenset[str] = frozenset({
 })
 
 #: A fold may make a constant bigger than its constant arguments together (a generator:
-#: ``full``, ``arange``, ``full_like`` of a scalar, ``broadcast_to``, ``one_hot``, ``tile``)
-#: only when the result has at most this many elements (4 KB of float32).
+#: ``full``, ``broadcast_to``, ``one_hot``, ``tile``, ``repeat``; ``arange`` too, were its
+#: type static) only when the result has at most this many elements (4 KB of float32).
 GENERATED_LIMIT = 1024
 
 

@@ -13,6 +13,10 @@ Invariants (checked by tests/syntax):
   (Pr-Attrs); scalar constants print as literals (``1``, ``1i64``, ``1f``, ``1f16``,
   ``1f64``, ``True``) and other constants as ``meta[relay.Constant][i]`` with a trailing
   ``#[metadata]`` section in TVM's JSON format (Pr-Meta).
+* A function's parameter list prints on its line when that line fits in ``LINE_WIDTH``
+  (100) columns, else one parameter per line, one level deeper (Pr-Width); the choice is
+  made when the text is flattened, where the column is known, so it depends only on the
+  line's own text and ``astext(parse(astext(m)))`` makes the same one.
 * Local names are made unique per definition (``%x``, ``%x1``, ...), so printed scopes never
   capture.
 * Comments recorded by the parser (``module.comments``) print next to the construct they
@@ -47,6 +51,7 @@ from relay_ref.syntax.metadata import dump_metadata
 __all__ = ["astext", "scalar_text", "attr_value_text"]
 
 _MAX_INDENT = 64  # deeper bodies stop indenting further (keeps output linear in size)
+LINE_WIDTH = 100  # the project's columns: a longer signature breaks (Pr-Width)
 _LOCAL_OK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*")
 
 
@@ -500,6 +505,7 @@ class _Printer:
         items = [self.binder(p) for p in fn.params]
         items += [f"{k}={self.attr_text(v)}" for k, v in fn.attrs]
         close = "  " * min(outer.level - 1, _MAX_INDENT)
+        ret = "" if fn.ret_type is None else " -> " + self.ty(fn.ret_type)
         inner = _Body(outer.level)
         notes = [self.take(("param", p)) for p in fn.params] if self.cm else []
         end = self.take(("params", fn)) if self.cm else None
@@ -515,11 +521,15 @@ class _Printer:
                 _lead(plist.lines, end.end, plist.indent)
             plist.lines.append(close + ")")
             out.append(plist.lines)
+            out.append(ret + " {")
+        elif items:  # Pr-Width: one line if it fits, else one parameter per line
+            indent = "  " * min(outer.level, _MAX_INDENT)
+            broken = ["(\n", *(indent + item + ("," if i < len(items) - 1 else "") + "\n"
+                               for i, item in enumerate(items)), close + ")" + ret + " {"]
+            out.append(_Fit("(" + ", ".join(items) + ")" + ret + " {", broken))
         else:
-            out.append("(" + ", ".join(items) + ")")
-        if fn.ret_type is not None:
-            out.append(" -> " + self.ty(fn.ret_type))
-        out.append(" {\n")
+            out.append("()" + ret + " {")
+        out.append("\n")
         for var in frees:
             a = self.take(("free", var)) if self.cm else None
             self.put(inner, [inner.indent, "free_var ", self.binder(var)], a, ";")
@@ -796,13 +806,31 @@ def _interleave(pats: tuple[E.Pattern, ...]) -> list[Any]:
     return items
 
 
+class _Fit:
+    """Text whose form depends on its column (Pr-Width): ``flat``, one line ending a line
+    of the output, when the line fits in ``LINE_WIDTH`` columns, else the fragments
+    ``broken`` (several lines). ``_flatten`` chooses, knowing the column."""
+
+    __slots__ = ("broken", "flat")
+
+    def __init__(self, flat: str, broken: list[Any]) -> None:
+        self.flat, self.broken = flat, broken
+
+
 def _flatten(frags: list[Any]) -> str:
     out: list[str] = []
+    column = 0  # of the end of the text so far (for _Fit)
     stack: list[Any] = [iter(frags)]
     while stack:
         for item in stack[-1]:
             if isinstance(item, str):
                 out.append(item)
+                newline = item.rfind("\n")
+                column = column + len(item) if newline < 0 else len(item) - newline - 1
+            elif isinstance(item, _Fit):
+                fits = column + len(item.flat) <= LINE_WIDTH
+                stack.append(iter([item.flat] if fits else item.broken))
+                break
             else:
                 stack.append(iter(item))
                 break

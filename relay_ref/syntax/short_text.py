@@ -13,8 +13,10 @@ What a summary shows:
   not ``Nil()``).
 * Composite nodes to a fixed nesting depth, then ``...`` (an elided subexpression); binary
   arithmetic and comparison operators infix (``%x + 1f``) when the call has no attributes.
-* Explicit type arguments (``@id[int32](3)``) and, with ``attrs=True``, an operator call's
-  non-default attributes as the printer writes them (``reshape(%x, newshape=[10])``).
+* Explicit type arguments (``@id[int32](3)``) and an operator call's non-default attributes
+  as the printer writes them (``reshape(%x, newshape=[10])``, ``zeros(shape=[2])``: an op
+  whose meaning is in its attributes must not read as ``zeros()``), a value longer than
+  ``ATTR_WIDTH`` characters elided (``axes=...``); ``attrs=False`` leaves them out.
 * With ``names`` (``graph_names(module)``): a node shared by several uses (a graph binding,
   Pr-Graph) is written by the ``%N`` name the printer gives it, so graph-form programs do
   not summarise as ``((... + ...) + ...)``; the summarised node itself, if shared, is
@@ -70,6 +72,8 @@ SMALL_CONSTANT = 6
 """Constants with at most this many elements are written out; larger ones as meta[...]."""
 DEPTH = 4
 """Nesting levels of composite nodes shown before ``...``."""
+ATTR_WIDTH = 24
+"""Attribute values whose text is longer are written ``key=...``."""
 
 _BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "less": "<",
            "greater": ">", "less_equal": "<=", "greater_equal": ">=", "equal": "==",
@@ -77,11 +81,12 @@ _BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "less": 
 
 
 def short_text(expr: Expr | Pattern | None, width: int = EXPR_WIDTH,
-               names: Mapping[int, str] | None = None, *, attrs: bool = False,
+               names: Mapping[int, str] | None = None, *, attrs: bool = True,
                cut: str = "...") -> str:
     """Relay-like text of ``expr`` (or of a pattern), nested parts elided as ``...``, cut
     to ``width`` with ``cut``. ``names``: ``id(node) -> "%N"`` for shared nodes
-    (``graph_names``); ``attrs``: show operator calls' non-default attributes."""
+    (``graph_names``); ``attrs``: show operator calls' non-default attributes (the
+    default)."""
     if expr is None:
         return "(host call)"
     if isinstance(expr, Pattern):
@@ -154,6 +159,15 @@ def constant_text(data: object) -> str:
                                       or repr(np.asarray(x)[()])})
 
 
+def _attr_text(value: object) -> str:
+    """An attribute value as the printer writes it, ``...`` past ``ATTR_WIDTH``."""
+    try:
+        text = attr_value_text(value)
+    except ValueError:  # a string the text format cannot write
+        return "..."
+    return text if len(text) <= ATTR_WIDTH else "..."
+
+
 def _leaf(e: Expr) -> str | None:
     """The text of a node always written in full, or None for a composite node."""
     match e:
@@ -219,7 +233,7 @@ class _Writer:
                 self.items(args, d)
                 for i, (key, value) in enumerate(shown):
                     put(", " if args or i else "")
-                    put(f"{key}={attr_value_text(value)}")
+                    put(f"{key}={_attr_text(value)}")
                 put(")")
             case Function(params=params, body=body):
                 put("fn (" + ", ".join(f"%{p.name_hint}" for p in params) + ") { ")

@@ -60,6 +60,19 @@ def from_onnx(model: Any, shapes: dict[str, Any] | None = None, *,
     return _Converter(proto.graph, steps, shapes or {}, freeze_params).run()
 
 
+def shapes_error(template: str, key: str, value: Any = None) -> FrontendError:
+    """A ``FrontendError`` about the ``shapes`` entry ``key`` (given ``value``), in the
+    Python API's words: ``template``'s ``{entry}`` reads ``shapes['key']`` and ``{fix}``
+    ``shapes={'key': (...)}`` (replaced, not ``str.format``: a value's repr may hold
+    braces). The error keeps ``shapes_words = (template, key, value)`` so that a caller
+    with other words for the entry (``relay import``: ``--shape key=DIMS``) can say it in
+    those."""
+    err = FrontendError("from_onnx: " + template.replace("{entry}", f"shapes['{key}']")
+                        .replace("{fix}", f"shapes={{'{key}': (...)}}"))
+    err.shapes_words = (template, key, value)  # type: ignore[attr-defined]
+    return err
+
+
 class _Converter:
     """One conversion: the builder, the name tables, and the environment from ONNX value
     names to Relay expressions."""
@@ -145,8 +158,8 @@ class _Converter:
         tt = inp.type.tensor_type
         dtype = relay_dtype(tt.elem_type) or ""
         if not tt.HasField("shape") and inp.name not in self.shapes:
-            raise FrontendError(f"from_onnx: graph input '{inp.name}' has no shape; give it "
-                                f"with shapes={{'{inp.name}': (...)}}")
+            raise shapes_error(f"graph input '{inp.name}' has no shape; give it with {{fix}}",
+                               inp.name)
         dims: list[Dim] = []
         for d in tt.shape.dim:
             if d.HasField("dim_value") and d.dim_value >= 0:
@@ -167,25 +180,25 @@ class _Converter:
         if isinstance(given, str | bytes) or not (
                 isinstance(given, list | tuple) or
                 isinstance(given, np.ndarray) and given.ndim == 1):
-            raise FrontendError(f"from_onnx: shapes['{name}'] must be a sequence of ints "
-                                f"(None for a dim left as declared), not {given!r}")
+            raise shapes_error(f"{{entry}} must be a sequence of ints (None for a dim left "
+                               f"as declared), not {given!r}", name, given)
         wanted: list[int | None] = []
         for i, g in enumerate(given):
             if g is not None and _dim(g) is None:
-                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g!r}; "
-                                    "a dim is a non-negative int (or None for a dim left "
-                                    "as declared)")
+                raise shapes_error(f"{{entry}} gives dim {i} as {g!r}; a dim is a "
+                                   "non-negative int (or None for a dim left as declared)",
+                                   name, given)
             wanted.append(None if g is None else int(g))
         if not declared:
             dims = [ANY] * len(wanted)
         if len(wanted) != len(dims):
-            raise FrontendError(f"from_onnx: shapes['{name}'] has {len(wanted)} dims, the "
-                                f"graph input has {len(dims)}")
+            raise shapes_error(f"{{entry}} has {len(wanted)} dims, the graph input has "
+                               f"{len(dims)}", name, given)
         out: list[Dim] = []
         for i, (d, g) in enumerate(zip(dims, wanted, strict=True)):
             if g is not None and isinstance(d, int) and d != g:
-                raise FrontendError(f"from_onnx: shapes['{name}'] gives dim {i} as {g}, the "
-                                    f"model fixes it to {d}")
+                raise shapes_error(f"{{entry}} gives dim {i} as {g}, the model fixes it to "
+                                   f"{d}", name, given)
             out.append(d if g is None else g)
         return out
 
@@ -198,11 +211,11 @@ class _Converter:
                 continue
             if key in symbols:
                 if _dim(value) is None:
-                    raise FrontendError(f"from_onnx: shapes['{key}'] (a symbolic dim) must be "
-                                        f"a non-negative int, not {value!r}")
+                    raise shapes_error(f"{{entry}} (a symbolic dim) must be a non-negative "
+                                       f"int, not {value!r}", key, value)
                 continue
-            raise FrontendError(f"from_onnx: shapes names neither a graph input nor a "
-                                f"symbolic dim: '{key}' (inputs: {', '.join(sorted(inputs))})")
+            raise shapes_error(f"{{entry}} names neither a graph input nor a symbolic dim "
+                               f"(inputs: {', '.join(sorted(inputs))})", key, value)
 
     # -- nodes ----------------------------------------------------------------------------
     def _lookup(self, name: str, user: str) -> Expr:

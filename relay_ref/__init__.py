@@ -212,17 +212,26 @@ def gradient(fn_or_module: Any, mode: str = "higher_order", *, entry: str = "mai
 
 def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: A001
             entry: str = "main", profile: bool = False, passes: Any = None,
-            cache_dir: str | None = None) -> Any:
+            cache_dir: str | None = None, max_depth: int | None = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
 
     ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
-    constants, folded with the rest of the program at compile time. ``exe(*args)`` /
+    constants, folded with the rest of the program at compile time; the functions that
+    call ``@entry`` (itself included) or take it as a value keep calling the original with
+    all its parameters (kept as ``@<entry>_unbound``). ``exe(*args)`` /
     ``exe(**inputs)`` run ``@entry`` on the remaining parameters with ``rr.evaluate``'s
     argument conventions and return its values. ``exe.plan`` summarises the fused groups,
     kernels and buffers; ``exe.stats`` measures the last call (per kernel with
     ``profile=True``). ``passes`` replaces the default pipeline
     (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
     kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
+    ``max_depth`` (default 10^6, as ``evaluate``'s) bounds the nesting of function calls,
+    self tail calls included (compiled as loops, they count as the interpreter counts
+    them): deeper recursion is ``evaluate``'s Stuck-Depth ``RelayRuntimeError``. It is
+    fixed at compile time (``exe.max_depth``). A bound below 990 000 is exact and costs a
+    counter update per call (~150 ns: fib(20) runs 2.5x slower); a higher one costs nothing
+    per call and may let a recursion run up to ~10 000 nested calls past it first
+    (spec/semantics.md 6, Depth).
 
     A module calling ``gradient(@f)`` has those calls expanded (spec/ad.md AD-Grad-Op), and
     the expansion simplified by PartialEvaluate + DeadCodeElimination before the pipeline
@@ -235,7 +244,7 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
     (or ``"cuda"`` without a device) or entry, a ``params`` key naming no parameter or a
     value of the wrong shape or dtype, ``TypeError`` for arguments of the wrong Python
-    type."""
+    type (``max_depth`` not a positive int)."""
     from relay_ref.executor.compile import compile_module
 
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
@@ -245,7 +254,8 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     expanded, _ = _expand_gradients(mod, {})
     made = None if expanded is mod else set(expanded.functions) - set(mod.functions)
     return compile_module(expanded, params, target, entry=entry, profile=profile,
-                          passes=passes, cache_dir=cache_dir, gradient_globals=made)
+                          passes=passes, cache_dir=cache_dir, gradient_globals=made,
+                          max_depth=max_depth)
 
 
 def cuda_available() -> bool:

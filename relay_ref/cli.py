@@ -273,7 +273,7 @@ def build_parser() -> _Parser:
                      help="do not supply prelude definitions")
     run.add_argument("--max-depth", type=_positive_int, default=None, metavar="N",
                      help="report recursion deeper than N nested calls (default 1000000; "
-                          "interpreter only)")
+                          "with --compile too)")
     run.add_argument("--params", metavar="FILE.npz",
                      help="bind @main's parameters named by the keys of FILE.npz to its "
                           "arrays (the weights 'relay import' saves); the remaining "

@@ -24,7 +24,8 @@ at the parameter (exit 1); an unreadable archive a usage error (exit 2).
 definitional interpreter; everything else -- argument parsing, the printed value, located
 diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--profile``
 (the time per fused group and kernel) print to stderr and need ``--compile``; the
-interpreter's ``--trace`` and ``--max-depth`` are usage errors with it.
+interpreter's ``--trace`` is a usage error with it, while ``--max-depth`` bounds compiled
+call nesting as it bounds the interpreter's (``rr.compile(..., max_depth=N)``).
 
 ``--trace`` (or ``--trace=rules``) prints each evaluation rule applied, ``--trace=values``
 also each step's value (``relay_ref.interpreter.trace``), on stdout before the value; at
@@ -51,7 +52,6 @@ Malformed input is never an internal error:
 from __future__ import annotations
 
 import argparse
-import difflib
 import math
 import os
 import stat
@@ -79,8 +79,7 @@ def _usage(message: str) -> int:
 def _option_conflict(args: argparse.Namespace) -> str | None:
     """Why the options cannot be combined (a usage error), or None.
 
-    ``--trace`` and ``--max-depth`` are the interpreter's: compiled code applies no
-    evaluation rules and has no call counter (it recurses on a big stack instead).
+    ``--trace`` is the interpreter's: compiled code applies no evaluation rules.
     ``--plan`` and ``--profile`` describe a compiled program, so they need ``--compile``;
     ``--trace-limit`` bounds a trace, so it needs ``--trace``."""
     if getattr(args, "trace_limit", None) is not None and not args.trace:
@@ -89,9 +88,6 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
         if args.trace:
             return ("--trace lists the interpreter's evaluation rules; compiled code applies "
                     "none: drop --compile to trace, or --trace to compile")
-        if getattr(args, "max_depth", None) is not None:
-            return ("--max-depth bounds the interpreter's call nesting; compiled code "
-                    "recurses on a big stack instead: drop --max-depth or --compile")
         return None
     for flag, name in (("plan", "--plan"), ("profile", "--profile")):
         if getattr(args, flag, False):
@@ -138,8 +134,7 @@ def run_file(args: argparse.Namespace) -> int:
         entry = mod.functions.get(args.entry)
         if entry is None:
             own = [name for name in mod.functions if name in text]  # not the prelude's
-            close = difflib.get_close_matches(args.entry, own or list(mod.functions), n=1)
-            hint = f"; did you mean @{close[0]}?" if close else ""
+            hint = repl.did_you_mean(args.entry, own or list(mod.functions), sigil="@")
             return _usage(f"{args.file}: no function @{args.entry} to run{hint}")
         if args.output and not repl.returns_tensor(mod, args.entry):
             ret = mod.global_types[args.entry].ret_type
@@ -162,7 +157,8 @@ def run_file(args: argparse.Namespace) -> int:
                 return value
             values.append(value)
         if compiled:
-            exe = rr.compile(mod, entry=args.entry, profile=profile)
+            exe = rr.compile(mod, entry=args.entry, profile=profile,
+                             max_depth=getattr(args, "max_depth", None))
             if getattr(args, "plan", False):
                 print(exe.plan, file=sys.stderr)
             result = exe(*values)

@@ -17,7 +17,10 @@ beside the public API and may use any layer below. It exposes:
   ``link_rules``, ``known_rules``, ``Rule``, ``RULE_NAME_RE``, ``RULE_FAMILIES``;
 * typing derivations: ``derive_global``, ``derive_expr``, ``derivation_text``,
   ``derivation_html`` (``relay check --derive``, ``:derive``);
-* completion and help: ``op_names``, ``op_info``, ``prelude_text``;
+* completion and help: ``op_names``, ``op_info``, ``op_doc`` (``:doc``, ``relay doc``),
+  ``op_summary`` (``relay ops``), ``prelude_text``;
+* "did you mean" (``relay_ref.suggest``, the one helper every such hint comes from):
+  ``did_you_mean``, ``close_names``, ``suggestion_hint``;
 * passes (``relay opt``): ``pass_info``, ``check_named_pass``;
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
   (an expression with typed free variables compiled by ``rr.compile``, for ``:time
@@ -65,13 +68,16 @@ from relay_ref.rules import known as known_rules
 from relay_ref.rules import select as select_rules
 from relay_ref.rules import shared as shared_rules
 from relay_ref.rules import starting as rules_starting
+from relay_ref.suggest import close_names, did_you_mean
+from relay_ref.suggest import hint as suggestion_hint
 
 __all__ = [
     "Diagnostic", "Expr", "FuncType", "GlobalTypeVar", "GlobalVar", "IRModule", "Let", "Note",
     "Op", "ParseError", "RelayError", "RelayRuntimeError", "RelayTypeError", "Span",
     "TensorType", "TupleType", "Type", "Var", "argument_value", "check_expr",
     "check_named_pass", "compile_expr", "evaluate_checked", "expand_gradient_calls",
-    "format_trace", "op_info", "op_names",
+    "format_trace", "op_doc", "op_info", "op_names", "op_summary",
+    "close_names", "did_you_mean", "suggestion_hint",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
@@ -476,6 +482,62 @@ def op_info(name: str) -> Any:
     return get_op(name) if has_op(name) else None
 
 
+def op_doc(name: str) -> str | None:
+    """The documentation of operator ``name`` (the kernel's ``:doc``, Shift-Tab and ``?name``,
+    and ``relay doc``), or ``None`` when there is no such operator: its signature with the
+    attributes and their defaults, its support level, its type as a value with the relation
+    that constrains it (spec/typing.md 3.10; whether the relation runs both ways), then the
+    registry's doc text::
+
+        add(lhs, rhs)  (operator, support level 1)
+        add : fn[t1, t2, t3](t1, t2) -> t3 where Broadcast(t1, t2, t3)  (relation runs ...)
+
+        Elementwise ``lhs + rhs`` with broadcasting. ..."""
+    import dataclasses
+
+    op = op_info(name)
+    if op is None:
+        return None
+    args = list(op.arg_names) if op.num_inputs != -1 else ["*args"]
+    attrs = []
+    if dataclasses.is_dataclass(op.attrs):
+        for f in dataclasses.fields(op.attrs):
+            if f.default is not dataclasses.MISSING:
+                attrs.append(f"{f.name}={_attr_text(f.default)}")
+            else:
+                attrs.append(f.name)
+    sig = f"{op.name}({', '.join(args + attrs)})"
+    doc = (op.doc or "").strip()
+    # the op's type as a value (spec/typing.md 3.10), e.g. `fn[t1, t2, t3](t1, t2) -> t3
+    # where Broadcast(t1, t2, t3)`; backwards-running relations say so
+    ty = getattr(op, "type_text", "")
+    if ty:
+        ty = f"\n{op.name} : {ty}" + ("  (relation runs both ways)" if op.bidirectional
+                                      else "")
+    return (f"{sig}  (operator, support level {op.support_level}){ty}"
+            + (f"\n\n{doc}" if doc else ""))
+
+
+def _attr_text(value: object) -> str:
+    """An attribute's default as Relay text writes it (``[1, 1]``, ``"NCHW"``, ``None``)."""
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_attr_text(v) for v in value) + "]"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def op_summary(name: str) -> str:
+    """The first sentence of the first paragraph of operator ``name``'s doc text, on one line
+    (``relay ops``); ``""`` for an unknown operator or one without documentation."""
+    import re
+
+    op = op_info(name)
+    text = " ".join((op.doc if op is not None else "").split("\n\n")[0].split())
+    # a sentence ends at a full stop before a capital ("w.r.t. the", "e.g. 2" go on)
+    return re.split(r"(?<=\.) (?=[A-Z])", text, maxsplit=1)[0]
+
+
 def pass_info() -> list[tuple[str, int, str]]:
     """``(name, opt_level, first paragraph of its docstring)`` for every registered pass."""
     from relay_ref.passes import get_pass, pass_names
@@ -488,15 +550,39 @@ def pass_info() -> list[tuple[str, int, str]]:
     return out
 
 
-def check_named_pass(name: str, examples: int) -> str | None:
+def check_named_pass(name: str, examples: int, program: IRModule | None = None
+                     ) -> str | None:
     """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` with
-    ``examples`` generated programs: ``None`` when it holds, else the failure's message
-    (the shrunk counterexample before and after the pass, arguments, both results)."""
+    ``examples`` generated programs, or, given ``program``, on that module alone with
+    ``examples`` argument tuples drawn for its ``@main``'s parameter types
+    (``relay_ref.testing.arguments``): ``None`` when it holds, else the failure's message
+    (the shrunk counterexample before and after the pass, arguments, both results). Raises
+    ``RelayError`` for a ``program`` that does not type-check, has no ``@main``, or has a
+    parameter no arguments are drawn for (they are for tensors of static shape and tuples
+    of them)."""
     from relay_ref.passes import get_pass
     from relay_ref.testing.check import PassCheckError, check_pass
 
+    programs = None
+    if program is not None:
+        from relay_ref.syntax.printer import astext
+        from relay_ref.testing.programs import arguments
+        from relay_ref.typecheck.infer import infer_types
+
+        if "main" not in program.functions:
+            raise RelayError("the program has no @main to draw arguments for")
+        checked = infer_types(program)
+        types = checked.global_types["main"].arg_types
+        for param, ty in zip(checked["main"].params, types, strict=True):
+            try:
+                arguments([ty])
+            except TypeError:
+                raise RelayError(f"no arguments can be drawn for @main's parameter "
+                                 f"%{param.name_hint}: {astext(ty)} (only for tensors of "
+                                 "static shape and tuples of them)", param.span) from None
+        programs = [checked]
     try:
-        check_pass(get_pass(name), examples=examples)
+        check_pass(get_pass(name), programs=programs, examples=examples)
     except PassCheckError as err:
         return str(err)
     return None
@@ -566,13 +652,15 @@ def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] 
 def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
                 label: str = "params") -> IRModule:
     """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
-    constants (checked against their types), as ``rr.compile(mod, params=params)`` binds
-    them; the other parameters stay, in order. ``label`` names ``params`` in the
+    constants (checked against their types): ``rr.compile(mod, params=params)``'s binding
+    itself (``relay_ref.executor.compile.bind_params``). The other parameters stay, in
+    order; functions that refer to ``@entry`` keep calling the original, with all its
+    parameters, renamed ``@<entry>_unbound``. ``label`` names ``params`` in the
     ``RelayError`` for a name that is no parameter or a value that does not fit."""
-    from relay_ref.executor.compile import _bind_params
+    from relay_ref.executor.compile import bind_params as bind
     from relay_ref.typecheck.infer import infer_types
 
     if entry not in mod.functions:
         raise RelayError(f"{label}: the module has no function @{entry}")
-    return _bind_params(infer_types(mod), entry, dict(params), label=label)
+    return bind(infer_types(mod), entry, dict(params), label=label)
 

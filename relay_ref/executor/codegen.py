@@ -25,7 +25,25 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
 * **Recursion** (E-Let-Rec, E-App-Rec): a recursive ``let`` binds the inner ``def``'s own name
   in its factory's scope. A call of the enclosing function itself in tail position (a global
   calling itself, a recursive local calling itself) assigns the parameters and ``continue``s
-  a ``while True`` loop: self tail calls are loops.
+  a loop, ``while True: for _ in _c:``: self tail calls are loops.
+* **Depth** (Stuck-Depth, spec/semantics.md 4 and 6): the depth of an activation is what the
+  interpreter counts, the nested function applications: here the generated frames on the
+  stack, each with the self tail calls its loop made (``tail_calls``). A loop runs only the
+  iterations granted to it: ``_c`` is ``itertools.repeat(None, n)`` (a ``for`` over it costs
+  ~4 ns an iteration, a counter and a comparison ~20), ``_t`` the iterations granted so far.
+  When ``_c`` runs out, ``_loop_limit`` (``DepthLimit``) reads the real depth from the stack
+  and raises ``TooDeep`` at the self tail call (``_s`` says which, when there are several),
+  or grants exactly the iterations left below ``max_depth``. Nested calls are bounded by one
+  of two means, fixed per program by ``max_depth`` (``counts_calls``):
+  - a bound of at least ``deepstack.RECURSION_LIMIT - FRAME_SLACK`` (the default 10^6) costs
+    nothing per call: Python's recursion limit, which the executable sets to ``max_depth +
+    FRAME_SLACK`` frames, bounds nested calls, and ``relay_ref.executor.errors`` reports the
+    ``RecursionError`` as the interpreter's error at the call of depth ``max_depth + 1``; a
+    loop's first grant is ``LOOP_CHECK`` iterations (it reads the stack once it runs longer);
+  - a lower bound is counted: each function keeps the depth in ``_DEPTH.d`` (a thread-local
+    of the namespace), refuses its activation on entry past ``max_depth`` (``TooDeep`` at the
+    caller's call), restores the count before each ``return``, and its loop gets the exact
+    grant at once and counts each iteration in ``_DEPTH.d``.
 * **Scalars**: 0-d tensors stay NumPy values; ``add``/``subtract``/``multiply`` and the
   comparisons of two 0-d operands are Python operators on them (NumPy scalars keep the dtype
   and wrap around as Relay's integers do; the executor runs under ``np.errstate(all=
@@ -40,10 +58,15 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
 
 from __future__ import annotations
 
+import itertools
 import keyword
+import operator
 import re
+import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -79,10 +102,86 @@ from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type, subterms
 from relay_ref.ir.visitor import free_vars
 
-__all__ = ["FunctionInfo", "GeneratedModule", "MatchFailure", "generate"]
+__all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
+           "TooDeep", "counts_calls", "generate"]
+
+#: Self tail calls a loop makes before it reads its activation's depth from the stack (see
+#: Depth in the module docstring).
+LOOP_CHECK = 1024
+#: Python frames a run may use beyond one per nested Relay call (the run's own frames, a
+#: kernel's, numba compiling one): with Python's recursion limit as the depth bound it is
+#: set to ``max_depth + FRAME_SLACK``.
+FRAME_SLACK = 10_000
+
+
+def counts_calls(max_depth: int) -> bool:
+    """Whether code compiled for ``max_depth`` counts nested calls itself: Python's
+    recursion limit, never lowered below ``deepstack.RECURSION_LIMIT`` while a deep run is
+    going on, bounds them only for a limit that high."""
+    from relay_ref.deepstack import RECURSION_LIMIT
+
+    return max_depth + FRAME_SLACK < RECURSION_LIMIT
 
 
 _UNSET = object()  # a lazy shared node not computed yet in this activation
+
+
+class TooDeep(Exception):
+    """Stuck-Depth in generated code; ``at_call``: raised on entry of the function whose
+    call would be too deep (the error is the caller's call, as the interpreter locates it),
+    else by a loop refused its next iteration at the self tail call ``site``."""
+
+    def __init__(self, at_call: bool, site: Span | None = None) -> None:
+        super().__init__("recursion too deep")
+        self.at_call = at_call
+        self.site = site
+
+
+class _Depth(threading.local):
+    """The depth of the running activation, per thread (counted code only)."""
+
+    d = 0
+
+
+def tail_calls(frame: FrameType) -> int:
+    """The self tail calls the looping activation of ``frame`` has made (its iterations
+    begun, less the first): the iterations granted (``_t``) less those its iterator
+    (``_c``) has left."""
+    local = frame.f_locals
+    if "_c" not in local:  # stopped in its prologue (a RecursionError): none yet
+        return 0
+    return local["_t"] - operator.length_hint(local["_c"]) - 1
+
+
+class DepthLimit:
+    """``_loop_limit`` of the generated namespace: called by a loop whose iterator ran out
+    (it was granted ``t`` iterations and a self tail call asks for one more), it reads the
+    depth of the looping activation from the stack (the generated frames below it, down to
+    the first frame that is not one, each with its ``tail_calls``), raises ``TooDeep`` at
+    the self tail call ``site`` (its index) when that call is too deep, else grants the
+    iterations left to the activation: ``(t + n, an iterator of n)``, exactly as many as
+    keep it within ``max_depth`` (the frames below do not change meanwhile)."""
+
+    def __init__(self, generated: GeneratedModule, max_depth: int) -> None:
+        self.generated = generated
+        self.max_depth = max_depth
+
+    def __call__(self, t: int, site: int = 0) -> tuple[int, Any]:
+        gen, limit = self.generated, self.max_depth
+        functions, loops, filename = gen.functions, gen.loops, gen.filename
+        looping = sys._getframe(1)
+        depth = 1 + t  # the activation's first iteration, then the ``t``-th tail call
+        frame = looping.f_back
+        while frame is not None and depth <= limit:
+            code = frame.f_code
+            if code.co_filename != filename or code.co_name not in functions:
+                break  # the run's boundary (the executable calling in, a host closure)
+            depth += 1 + (tail_calls(frame) if code.co_name in loops else 0)
+            frame = frame.f_back
+        if depth > limit:
+            raise TooDeep(False, loops[looping.f_code.co_name][site])
+        n = limit - depth + 1
+        return t + n, itertools.repeat(None, n)
 
 
 class MatchFailure(Exception):
@@ -124,6 +223,11 @@ class GeneratedModule:
     #: ids of the constant tensors the code refers to (kept alive by ``namespace``)
     constants: set[int] = field(default_factory=set)
     filename: str = "<relay-executable>"
+    #: Stuck-Depth's bound, and whether nested calls are counted (``counts_calls``)
+    max_depth: int = 1_000_000
+    counted: bool = False
+    #: generated functions with a self tail call loop -> the span of each self tail call
+    loops: dict[str, list[Span | None]] = field(default_factory=dict)
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -172,15 +276,22 @@ class _Emitter:
 class _Generator:
     """Generates the module: global functions, factories of local functions, namespace."""
 
-    def __init__(self, mod: IRModule, group_planner: Callable[..., Any], profile: bool) -> None:
+    def __init__(self, mod: IRModule, group_planner: Callable[..., Any], profile: bool,
+                 max_depth: int) -> None:
         self.mod = mod
         self.types = mod.checked_types
         self.group_planner = group_planner
         self.profile = profile
         self.lines: list[str] = []
+        counted = counts_calls(max_depth)
         self.out = GeneratedModule("", {"_np": np, "_CV": ConstructorValue, "_Ref": RefValue,
                                         "_MatchFailure": MatchFailure, "_UNSET": _UNSET},
-                                   {}, {}, {})
+                                   {}, {}, {}, max_depth=max_depth, counted=counted)
+        self.out.namespace.update(_MAXD=max_depth, _LOOP0=min(LOOP_CHECK, max_depth),
+                                  _TooDeep=TooDeep, _repeat=itertools.repeat,
+                                  _loop_limit=DepthLimit(self.out, max_depth))
+        if counted:
+            self.out.namespace["_DEPTH"] = _Depth()
         #: nodes with several incoming edges (spec 2.3), as the interpreter counts them
         self.shared = shared_nodes(mod)
         self.interned: dict[int, str] = {}
@@ -249,6 +360,8 @@ class _FunctionGen:
         #: shared nodes computed under a guard (``lazy_value``): node -> variable
         self.lazy: dict[Expr, str] = {}
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
+        #: each self tail call's span, and the line (of ``em``) recording which one it is
+        self.tail_sites: list[tuple[Span | None, int]] = []
 
     # -- naming ---------------------------------------------------------------------------
     def bind(self, var: Var) -> str:
@@ -279,9 +392,9 @@ class _FunctionGen:
             self.names[self.rec_var] = self_name
         closure = bool(self.captured) or self.rec_var is not None
         base = 2 if closure else 1
-        # The body is generated inside ``while True:`` (one level deeper); the loop is
-        # dropped, and the body dedented, when no self tail call came.
-        em.depth = base + 1
+        # The body is generated inside ``while True: for _ in _c:`` (two levels deeper);
+        # the loops are dropped, and the body dedented, when no self tail call came.
+        em.depth = base + 2
         if self.gen.check_shapes:
             for p in self.func.params:
                 if _static_annotation(p.type_annotation):
@@ -303,13 +416,24 @@ class _FunctionGen:
         else:
             header.append(f"def {self_name}({', '.join(params)}):")
             tail = []
+        header.extend("    " * base + line for line in self.depth_prologue())
         # each activation (loop iteration) starts with its lazy shared nodes unset
-        preamble = ["    " * (base + 1) + f"{name} = _UNSET" for name in self.lazy.values()]
+        preamble = ["    " * (base + 2) + f"{name} = _UNSET" for name in self.lazy.values()]
         body = preamble + em.lines
         if self.loop:
+            sites = [span for span, _ in self.tail_sites]
+            self.gen.out.loops[self_name] = sites
+            if len(sites) == 1:  # no need to record which self tail call it was
+                k = self.tail_sites[0][1] - 1
+                em.lines[k] = em.lines[k].replace("_s = 0", "# the self tail call")
+                body = preamble + em.lines
             header.append("    " * base + "while True:")
+            header.append("    " * base + "    for _ in _c:")
+            limit = "_loop_limit(_t, _s)" if len(sites) > 1 else "_loop_limit(_t)"
+            body.append("    " * base + f"    _t, _c = {limit}")
+            self.gen.out.line_spans[len(lines) + len(header) + len(body)] = sites[0]
         else:
-            body = [line[4:] for line in body]
+            body = [line[8:] for line in body]
         offset = len(lines) + len(header) + len(preamble)
         for k, span in em.spans:
             self.gen.out.line_spans[offset + k] = span
@@ -319,6 +443,21 @@ class _FunctionGen:
         lines.extend(body)
         lines.extend(tail)
         lines.append("")
+
+    def depth_prologue(self) -> list[str]:
+        """The activation's depth bookkeeping, before its loop (Depth in the module
+        docstring). Counted: the depth checked (Stuck-Depth, as E-App-Closure checks it
+        before binding the parameters) and recorded. With a loop: ``_t`` iterations
+        granted, ``_c`` the iterator granting them (``_s``: the self tail call taken)."""
+        lines = []
+        if self.gen.out.counted:
+            lines += ["_b = _DEPTH.d",
+                      "if _b >= _MAXD: raise _TooDeep(True)",
+                      "_DEPTH.d = _b + 1"]
+        if self.loop:
+            lines += ["_t = _MAXD - _b" if self.gen.out.counted else "_t = _LOOP0",
+                      "_c = _repeat(None, _t)"]
+        return lines
 
     # -- expressions to atoms -----------------------------------------------------------------
     def value(self, e: Expr) -> str:
@@ -545,6 +684,12 @@ class _FunctionGen:
             if dest[0] == "return" and kind is Call and self.is_self_call(e):
                 args = [self.value(a) for a in e.args]
                 params = [self.names[p] for p in self.func.params]
+                # one more nested application (E-App-*), the loop's next iteration: the
+                # ``for`` checks it against the iterations granted (Stuck-Depth)
+                em.emit(f"_s = {len(self.tail_sites)}")
+                self.tail_sites.append((e.span, len(em.lines)))
+                if self.gen.out.counted:
+                    em.emit("_DEPTH.d += 1")
                 if len(params) == 1:
                     em.emit(f"{params[0]} = {args[0]}")
                 elif params:
@@ -558,6 +703,8 @@ class _FunctionGen:
                 if self.gen.check_shapes and _static_annotation(ret):
                     note = self.gen.intern(ret, "T")
                     em.emit(f"_check_shape({atom}, {note}, None)", self.func.body.span)
+                if self.gen.out.counted:
+                    em.emit("_DEPTH.d = _b")
                 em.emit(f"return {atom}")
             elif atom != dest[1]:
                 em.emit(f"{dest[1]} = {atom}")
@@ -717,10 +864,12 @@ def _as_array(x: Any) -> Any:
 
 
 def generate(mod: IRModule, group_planner: Any, *, profile: bool = False,
-             views: dict[Call, Any] | None = None) -> GeneratedModule:
+             views: dict[Call, Any] | None = None,
+             max_depth: int = 1_000_000) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
     ``views`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
-    is written into a preallocated array."""
-    gen = _Generator(mod, group_planner, profile)
+    is written into a preallocated array; ``max_depth`` bounds the nesting of calls
+    (Stuck-Depth; see Depth in the module docstring)."""
+    gen = _Generator(mod, group_planner, profile, max_depth)
     gen.views = dict(views or {})
     return gen.run()

@@ -7,15 +7,19 @@ The pipeline, each step done once at compile time:
    ``DeadCodeElimination`` simplify the expansion first (``GRADIENT_PASSES``, guarded: see
    ``_simplify_gradients``), then the globals the expansion made that nothing reaches any
    more are dropped;
-2. bind ``params`` (weights): each named ``@main`` parameter becomes a constant, checked
-   against the parameter's type by the argument rule (spec/semantics.md 4.1);
+2. bind ``params`` (weights, ``bind_params``): each named ``@main`` parameter becomes a
+   constant, checked against the parameter's type by the argument rule (spec/semantics.md
+   4.1); the other functions that refer to ``@main`` keep calling the original, with all
+   its parameters;
 3. the inference pipeline of the passes issue, not a copy of it: ``SimplifyInference``
    (batch_norm and friends to arithmetic), ``FoldConstant`` (constant subgraphs evaluated
    now, the bound weights included), ``FoldScaleAxis`` (a batch norm's scale folded into the
    preceding conv2d / dense weights), ``FoldConstant``, ``DeadCodeElimination``, then
    ``FuseOps``, whose ``Primitive`` groups are the units the planner runs as kernels;
 4. plan each fused group (``groups.GroupPlanner``) and generate Python for the whole module
-   (``codegen.generate``), ``exec`` it once.
+   (``codegen.generate``), ``exec`` it once. ``max_depth`` (default the interpreter's
+   ``MAX_DEPTH``) is fixed here: the generated code bounds the nesting of calls by it
+   (Stuck-Depth; ``codegen``'s Depth).
 
 Target ``cuda`` (``relay_ref.executor.cuda_plan``) changes only step 4's choices: the groups
 are planned by ``CudaGroupPlanner`` (CUDA kernels, host steps where none applies), the
@@ -33,7 +37,7 @@ import dataclasses
 import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -45,12 +49,13 @@ from relay_ref.executor.groups import GroupPlanner
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.interpreter.args import ArgumentError, convert_argument
-from relay_ref.interpreter.driver import checked_module, param_types
-from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Let, Var
+from relay_ref.interpreter.driver import MAX_DEPTH, checked_module, param_types
+from relay_ref.ir.expr import Call, Constant, Expr, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 
-__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "TARGETS", "compile_module"]
+__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "TARGETS", "bind_params",
+           "compile_module"]
 
 #: The passes run before planning, in order (see the module docstring).
 DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldScaleAxis",
@@ -67,7 +72,8 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    target: str = "cpu", *, entry: str = "main", profile: bool = False,
                    passes: Sequence[str] | None = None,
                    cache_dir: str | None = None, reuse_buffers: bool = True,
-                   gradient_globals: Collection[str] | None = None) -> Executable:
+                   gradient_globals: Collection[str] | None = None,
+                   max_depth: int | None = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``)."""
@@ -84,6 +90,9 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                         f"{type(params).__name__}")
     if not isinstance(entry, str):
         raise TypeError(f"compile: entry must be a str, not {type(entry).__name__}")
+    if max_depth is not None and (type(max_depth) is not int or max_depth < 1):
+        raise TypeError(f"compile: max_depth must be a positive int, not {max_depth!r}")
+    depth = MAX_DEPTH if max_depth is None else max_depth
     entry = entry.removeprefix("@")  # "@main" and "main" name the same global
     if entry not in mod.functions:
         raise RelayError(f"compile: the module has no function @{entry}")
@@ -97,7 +106,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     work, first, notes = checked, (), ()
     if gradient_globals is not None:
         work, first, notes = _simplify_gradients(checked, set(gradient_globals))
-    work = _bind_params(work, entry, dict(params or {}))
+    work = bind_params(work, entry, dict(params or {}))
     work = _run_passes(work, names)
     if device is not None:
         planner: GroupPlanner = cuda_plan.CudaGroupPlanner(work.checked_types,
@@ -109,7 +118,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
             if reuse_buffers else MemoryPlan()
 
     def build() -> Any:
-        return generate(work, planner, profile=profile, views=memory.views)
+        return generate(work, planner, profile=profile, views=memory.views, max_depth=depth)
 
     generated = run_deep(build, name="relay-compile")
     try:
@@ -172,10 +181,29 @@ def _size(mod: IRModule) -> int:
     return sum(sum(1 for _ in post_order(f)) for f in mod.functions.values())
 
 
-def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,
-                 label: str = "compile: params") -> IRModule:
-    """``@entry`` with the parameters named in ``params`` replaced by constants (type-checked
-    again). ``label`` names ``params`` in errors (``relay run --params`` gives the file)."""
+def bind_params(mod: IRModule, entry: str, params: Mapping[str, Any], *,
+                label: str = "compile: params") -> IRModule:
+    """``mod`` (type-checked) with ``@entry``'s parameters named in ``params`` replaced by
+    constants, type-checked again; ``label`` names ``params`` in errors (``relay run
+    --params`` gives the file). ``rr.compile(params=)``, ``relay run --params`` and ``relay
+    import --embed`` all bind through this function.
+
+    Invariants:
+
+    * ``@entry`` keeps its name and becomes the bound function: its other parameters stay,
+      in order, and its body has the constants where the bound parameters were.
+    * Every other use of ``@entry`` keeps the full signature. When any function of the
+      module refers to ``@entry`` (another global calling it, a closure capturing it, it
+      passed as a value, the entry calling itself), the original function stays in the
+      module as ``@<entry>_unbound`` (a number appended while that name is taken), with
+      fresh binders, right after ``@entry``, and every ``@entry`` reference in the module,
+      the bound entry's body included, is renamed to it. So ``@entry``'s value on the
+      remaining arguments is its original value on all of them, and every other global's
+      value is unchanged. A module where nothing refers to ``@entry`` gains no function.
+    * Each value is checked against its parameter's type by the argument rule
+      (spec/semantics.md 4.1) and copied (the caller may reuse its buffer); a key naming no
+      parameter, a value that does not fit, or one that is not a tensor is a ``RelayError``
+      located at the entry or the parameter."""
     if not params:
         return mod
     func = mod.functions[entry]
@@ -199,14 +227,47 @@ def _bind_params(mod: IRModule, entry: str, params: dict[str, Any], *,
                              var.span)
         array = np.array(array, copy=True)  # the caller may reuse its buffer
         consts[var] = Constant(array, var.span)
-    from relay_ref.passes.rewrite import rewrite
-
-    body = rewrite(func.body, lambda e: consts.get(e) if type(e) is Var else None)
-    new = Function(tuple(p for p in func.params if p not in consts), body, func.ret_type,
-                   func.type_params, func.attrs, func.span)
+    from relay_ref.passes.rewrite import fresh_copy, rewrite
     from relay_ref.typecheck.infer import infer_types
 
-    return infer_types(mod.with_function(entry, new))
+    unbound = _unbound_name(mod, entry)
+
+    def retarget(e: Expr) -> Expr | None:
+        """A reference to ``@entry`` -> one to the full-signature original."""
+        if unbound is not None and type(e) is GlobalVar and e.name == entry:
+            return dataclasses.replace(e, name=unbound)
+        return None
+
+    def bind(e: Expr) -> Expr | None:
+        return consts.get(e) if type(e) is Var else retarget(e)
+
+    body = rewrite(func.body, bind)
+    functions: dict[str, Function] = {}
+    for name, f in mod.functions.items():
+        if name != entry:
+            functions[name] = rewrite(f, retarget) if unbound is not None else f
+            continue
+        functions[entry] = Function(tuple(p for p in func.params if p not in consts), body,
+                                    func.ret_type, func.type_params, func.attrs, func.span)
+        if unbound is not None:  # its binders fresh: a Var is bound by one binder only
+            functions[unbound] = cast(Function, fresh_copy(rewrite(func, retarget)))
+    return infer_types(dataclasses.replace(mod, functions=functions, checked_types={},
+                                           global_types={}))
+
+
+def _unbound_name(mod: IRModule, entry: str) -> str | None:
+    """The name ``bind_params`` keeps ``@entry``'s original under: None when no function of
+    ``mod`` refers to ``@entry`` (nothing needs it), else ``<entry>_unbound``, with the
+    first number from 1 appended that makes it a name ``mod`` does not define."""
+    refers = any(type(node) is GlobalVar and node.name == entry
+                 for f in mod.functions.values() for node in post_order(f))
+    if not refers:
+        return None
+    name, n = f"{entry}_unbound", 0
+    while name in mod.functions:
+        n += 1
+        name = f"{entry}_unbound{n}"
+    return name
 
 
 def _pass_names(passes: Sequence[str] | str | None) -> tuple[str, ...]:

@@ -6,6 +6,14 @@ is read instead: each frame of generated code has a line number, ``line_spans`` 
 the Relay expression that line computes, and the frames of generated global functions give
 the Relay call stack, as the interpreter reports it (``relay_ref.interpreter.stuck.
 runtime_error``; frames of self tail calls turned into loops are not repeated).
+
+Stuck-Depth (``TooDeep`` from the generated code, or a ``RecursionError`` where Python's
+recursion limit is the bound) is rebuilt from the frames as the interpreter's: the
+activations are the generated frames, each repeated for the self tail calls its loop made
+(``codegen.tail_calls``); the error is at the call that made activation ``max_depth + 1``
+(or at the self tail call a loop was refused), with the first ``max_depth`` activations
+as the Relay call stack. A ``RecursionError`` with no more than
+``max_depth`` activations (Python's frames spent elsewhere) keeps its own message.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from relay_ref.diagnostics import RelayRuntimeError
-from relay_ref.executor.codegen import MatchFailure, ShapeMismatch
+from relay_ref.executor.codegen import MatchFailure, ShapeMismatch, TooDeep, tail_calls
 from relay_ref.interpreter.stuck import Stuck, runtime_error
 from relay_ref.interpreter.values import value_to_text
 from relay_ref.ir.span import Span
@@ -26,12 +34,18 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     """The user-facing error for ``err`` raised inside ``exe``'s generated code."""
     gen = exe.generated
     frames: list[tuple[str, int]] = []  # (generated function, line), outermost first
+    loops: list[int] = []  # the self tail calls made by the activation of each frame
     tb = err.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
         if code.co_filename == gen.filename:
             frames.append((code.co_name, tb.tb_lineno))
+            loops.append(tail_calls(tb.tb_frame) if code.co_name in gen.loops else 0)
         tb = tb.tb_next
+    if isinstance(err, TooDeep | RecursionError):
+        stuck = _too_deep(err, gen, frames, loops)
+        if stuck is not None:
+            return runtime_error(stuck, exe.module.source_name)
     span: Span | None = None
     if isinstance(err, ShapeMismatch) and err.at_call and len(frames) > 1:
         frames.pop()  # a parameter's annotation: the call that passed the value failed
@@ -55,6 +69,40 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
         site = gen.line_spans.get(frames[k - 1][1]) if k > 0 else None
         stuck.frames.append((info.global_name, site))
     return runtime_error(stuck, exe.module.source_name)
+
+
+def _too_deep(err: BaseException, gen: Any, frames: list[tuple[str, int]],
+              loops: list[int]) -> Stuck | None:
+    """Stuck-Depth as the interpreter reports it (see the module docstring), or None for a
+    ``RecursionError`` that is no such state."""
+    limit = gen.max_depth
+    if isinstance(err, TooDeep) and err.at_call and frames:
+        frames, loops = frames[:-1], loops[:-1]  # raised on entry: that call was refused
+    # (global name or None, the call that made it) of each activation, outermost first
+    acts: list[tuple[str | None, Span | None]] = []
+    site: Span | None = None  # the call that makes the next activation
+    for (name, line), k in zip(frames, loops, strict=True):
+        info = gen.functions.get(name)
+        if info is None:  # a closure's factory: no activation
+            continue
+        acts.append((info.global_name, site))
+        tail = gen.loops[name][0] if k else None  # (which self tail call: unknown)
+        acts.extend([(info.global_name, tail)] * min(k, limit + 1 - len(acts)))
+        if len(acts) > limit:
+            break
+        site = gen.line_spans.get(line)
+    if isinstance(err, TooDeep) and not err.at_call:
+        site = err.site
+    if len(acts) > limit:  # past the limit: the call that made activation ``limit + 1``
+        site = acts[limit][1]
+        del acts[limit:]
+    elif isinstance(err, RecursionError):
+        return None
+    stuck = Stuck(f"recursion deeper than {limit} calls", site, rule="Stuck-Depth")
+    acts = [act for act in acts if act[0] is not None]  # globals only, as the interpreter
+    acts.reverse()  # innermost first
+    stuck.frames.extend(acts)
+    return stuck
 
 
 def _fused_op_span(gen: Any, line: int, message: str) -> Span | None:

@@ -12,6 +12,12 @@ Invariants:
 * A program that can recurse (it calls functions) runs on the project's big-stack thread
   (``relay_ref.deepstack``); a pure dataflow entry runs on the caller's thread, so a tiny
   operator costs microseconds per call.
+* Calls nest at most ``max_depth`` deep, self tail calls (loops) included, as in the
+  interpreter: deeper is Stuck-Depth, the interpreter's located ``RelayRuntimeError``
+  (``codegen`` module docstring, Depth). Where Python's recursion limit is the bound it is
+  raised to ``max_depth + FRAME_SLACK`` for the run; where the code counts calls, each run
+  starts its count at 0 and restores the count it found (a run nested in another's host
+  closure).
 * Results never alias the executable's state: every value returned is produced by this call
   (bound weights are constants of the plan, never returned without a copy).
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
@@ -31,7 +37,7 @@ import numpy as np
 
 from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError, RelayRuntimeError
-from relay_ref.executor.codegen import GeneratedModule
+from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
 from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.values import Converter
@@ -43,8 +49,9 @@ from relay_ref.ir.types import FuncType, TensorType, Type
 
 __all__ = ["Executable", "Stats"]
 
-#: Recursion limit of the big-stack thread compiled code runs on (each nested Relay call is
-#: one Python frame of generated code, plus the kernels' own).
+#: Least recursion limit of the big-stack thread compiled code runs on (each nested Relay
+#: call is one Python frame of generated code, plus the kernels' own); a run raises it to
+#: ``max_depth + FRAME_SLACK``.
 RECURSION_LIMIT = 1_000_000
 
 
@@ -74,7 +81,8 @@ class Stats:
 class Executable:
     """A compiled program (see the module docstring). ``entry`` names the function run by
     ``exe(...)``; ``plan`` summarises kernels, fused groups and buffers; ``stats`` has the
-    last call's measurements; ``source`` is the generated Python."""
+    last call's measurements; ``source`` is the generated Python; ``max_depth`` bounds the
+    nesting of calls (``rr.compile(max_depth=)``)."""
 
     def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
                  entry: str, plan: Plan, *, deep: bool,
@@ -93,6 +101,9 @@ class Executable:
         #: A call writing preallocated buffers must not overlap another (threads).
         self._lock = threading.Lock() if memory is not None and memory.buffers else None
         self._deep = deep
+        self.max_depth = generated.max_depth
+        self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
+        self._depth = generated.namespace.get("_DEPTH")  # counted code's depth, per thread
         func = module.functions[entry]
         self._func = func
         self._fn: Callable[..., Any] = generated.namespace[generated.globals[entry]]
@@ -179,7 +190,7 @@ class Executable:
         start = time.perf_counter()
         if self._deep:
             result = run_deep(lambda: self._job(fn, values), name="relay-exe",
-                              recursion_limit=RECURSION_LIMIT)
+                              recursion_limit=self._recursion_limit)
         else:
             result = self._job(fn, values)
         stats = self.stats
@@ -188,6 +199,10 @@ class Executable:
         return result
 
     def _job(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+        depth = self._depth
+        outer = 0
+        if depth is not None:
+            outer, depth.d = depth.d, 0
         try:
             result = _quietly(fn, values if self.device is None else
                               self.device.arguments(values))
@@ -196,6 +211,8 @@ class Executable:
         except Exception as err:  # noqa: BLE001 - located below, never leaked
             raise runtime_failure(err, self) from None
         finally:
+            if depth is not None:
+                depth.d = outer
             for value in values:  # refs and ADTs passed in were converted in place
                 if type(value) is not np.ndarray and not isinstance(value, np.generic):
                     self.converter.to_relay(value)

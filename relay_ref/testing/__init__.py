@@ -11,6 +11,9 @@ Names are imported on first use, so importing a submodule stays cheap.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from types import ModuleType
 from typing import Any
 
 __all__ = ["PassCheckError", "arguments", "check_pass", "programs", "values_equal"]
@@ -18,11 +21,24 @@ __all__ = ["PassCheckError", "arguments", "check_pass", "programs", "values_equa
 
 def __getattr__(name: str) -> Any:
     if name in ("check_pass", "PassCheckError", "values_equal"):
-        from relay_ref.testing import check
-
-        return getattr(check, name)
+        return getattr(importlib.import_module("relay_ref.testing.check"), name)
     if name in ("programs", "arguments"):
-        from relay_ref.testing import programs as _programs
-
-        return getattr(_programs, name)
+        return getattr(importlib.import_module("relay_ref.testing.programs"), name)
     raise AttributeError(f"module 'relay_ref.testing' has no attribute {name!r}")
+
+
+class _Package(ModuleType):
+    """This package, whose public name ``programs`` is the generator function although a
+    submodule has that name too: when the import system binds the submodule
+    ``relay_ref.testing.programs`` as an attribute of the package (after any ``from
+    relay_ref.testing.programs import ...``), the function is bound instead. So
+    ``relay_ref.testing.programs`` is always the function, and the module is reached
+    through ``from relay_ref.testing.programs import ...`` (``sys.modules``)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "programs" and isinstance(value, ModuleType):
+            value = value.programs
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -33,6 +33,7 @@ bindings), never binders. Hypothesis shrinks towards the first alternative of ea
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 import random
 import typing
@@ -794,6 +795,13 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
     functions = dict(gen.globals)
     functions["main"] = main
     return IRModule(functions, {td.name: td for td in gen.adts.values()})
+
+
+# st.composite writes the return type as SearchStrategy['IRModule'], a name its own module
+# does not know: the resolved type, so that signature readers (pdoc, help()) need no lookup
+programs.__signature__ = inspect.signature(programs).replace(  # type: ignore[attr-defined]
+    return_annotation=st.SearchStrategy[IRModule])
+programs.__annotations__["return"] = st.SearchStrategy[IRModule]
 
 
 def arguments(param_types: typing.Sequence[Type], edge: bool = False

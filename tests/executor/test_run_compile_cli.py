@@ -144,7 +144,6 @@ def test_plan_and_profile(files, capsys):
 
 @pytest.mark.parametrize(("flags", "says"), [
     (["--compile", "--trace"], "--trace lists the interpreter's evaluation rules"),
-    (["--compile", "--max-depth", "10"], "--max-depth bounds the interpreter's call nesting"),
     (["--plan"], "--plan describes a compiled program: add --compile"),
     (["--profile"], "--profile describes a compiled program: add --compile"),
 ])
@@ -180,3 +179,18 @@ def test_match_failure_located_without_traceback(tmp_path):
     assert "@main -> @hd" in out.stderr
     usage = relay_run("--compile", "--trace", str(prog), "Nil")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_max_depth_bounds_compiled_recursion_as_it_bounds_the_interpreter(tmp_path) -> None:
+    prog = tmp_path / "forever.relay"
+    prog.write_text("def @forever(%n: int32) -> int32 { @forever(%n + 1) }\n"
+                    "def @main() { @forever(0) }\n")
+    outs = []
+    for extra in ([], ["--compile"]):
+        done = subprocess.run([sys.executable, "-m", "relay_ref", "run", str(prog),
+                               "--max-depth", "50", *extra], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 1 and "recursion deeper than 50" in done.stderr, done.stderr
+        assert "[Stuck-Depth]" in done.stderr
+        outs.append(done.stderr.splitlines()[0])
+    assert outs[0] == outs[1]

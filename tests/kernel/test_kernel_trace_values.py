@@ -66,5 +66,6 @@ def test_trace_of_a_stuck_expression_then_the_error() -> None:
             run_command(ctx, *split_command(f":trace {option}{code}"))
         (trace,) = out.bundles  # the trace, shown before the error
         assert trace["text/plain"].splitlines()[-len(lines):] == lines
-    with pytest.raises(CommandError, match=r"unknown option --value \(:trace \[--values\]"):
+    with pytest.raises(CommandError, match=r"unknown option --value; did you mean --values\? "
+                                           r"\(:trace \[--values\]"):
         run_command(ctx, *split_command(":trace --value 1"))

@@ -293,15 +293,23 @@ def _pass_names(passes: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 def _run_passes(mod: IRModule, names: tuple[str, ...]) -> IRModule:
+    """``mod`` after the passes ``names`` in order, type-checked after each that changed it.
+
+    A pass whose input is the very module it returned earlier in this pipeline is not run
+    again (the default pipeline's second FoldConstant after a FoldScaleAxis that folded
+    nothing): the pipeline's passes are idempotent, each rewriting to its own fixpoint."""
     from relay_ref.passes import get_pass
     from relay_ref.typecheck.infer import infer_types
 
+    outputs: dict[str, IRModule] = {}  # pass name -> the module it last returned
     for name in names:
+        if outputs.get(name) is mod:
+            continue
         try:
             out = get_pass(name)(mod)
-            if out is mod:  # unchanged (and checked): no second type check
-                continue
-            mod = infer_types(out)
+            if out is not mod:  # changed: checked again (unchanged, it is checked)
+                mod = infer_types(out)
+            outputs[name] = mod
         except RelayTypeError as err:
             head = Diagnostic(ERROR, f"internal error: the output of pass {name} does not "
                               "type-check; this is a bug in relay_ref")

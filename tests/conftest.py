@@ -180,3 +180,31 @@ def pytest_collect_file(parent, file_path: Path):
     if file_path.suffix == ".relay" and PROGRAMS in file_path.parents:
         return GoldenFile.from_parent(parent, path=file_path)
     return None
+
+
+@pytest.fixture
+def broken_pass():
+    """The name of a registered pass that swaps the operands of ``subtract`` (wrong on
+    purpose, for the tests of ``check_pass`` and ``relay opt --check``); unregistered after
+    the test."""
+    from relay_ref.ir.expr import Call, Op
+    from relay_ref.passes import Pass, register_pass
+    from relay_ref.passes.base import _PASSES
+    from relay_ref.passes.rewrite import map_functions, rewrite
+
+    @register_pass
+    class SwapSubtract(Pass):
+        """Swaps the operands of subtract (wrong on purpose)."""
+
+        name = "TestSwapSubtract"
+        opt_level = 0
+
+        def __call__(self, mod):
+            def rule(node):
+                if isinstance(node, Call) and node.op == Op("subtract"):
+                    return Call(node.op, node.args[::-1], node.attrs)
+                return None
+            return map_functions(mod, lambda _, f: rewrite(f, rule))
+
+    yield SwapSubtract.name
+    _PASSES.pop(SwapSubtract.name, None)

@@ -5,12 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 import relay_ref as rr
 from relay_ref.cli import main
-from relay_ref.passes import Pass, register_pass
-from relay_ref.passes.base import _PASSES
 
 PROGRAM = """def @main(%x: Tensor[(2), float32]) {
   %0 = add(1f, 2f);
@@ -73,29 +69,6 @@ def test_check_reports_each_pass(capsys):
     assert main(["opt", "--passes", "FoldConstant,DeadCodeElimination", "--check", "5"]) == 0
     out = capsys.readouterr().out
     assert "FoldConstant" in out and "DeadCodeElimination" in out and "ok" in out
-
-
-@pytest.fixture
-def broken_pass():
-    @register_pass
-    class SwapSubtract(Pass):
-        """Swaps the operands of subtract (wrong on purpose)."""
-
-        name = "TestSwapSubtract"
-        opt_level = 0
-
-        def __call__(self, mod):
-            from relay_ref.ir.expr import Call, Op
-            from relay_ref.passes.rewrite import map_functions, rewrite
-
-            def rule(node):
-                if isinstance(node, Call) and node.op == Op("subtract"):
-                    return Call(node.op, node.args[::-1], node.attrs)
-                return None
-            return map_functions(mod, lambda _, f: rewrite(f, rule))
-
-    yield SwapSubtract.name
-    _PASSES.pop(SwapSubtract.name, None)
 
 
 def test_check_fails_with_the_counterexample(broken_pass, capsys):

@@ -171,6 +171,10 @@ def test_compile_work_doubles_at_most_when_the_program_doubles(shape: str) -> No
     # generation (was quadratic in the depth of nested tuples)
     gen = COMPILE_SHAPES[shape]
     rr.compile(rr.parse(gen(20)))  # kernels compiled and cached: not counted below
-    small, large = (step_count(lambda m=rr.infer_types(rr.parse(gen(n))): rr.compile(m))
-                    for n in (150, 300))
+
+    def compile_cost(n: int) -> int:
+        mod = rr.infer_types(rr.parse(gen(n)))
+        return step_count(lambda: rr.compile(mod))
+
+    small, large = compile_cost(150), compile_cost(300)
     assert large <= 2.1 * small + 2000, (shape, small, large)

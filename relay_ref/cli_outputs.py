@@ -18,7 +18,9 @@ Invariants of ``Outputs``:
   under us) puts back the targets already replaced, from hard-link backups, when there is
   more than one output.
 * A target that is a symlink is written through: the link stays, its target gets the bytes.
-  A target that is a folder is refused before anything is written.
+  A target that is a folder is refused before anything is written. A target that exists
+  and is not a regular file (a FIFO, a device such as ``/dev/null``, a terminal) is never
+  replaced: its bytes are written into it, after the renames.
 * A replaced file keeps its permission bits, and its owner and group where the process may
   change them (as ``cp -p``); when it may not, a warning says what changed. A new file gets
   the bits a newly created file gets (``0o666`` less the umask).
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -86,11 +89,14 @@ def write_error(err: OSError) -> str:
 @dataclass(frozen=True, slots=True)
 class _Staged:
     """An output written to ``tmp``, to be renamed over ``target`` (symlinks resolved);
-    ``shown`` is the path as the user wrote it."""
+    ``shown`` is the path as the user wrote it. ``special``: the target exists and is not a
+    regular file (a FIFO, ``/dev/null``, a terminal): its bytes are written into it, never
+    renamed over it."""
 
     shown: str
     target: str
     tmp: str
+    special: bool = False
 
 
 class Outputs:
@@ -135,19 +141,21 @@ class Outputs:
             target = os.path.realpath(shown)
             if os.path.isdir(target) or shown.endswith(os.sep):
                 raise IsADirectoryError(21, os.strerror(21), shown)
+            special = os.path.exists(target) and not os.path.isfile(target)
             fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                       dir=os.path.dirname(target))
+                                       dir=None if special else os.path.dirname(target))
         except OSError as err:
             self.discard()
             raise OSError(err.errno, err.strerror, shown) from None
         earlier = self._staged.pop(target, None)
         if earlier is not None:
             _remove(earlier.tmp)
-        self._staged[target] = _Staged(shown, target, tmp)
+        self._staged[target] = _Staged(shown, target, tmp, special)
         try:
             with os.fdopen(fd, "wb") as out:
                 write(out)
-            self._keep_metadata(shown, target, tmp)
+            if not special:
+                self._keep_metadata(shown, target, tmp)
         except OSError as err:
             self.discard()
             raise OSError(err.errno, err.strerror, shown) from None
@@ -171,10 +179,17 @@ class Outputs:
         try:
             for i, item in enumerate(staged):
                 # the last rename needs no undo: nothing is renamed after it
+                if item.special:  # written through, after every rename (nothing to undo)
+                    continue
                 how = _Undo.of(item.target) if i < len(staged) - 1 else _Undo(False, None)
                 undo.append((item.target, how))
                 os.replace(item.tmp, item.target)
                 renamed += 1
+            for item in staged:
+                if item.special:
+                    with open(item.tmp, "rb") as src, open(item.target, "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    _remove(item.tmp)
         except BaseException as err:
             for target, how in reversed(undo[:renamed]):
                 how.apply(target)

@@ -137,8 +137,10 @@ def run_file(args: argparse.Namespace) -> int:
             hint = repl.did_you_mean(args.entry, own or list(mod.functions), sigil="@")
             return _usage(f"{args.file}: no function @{args.entry} to run{hint}")
         if args.output and not repl.returns_tensor(mod, args.entry):
-            ret = mod.global_types[args.entry].ret_type
-            return _usage(f"--output: @{args.entry} returns {_deep(repl.type_text, ret)}, "
+            ret = _deep(repl.type_text, mod.global_types[args.entry].ret_type)
+            if len(ret) > 120:  # a deep type: its start says enough
+                ret = ret[:117] + "..."
+            return _usage(f"--output: @{args.entry} returns {ret}, "
                           f"not a tensor: only a tensor can be saved to {args.output}")
         if weights:
             # the weights become constants; the parameters left are the arguments

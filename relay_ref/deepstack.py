@@ -46,8 +46,14 @@ def in_deep_worker() -> bool:
     return getattr(_local, "deep", False)
 
 
+#: The highest recursion limit CPython takes (a C int); a higher request (a ``max_depth``
+#: of 10^12) means "no bound below this".
+_MAX_LIMIT = 2**31 - 1
+
+
 def _enter(limit: int) -> None:
     global _workers, _saved_limit
+    limit = min(limit, _MAX_LIMIT)
     if _workers == 0:
         _saved_limit = sys.getrecursionlimit()
     if sys.getrecursionlimit() < limit:

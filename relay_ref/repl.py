@@ -38,6 +38,7 @@ caches of the layers below (the prelude, the op registry).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -550,6 +551,18 @@ def pass_info() -> list[tuple[str, int, str]]:
     return out
 
 
+#: The most tensor elements ``check_named_pass`` draws for one parameter of a given program.
+MAX_DRAWN_ELEMENTS = 10_000_000
+
+
+def _elements(ty: Any) -> int:
+    """The tensor elements a value of type ``ty`` holds (tensors, tuples of them)."""
+    from relay_ref.ir.types import TensorType, subterms
+
+    return sum(math.prod(t.shape) for t in subterms(ty)
+               if type(t) is TensorType and all(type(d) is int for d in t.shape))
+
+
 def check_named_pass(name: str, examples: int, program: IRModule | None = None
                      ) -> str | None:
     """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` with
@@ -580,6 +593,12 @@ def check_named_pass(name: str, examples: int, program: IRModule | None = None
                 raise RelayError(f"no arguments can be drawn for @main's parameter "
                                  f"%{param.name_hint}: {astext(ty)} (only for tensors of "
                                  "static shape and tuples of them)", param.span) from None
+            size = _elements(ty)
+            if size > MAX_DRAWN_ELEMENTS:
+                raise RelayError(f"@main's parameter %{param.name_hint}: {astext(ty)} has "
+                                 f"{size:,} elements, too many to draw arguments for (at most "
+                                 f"{MAX_DRAWN_ELEMENTS:,}): check the pass on a smaller "
+                                 "shape", param.span)
         programs = [checked]
     try:
         check_pass(get_pass(name), programs=programs, examples=examples)
@@ -661,6 +680,7 @@ def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
     from relay_ref.typecheck.infer import infer_types
 
     if entry not in mod.functions:
-        raise RelayError(f"{label}: the module has no function @{entry}")
+        raise RelayError(f"{label}: the module has no function @{entry}"
+                         + did_you_mean(entry, mod.functions, sigil="@"))
     return bind(infer_types(mod), entry, dict(params), label=label)
 

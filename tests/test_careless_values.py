@@ -114,7 +114,18 @@ def test_entry_may_be_written_with_or_without_the_at_sign(entry: str) -> None:
 
 def test_an_unknown_entry_is_still_an_error_with_either_spelling() -> None:
     for entry in ("mian", "@mian"):
-        with pytest.raises(rr.RelayError, match="no function @mian"):
+        with pytest.raises(rr.RelayError, match="no function @mian; did you mean @main"):
             rr.evaluate(ENTRY, np.float32(2), entry=entry)
-        with pytest.raises(rr.RelayError, match="no function @mian"):
+        with pytest.raises(rr.RelayError, match="no function @mian; did you mean @main"):
             rr.compile(ENTRY, entry=entry)
+    with pytest.raises(rr.RelayError, match="no function @helpr; did you mean @helper"):
+        rr.compile(ENTRY, {"x": np.float32(1)}, entry="helpr")
+
+
+@pytest.mark.parametrize("depth", [1000, 4000])
+def test_compiled_deep_tuple_arguments_equal_the_interpreter(depth: int) -> None:
+    mod = rr.parse(f"def @main(%x: {_nested(depth, 'float32', 1)}) {{ %x }}")
+    value: object = np.float32(3)
+    for _ in range(depth):
+        value = (value,)
+    assert values_equal(rr.compile(mod)(value), rr.evaluate(mod, value))

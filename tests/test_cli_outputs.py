@@ -23,6 +23,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -353,3 +354,25 @@ def test_entry_with_an_at_sign_and_a_near_miss(tmp_path: Path) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "3f", done.stderr
     done = relay("run", str(prog), "--entry", "twise", "1f")
     assert done.returncode == 2 and "did you mean @twice?" in done.stderr
+
+
+def test_an_output_that_is_not_a_regular_file_is_written_into_never_replaced(
+        tmp_path: Path) -> None:
+    prog = tmp_path / "p.relay"
+    prog.write_text("def @main() { ones(shape=[2]) }\n")
+    done = relay("run", prog, "-o", os.devnull)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)  # still the device
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    done = relay("run", prog, "-o", fifo)
+    reader.join(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    saved = tmp_path / "saved.npy"
+    saved.write_bytes(got[0])
+    np.testing.assert_array_equal(np.load(saved), np.ones(2, "float32"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.relay", "pipe", "saved.npy"]

@@ -95,7 +95,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     depth = MAX_DEPTH if max_depth is None else max_depth
     entry = entry.removeprefix("@")  # "@main" and "main" name the same global
     if entry not in mod.functions:
-        raise RelayError(f"compile: the module has no function @{entry}")
+        from relay_ref.suggest import did_you_mean
+
+        raise RelayError(f"compile: the module has no function @{entry}"
+                         + did_you_mean(entry, mod.functions, sigil="@"))
     device = None
     if target == "cuda":
         from relay_ref.executor import cuda_plan

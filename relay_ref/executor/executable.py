@@ -168,8 +168,14 @@ class Executable:
                 # array arithmetic costs ~10x more per operation
                 values.append(arg[()] if not fast[0] else arg)
                 continue
+            def convert(arg: Any = arg, ty: Any = self._param_types[i]) -> Any:
+                return convert_argument(arg, ty, self.host_module)
+
             try:
-                value = convert_argument(arg, self._param_types[i], self.host_module)
+                try:
+                    value = convert()
+                except RecursionError:  # a deeply nested value: again on a big stack
+                    value = run_deep(convert, name="relay-args")
             except ArgumentError as err:
                 p = params[i]
                 raise RelayRuntimeError(f"argument %{p.name_hint} of @{entry}: {err.message}",

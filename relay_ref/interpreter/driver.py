@@ -189,7 +189,10 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
         source_name = program.source_name
         func = program.functions.get(entry)
         if func is None:
-            raise RelayRuntimeError(f"the module has no function @{entry}")
+            from relay_ref.suggest import did_you_mean
+
+            raise RelayRuntimeError(f"the module has no function @{entry}"
+                                    + did_you_mean(entry, program.functions, sigil="@"))
         if len(args) != len(func.params):
             raise RelayRuntimeError(f"@{entry} takes {len(func.params)} argument(s), "
                                     f"{len(args)} given", func.span)

@@ -297,8 +297,9 @@ def expand_gradients_expr(expr: Expr, module: IRModule | None) -> tuple[Expr, IR
         names = ", ".join(f"%{v.name_hint}" for v in free)
         notes = tuple(Note(f"%{v.name_hint} is free here", v.span) for v in free if v.span)
         raise RelayError([Diagnostic(
-            ERROR, f"gradient(...) in an expression with free variables ({names}): bind them "
-            "in a module function, or call rr.gradient [AD-Grad-Op]",
+            ERROR, f"gradient(...) in an expression with free variables ({names}): make them "
+            "parameters of a module function and differentiate that (gradient(@f)) "
+            "[AD-Grad-Op]",
             getattr(call, "span", None), notes[:3])])
     name = fresh_name(set(base.functions), "gradient_expr")
     mod = replace(base, functions={**base.functions, name: Function((), expr)},

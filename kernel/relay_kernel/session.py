@@ -32,17 +32,21 @@ The rules (also shown by ``:help`` and written down in ``docs/kernel.md``):
    bindings and expression and in the session's definitions, with the same refusals (an
    operator without a gradient rule ...), which change nothing, as type errors. The
    definitions are kept as written (``:fmt`` shows them so); the globals and ADTs an
-   expansion makes (``@f_grad``, ``@f_rev`` ...) are not names a cell can use, but those a
-   kept binding's value calls are kept with it (``let %g = gradient(@f);`` works in later
-   cells, computing the gradient of ``@f`` as it was then). A cell that defines a name one
-   of them uses, or has, drops it, and the bindings calling it are forgotten (rule 2).
+   expansion makes (``@f_grad``, ``@f_rev`` ...) are not names a cell can use, but those the
+   session's values call after a cell are kept with them -- a binding's (``let %g =
+   gradient(@f);`` works in later cells, computing the gradient of ``@f`` as it was then)
+   or a closure a cell writes into a session ref -- and only while some value calls them.
+   A cell that defines a name one of them uses, or has, drops it, and the bindings calling
+   it are forgotten (rule 2).
 
 Invariants of ``Session``: ``module`` is always type-checked (``infer_types`` succeeded on
 it); ``scope`` maps each bound name to its ``Var``, and every such ``Var`` has an entry in
 ``env`` (its value) and ``var_types`` (its type); ``user_globals``/``user_types`` list the
 names defined by cells (not pulled in from the prelude), in definition order; ``generated``
 holds only globals and ADTs made by gradient expansions (rule 8), none named as one of
-``module``'s, with their recorded types; the globals they call are among them.
+``module``'s, with their recorded types; the globals they call are among them, and after
+a cell they are exactly those the values of ``scope``'s bindings reach (what their closures
+call, through references and one another).
 """
 
 from __future__ import annotations
@@ -262,47 +266,55 @@ class Session:
                                  functions={**run_module.functions, **checked.functions})
             out.executable, free = compile_expr(program.expr, to_compile, var_types)
         t_compiled = time.perf_counter()
-        out.notes.extend(self._commit_module(checked, source_name, out))
-        if stale:
-            out.notes.append(self._forget(stale, source_name))
-        if dropped:  # and what only the forgotten bindings called
-            self._collect_generated(_without(self.generated, dropped))
-        for (var, _expr), ty, let in zip(program.bindings, binding_types,
-                                         expanded[:len(lets)], strict=True):
-            # As `let %x = e; %x`, so a recursive function (`let %f = fn ... { %f(...) }`)
-            # gets its recursive closure (E-App-Rec), exactly as inside an expression.
-            value = self._evaluate(let, run_module)
-            if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
-                continue
-            self._keep_generated(value, run_module, checked)
-            self.env[var] = value
-            self.var_types[var] = ty
-            if var in aliases:
-                self.op_aliases[var] = aliases[var]
-            else:
-                self.op_aliases.pop(var, None)
-            self.scope.pop(var.name_hint, None)
-            self.scope[var.name_hint] = var
-            self.forgotten.pop(var.name_hint, None)
-            out.bound.append(var.name_hint)
-        if compiled:
-            out.arguments = tuple(self.env[var] for var in free)
-            t_bound = time.perf_counter()
-            out.has_value, out.value, out.type = True, out.executable(*out.arguments), \
-                expr_type
+        # Rule 8: whatever the cell does from here on (its bindings, a statement or its
+        # expression writing a closure into a session ref, a run-time failure half way),
+        # the generated globals that the session's values reach afterwards are kept, and
+        # only those (`_collect_generated`).
+        try:
+            out.notes.extend(self._commit_module(checked, source_name, out))
+            if stale:
+                out.notes.append(self._forget(stale, source_name))
+            for (var, _expr), ty, let in zip(program.bindings, binding_types,
+                                             expanded[:len(lets)], strict=True):
+                # As `let %x = e; %x`, so a recursive function (`let %f = fn ... { %f(...) }`)
+                # gets its recursive closure (E-App-Rec), exactly as inside an expression.
+                value = self._evaluate(let, run_module)
+                if var.name_hint == "_":  # `e;` evaluated for its effect, not kept
+                    continue
+                self.env[var] = value
+                self.var_types[var] = ty
+                if var in aliases:
+                    self.op_aliases[var] = aliases[var]
+                else:
+                    self.op_aliases.pop(var, None)
+                old = self.scope.pop(var.name_hint, None)
+                if old is not None and old is not var:  # shadowed: nothing can reach it
+                    self.env.pop(old, None)
+                    self.var_types.pop(old, None)
+                    self.op_aliases.pop(old, None)
+                self.scope[var.name_hint] = var
+                self.forgotten.pop(var.name_hint, None)
+                out.bound.append(var.name_hint)
+            if compiled:
+                out.arguments = tuple(self.env[var] for var in free)
+                t_bound = time.perf_counter()
+                out.has_value, out.value, out.type = True, out.executable(*out.arguments), \
+                    expr_type
+                t3 = time.perf_counter()
+                # "eval": the bindings (by the interpreter); "call": the first compiled call
+                out.timings = {"parse": t1 - t0, "check": t2 - t1, "compile": t_compiled - t2,
+                               "eval": t_bound - t_compiled, "call": t3 - t_bound}
+                return out
+            if program.expr is not None:
+                result = self._evaluate(expanded[-1], run_module, trace=trace)
+                if trace:
+                    result, out.trace = _split_trace(result)
+                out.has_value, out.value, out.type = True, result, expr_type
             t3 = time.perf_counter()
-            # "eval": the bindings (by the interpreter); "call": the first compiled call
-            out.timings = {"parse": t1 - t0, "check": t2 - t1, "compile": t_compiled - t2,
-                           "eval": t_bound - t_compiled, "call": t3 - t_bound}
+            out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t_compiled}
             return out
-        if program.expr is not None:
-            result = self._evaluate(expanded[-1], run_module, trace=trace)
-            if trace:
-                result, out.trace = _split_trace(result)
-            out.has_value, out.value, out.type = True, result, expr_type
-        t3 = time.perf_counter()
-        out.timings = {"parse": t1 - t0, "check": t2 - t1, "eval": t3 - t_compiled}
-        return out
+        finally:
+            self._collect_generated(run_module, checked)
 
     def _with_op_aliases(self, program: Any) -> tuple[Any, dict[Any, str]]:
         """The program with every use of an operator alias (a binding ``let %f = add;`` of
@@ -393,36 +405,35 @@ class Session:
                 return dropped
             dropped |= more
 
-    def _keep_generated(self, value: Any, run_module: IRModule, checked: IRModule) -> None:
-        """Keep the generated globals and ADTs of ``run_module`` (those ``checked`` lacks)
-        that ``value``, a binding's, calls or uses, with those they use in turn."""
+    def _collect_generated(self, run_module: IRModule, checked: IRModule) -> None:
+        """After a cell ran in ``run_module`` (``checked`` plus the generated globals and
+        ADTs, the kept ones and the cell's own): make ``self.generated`` those of them that
+        the session's values -- bindings, with what their references hold now -- call or
+        use, directly or through one another (a mark from the values; the definitions are
+        kept as written and name none of them). So a closure written into a session ref
+        keeps what it calls, and rebinding a gradient drops what only the old value used."""
         from dataclasses import replace
 
-        made = (run_module.functions.keys() - checked.functions.keys()) \
+        among = (run_module.functions.keys() - checked.functions.keys()) \
             | (run_module.type_definitions.keys() - checked.type_definitions.keys())
-        if not made:
+        if not among:
+            if self.generated.functions or self.generated.type_definitions:
+                self.generated = IRModule(source_name=self.generated.source_name)
             return
-        keep = _reached(_value_mentions(value), run_module, made)
-        gen = self.generated
-        if keep <= gen.functions.keys() | gen.type_definitions.keys():
-            return
-        fns = {n: run_module.functions[n] for n in keep if n in run_module.functions}
-        self.generated = replace(
-            gen, functions={**gen.functions, **fns},
-            type_definitions={**gen.type_definitions,
-                              **{n: run_module.type_definitions[n] for n in keep
-                                 if n in run_module.type_definitions}},
-            global_types={**gen.global_types,
-                          **{n: run_module.global_types[n] for n in fns
-                             if n in run_module.global_types}})
-
-    def _collect_generated(self, gen: IRModule) -> None:
-        """Make ``self.generated`` the part of ``gen`` that the session's values reach."""
-        names = gen.functions.keys() | gen.type_definitions.keys()
         used: set[str] = set()
-        for value in self.env.values():
-            used |= _value_mentions(value) & names
-        self.generated = _without(gen, names - _reached(used, gen, names))
+        for var in self.scope.values():
+            used |= _value_mentions(self.env.get(var)) & among
+        keep = _reached(used, run_module, among)
+        gen = self.generated
+        if keep == gen.functions.keys() | gen.type_definitions.keys():
+            return
+        self.generated = replace(
+            gen, functions={n: run_module.functions[n] for n in keep
+                            if n in run_module.functions},
+            type_definitions={n: run_module.type_definitions[n] for n in keep
+                              if n in run_module.type_definitions},
+            global_types={n: run_module.global_types[n] for n in keep
+                          if n in run_module.global_types})
 
     # -- rules for definitions that meet the session's state ------------------------------
     def _reject_bindings_in_defs(self, program: Any, code: str, source_name: str) -> None:
@@ -748,12 +759,11 @@ def _walk(root: Any):
                 stack.append(getattr(obj, f.name, None))
 
 
-def _value_calls(value: Any, names: set[str]) -> bool:
-    """Whether ``value`` holds a function (closure) whose code mentions a global in
-    ``names``; walks ADT fields, tuples, references and captured environments."""
+def _value_parts(value: Any):
+    """The closures (``Closure``) in ``value`` and the names of the ADTs its constructor
+    values are of, walking tuples, ADT fields, references (what they hold now) and captured
+    environments, each once; iterative, so deep values are fine."""
     import numpy as np
-
-    from relay_ref.repl import GlobalVar
 
     seen: set[int] = set()
     stack = [value]
@@ -767,18 +777,26 @@ def _value_calls(value: Any, names: set[str]) -> bool:
             continue
         kind = type(v).__name__
         if kind == "ConstructorValue":
+            yield v.constructor.belong_to.name
             stack.extend(v.fields)
         elif kind == "RefValue":
             stack.append(v.value)
         elif kind == "RecClosure":
             stack.append(v.closure)
         elif kind == "Closure":
-            if v.global_name in names or any(
-                    isinstance(node, GlobalVar) and node.name in names
-                    for node in _walk(v.func)):
-                return True
+            yield v
             stack.extend(v.env.values())
-    return False
+
+
+def _value_calls(value: Any, names: set[str]) -> bool:
+    """Whether ``value`` holds a function (closure) whose code mentions a global in
+    ``names`` (see ``_value_parts``)."""
+    from relay_ref.repl import GlobalVar
+
+    return any(not isinstance(part, str) and (
+        part.global_name in names
+        or any(isinstance(node, GlobalVar) and node.name in names for node in _walk(part.func)))
+        for part in _value_parts(value))
 
 
 def _refuse_gradients(checked: IRModule, exprs: list[Any], var_types: dict[Any, Any]
@@ -807,34 +825,16 @@ def _mentioned(node: Any) -> set[str]:
 
 def _value_mentions(value: Any) -> set[str]:
     """The names of the globals, types and constructors that ``value`` may call or holds
-    values of: its closures' code (``_mentioned``) and global names, its ADT values' types;
-    walks tuples, ADT fields, references, captured environments (iteratively)."""
-    import numpy as np
-
+    values of: its closures' code (``_mentioned``) and global names, its ADT values' types
+    (see ``_value_parts``)."""
     names: set[str] = set()
-    seen: set[int] = set()
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if v is None or isinstance(v, np.ndarray) or id(v) in seen:
+    for part in _value_parts(value):
+        if isinstance(part, str):
+            names.add(part)
             continue
-        seen.add(id(v))
-        if isinstance(v, (tuple, list)):
-            stack.extend(v)
-            continue
-        kind = type(v).__name__
-        if kind == "ConstructorValue":
-            names.add(v.constructor.belong_to.name)
-            stack.extend(v.fields)
-        elif kind == "RefValue":
-            stack.append(v.value)
-        elif kind == "RecClosure":
-            stack.append(v.closure)
-        elif kind == "Closure":
-            if v.global_name is not None:
-                names.add(v.global_name)
-            names |= _mentioned(v.func)
-            stack.extend(v.env.values())
+        if part.global_name is not None:
+            names.add(part.global_name)
+        names |= _mentioned(part.func)
     return names
 
 

@@ -207,3 +207,63 @@ def test_expand_gradient_calls_in_process():
     assert [v.name_hint for v in free_vars(expr)] == ["y"]
     value = evaluate_checked(expr, out, {y: rr.evaluate(rr.parse_expr("2f"))})
     assert value_text(value) == "((6f, (2f,)), (4f, (4f,)))"
+
+
+def test_a_gradient_closure_written_into_a_session_ref_keeps_its_helpers(k):
+    """A closure calling what an expansion made survives the cell through a session ref
+    (written by the trailing expression, or by an `e;` statement): what it calls is kept."""
+    sq = "def @sq(%x: float32) { %x * %x }"
+    grad_y = "fn (%y: float32) -> float32 { gradient(@sq)(%y).0 }"
+    run_ok(k, ":reset")
+    run_ok(k, sq)
+    run_ok(k, "let %r = ref(fn (%x: float32) -> float32 { %x });")
+    run_ok(k, f"ref_write(%r, {grad_y})")  # the trailing expression
+    want = as_file(sq, f"let %r = ref(fn (%x: float32) -> float32 {{ %x }}); "
+                       f"ref_write(%r, {grad_y}); ref_read(%r)(3f)")
+    assert one_line(run_ok(k, "ref_read(%r)(3f)").value) == want == "9f"
+    run_ok(k, "1f")  # a later cell that makes no helpers keeps them too
+    assert one_line(run_ok(k, "ref_read(%r)(3f)").value) == want
+
+    cube = "def @cube(%x: float32) { %x * %x * %x }"
+    ty = "(float32, (float32,))"
+    start = f"let %r = ref(fn (%x: float32) -> {ty} {{ (%x, (%x,)) }});"
+    run_ok(k, ":reset")
+    run_ok(k, cube)
+    run_ok(k, start)
+    run_ok(k, "ref_write(%r, gradient(@cube));")  # an `e;` statement
+    want = as_file(cube, f"{start} ref_write(%r, gradient(@cube)); ref_read(%r)(2f)")
+    assert one_line(run_ok(k, "ref_read(%r)(2f)").value) == want == "(8f, (12f,))"
+    # a ref inside a binding's value, written in the same cell as the binding
+    run_ok(k, f"let %p = (ref(fn (%x: float32) -> {ty} {{ (%x, (%x,)) }}), 1);\n"
+              "ref_write(%p.0, gradient(@cube));")
+    assert one_line(run_ok(k, "ref_read(%p.0)(2f)").value) == want
+
+
+def test_rebinding_a_gradient_does_not_pile_up_helpers(k):
+    """Rebinding `let %g = gradient(@sq);` drops what only the old value called: the kept
+    helpers stay those the live values call (the kernel, and a Session in process)."""
+    from relay_kernel.session import Session
+
+    sq = "def @sq(%x: float32) { %x * %x }"
+    want = as_file(sq, "gradient(@sq)(3f)")
+    run_ok(k, ":reset")
+    run_ok(k, sq)
+    for _ in range(30):
+        run_ok(k, "let %g = gradient(@sq);")
+    assert one_line(run_ok(k, "%g(3f)").value) == want
+    who = run_ok(k, ":who").value
+    assert who.count("%g") == 1
+
+    session = Session()
+    session.run(sq, "In[1]")
+    sizes = []
+    for n in range(30):
+        session.run("let %g = gradient(@sq);", f"In[{n + 2}]")
+        gen = session.generated
+        sizes.append(len(gen.functions) + len(gen.type_definitions))
+    assert max(sizes) <= 4, sizes
+    assert len(session.env) == 1  # the shadowed bindings' values are not kept either
+    assert value_text(session.run("%g(3f)", "In[40]").value) == want
+    # a value calling no helper any more (rebound to a plain function): none are kept
+    session.run("let %g = fn (%x: float32) { %x };", "In[41]")
+    assert not session.generated.functions and not session.generated.type_definitions

@@ -35,6 +35,7 @@ import weakref
 from dataclasses import replace
 from typing import Any
 
+from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayError
 from relay_ref.ir.expr import Call, Expr, Function, GlobalVar, Op
 from relay_ref.ir.module import IRModule
@@ -118,6 +119,13 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
     if entry not in mod.functions:
         hint = did_you_mean(entry, mod.functions, sigil="@")
         raise RelayError(f"gradient: the module has no function @{entry}{hint}")
+    # the transformation recurses along the program (a 400-node graph-form chain is 400
+    # nested visits): on a big stack, as the checker and the other passes run
+    return run_deep(lambda: _differentiate(mod, mode, entry), name="relay-ad")
+
+
+def _differentiate(mod: IRModule, mode: str, entry: str) -> IRModule:
+    """``gradient``'s work, on a deep stack: ``@entry`` of ``mod`` differentiated."""
     mod = _checked(expand_gradients(mod))
     ty = mod.global_types[entry]
     assert isinstance(ty, FuncType)
@@ -181,7 +189,7 @@ def expand_gradients(mod: IRModule) -> IRModule:
         if not pending:
             _EXPANDED[original] = mod
             return mod
-        mod = _expand_round(mod, pending)
+        mod = run_deep(lambda m=mod, p=pending: _expand_round(m, p), name="relay-ad")
 
 
 def _reaches(mod: IRModule, name: str, pending: set[str]) -> bool:

@@ -10,9 +10,9 @@ for ``--output``, options that do not combine, an ``--output`` that is the progr
 anything runs).
 
 ``--output`` is written through ``cli_outputs.Outputs``: atomically, keeping an existing
-file's mode, owner and group; a failed write leaves the old file. Types and values are
-printed on a big stack (``repl.run_deep``): a 1000-deep tuple or closure type in the
-"not a tensor" refusal is not an internal error.
+file's mode, owner and group; a failed write leaves the old file. Values are printed on a
+big stack (``repl.run_deep``) and types iteratively: a 1000-deep tuple or closure type in
+the "not a tensor" refusal is not an internal error.
 
 ``--params FILE.npz`` binds the parameters of ``@main`` named by the archive's keys to its
 arrays (the weights ``relay import`` saves; ``cli_weights``) before anything runs, as
@@ -137,7 +137,7 @@ def run_file(args: argparse.Namespace) -> int:
             hint = repl.did_you_mean(args.entry, own or list(mod.functions), sigil="@")
             return _usage(f"{args.file}: no function @{args.entry} to run{hint}")
         if args.output and not repl.returns_tensor(mod, args.entry):
-            ret = _deep(repl.type_text, mod.global_types[args.entry].ret_type)
+            ret = repl.type_text(mod.global_types[args.entry].ret_type)
             if len(ret) > 120:  # a deep type: its start says enough
                 ret = ret[:117] + "..."
             return _usage(f"--output: @{args.entry} returns {ret}, "

@@ -437,3 +437,7 @@ def test_resize_align_corners_with_fractional_output_length_as_reference():
                        initializers={"s": np.array([1, 1, 1.7, 0.6], np.float32)})
     got = relay_run(model, {"x": x})[0]
     _same(got, _reference(model, {"x": x})[0], rtol=1e-6, atol=1e-6)
+    assert got.shape == (1, 1, 6, 2)  # 4 * 1.7 = 6.8 rows, 4 * 0.6 = 2.4 columns
+    # the last row samples input row 5 * 3 / 5.8 (between rows 2 and 3), not the corner row
+    # 3 that onnxruntime's 5 * 3 / 5 gives: 1 + 4 * 15 / 5.8 in the first column, not 13
+    assert got[0, 0, -1, 0] == pytest.approx(1 + 4 * 15 / 5.8, rel=1e-6)

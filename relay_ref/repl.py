@@ -217,73 +217,13 @@ def compile_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None
 def expand_gradient_calls(module: IRModule, exprs: Sequence[Expr] = (),
                           var_types: dict[Var, Type] | None = None
                           ) -> tuple[IRModule, list[Expr]]:
-    """``gradient(f)`` calls expanded by the AD pass (spec/ad.md AD-Grad-Op) as ``relay run``
-    and ``relay check`` expand a file's (``rr.evaluate``, ``rr.optimize(mod,
-    ["ExpandGradient"])``: the same expansion, so the same values and the same refusals):
-    in the functions of ``module`` (type-checked) and in ``exprs``, a cell's bindings and
-    expression checked in ``module`` with their free variables typed by ``var_types``
-    (``check_expr``).
+    """``gradient(f)`` calls expanded by the AD pass as ``relay run`` and ``relay check``
+    expand a file's: in the functions of ``module`` and in ``exprs`` (a cell's bindings and
+    expression, free variables typed by ``var_types``). See
+    ``relay_ref.passes.gradient.expand_gradients_exprs``, which this is."""
+    from relay_ref.passes.gradient import expand_gradients_exprs
 
-    Returns ``(mod, expanded)``. ``mod`` is ``module`` with its gradient calls expanded and
-    the globals and ADTs the expansion made (``@f_grad``, ``@f_rev``, ADT helpers) added,
-    type-checked; ``expanded[i]`` is ``exprs[i]`` without gradient calls, with the same free
-    variables, to be evaluated in ``mod`` (``evaluate_checked``). When nothing calls
-    ``gradient``, ``module`` and the expressions are returned unchanged.
-
-    Each expression with a gradient call is expanded as the body of a fresh global whose
-    parameters are its free variables, annotated with their types (``let %x = %x'; ...``,
-    as ``compile_expr`` builds ``@cell``), so ``gradient(fn (%x: float32) { %x * %y })``
-    may capture a binding ``%y`` as it may capture a parameter in a file; that global is
-    not in ``mod``. Raises what the expansion raises -- a ``RelayError`` located at the
-    gradient call, with a note at what cannot be differentiated (an operator without a
-    gradient rule, a gradient taken inside its own function) -- and ``RelayTypeError`` at a
-    free variable without a known type."""
-    from dataclasses import replace
-
-    from relay_ref.ir.expr import Function
-    from relay_ref.ir.visitor import free_vars
-    from relay_ref.passes.gradient import expand_gradients, has_gradient
-
-    out = list(exprs)
-    todo = [i for i, expr in enumerate(out) if has_gradient(expr)]
-    if not todo and not has_gradient(module):
-        return module, out
-    types = dict(var_types or {})
-    functions = dict(module.functions)
-    wrappers: dict[int, tuple[str, list[Var]]] = {}
-    for i in todo:
-        expr = out[i]
-        free = free_vars(expr)
-        params = []
-        for var in free:
-            ty = types.get(var, var.type_annotation)
-            if ty is None:
-                raise RelayTypeError(f"%{var.name_hint} has no known type, so the gradient "
-                                     "calls of this expression cannot be expanded", var.span)
-            params.append(Var(var.name_hint, ty, var.span))
-        body = expr
-        for var, param in reversed(list(zip(free, params, strict=True))):
-            body = Let(var, param, body, expr.span)
-        name = "cell_gradient"
-        while name in functions:
-            name += "_"
-        functions[name] = Function(tuple(params), body, span=expr.span)
-        wrappers[i] = (name, free)
-    if wrappers:  # the wrappers have no recorded types yet: the expansion checks it all
-        module = replace(module, functions=functions, checked_types={}, global_types={})
-    mod = expand_gradients(module)
-    kept = dict(mod.functions)
-    global_types = dict(mod.global_types)
-    for i, (name, free) in wrappers.items():
-        body = kept.pop(name).body
-        global_types.pop(name, None)
-        for var in free:  # the expansion keeps binders (passes/rewrite.py): peel the lets
-            assert isinstance(body, Let) and body.var is var, "wrapper lets were rewritten"
-            body = body.body
-        out[i] = body
-    if wrappers:
-        mod = replace(mod, functions=kept, global_types=global_types)
-    return mod, out
+    return expand_gradients_exprs(module, exprs, var_types)
 
 
 def _mentions(ty: Type, kind: type) -> bool:

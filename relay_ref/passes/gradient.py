@@ -32,14 +32,15 @@ calls, and the ``ExpandGradient`` pass.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from relay_ref.deepstack import run_deep
-from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayError
-from relay_ref.ir.expr import Call, Expr, Function, GlobalVar, Op
+from relay_ref.diagnostics import ERROR, Diagnostic, Note, RelayError, RelayTypeError
+from relay_ref.ir.expr import Call, Expr, Function, GlobalVar, Let, Op, Var
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import FuncType
+from relay_ref.ir.types import FuncType, Type
 from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.gradient_common import ad_error, fresh_name, located
@@ -47,7 +48,7 @@ from relay_ref.passes.rewrite import rewrite
 from relay_ref.suggest import did_you_mean
 
 __all__ = ["MODES", "ExpandGradient", "drop_unreachable", "expand_gradients",
-           "expand_gradients_expr", "gradient", "has_gradient"]
+           "expand_gradients_expr", "expand_gradients_exprs", "gradient", "has_gradient"]
 
 MODES = ("higher_order", "first_order", "forward")
 
@@ -309,13 +310,64 @@ def expand_gradients_expr(expr: Expr, module: IRModule | None) -> tuple[Expr, IR
             "parameters of a module function and differentiate that (gradient(@f)) "
             "[AD-Grad-Op]",
             getattr(call, "span", None), notes[:3])])
-    name = fresh_name(set(base.functions), "gradient_expr")
-    mod = replace(base, functions={**base.functions, name: Function((), expr)},
-                  checked_types={}, global_types={})
-    mod = expand_gradients(mod)
-    body = mod.functions[name].body
-    functions = {k: v for k, v in mod.functions.items() if k != name}
-    return body, replace(mod, functions=functions, checked_types={}, global_types={})
+    mod, (body,) = expand_gradients_exprs(base, [expr], stem="gradient_expr")
+    return body, replace(mod, checked_types={}, global_types={})
+
+
+def expand_gradients_exprs(module: IRModule, exprs: Sequence[Expr] = (),
+                           var_types: dict[Var, Type] | None = None, *,
+                           stem: str = "cell_gradient") -> tuple[IRModule, list[Expr]]:
+    """``gradient(f)`` calls expanded (AD-Grad-Op), in the functions of ``module`` and in
+    ``exprs``, expressions checked in ``module`` whose free variables are typed by
+    ``var_types`` (or their annotations). Returns ``(mod, expanded)``: ``mod`` is ``module``
+    with its gradient calls expanded and the globals and ADTs the expansion made added,
+    type-checked; ``expanded[i]`` is ``exprs[i]`` without gradient calls, with the same free
+    variables, to be evaluated in ``mod``. When nothing calls ``gradient``, ``module`` and
+    the expressions are returned unchanged.
+
+    Each expression with a gradient call is expanded as the body of a fresh global (named
+    from ``stem``) whose parameters are its free variables, rebound by ``let`` to their
+    original binders, so ``gradient(fn (%x: float32) { %x * %y })`` may capture ``%y`` as it
+    may capture a parameter in a file; that global is not in ``mod``. Raises what the
+    expansion raises, and ``RelayTypeError`` at a free variable without a known type."""
+    out = list(exprs)
+    todo = [i for i, expr in enumerate(out) if has_gradient(expr)]
+    if not todo and not has_gradient(module):
+        return module, out
+    types = dict(var_types or {})
+    functions = dict(module.functions)
+    wrappers: dict[int, tuple[str, list[Var]]] = {}
+    for i in todo:
+        expr = out[i]
+        free = free_vars(expr)
+        params = []
+        for var in free:
+            ty = types.get(var, var.type_annotation)
+            if ty is None:
+                raise RelayTypeError(f"%{var.name_hint} has no known type, so the gradient "
+                                     "calls of this expression cannot be expanded", var.span)
+            params.append(Var(var.name_hint, ty, var.span))
+        body = expr
+        for var, param in reversed(list(zip(free, params, strict=True))):
+            body = Let(var, param, body, expr.span)
+        name = fresh_name(functions, stem)
+        functions[name] = Function(tuple(params), body, span=expr.span)
+        wrappers[i] = (name, free)
+    if wrappers:  # the wrappers have no recorded types yet: the expansion checks it all
+        module = replace(module, functions=functions, checked_types={}, global_types={})
+    mod = expand_gradients(module)
+    kept = dict(mod.functions)
+    global_types = dict(mod.global_types)
+    for i, (name, free) in wrappers.items():
+        body = kept.pop(name).body
+        global_types.pop(name, None)
+        for var in free:  # the expansion keeps binders (passes/rewrite.py): peel the lets
+            assert isinstance(body, Let) and body.var is var, "wrapper lets were rewritten"
+            body = body.body
+        out[i] = body
+    if wrappers:
+        mod = replace(mod, functions=kept, global_types=global_types)
+    return mod, out
 
 
 @register_pass

@@ -264,11 +264,14 @@ register_op("dyn.strided_slice", attrs=DynStridedSliceAttrs, num_inputs=4,
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
+
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
 
 # begin / end / strides are run-time values (drawn from the int32 pool: some slices are
 # empty or have a zero stride, a run-time error)
-_set_examples("dyn.strided_slice", attrs=({"slice_mode": "size"}, {"axes": (1,)}), args=(
+EXAMPLES["dyn.strided_slice"] = Examples(attrs=({"slice_mode": "size"}, {"axes": (1,)}), args=(
     (((2, 3), "float32"), ((2,), "int32"), ((2,), "int32"), ((2,), "int32")),
     (((2, 3), "int32"), ((1,), "int32"), ((1,), "int32"), ((1,), "int32")),
     (((2, 1, 3), "float32"), ((3,), "int32"), ((3,), "int32"), ((3,), "int32"))))

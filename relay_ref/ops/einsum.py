@@ -130,9 +130,12 @@ register_op("einsum", attrs=EinsumAttrs, num_inputs=1, arg_names=("data",),
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("einsum", attrs=({"equation": "ij,jk->ik"}, {"equation": "ij->ji"},
-                               {"equation": "ii"}, {"equation": "...j,...j->..."},
-                               {"equation": "bij,bjk"}),
-              args=(([(2, 3), (3, 2)],), ([(3, 3)],), ([(2, 2, 3), (2, 3, 2)],)))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["einsum"] = Examples(attrs=({"equation": "ij,jk->ik"}, {"equation": "ij->ji"},
+                                     {"equation": "ii"}, {"equation": "...j,...j->..."},
+                                     {"equation": "bij,bjk"}),
+                              args=(([(2, 3), (3, 2)],), ([(3, 3)],), ([(2, 2, 3), (2, 3, 2)],)))

@@ -21,7 +21,7 @@ import numpy as np
 
 from relay_ref.ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem
 from relay_ref.ir.types import TensorType, TupleType, Type
-from relay_ref.ops.registry import make_attrs, set_gradient
+from relay_ref.ops.registry import make_attrs
 
 #: ``type_of(expr) -> Type``: the checked type of an original expression (supplied by the
 #: AD pass, see the registry's differentiation protocol).
@@ -107,13 +107,3 @@ def tuple_len(expr: Expr, type_of: TypeOf) -> int:
     if not isinstance(ty, TupleType):
         raise TypeError(f"a differentiation rule expected a tuple type, not {ty!r}")
     return len(ty.fields)
-
-
-def register_rules(rules: dict[str, tuple[Reverse, Forward]],
-                   reasons: dict[str, str]) -> None:
-    """Install a family's table: ``rules`` maps an op to (reverse, forward), ``reasons`` an
-    op to why it is not differentiable."""
-    for name, (reverse, forward) in rules.items():
-        set_gradient(name, reverse=reverse, forward=forward)
-    for name, why in reasons.items():
-        set_gradient(name, why_not=why)

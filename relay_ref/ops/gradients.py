@@ -1,10 +1,17 @@
-"""Installs the built-in differentiation rules (registry protocol "Differentiation protocol",
-spec/ad.md): each ``grad_*.py`` family module holds ``RULES`` (op -> (reverse, forward)) and
-``NOT_DIFFERENTIABLE`` (op -> why not) as data; ``apply_builtin_gradients`` registers both
-with ``set_gradient``. It runs after every family registered its ops
-(``relay_ref/ops/__init__.py``)."""
+"""The ``gradient`` aspect's tables (the rule: ``relay_ref/ops/__init__.py``; the registry's
+"Differentiation protocol", spec/ad.md).
+
+Each ``grad_*.py`` family module holds ``RULES`` (op -> (reverse, forward)) and
+``NOT_DIFFERENTIABLE`` (op -> why not) as data; ``FAMILIES`` lists those modules, and
+``fallback_reasons`` gives the ops no family classifies a reason from their namespace
+(``NAMESPACE_REASONS``) or by name (``OTHER_REASONS``). The package attaches the families'
+tables first, then the fallback reasons of the ops still unclassified. An op no table names
+keeps ``differentiable = None``; ``tests/ops/test_gradients.py`` requires that none does.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Container, Iterable
 
 from relay_ref.ops import (
     grad_elementwise,
@@ -14,8 +21,6 @@ from relay_ref.ops import (
     grad_reduce,
     grad_transform,
 )
-from relay_ref.ops.grad_common import register_rules
-from relay_ref.ops.registry import all_ops
 
 FAMILIES = (grad_elementwise, grad_reduce, grad_transform, grad_nn, grad_pool,
             grad_norm)
@@ -34,14 +39,18 @@ OTHER_REASONS: dict[str, str] = {
 }
 
 
-def apply_builtin_gradients() -> None:
-    """Register every family's rules and reasons (idempotent)."""
-    for family in FAMILIES:
-        register_rules(family.RULES, family.NOT_DIFFERENTIABLE)
-    for name, opdef in all_ops().items():
-        if opdef.differentiable is None:
-            for prefix, why in NAMESPACE_REASONS.items():
-                if name.startswith(prefix):
-                    register_rules({}, {name: why})
-            if name in OTHER_REASONS:
-                register_rules({}, {name: OTHER_REASONS[name]})
+def fallback_reasons(names: Iterable[str], classified: Container[str]) -> dict[str, str]:
+    """The reason of each op in ``names`` that ``classified`` lacks and that
+    ``OTHER_REASONS`` or a namespace of ``NAMESPACE_REASONS`` covers (by name first)."""
+    out: dict[str, str] = {}
+    for name in names:
+        if name in classified:
+            continue
+        if name in OTHER_REASONS:
+            out[name] = OTHER_REASONS[name]
+            continue
+        for prefix, why in NAMESPACE_REASONS.items():
+            if name.startswith(prefix):
+                out[name] = why
+                break
+    return out

@@ -171,12 +171,15 @@ register_op("image.grid_sample", attrs=GridSampleAttrs, num_inputs=2,
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("image.grid_sample",
-              attrs=({"method": "nearest", "padding_mode": "border"},
-                     {"method": "bicubic", "padding_mode": "reflection",
-                      "align_corners": False},
-                     {"layout": "NCDHW"}),
-              args=((((1, 2, 3, 4), "float32"), ((1, 2, 2, 3), "float32")),
-                    (((1, 1, 2, 3, 2), "float32"), ((1, 3, 2, 2, 2), "float32"))))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["image.grid_sample"] = Examples(
+    attrs=({"method": "nearest", "padding_mode": "border"},
+           {"method": "bicubic", "padding_mode": "reflection",
+            "align_corners": False},
+           {"layout": "NCDHW"}),
+    args=((((1, 2, 3, 4), "float32"), ((1, 2, 2, 3), "float32")),
+          (((1, 1, 2, 3, 2), "float32"), ((1, 3, 2, 2, 2), "float32"))))

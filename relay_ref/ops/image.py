@@ -278,12 +278,17 @@ register_op("nn.upsampling", attrs=UpSamplingAttrs, num_inputs=1, arg_names=("da
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("image.resize2d", attrs=({"size": (2, 2)},
-                                       {"size": (6, 6), "method": "nearest_neighbor"},
-                                       {"size": (3, 5), "method": "cubic"}),
-              args=(((1, 2, 4, 4),),))
-_set_examples("nn.upsampling", attrs=({"scale_h": 2.0, "scale_w": 2.0},
-                                      {"scale_h": 2.0, "scale_w": 1.0, "method": "bilinear"}),
-              args=(((1, 2, 3, 3),),))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["image.resize2d"] = Examples(
+    attrs=({"size": (2, 2)},
+           {"size": (6, 6), "method": "nearest_neighbor"},
+           {"size": (3, 5), "method": "cubic"}),
+    args=(((1, 2, 4, 4),),))
+EXAMPLES["nn.upsampling"] = Examples(
+    attrs=({"scale_h": 2.0, "scale_w": 2.0},
+           {"scale_h": 2.0, "scale_w": 1.0, "method": "bilinear"}),
+    args=(((1, 2, 3, 3),),))

@@ -14,13 +14,13 @@ reference's checks is what counts.
 ``BUILTIN_CUDA_KERNELS`` is the same table for ``kernels["cuda"]`` (``cuda_ops.py`` over
 ``relay_ref.compute.cuda``; the CUDA protocol adds ``supports``, see that module).
 
-Invariant: ``apply_builtin_kernels`` only sets targets an op does not already have (a user's
-``set_kernel`` wins), and every entry loads (``tests/ops/test_kernels_table.py``).
+These are the ``kernel:cpu`` and ``kernel:cuda`` aspects' tables (the rule:
+``relay_ref/ops/__init__.py``), attached by the package with ``registry.attach``; a user's
+later ``set_kernel`` replaces an entry. Every entry loads (``tests/ops/test_kernels_table.py``)
+and names a function of ``cpu_*.py`` (CPU) or ``cuda_ops.py`` (CUDA).
 """
 
 from __future__ import annotations
-
-from relay_ref.ops.registry import all_ops, set_kernel
 
 _NN = "relay_ref.ops.cpu_nn"
 _TENSOR = "relay_ref.ops.cpu_tensor"
@@ -86,13 +86,3 @@ BUILTIN_CUDA_KERNELS: dict[str, str] = {
     "expand_dims": f"{_CUDA}:view",
     "nn.batch_flatten": f"{_CUDA}:view",
 }
-
-
-def apply_builtin_kernels() -> None:
-    """Register ``BUILTIN_CPU_KERNELS`` and ``BUILTIN_CUDA_KERNELS`` (idempotent; never
-    replaces a kernel already set)."""
-    ops = all_ops()
-    for target, table in (("cpu", BUILTIN_CPU_KERNELS), ("cuda", BUILTIN_CUDA_KERNELS)):
-        for name, kernel in table.items():
-            if name in ops and target not in ops[name].kernels:
-                set_kernel(name, target, kernel)

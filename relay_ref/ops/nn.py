@@ -1229,39 +1229,44 @@ register_op("nn.batch_flatten", num_inputs=1, arg_names=("data",), support_level
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("nn.conv2d", attrs=(
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["nn.conv2d"] = Examples(attrs=(
     {"strides": (2, 2)}, {"padding": (1, 1)}, {"dilation": (2, 2)}, {"groups": 2},
     {"data_layout": "NHWC", "kernel_layout": "HWIO"}),
     args=(((1, 2, 4, 4), (2, 2, 3, 3)), ((1, 2, 4, 4), (2, 1, 1, 1)),
           ((1, 4, 4, 2), (1, 1, 2, 2))))
-_set_examples("nn.conv2d_transpose", attrs=({"strides": (2, 2)}, {"padding": (1, 1)}),
-              args=(((1, 2, 3, 3), (2, 2, 2, 2)),))
+EXAMPLES["nn.conv2d_transpose"] = Examples(attrs=({"strides": (2, 2)}, {"padding": (1, 1)}),
+                                           args=(((1, 2, 3, 3), (2, 2, 2, 2)),))
 for _name in ("nn.max_pool2d", "nn.avg_pool2d"):
-    _set_examples(_name, attrs=(
+    EXAMPLES[_name] = Examples(attrs=(
         {"pool_size": (2, 2)}, {"pool_size": (2, 2), "strides": (2, 2)},
         {"pool_size": (3, 3), "padding": (1, 1)}, {"pool_size": (2, 2), "ceil_mode": True,
                                                    "strides": (2, 2)},
         {"pool_size": (2, 2), "layout": "NHWC"}), args=(((1, 2, 5, 5),), ((1, 4, 4, 2),)))
 for _name in ("nn.max_pool2d_grad", "nn.avg_pool2d_grad"):  # data (1, 2, 5, 5)
-    _set_examples(_name, attrs=(
+    EXAMPLES[_name] = Examples(attrs=(
         {"pool_size": (2, 2)}, {"pool_size": (2, 2), "strides": (2, 2)},
         {"pool_size": (3, 3), "padding": (1, 1)}, {"pool_size": (2, 2), "ceil_mode": True,
                                                    "strides": (2, 2)}),
         args=tuple(((1, 2, k, k), (1, 2, 5, 5)) for k in (4, 2, 5, 3)))
-_set_examples("nn.global_avg_pool2d", attrs=({"layout": "NHWC"},))
-_set_examples("nn.matmul", attrs=({"transpose_b": True},), args=(((2, 3), (3, 2)),
-                                                                 ((2, 3), (2, 3))))
-_set_examples("nn.dense", args=(((2, 3), (4, 3)),))
-_set_examples("nn.batch_matmul", attrs=({"transpose_b": False},),
-              args=(((2, 2, 3), (2, 3, 2)), ((2, 2, 3), (2, 4, 3))))
+EXAMPLES["nn.global_avg_pool2d"] = Examples(attrs=({"layout": "NHWC"},))
+EXAMPLES["nn.matmul"] = Examples(
+    attrs=({"transpose_b": True},), args=(((2, 3), (3, 2)),
+                                          ((2, 3), (2, 3))))
+EXAMPLES["nn.dense"] = Examples(args=(((2, 3), (4, 3)),))
+EXAMPLES["nn.batch_matmul"] = Examples(attrs=({"transpose_b": False},),
+                                       args=(((2, 2, 3), (2, 3, 2)), ((2, 2, 3), (2, 4, 3))))
 for _name in ("nn.softmax", "nn.log_softmax", "nn.fast_softmax"):
-    _set_examples(_name, attrs=({"axis": 0}, {"axis": 1}))
-_set_examples("nn.pad", attrs=({"pad_width": ((1, 1),)}, {"pad_width": ((0, 1), (1, 0))},
-                                {"pad_width": ((1, 0), (0, 0), (0, 1))}))
-_set_examples("nn.bias_add", attrs=({"axis": -1},), args=(((2, 3), (3,)), ((2, 3), (2,))))
-_set_examples("nn.batch_norm", attrs=({"axis": -1}, {"center": False}),
-              args=(((2, 3), (3,), (3,), (3,), (3,)), ((1, 2, 4, 4), (2,), (2,), (2,), (2,))))
-_set_examples("nn.layer_norm", attrs=({"axis": 0},), args=(((2, 3), (3,), (3,)),))
-_set_examples("nn.leaky_relu", attrs=({"alpha": 0.5},))
+    EXAMPLES[_name] = Examples(attrs=({"axis": 0}, {"axis": 1}))
+EXAMPLES["nn.pad"] = Examples(attrs=({"pad_width": ((1, 1),)}, {"pad_width": ((0, 1), (1, 0))},
+                                      {"pad_width": ((1, 0), (0, 0), (0, 1))}))
+EXAMPLES["nn.bias_add"] = Examples(attrs=({"axis": -1},), args=(((2, 3), (3,)), ((2, 3), (2,))))
+EXAMPLES["nn.batch_norm"] = Examples(
+    attrs=({"axis": -1}, {"center": False}),
+    args=(((2, 3), (3,), (3,), (3,), (3,)), ((1, 2, 4, 4), (2,), (2,), (2,), (2,))))
+EXAMPLES["nn.layer_norm"] = Examples(attrs=({"axis": 0},), args=(((2, 3), (3,), (3,)),))
+EXAMPLES["nn.leaky_relu"] = Examples(attrs=({"alpha": 0.5},))

@@ -697,22 +697,25 @@ for _nd, _canon, _attrs in ((1, "NCW", AdaptivePool1DAttrs),
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("nn.conv1d", attrs=({"strides": (2,)}, {"padding": (1,)}),
-              args=(((1, 2, 5), (2, 2, 3)),))
-_set_examples("nn.conv3d", attrs=({"padding": (1, 1, 1)},),
-              args=(((1, 2, 3, 3, 3), (2, 2, 2, 2, 2)),))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["nn.conv1d"] = Examples(attrs=({"strides": (2,)}, {"padding": (1,)}),
+                                 args=(((1, 2, 5), (2, 2, 3)),))
+EXAMPLES["nn.conv3d"] = Examples(attrs=({"padding": (1, 1, 1)},),
+                                 args=(((1, 2, 3, 3, 3), (2, 2, 2, 2, 2)),))
 for _name in ("nn.max_pool1d", "nn.avg_pool1d"):
-    _set_examples(_name, attrs=({"pool_size": (2,)}, {"pool_size": (2,), "strides": (2,)}),
-                  args=(((1, 2, 5),),))
+    EXAMPLES[_name] = Examples(attrs=({"pool_size": (2,)}, {"pool_size": (2,), "strides": (2,)}),
+                               args=(((1, 2, 5),),))
 for _name in ("nn.max_pool3d", "nn.avg_pool3d"):
-    _set_examples(_name, attrs=({"pool_size": (2, 2, 2)},), args=(((1, 2, 3, 3, 3),),))
-_set_examples("nn.conv1d_transpose", attrs=(
+    EXAMPLES[_name] = Examples(attrs=({"pool_size": (2, 2, 2)},), args=(((1, 2, 3, 3, 3),),))
+EXAMPLES["nn.conv1d_transpose"] = Examples(attrs=(
     {"strides": (2,)}, {"strides": (2,), "output_padding": (1,)}, {"padding": (1,)},
     {"dilation": (2,)}, {"groups": 2}, {"data_layout": "NWC", "kernel_layout": "WIO"}),
     args=(((1, 2, 3), (2, 2, 2)), ((1, 3, 2), (2, 2, 2)), ((1, 2, 3), (2, 1, 1))))
-_set_examples("nn.conv3d_transpose", attrs=(
+EXAMPLES["nn.conv3d_transpose"] = Examples(attrs=(
     {"strides": (2, 2, 2)}, {"strides": (2, 1, 1), "output_padding": (1, 0, 0)},
     {"padding": (1, 1, 1)}, {"groups": 2}, {"data_layout": "NDHWC", "kernel_layout": "DHWIO"}),
     args=(((1, 2, 2, 2, 2), (2, 1, 2, 2, 2)), ((1, 2, 2, 2, 2), (2, 2, 1, 1, 1))))

@@ -173,9 +173,12 @@ register_op("nn.l2_normalize", attrs=L2NormalizeAttrs, num_inputs=1, arg_names=(
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("nn.group_norm", attrs=({"num_groups": 2}, {"num_groups": 1}),
-              args=(((1, 4, 2, 2), (4,), (4,)),))
-_set_examples("nn.instance_norm", args=(((1, 2, 4, 4), (2,), (2,)),))
-_set_examples("nn.l2_normalize", attrs=({"eps": 1e-3, "axis": (1,)}, {"eps": 1e-3}))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["nn.group_norm"] = Examples(attrs=({"num_groups": 2}, {"num_groups": 1}),
+                                     args=(((1, 4, 2, 2), (4,), (4,)),))
+EXAMPLES["nn.instance_norm"] = Examples(args=(((1, 2, 4, 4), (2,), (2,)),))
+EXAMPLES["nn.l2_normalize"] = Examples(attrs=({"eps": 1e-3, "axis": (1,)}, {"eps": 1e-3}))

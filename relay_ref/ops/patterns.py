@@ -7,16 +7,16 @@ built-in operators, one line per pattern, with TVM's values (``RELAY_REGISTER_OP
 than in each ``register_op`` call so that the whole classification reads (and is checked
 against TVM) in one place, as TVM's own ``_tensor.py`` / ``_transform.py`` tables do.
 
-Invariant: ``apply_builtin_patterns`` only sets ops still at the default (``OPAQUE``); an op
-registered with an explicit ``op_pattern=`` keeps it. Ops named nowhere stay ``OPAQUE``
-(TVM's default too): they are never fused, which is always correct, only slower.
+This is the ``pattern`` aspect's table (the rule: ``relay_ref/ops/__init__.py``); the package
+attaches it with ``registry.attach("pattern", ...)``, each name once. Ops named nowhere stay
+``OPAQUE`` (TVM's default too): they are never fused, which is always correct, only slower.
 ``nn.layer_norm``, ``nn.group_norm``, ``nn.instance_norm`` and ``nn.l2_normalize`` are opaque
 in TVM as well: ``SimplifyInference`` expands them before fusion.
 """
 
 from __future__ import annotations
 
-from relay_ref.ops.registry import OpPattern, all_ops, set_op_pattern
+from relay_ref.ops.registry import OpPattern
 
 BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
     OpPattern.ELEMWISE: (
@@ -69,13 +69,3 @@ BUILTIN_PATTERNS: dict[OpPattern, tuple[str, ...]] = {
     # qnn unary ops, vision.multibox_prior, the annotations (on_device, device_copy,
     # stop_gradient, annotation.*).
 }
-
-
-def apply_builtin_patterns() -> None:
-    """Set the table's pattern on each registered op still at the default (idempotent)."""
-    registered = all_ops()
-    for pattern, names in BUILTIN_PATTERNS.items():
-        for name in names:
-            op = registered.get(name)
-            if op is not None and op.op_pattern == OpPattern.OPAQUE:
-                set_op_pattern(name, pattern)

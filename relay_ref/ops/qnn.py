@@ -500,12 +500,15 @@ register_op("qnn.leaky_relu", attrs=QnnLeakyReluAttrs, num_inputs=5, arg_names=_
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("qnn.dense", attrs=({"units": 4},), args=(
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["qnn.dense"] = Examples(attrs=({"units": 4},), args=(
     (((2, 3), "int8"), ((4, 3), "int8"), ((), "int32"), ((), "int32"), ((), "float32"),
      ((), "float32")),))
-_set_examples("qnn.conv2d", args=(
+EXAMPLES["qnn.conv2d"] = Examples(args=(
     (((1, 2, 4, 4), "int8"), ((2, 2, 1, 1), "int8"), ((), "int32"), ((), "int32"),
      ((), "float32"), ((), "float32")),))
 
@@ -841,21 +844,21 @@ register_op("qnn.softmax", attrs=SoftmaxAttrs, num_inputs=5, arg_names=_UNARY_NA
 
 # -- test-generation hints for the ops above (relay_ref.testing.programs) ------------------
 _F, _I = ((), "float32"), ((), "int32")
-_set_examples("qnn.concatenate", attrs=({"axis": 1}, {"axis": -1}), args=(
+EXAMPLES["qnn.concatenate"] = Examples(attrs=({"axis": 1}, {"axis": -1}), args=(
     ([((2, 3), "int8"), ((1, 3), "int8")], [_F, _F], [_I, _I], _F, _I),
     ([((2, 3), "uint8"), ((2, 3), "uint8"), ((2, 1), "uint8")], [_F, _F, _F], [_I, _I, _I],
      _F, _I),
     ([((2, 3), "int8")], [_F], [_I], _F, _I)))
-_set_examples("qnn.batch_matmul", attrs=({"transpose_b": False},), args=(
+EXAMPLES["qnn.batch_matmul"] = Examples(attrs=({"transpose_b": False},), args=(
     (((2, 2, 3), "int8"), ((2, 4, 3), "int8"), _I, _I, _F, _F),
     (((1, 2, 3), "uint8"), ((1, 3, 2), "uint8"), _I, _I, _F, _F)))
-_set_examples("qnn.conv2d_transpose", attrs=(
+EXAMPLES["qnn.conv2d_transpose"] = Examples(attrs=(
     {"strides": (2, 2)}, {"strides": (2, 2), "output_padding": (1, 1)}, {"padding": (1, 1)},
     {"groups": 2}, {"out_dtype": "int16"}), args=(
     (((1, 2, 3, 3), "int8"), ((2, 2, 2, 2), "int8"), _I, _I, _F, _F),
     (((1, 2, 3, 3), "uint8"), ((2, 1, 2, 2), "uint8"), _I, ((1,), "int32"), _F,
      ((1,), "float32"))))
-_set_examples("qnn.avg_pool2d", attrs=(
+EXAMPLES["qnn.avg_pool2d"] = Examples(attrs=(
     {"pool_size": (2, 2)}, {"pool_size": (2, 2), "strides": (2, 2)},
     {"pool_size": (3, 3), "padding": (1, 1), "count_include_pad": True},
     {"pool_size": (2, 2), "ceil_mode": True, "strides": (2, 2)},

@@ -328,11 +328,14 @@ register_op("collapse_sum_to", attrs=InitOpAttrs, num_inputs=2, arg_names=("data
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
+
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
 
 _REDUCE_EXAMPLES = ({"axis": (1,)}, {"axis": (0,), "keepdims": True},
                     {"axis": (-1,), "keepdims": True}, {"axis": (1,), "exclude": True},
                     {"axis": (0, 2), "keepdims": True}, {"keepdims": True})
 for _name in (*_SIMPLE, "argmax", "argmin"):
-    _set_examples(_name, attrs=_REDUCE_EXAMPLES)
-_set_examples("variance", attrs=_REDUCE_EXAMPLES, args=(((2, 3), (2, 1)), ((3,), (1,))))
+    EXAMPLES[_name] = Examples(attrs=_REDUCE_EXAMPLES)
+EXAMPLES["variance"] = Examples(attrs=_REDUCE_EXAMPLES, args=(((2, 3), (2, 1)), ((3,), (1,))))

@@ -60,9 +60,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import sys
 import types as pytypes
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -215,8 +216,30 @@ class KernelRef:
         return cls(module, name)
 
 
+@dataclass(frozen=True, slots=True)
+class Examples:
+    """The value of the ``examples`` aspect: test-generation hints for one op
+    (``OpDef.attr_examples``, ``OpDef.arg_examples``; see ``set_examples``)."""
+
+    attrs: tuple[dict, ...] = ()
+    args: tuple[tuple, ...] = ()
+
+
+#: the aspects a table may attach (``attach``); ``kernel:<target>`` for any target name.
+TABLE_ASPECTS = ("examples", "pattern", "kernel:<target>", "gradient")
+
 _REGISTRY: dict[str, OpDef] = {}
 _LOADED_KERNELS: dict[tuple[str, str], Callable[..., object]] = {}
+#: (op, aspect) -> the module that declared it: ``"core"`` by ``register_op``'s caller, the
+#: table aspects by ``attach``'s ``source`` (or a ``set_*`` caller, for a later override).
+_DECLARED: dict[tuple[str, str], str] = {}
+#: (op, aspect) pairs set by ``attach``: a table sets each aspect of each op at most once.
+_ATTACHED: set[tuple[str, str]] = set()
+
+
+def _caller_module() -> str:
+    """The ``__name__`` of the module that called the registry function calling this."""
+    return sys._getframe(2).f_globals.get("__name__", "?")
 
 
 def register_op(name: str, *, relation: Callable[..., object], reference: Callable[..., object],
@@ -231,7 +254,8 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
     ``predicate`` (default: the relation's own ``predicate`` attribute, if any) makes the
     relation bidirectional; ``relation_name`` names it in types (``where Broadcast(...)``;
     default: the relation's ``relation_name`` attribute, else the op's name); ``op_pattern``
-    is its fusion pattern (see ``OpPattern``)."""
+    is its fusion pattern (see ``OpPattern``). ``kernels`` and ``op_pattern`` are for user
+    ops: the built-in ops get theirs from the per-aspect tables (``relay_ref.ops``)."""
     if name in _REGISTRY and not override:
         raise ValueError(f"operator {name!r} is already registered")
     if not dataclasses.is_dataclass(attrs):
@@ -245,14 +269,84 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
     op = OpDef(name, num_inputs, relation, reference, attrs, arg_names, support_level, doc,
                dict(kernels or {}), predicate, relation_name, OpPattern(op_pattern))
     _REGISTRY[name] = op
+    for key in [k for k in _DECLARED if k[0] == name]:
+        del _DECLARED[key]
+    _ATTACHED.difference_update({k for k in _ATTACHED if k[0] == name})
+    for target in op.kernels:
+        _LOADED_KERNELS.pop((name, target), None)
+    _DECLARED[(name, "core")] = _caller_module()
     return op
+
+
+def _set_aspect(name: str, aspect: str, value: object, source: str) -> OpDef:
+    """Replace the registered op ``name`` by a copy with ``aspect`` set to ``value`` (the one
+    place an ``OpDef`` is rebuilt); ``KeyError`` naming the op when it is not registered."""
+    if name not in _REGISTRY:
+        raise KeyError(f"{source}: operator {name!r} is not registered")
+    op = _REGISTRY[name]
+    if aspect == "examples":
+        assert isinstance(value, Examples)
+        op = dataclasses.replace(op, attr_examples=tuple(value.attrs),
+                                 arg_examples=tuple(value.args))
+    elif aspect == "pattern":
+        op = dataclasses.replace(op, op_pattern=OpPattern(value))  # type: ignore[arg-type]
+    elif aspect.startswith("kernel:"):
+        target = aspect.removeprefix("kernel:")
+        kernel = KernelRef.parse(value) if isinstance(value, str) else value
+        op = dataclasses.replace(op, kernels={**op.kernels, target: kernel})
+        _LOADED_KERNELS.pop((name, target), None)
+    elif aspect == "gradient":
+        if isinstance(value, str):
+            if not value.strip():
+                raise ValueError(f"{name}: the reason must say something")
+            op = dataclasses.replace(op, gradient=None, tangent=None, differentiable=value)
+        else:
+            reverse, forward = value  # type: ignore[misc]
+            if reverse is None or forward is None:
+                raise ValueError(f"{name}: a differentiable op needs both a reverse and a "
+                                 "forward rule")
+            op = dataclasses.replace(op, gradient=reverse, tangent=forward,
+                                     differentiable=True)
+    else:
+        raise ValueError(f"unknown aspect {aspect!r} (one of {', '.join(TABLE_ASPECTS)})")
+    _REGISTRY[name] = op
+    _DECLARED[(name, aspect)] = source
+    return op
+
+
+def attach(aspect: str, table: Mapping[str, object] | Iterable[tuple[str, object]], *,
+           source: str) -> None:
+    """Attach one per-aspect table: set ``aspect`` (one of ``TABLE_ASPECTS``) of every op the
+    table names to its value. ``source`` is the module that declares the table (recorded,
+    see ``declared_in``). Values: ``Examples`` for ``examples``; an ``OpPattern`` for
+    ``pattern``; a ``KernelRef``, ``"module:function"`` or callable for ``kernel:<target>``;
+    a ``(reverse, forward)`` pair or a reason string for ``gradient``.
+
+    Invariants (``KeyError`` / ``ValueError`` otherwise, naming ``source``): every op a table
+    names is registered, and no table sets an aspect of an op that a table already set (two
+    tables, or one naming an op twice, are a conflict, never an override)."""
+    items = table.items() if isinstance(table, Mapping) else table
+    for name, value in items:
+        if (name, aspect) in _ATTACHED:
+            raise ValueError(f"{source}: the {aspect} of {name!r} is already attached (by "
+                             f"{_DECLARED.get((name, aspect), '?')})")
+        _set_aspect(name, aspect, value, source)
+        _ATTACHED.add((name, aspect))
+
+
+def declared_in(name: str) -> dict[str, str]:
+    """Where each aspect of operator ``name`` was declared: aspect (``"core"`` for the
+    ``register_op`` call, else one of ``TABLE_ASPECTS`` with the target spelt out) -> the
+    module's ``__name__``."""
+    if name not in _REGISTRY:
+        raise KeyError(name)
+    return {aspect: module for (op, aspect), module in _DECLARED.items() if op == name}
 
 
 def set_op_pattern(name: str, pattern: OpPattern) -> OpDef:
-    """Give the registered operator ``name`` the fusion pattern ``pattern``."""
-    op = dataclasses.replace(_REGISTRY[name], op_pattern=OpPattern(pattern))
-    _REGISTRY[name] = op
-    return op
+    """Give the registered operator ``name`` the fusion pattern ``pattern`` (one op, e.g. a
+    user's; the built-in ops' come from a table, ``attach``)."""
+    return _set_aspect(name, "pattern", pattern, _caller_module())
 
 
 def set_examples(name: str, attrs: typing.Iterable[dict] = (),
@@ -260,10 +354,8 @@ def set_examples(name: str, attrs: typing.Iterable[dict] = (),
     """Give the registered operator ``name`` test-generation hints (``OpDef.attr_examples``,
     ``OpDef.arg_examples``): the program generator tries them, asks the op's relation
     which combinations type-check, and generates calls of those."""
-    op = dataclasses.replace(_REGISTRY[name], attr_examples=tuple(attrs),
-                             arg_examples=tuple(args))
-    _REGISTRY[name] = op
-    return op
+    return _set_aspect(name, "examples", Examples(tuple(attrs), tuple(args)),
+                       _caller_module())
 
 
 def set_gradient(name: str, *, reverse: Callable[..., tuple] | None = None,
@@ -275,31 +367,15 @@ def set_gradient(name: str, *, reverse: Callable[..., tuple] | None = None,
     if why_not is not None:
         if reverse is not None or forward is not None:
             raise ValueError(f"{name}: give rules or a reason it has none, not both")
-        if not why_not.strip():
-            raise ValueError(f"{name}: the reason must say something")
-        op = dataclasses.replace(_REGISTRY[name], gradient=None, tangent=None,
-                                 differentiable=why_not)
-    else:
-        if reverse is None or forward is None:
-            raise ValueError(f"{name}: a differentiable op needs both a reverse and a "
-                             "forward rule")
-        op = dataclasses.replace(_REGISTRY[name], gradient=reverse, tangent=forward,
-                                 differentiable=True)
-    _REGISTRY[name] = op
-    return op
+        return _set_aspect(name, "gradient", why_not, _caller_module())
+    return _set_aspect(name, "gradient", (reverse, forward), _caller_module())
 
 
 def set_kernel(name: str, target: str, kernel: KernelRef | Callable[..., object] | str) -> OpDef:
     """Give the registered operator ``name`` a fast kernel for ``target`` (``"cpu"``, ...):
     a ``KernelRef``, a ``"module:function"`` string, or a callable (see ``KernelRef`` for
-    the protocol)."""
-    if isinstance(kernel, str):
-        kernel = KernelRef.parse(kernel)
-    op = _REGISTRY[name]
-    op = dataclasses.replace(op, kernels={**op.kernels, target: kernel})
-    _REGISTRY[name] = op
-    _LOADED_KERNELS.pop((name, target), None)
-    return op
+    the protocol). A user's kernel replaces a built-in one."""
+    return _set_aspect(name, f"kernel:{target}", kernel, _caller_module())
 
 
 def op_kernel(name: str, target: str = "cpu") -> Callable[..., object] | None:
@@ -314,24 +390,19 @@ def op_kernel(name: str, target: str = "cpu") -> Callable[..., object] | None:
     return fn
 
 
-def _ensure_loaded() -> None:
-    # Importing the families registers their ops (idempotent).
-    import relay_ref.ops  # noqa: F401
-
+# Importing this module imports the package ``relay_ref.ops`` first, which registers every
+# built-in operator and attaches its tables: the lookups below see the complete registry.
 
 def get_op(name: str) -> OpDef:
     """The operator called ``name``; ``KeyError`` if none is registered."""
-    _ensure_loaded()
     return _REGISTRY[name]
 
 
 def has_op(name: str) -> bool:
-    _ensure_loaded()
     return name in _REGISTRY
 
 
 def all_ops() -> dict[str, OpDef]:
-    _ensure_loaded()
     return dict(_REGISTRY)
 
 

@@ -187,13 +187,17 @@ register_op("scatter_nd", attrs=ScatterNDAttrs, num_inputs=3,
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("scatter_elements",
-              attrs=({"axis": 1}, {"axis": 0, "reduction": "add"},
-                     {"axis": -1, "reduction": "max"}),
-              args=((((2, 3), "float32"), ((2, 2), "int32"), ((2, 2), "float32")),
-                    (((3, 2), "int32"), ((2, 2), "int64"), ((2, 2), "int32"))))
-_set_examples("scatter_nd", attrs=({"mode": "add"}, {"mode": "mul"}),
-              args=((((3, 2), "float32"), ((1, 2), "int32"), ((2, 2), "float32")),
-                    (((2, 3), "int32"), ((2, 4), "int64"), ((4,), "int32"))))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["scatter_elements"] = Examples(
+    attrs=({"axis": 1}, {"axis": 0, "reduction": "add"},
+           {"axis": -1, "reduction": "max"}),
+    args=((((2, 3), "float32"), ((2, 2), "int32"), ((2, 2), "float32")),
+          (((3, 2), "int32"), ((2, 2), "int64"), ((2, 2), "int32"))))
+EXAMPLES["scatter_nd"] = Examples(
+    attrs=({"mode": "add"}, {"mode": "mul"}),
+    args=((((3, 2), "float32"), ((1, 2), "int32"), ((2, 2), "float32")),
+          (((2, 3), "int32"), ((2, 4), "int64"), ((4,), "int32"))))

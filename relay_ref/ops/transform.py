@@ -1221,29 +1221,33 @@ register_op("one_hot", attrs=OneHotAttrs, num_inputs=3,
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
 
-_set_examples("transpose", attrs=({"axes": (1, 0)}, {"axes": (2, 0, 1)}, {"axes": (0, 2, 1)}))
-_set_examples("reshape", attrs=({"newshape": (-1,)}, {"newshape": (3, 2)},
-                                {"newshape": (0, -1)}, {"newshape": (2, 3)}, {"newshape": (3,)}))
-_set_examples("squeeze", attrs=({"axis": (1,)},))
-_set_examples("expand_dims", attrs=({"axis": 0}, {"axis": -1, "num_newaxis": 2}))
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
+
+EXAMPLES["transpose"] = Examples(attrs=({"axes": (1, 0)}, {"axes": (2, 0, 1)}, {"axes": (0, 2, 1)}))
+EXAMPLES["reshape"] = Examples(
+    attrs=({"newshape": (-1,)}, {"newshape": (3, 2)},
+           {"newshape": (0, -1)}, {"newshape": (2, 3)}, {"newshape": (3,)}))
+EXAMPLES["squeeze"] = Examples(attrs=({"axis": (1,)},))
+EXAMPLES["expand_dims"] = Examples(attrs=({"axis": 0}, {"axis": -1, "num_newaxis": 2}))
 for _name in ("concatenate", "stack"):
-    _set_examples(_name, attrs=({"axis": 0}, {"axis": 1}, {"axis": -1}))
-_set_examples("split", attrs=({"indices_or_sections": 3, "axis": -1},
-                              {"indices_or_sections": (1,), "axis": 0}))
-_set_examples("strided_slice", attrs=(
+    EXAMPLES[_name] = Examples(attrs=({"axis": 0}, {"axis": 1}, {"axis": -1}))
+EXAMPLES["split"] = Examples(attrs=({"indices_or_sections": 3, "axis": -1},
+                                    {"indices_or_sections": (1,), "axis": 0}))
+EXAMPLES["strided_slice"] = Examples(attrs=(
     {"begin": (0,), "end": (2,)}, {"begin": (1, 0), "end": (2, 3), "strides": (1, 2)},
     {"begin": (2,), "end": (0,), "strides": (-1,)}))
-_set_examples("take", attrs=({"axis": 0}, {"axis": 1, "mode": "wrap"}, {"mode": "fast"}))
-_set_examples("tile", attrs=({"reps": (2,)}, {"reps": (1, 2)}))
-_set_examples("repeat", attrs=({"repeats": 2, "axis": 0}, {"repeats": 2, "axis": -1}))
-_set_examples("reverse", attrs=({"axis": 0}, {"axis": -1}))
+EXAMPLES["take"] = Examples(attrs=({"axis": 0}, {"axis": 1, "mode": "wrap"}, {"mode": "fast"}))
+EXAMPLES["tile"] = Examples(attrs=({"reps": (2,)}, {"reps": (1, 2)}))
+EXAMPLES["repeat"] = Examples(attrs=({"repeats": 2, "axis": 0}, {"repeats": 2, "axis": -1}))
+EXAMPLES["reverse"] = Examples(attrs=({"axis": 0}, {"axis": -1}))
 for _name in ("cast", "reinterpret"):
-    _set_examples(_name, attrs=({"dtype": "float32"}, {"dtype": "int32"}, {"dtype": "bool"}))
-_set_examples("broadcast_to", attrs=({"shape": (2, 3)}, {"shape": (2, 2, 3)}))
-_set_examples("one_hot", attrs=({"depth": 3, "axis": -1, "dtype": "float32"},))
+    EXAMPLES[_name] = Examples(attrs=({"dtype": "float32"}, {"dtype": "int32"}, {"dtype": "bool"}))
+EXAMPLES["broadcast_to"] = Examples(attrs=({"shape": (2, 3)}, {"shape": (2, 2, 3)}))
+EXAMPLES["one_hot"] = Examples(attrs=({"depth": 3, "axis": -1, "dtype": "float32"},))
 for _name in ("zeros", "ones"):
-    _set_examples(_name, attrs=({"shape": (2, 3), "dtype": "float32"},
-                                {"shape": (3,), "dtype": "int32"}))
-_set_examples("full", attrs=({"shape": (2, 3), "dtype": "float32"},))
+    EXAMPLES[_name] = Examples(attrs=({"shape": (2, 3), "dtype": "float32"},
+                                       {"shape": (3,), "dtype": "int32"}))
+EXAMPLES["full"] = Examples(attrs=({"shape": (2, 3), "dtype": "float32"},))

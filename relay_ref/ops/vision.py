@@ -260,11 +260,14 @@ register_op("vision.roi_pool", attrs=ROIPoolAttrs, num_inputs=2,
 
 
 # -- test-generation hints (relay_ref.testing.programs; the op's relation decides) ----------
-from relay_ref.ops.registry import set_examples as _set_examples  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
+
+#: this family's ``examples`` aspect (attached by ``relay_ref.ops``)
+EXAMPLES: dict[str, Examples] = {}
 
 for _name in ("vision.roi_align", "vision.roi_pool"):
-    _set_examples(_name, attrs=({"pooled_size": (2, 2), "spatial_scale": 1.0},),
-                  args=(((1, 2, 4, 4), (2, 5)),))
+    EXAMPLES[_name] = Examples(attrs=({"pooled_size": (2, 2), "spatial_scale": 1.0},),
+                               args=(((1, 2, 4, 4), (2, 5)),))
 
 
 # -- vision.get_valid_counts / vision.non_max_suppression -----------------------------------
@@ -519,7 +522,7 @@ register_op("vision.non_max_suppression", attrs=NonMaximumSuppressionAttrs, num_
 # -- test-generation hints for the ops above (relay_ref.testing.programs) ------------------
 # rows of 6 values: class id, score, 4 coordinates (coord_start 2); valid_count and indices
 # are run-time values from the int32 pool (a count outside [0, N] is a run-time error)
-_set_examples("vision.non_max_suppression", attrs=(
+EXAMPLES["vision.non_max_suppression"] = Examples(attrs=(
     {"return_indices": False}, {"return_indices": False, "invalid_to_bottom": True},
     {"force_suppress": True}, {"top_k": 2}, {"id_index": -1, "return_indices": False},
     {"score_index": 0, "coord_start": 1, "id_index": -1}), args=(

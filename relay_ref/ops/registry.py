@@ -3,7 +3,8 @@
 Each operator is one ``OpDef``: its name, its attributes schema (a frozen dataclass with
 TVM's defaults), its type relation, its NumPy reference implementation, and optional fast
 kernels. The parser, type checker, interpreter and executor look operators up here; no
-operator logic lives anywhere else.
+operator logic lives anywhere else. Which module declares which aspect of a built-in op, and
+when the tables are attached (``attach``), is the rule in ``relay_ref/ops/__init__.py``.
 
 Relation protocol (spec/typing.md 6.2 T-Rel, the type-relation judgement):
     ``relation(arg_types: list[Type], attrs) -> Type | NOT_YET``
@@ -36,7 +37,7 @@ its neighbours by ``relay_ref.passes.fuse_ops`` (``OpPattern``); ``OPAQUE``, nev
 unless the op says otherwise. The built-in ops' patterns are TVM's, set in
 ``relay_ref/ops/patterns.py``.
 
-Differentiation protocol (spec/ad.md; TVM's ``FPrimalGradient``), set by ``set_gradient``:
+Differentiation protocol (spec/ad.md; TVM's ``FPrimalGradient``), the ``gradient`` aspect:
     ``gradient(call, out_grad, type_of) -> tuple[Expr, ...]``: the reverse rule, one adjoint
     expression per argument of ``call`` (each of that argument's type; broadcasting undone
     with ``collapse_sum_like``), built from ``call.args``, ``call.attrs`` and ``out_grad``

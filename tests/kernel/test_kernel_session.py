@@ -268,18 +268,27 @@ def test_kernel_info_has_no_debugger(k):
 
 # -- interrupt -------------------------------------------------------------------------------
 
+#: fib that counts its calls in a reference: the work an evaluation has done, readable later
+FIB_COUNTING = ("def @fibr(%r: ref(int32), %n: int32) -> int32 {\n"
+                "  let %u = ref_write(%r, ref_read(%r) + 1);\n"
+                "  if (%n < 2) { %n } else { @fibr(%r, %n - 1) + @fibr(%r, %n - 2) }\n}\n")
+
+
 def test_interrupt_stops_evaluation_and_keeps_the_session(k):
-    run_ok(k, "def @fib(%n: int32) -> int32 {\n"
-              "  if (%n < 2) { %n } else { @fib(%n - 1) + @fib(%n - 2) }\n}\nlet %kept = 5;")
-    msg_id = k.kc.execute("@fib(40)")
-    time.sleep(1.5)
-    started = time.monotonic()
+    run_ok(k, FIB_COUNTING + "let %kept = 5;\nlet %steps = ref(0);")
+    msg_id = k.kc.execute("@fibr(%steps, 40)")  # 330 million calls: only an interrupt ends it
+    time.sleep(1.5)  # let it run a while (when the interrupt lands does not matter)
     k.km.interrupt_kernel()
     res = k.collect(msg_id, timeout=30)
-    assert time.monotonic() - started < 15
     assert res.reply["status"] == "error" and res.reply["ename"] == "KeyboardInterrupt"
     assert "Traceback" not in strip_ansi("\n".join(res.reply["traceback"]))
-    assert run_ok(k, "%kept + @fib(10)").value == "60"
+    # Work, not time: the interrupted evaluation counted its calls in %steps. It did some,
+    # and it stopped: a worker left computing @fibr(40) behind the session would keep
+    # counting while the next cells run.
+    done = int(run_ok(k, "ref_read(%steps)").value)
+    assert 0 < done < 331_160_281  # fib(40)'s 331 160 281 calls were not all made
+    assert run_ok(k, "%kept + @fibr(ref(0), 10)").value == "60"
+    assert int(run_ok(k, "ref_read(%steps)").value) == done
 
 
 def test_silent_execution_publishes_nothing_and_keeps_no_history(k):
@@ -362,8 +371,12 @@ def test_inspect_of_a_type_has_no_version_header(k):
 def test_interrupting_the_type_checker_of_a_huge_program_keeps_the_kernel(k):
     # Interrupts landing in parsing or deep in the checker used to abort the kernel
     # process ("Cannot recover from stack overflow").
+    # The cell never finishes by itself (its evaluation is fib(40) with every call counted),
+    # so whatever the interrupt lands in (parsing, checking or evaluating), the one right
+    # outcome is the cell stopped with KeyboardInterrupt and the kernel alive.
     body = " + ".join(["%x"] * 20000)
-    code = "def @huge(%x: int32) -> int32 { " + body + " }\n@huge(1)"
+    code = ("def @huge(%x: int32) -> int32 { " + body + " }\n" + FIB_COUNTING
+            + "@huge(@fibr(ref(0), 40))")
     for delay in (0.7, 1.2):
         msg_id = k.kc.execute(code)
         # Interrupt only once the kernel has started the cell: an interrupt that lands in
@@ -377,7 +390,7 @@ def test_interrupting_the_type_checker_of_a_huge_program_keeps_the_kernel(k):
         time.sleep(delay)
         k.km.interrupt_kernel()
         res = k.collect(msg_id, timeout=30)
-        assert res.reply["status"] in ("ok", "error")
+        assert res.reply["status"] == "error" and res.reply["ename"] == "KeyboardInterrupt"
         assert k.km.is_alive()
     assert run_ok(k, "1 + 2").value == "3"
 

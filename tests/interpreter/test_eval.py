@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import _thread
+import sys
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -178,23 +178,55 @@ def test_recursion_100000_deep():
 LOOP = """
 def @spin(%n: int32) -> int32 { if (%n < 0) { %n } else { @spin(%n + 1) } }
 def @fib(%n: int32) -> int32 { if (%n < 2) { %n } else { @fib(%n - 1) + @fib(%n - 2) } }
+def @fibr(%r: ref(int32), %n: int32) -> int32 {
+  let %u = ref_write(%r, ref_read(%r) + 1);
+  if (%n < 2) { %n } else { @fibr(%r, %n - 1) + @fibr(%r, %n - 2) }
+}
 def @main() -> int32 { @fib(40) }
 """
+FIB40_CALLS = 331_160_281  # calls fib(40) makes: 2 fib(41) - 1
 
 
 def test_keyboard_interrupt_stops_evaluation_promptly():
     mod = rr.infer_types(rr.parse(LOOP))
-    timer = threading.Timer(0.3, _thread.interrupt_main)
-    start = time.monotonic()
+    steps = rr.RefValue(np.array(0, "int32"))  # @fibr counts its calls here: the work done so far
+    limit = sys.getrecursionlimit()
+    timer = threading.Timer(0.3, _thread.interrupt_main)  # when it lands does not matter
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            rr.evaluate(mod)
+            rr.evaluate(mod, steps, np.array(40, "int32"), entry="fibr")
     finally:
         timer.cancel()
-    assert time.monotonic() - start < 5.0
+    # Work, not time. The evaluation did some calls and stopped before fib(40)'s last;
+    # and it stopped for good: its big-stack worker ended (run_deep restores the recursion
+    # limit only then), and it makes no more calls while another evaluation runs.
+    done = int(steps.value)
+    assert 0 < done < FIB40_CALLS
+    assert sys.getrecursionlimit() == limit
     # still usable afterwards
     assert rr.evaluate(rr.parse_expr("@fib(10)", module=mod), module=mod) == 55
+    assert int(steps.value) == done
+
+
+def test_a_stop_request_ends_the_evaluation_at_its_next_call():
+    """The interpreter checks the stop flag at every closure application: after the request
+    it enters none (counted, with no timer)."""
+    from relay_ref.interpreter.eval import Interrupted
+
+    class Counting(Interpreter):
+        entered = 0
+
+        def e_app_closure(self, fn, args, call, frame=None):  # noqa: ANN001, ANN202
+            self.entered += 1
+            if self.entered == 1000:
+                self.request_stop()
+            return super().e_app_closure(fn, args, call, frame)
+
+    interp = Counting(rr.infer_types(rr.parse(LOOP)))
+    with pytest.raises(Interrupted):
+        interp.apply(interp.global_closure("main", None), [], None)
+    assert interp.entered == 1000
 
 
 def test_stop_flag_interrupts_the_worker():

@@ -16,8 +16,8 @@ Core (``registry.register_op``, in the op's **family module**, one of ``FAMILIES
 
 Table aspects, each a mapping from op name to the aspect's value:
 
-    ``examples``       ``EXAMPLES`` at the end of the op's own family module
-                       (``registry.Examples``: test-generation hints, data only)
+    ``examples``       ``EXAMPLES`` in the op's own family module, after the ops it
+                       names (``registry.Examples``: test-generation hints, data only)
     ``pattern``        ``patterns.BUILTIN_PATTERNS`` (TVM's ``TOpPattern``, grouped by
                        pattern so the classification reads against TVM in one place)
     ``kernel:cpu``     ``kernels.BUILTIN_CPU_KERNELS``, naming functions of ``cpu_*.py``

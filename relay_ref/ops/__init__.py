@@ -30,9 +30,10 @@ Table aspects, each a mapping from op name to the aspect's value:
 
 When: this module imports every family (registering the core aspects), then attaches the
 tables with ``registry.attach(aspect, table, source=module)`` in the fixed order above, and
-nowhere else. ``attach`` is the one mechanism that rebuilds a frozen ``OpDef``; the
-single-op ``set_examples`` / ``set_op_pattern`` / ``set_kernel`` / ``set_gradient`` are for
-users (and replace a table's value on purpose).
+nowhere else. ``attach`` is the one way a table reaches the registry; the single-op
+``set_examples`` / ``set_op_pattern`` / ``set_kernel`` / ``set_gradient`` are for users (and
+replace a table's value on purpose). Both rebuild the frozen ``OpDef`` through one registry
+function; no other module does.
 
 Invariants (``attach`` raises otherwise, at import):
 * every op a table names is registered;
@@ -40,8 +41,8 @@ Invariants (``attach`` raises otherwise, at import):
   aspect are an error, not an override);
 * ``registry.declared_in(op)`` says which module declared each aspect;
 * after ``import relay_ref.ops`` (which importing any ``relay_ref.ops`` module does first)
-  every ``OpDef`` is complete: ``get_op`` / ``all_ops`` never see a partial registry, and no
-  module of this package imports the package itself.
+  every ``OpDef`` is complete: outside this import, ``get_op`` / ``all_ops`` never see a
+  partial registry; no module of this package imports the package itself.
 See ``registry.py`` for the protocols each aspect follows.
 """
 

@@ -51,7 +51,7 @@ node used twice is matched and rewritten once, and stays shared), after its chil
 rules are tried at the rebuilt node, the first whose pattern matches and whose rewrite
 returns an expression wins, and the result is tried again (at most ``max_local`` times).
 Sweeps repeat until one changes nothing (at most ``max_sweeps``). Each sweep is linear in
-the number of distinct nodes (a table is indexed by the operator at each rule's root, so a
+the number of distinct nodes (a table is indexed by the class and operator at each rule's root, so a
 node is only tried against rules that could match it); iterative, so a 10 000-node chain
 does not touch Python's recursion limit. With ``keep_types`` a rebuilt or rewritten node
 inherits the recorded type of the node it replaces (for type-preserving rules), so type
@@ -485,55 +485,66 @@ class Rule:
     rewrite: Rewrite
 
 
-def root_ops(p: DFPattern) -> frozenset[str] | None:
-    """The operator names a node matched by ``p`` must be a call of, or None (any node)."""
+RootKey = tuple[type, "str | None"]
+
+
+def root_keys(p: DFPattern) -> frozenset[RootKey] | None:
+    """What a node matched by ``p`` must be: a set of ``(expression class, operator
+    name)`` keys (name ``"*"``: any callee; ``None`` for nodes that are not calls), or
+    None (anything). Used to index rule tables; conservative (may admit more)."""
     match p:
         case CallPattern(OperatorPattern(name)):
-            return frozenset({name})
-        case CallPattern(op):
-            return frozenset() if _only_ops(op) else None
+            return frozenset({(Call, name)})
+        case CallPattern():
+            return frozenset({(Call, "*")})
+        case TuplePattern():
+            return frozenset({(Tuple, None)})
+        case TupleGetItemPattern():
+            return frozenset({(TupleGetItem, None)})
+        case ConstantPattern():
+            return frozenset({(Constant, None)})
+        case VarPattern():
+            return frozenset({(Var, None)})
         case AltPattern(left, right):
-            a, b = root_ops(left), root_ops(right)
+            a, b = root_keys(left), root_keys(right)
             return None if a is None or b is None else a | b
         case (AttrPattern(inner) | TypePattern(inner) | DataTypePattern(inner)
               | ShapePattern(inner) | PredicatePattern(inner)):
-            return root_ops(inner)
+            return root_keys(inner)
     return None
 
 
-def _only_ops(op: DFPattern) -> bool:
-    """Does ``op`` match operators only (but possibly any of them)?"""
-    return isinstance(op, OperatorPattern | OpKindPattern)
+def _node_key(node: Expr) -> RootKey:
+    if isinstance(node, Call):
+        return (Call, node.op.name if isinstance(node.op, Op) else "")
+    return (type(node), None)
 
 
 @dataclass(frozen=True, slots=True)
 class RuleTable:
-    """Rules tried in order; indexed by the operator at each pattern's root."""
+    """Rules tried in order; indexed by what each pattern's root can match (``root_keys``):
+    a node is only tried against the rules that could match it."""
 
     rules: tuple[Rule, ...]
-    by_op: dict[str, tuple[Rule, ...]] = field(init=False, repr=False, compare=False)
-    any_call: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
-    anywhere: tuple[Rule, ...] = field(init=False, repr=False, compare=False)
+    _roots: tuple[frozenset[RootKey] | None, ...] = field(
+        init=False, repr=False, compare=False)
+    _index: dict[RootKey, tuple[Rule, ...]] = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        names: set[str] = set()
-        roots = [root_ops(r.pattern) for r in self.rules]
-        for r in roots:
-            names |= r or set()
-        by_op = {n: tuple(rule for rule, r in zip(self.rules, roots, strict=True)
-                          if r is None or n in r or (r == frozenset()))
-                 for n in names}
-        object.__setattr__(self, "by_op", by_op)
-        object.__setattr__(self, "any_call", tuple(
-            rule for rule, r in zip(self.rules, roots, strict=True) if r is None or not r))
-        object.__setattr__(self, "anywhere", tuple(
-            rule for rule, r in zip(self.rules, roots, strict=True) if r is None))
+        object.__setattr__(self, "_roots", tuple(root_keys(r.pattern) for r in self.rules))
+        object.__setattr__(self, "_index", {})
 
     def candidates(self, node: Expr) -> tuple[Rule, ...]:
         """The rules whose pattern could match ``node`` (in table order)."""
-        if isinstance(node, Call) and isinstance(node.op, Op):
-            return self.by_op.get(node.op.name, self.any_call)
-        return self.anywhere
+        key = _node_key(node)
+        got = self._index.get(key)
+        if got is None:
+            cls, name = key
+            got = self._index[key] = tuple(
+                rule for rule, keys in zip(self.rules, self._roots, strict=True)
+                if keys is None or key in keys or (cls is Call and (Call, "*") in keys))
+        return got
 
 
 @dataclass(slots=True)

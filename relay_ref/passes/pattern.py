@@ -43,6 +43,9 @@ predicates that read other bindings are exact. Types come from ``type_of`` (a no
 a known type fails every type constraint). Cost: each attempt visits at most the
 (pattern node, expression) pairs the pattern reaches, a number bounded by the pattern, not
 the program; ``Matcher.visits`` counts them. Recursion is over the pattern's depth only.
+``Match.inputs()`` lists what a composite function made of a match takes as arguments
+(TVM's partitioner's choice), and ``find_matches`` every match in a program: what BYOC's
+MergeComposite builds on.
 
 **Rule tables** (``Rule(doc, pattern, rewrite)``, ``RuleTable``): ``rewrite(match)`` returns
 the replacement of ``match.expr`` or ``None`` (no change). ``rewrite_fixpoint(expr, table)``
@@ -303,17 +306,45 @@ def is_tuple_get_item(tuple_value: DFPattern | Expr,
 # == matching ==========================================================================
 
 class Match:
-    """A successful match: ``expr`` (the node matched), ``bindings`` (pattern node ->
-    expression), ``type_of`` and ``ctx`` (whatever the driver's caller passed)."""
+    """A successful match of ``pattern``: ``expr`` (the node matched), ``bindings``
+    (pattern node -> expression), ``type_of`` and ``ctx`` (whatever the driver's caller
+    passed)."""
 
-    __slots__ = ("expr", "bindings", "type_of", "ctx")
+    __slots__ = ("pattern", "expr", "bindings", "type_of", "ctx")
 
-    def __init__(self, expr: Expr, bindings: dict[DFPattern, Expr], type_of: TypeOf,
-                 ctx: object = None) -> None:
+    def __init__(self, pattern: DFPattern, expr: Expr, bindings: dict[DFPattern, Expr],
+                 type_of: TypeOf, ctx: object = None) -> None:
+        self.pattern = pattern
         self.expr = expr
         self.bindings = bindings
         self.type_of = type_of
         self.ctx = ctx
+
+    def inputs(self) -> list[Expr]:
+        """The expressions a composite function made of this match takes as arguments,
+        as TVM's partitioner chooses them: what the pattern's leaves matched (wildcards,
+        variables, ``is_expr``), and the arguments of ``call_any()`` calls and the fields
+        of ``is_tuple(None)`` tuples; not operators or functions, nor constants matched by
+        ``is_constant()`` (they are embedded). Each once, in the pattern's post-order."""
+        out: dict[int, Expr] = {}
+
+        def add(e: Expr, embed: bool = False) -> None:
+            if not (embed or isinstance(e, Op | Function)):
+                out.setdefault(id(e), e)
+
+        for p in _pattern_post_order(self.pattern):
+            e = self.bindings.get(p)
+            if e is None:
+                continue
+            if isinstance(p, CallPattern) and p.args is None:
+                for a in e.args:  # type: ignore[attr-defined]
+                    add(a)
+            elif isinstance(p, TuplePattern) and p.fields is None:
+                for f in e.fields:  # type: ignore[attr-defined]
+                    add(f)
+            elif not _pattern_children(p):
+                add(e, embed=isinstance(p, ConstantPattern))
+        return list(out.values())
 
     def __getitem__(self, pattern: DFPattern) -> Expr:
         return self.bindings[pattern]
@@ -337,7 +368,7 @@ class Matcher:
 
     def match(self, pattern: DFPattern, expr: Expr, ctx: object = None) -> Match | None:
         self._bound = {}
-        self._view = Match(expr, self._bound, self.type_of, ctx)
+        self._view = Match(pattern, expr, self._bound, self.type_of, ctx)
         for _ in self._visit(pattern, expr):
             out = self._view
             out.bindings = dict(self._bound)
@@ -435,6 +466,40 @@ class Matcher:
                         yield None
             case _:
                 raise TypeError(f"unknown pattern {type(p).__name__}")
+
+
+def _pattern_children(p: DFPattern) -> tuple[DFPattern, ...]:
+    match p:
+        case CallPattern(op, args):
+            return (op, *(args or ()))
+        case TuplePattern(fields):
+            return tuple(fields or ())
+        case TupleGetItemPattern(tup):
+            return (tup,)
+        case AltPattern(left, right):
+            return (left, right)
+        case (AttrPattern(inner) | TypePattern(inner) | DataTypePattern(inner)
+              | ShapePattern(inner) | PredicatePattern(inner)):
+            return (inner,)
+    return ()
+
+
+def _pattern_post_order(p: DFPattern) -> list[DFPattern]:
+    """Each node of pattern ``p`` once, after its sub-patterns (iterative)."""
+    out: list[DFPattern] = []
+    seen: set[int] = set()
+    stack: list[tuple[DFPattern, bool]] = [(p, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            out.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((k, False) for k in reversed(_pattern_children(node)))
+    return out
 
 
 def op_kind(name: str) -> int:

@@ -371,3 +371,35 @@ def test_match_object_gives_context() -> None:
     pat = wildcard().where(lambda e, m: seen.append(m.ctx) or True)
     m = Matcher().match(pat, X, ctx="context")
     assert isinstance(m, Match) and seen == ["context"] and m.ctx == "context"
+
+
+def test_composite_patterns_for_partitioning() -> None:
+    # a BYOC-style composite: conv2d, optional bias_add, then relu or clip (TVM's
+    # MergeComposite tables are written this way)
+    conv = is_op("nn.conv2d")(wildcard(), wildcard()).has_attr({"groups": 1})
+    biased = conv.optional(lambda p: is_op("nn.bias_add")(p, wildcard()))
+    act = is_op("nn.relu")(biased) | is_op("clip")(biased)
+    composite = act.has_dtype("float32")
+    e, types = body("""
+    def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32],
+              %b: Tensor[(4), float32], %v: Tensor[(4, 4, 3, 3), float32]) {
+      %0 = nn.relu(nn.bias_add(nn.conv2d(%x, %w), %b));
+      %1 = clip(nn.conv2d(%0, %v), a_min=0f, a_max=6f);
+      add(%1, 1f)
+    }
+    """)
+    found = find_matches(composite, e, types.get)
+    assert [m.expr.op.name for m in found] == ["nn.relu", "clip"]
+    first, second = found
+    names = [getattr(v, "name_hint", None) for v in first.inputs()]
+    assert names == ["x", "w", "b"]
+    assert second.inputs()[0] is first.expr and second.inputs()[1].name_hint == "v"
+    assert find_matches(composite, e) == []  # the dtype constraint needs types
+
+
+def test_inputs_embed_constants_matched_by_is_constant() -> None:
+    x, c = wildcard(), is_constant()
+    m = match(is_op("add")(x, c), op_call("add", X, C1))
+    assert m is not None and m.inputs() == [X]
+    m2 = match(is_op("add").call_any(), op_call("add", X, C1))
+    assert m2 is not None and m2.inputs() == [X, C1]

@@ -49,12 +49,13 @@ MergeComposite builds on.
 
 **Rule tables** (``Rule(doc, pattern, rewrite)``, ``RuleTable``): ``rewrite(match)`` returns
 the replacement of ``match.expr`` or ``None`` (no change). ``rewrite_fixpoint(expr, table)``
-rewrites bottom-up: each distinct node is visited once per sweep (memoised by identity: a
-node used twice is matched and rewritten once, and stays shared), after its children; the
-rules are tried at the rebuilt node, the first whose pattern matches and whose rewrite
-returns an expression wins, and the result is tried again (at most ``max_local`` times).
-Sweeps repeat until one changes nothing (at most ``max_sweeps``). Each sweep is linear in
-the number of distinct nodes (a table is indexed by the class and operator at each rule's root, so a
+(``rewrite_module(mod, table)`` for every global function) rewrites bottom-up: each
+distinct node is visited once per sweep (memoised by identity: a node used twice is matched
+and rewritten once, and stays shared), after its children; the rules are tried at the
+rebuilt node, the first whose pattern matches and whose rewrite returns an expression wins,
+and the result is tried again (at most ``max_local`` times). Sweeps repeat until one
+changes nothing (at most ``max_sweeps``). Each sweep is linear in the number of distinct
+nodes (a table is indexed by the expression class and operator at each rule's root, so a
 node is only tried against rules that could match it); iterative, so a 10 000-node chain
 does not touch Python's recursion limit. With ``keep_types`` a rebuilt or rewritten node
 inherits the recorded type of the node it replaces (for type-preserving rules), so type
@@ -84,8 +85,9 @@ from relay_ref.ir.expr import (
     Var,
     children,
 )
+from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.passes.rewrite import with_children
+from relay_ref.passes.rewrite import map_functions, with_children
 
 TypeOf = Callable[[Expr], "Type | None"]
 
@@ -707,6 +709,18 @@ def rewrite_fixpoint(expr: Expr, table: RuleTable | Sequence[Rule], **options: A
     if not isinstance(table, RuleTable):
         table = RuleTable(tuple(table))
     return Rewriter(table, **options).run(expr)
+
+
+def rewrite_module(mod: IRModule, table: RuleTable | Sequence[Rule],
+                   **options: Any) -> IRModule:
+    """Every global function of ``mod`` rewritten by ``table`` to a fixpoint
+    (``Rewriter``'s options; ``types`` defaults to ``mod.checked_types``). The module
+    itself when nothing changed; otherwise its recorded types are dropped."""
+    if not isinstance(table, RuleTable):
+        table = RuleTable(tuple(table))
+    options.setdefault("types", mod.checked_types)
+    rewriter = Rewriter(table, **options)
+    return map_functions(mod, lambda name, fn: rewriter.run(fn))  # type: ignore[arg-type]
 
 
 def find_matches(pattern: DFPattern, expr: Expr,

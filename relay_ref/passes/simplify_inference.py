@@ -3,9 +3,11 @@ training-time normalisation and dropout operators by the arithmetic they compute
 inference, so that later passes (FoldScaleAxis, FoldConstant, FuseOps) see plain
 elementwise, broadcast and reduce operators.
 
-Rules (one per operator; ``x`` the data, ``c`` its ``axis`` made non-negative, ``n`` its
-rank, ``eps`` the attribute as a scalar of x's dtype, ``E(v)`` = ``v`` expanded to broadcast
-along ``c``, i.e. ``expand_dims(v, axis=1, num_newaxis=n-c-1)`` when that is > 0):
+Rules (``RULES``, a rule table of the pattern language ``relay_ref.passes.pattern``, one
+rule per operator, applied in one bottom-up sweep; ``x`` the data, ``c`` its ``axis`` made
+non-negative, ``n`` its rank, ``eps`` the attribute as a scalar of x's dtype, ``E(v)`` =
+``v`` expanded to broadcast along ``c``, i.e. ``expand_dims(v, axis=1,
+num_newaxis=n-c-1)`` when that is > 0):
 
 * ``nn.batch_norm(x, gamma, beta, mean, var).0`` -> ``x * E(scale) + E(shift)`` with
   ``scale = 1 / sqrt(var + eps) * gamma`` (``* gamma`` only if ``scale=True``) and
@@ -53,23 +55,22 @@ from collections.abc import Callable
 
 import numpy as np
 
-from relay_ref.ir.expr import Call, Expr, Function
+from relay_ref.ir.expr import Call, Expr
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.fold_constant import constant_value
 from relay_ref.passes.fold_scale_axis import headroom
 from relay_ref.passes.pattern import (
     Match,
-    Rewriter,
     Rule,
     RuleTable,
     is_op,
     is_tuple_get_item,
+    rewrite_module,
     wildcard,
 )
 from relay_ref.passes.pattern_utils import expand_bias_to_match_axis, op_call, scalar
-from relay_ref.passes.rewrite import map_functions
 from relay_ref.typecheck.infer import infer_types
 
 
@@ -203,13 +204,6 @@ RULES = RuleTable((
 ))
 
 
-def _simplify(fn: Function, types: dict[Expr, Type]) -> Function:
-    # One sweep: the expansions build no norm or dropout, so it is the fixpoint.
-    out = Rewriter(RULES, types=types, keep_types=True, max_sweeps=1).run(fn)
-    assert isinstance(out, Function)
-    return out
-
-
 @register_pass
 class SimplifyInference(Pass):
     """Replace batch_norm, dropout and the other norms by their inference-time arithmetic
@@ -221,5 +215,5 @@ class SimplifyInference(Pass):
     def __call__(self, mod: IRModule) -> IRModule:
         if not mod.checked_types:
             mod = infer_types(mod)
-        types = mod.checked_types
-        return map_functions(mod, lambda name, fn: _simplify(fn, types))
+        # One sweep: the expansions build no norm or dropout, so it is the fixpoint.
+        return rewrite_module(mod, RULES, keep_types=True, max_sweeps=1)

@@ -9,7 +9,11 @@ The result, as TVM prints it::
     };
     %0(%x)
 
-**Algorithm** (TVM's, step by step; ``OpPattern`` is the registry's ``op_pattern``):
+**Algorithm** (TVM's, step by step; ``OpPattern`` is the registry's ``op_pattern``). The
+op-pattern rules are data: ``NODE_KINDS`` gives each dataflow node its kind by patterns of
+the pattern language (``relay_ref.passes.pattern``: ``is_op_kind``, ``is_constant``, ...),
+and ``FUSE_RULES`` says which producer kinds fuse into which consumers, phase by phase (step
+3 below is its interpreter):
 
 1. *Dataflow graph*: one node per call, tuple, projection, variable, constant, let, if, match
    and ref node, in post-order; an edge from each argument to its user, labelled with the
@@ -80,7 +84,7 @@ throughout: deep graphs do not touch Python's recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from relay_ref.ir.expr import (
@@ -107,6 +111,16 @@ from relay_ref.ir.types import AnyDim, FuncType, TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import OpPattern, get_op, has_op
 from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.pattern import (
+    DFPattern,
+    Matcher,
+    is_constant,
+    is_op_kind,
+    is_tuple,
+    is_tuple_get_item,
+    wildcard,
+)
+from relay_ref.passes.pattern import Match as PatternMatch
 from relay_ref.passes.rewrite import map_functions, with_children
 from relay_ref.typecheck.infer import infer_types
 
@@ -168,6 +182,110 @@ def _nodes(fn: Function) -> Iterator[Expr]:
                 stack.append((kid, False))
 
 
+# == 0. node kinds (the op-pattern rules, in the pattern language) ======================
+
+def _upto(kind: OpPattern) -> frozenset[OpPattern]:
+    """Every kind no more complex than ``kind``."""
+    return frozenset(k for k in OpPattern if k <= kind)
+
+
+_ANY_OP = is_op_kind(*OpPattern)
+_TUPLE_OF_TENSORS = wildcard()
+
+
+def _simple_scalar(e: Expr, m: PatternMatch) -> bool:
+    return e.data.ndim == 0 and str(e.data.dtype) in _SIMPLE_CONST_DTYPES  # type: ignore
+
+
+def _dynamic_dyn_op(e: Expr, m: PatternMatch) -> bool:
+    return e.op.name.startswith("dyn.") and _is_dynamic(m.type_of(e))  # type: ignore
+
+
+def _tensor_tuple(e: Expr, m: PatternMatch) -> bool:
+    ty = m.type_of(m[_TUPLE_OF_TENSORS])
+    return isinstance(ty, TupleType) and all(isinstance(t, TensorType) for t in ty.fields)
+
+
+@dataclass(frozen=True, slots=True)
+class KindRule:
+    """A dataflow node matching ``pattern`` has fusion kind ``kind(node)``."""
+
+    doc: str
+    pattern: DFPattern
+    kind: Callable[[Expr], OpPattern]
+
+
+#: How a dataflow node gets its kind (TVM's ``IndexedForwardGraph`` creator); the first
+#: matching entry wins, a node matching none is OPAQUE.
+NODE_KINDS: tuple[KindRule, ...] = (
+    KindRule("scalar constants of the simple dtypes fuse into their user",
+             is_constant().where(_simple_scalar), lambda e: ELEMWISE),
+    KindRule("a dyn.* operator with a dynamic result shape is opaque (data-dependent)",
+             _ANY_OP.call_any().where(_dynamic_dyn_op), lambda e: OPAQUE),
+    KindRule("an operator call has its operator's registry kind",
+             _ANY_OP.call_any(), lambda e: op_pattern(e.op.name)),  # type: ignore
+    KindRule("a tuple is a TUPLE node", is_tuple(None), lambda e: TUPLE),
+    KindRule("a projection of a tuple of tensors is injective",
+             is_tuple_get_item(_TUPLE_OF_TENSORS).where(_tensor_tuple), lambda e: INJECTIVE),
+)
+
+
+def node_kind(expr: Expr, matcher: Matcher) -> OpPattern:
+    """The fusion kind of a dataflow node, by ``NODE_KINDS``."""
+    for rule in NODE_KINDS:
+        if matcher.match(rule.pattern, expr) is not None:
+            return rule.kind(expr)
+    return OPAQUE
+
+
+@dataclass(frozen=True, slots=True)
+class FuseRule:
+    """When a node fuses into its immediate post-dominator (TVM ``GraphPartitioner``):
+    in one of ``phases``, when the node's group has a ``producer`` kind, the most complex
+    edge kind on the way to the post-dominator is in ``edge``, the post-dominator's own
+    group has a ``consumer`` kind and its root group a ``consumer_root`` kind, and every
+    node between them has a ``path`` kind (the post-dominator itself a ``sink`` kind).
+    ``unfused_only``: not when the two are already in one group. These conditions are on
+    *group* kinds, which change as groups merge (a relu that took a conv2d is
+    OUT_ELEMWISE_FUSABLE), so they are kind sets, not expression patterns."""
+
+    doc: str
+    phases: frozenset[int]
+    producer: frozenset[OpPattern]
+    edge: frozenset[OpPattern]
+    consumer: frozenset[OpPattern]
+    consumer_root: frozenset[OpPattern]
+    path: frozenset[OpPattern]
+    sink: frozenset[OpPattern]
+    unfused_only: bool = True
+
+
+_ALL = frozenset(OpPattern)
+_NOT_TUPLE = _ALL - {TUPLE}
+
+#: Which producer kinds fuse into which consumers; at most one rule per (phase, producer).
+FUSE_RULES: tuple[FuseRule, ...] = (
+    # conv2d and friends take the elementwise ops after them
+    FuseRule("out-elemwise-fusable -> elementwise/broadcast successors", frozenset({0}),
+             frozenset({OUT_ELEMWISE_FUSABLE}), frozenset({ELEMWISE}), _NOT_TUPLE, _ALL,
+             _upto(BROADCAST), _upto(BROADCAST)),
+    # elementwise/broadcast into an injective or reduction post-dominator
+    FuseRule("elementwise/broadcast -> injective or reduction", frozenset({0, 1}),
+             _upto(BROADCAST), _upto(INJECTIVE) | {COMM_REDUCE}, _NOT_TUPLE, _ALL,
+             _upto(INJECTIVE),
+             _upto(BROADCAST) | {COMM_REDUCE, INJECTIVE, OUT_ELEMWISE_FUSABLE}),
+    # injective chains, after phase 0 so that conv2d finishes fusing first
+    FuseRule("injective/tuple -> injective successors", frozenset({1}),
+             frozenset({INJECTIVE, TUPLE}), _ALL, _NOT_TUPLE, _ALL,
+             _upto(INJECTIVE), _upto(INJECTIVE)),
+    # injective ops into an intermediate tuple already fused into injective ops
+    FuseRule("injective -> a tuple fused into injective ops", frozenset({2}),
+             _upto(INJECTIVE), _ALL, frozenset({TUPLE}), _upto(INJECTIVE),
+             _upto(INJECTIVE), _upto(INJECTIVE), unfused_only=False),
+    # COMM_REDUCE and OPAQUE: nothing fuses after them
+)
+
+
 # == 1. the dataflow graph =============================================================
 
 @dataclass(eq=False, slots=True)
@@ -184,6 +302,7 @@ class _Graph:
 
     def __init__(self, fn: Function, types: dict[Expr, Type]) -> None:
         self.types = types
+        self.matcher = Matcher(types.get)
         self.node_map: dict[int, _Node] = {}
         self.post_dfs_order: list[_Node] = []
         for expr in _nodes(fn):
@@ -224,17 +343,12 @@ class _Graph:
                 self._add(self.node(expr))
             case Constant():
                 n = self.node(expr)
-                simple = expr.data.ndim == 0 and str(expr.data.dtype) in _SIMPLE_CONST_DTYPES
-                n.pattern = ELEMWISE if simple else OPAQUE
+                n.pattern = node_kind(expr, self.matcher)
                 self._add(n)
             case Call(op, args):
                 n = self.node(expr)
-                pattern = OPAQUE
-                if isinstance(op, Op):
-                    pattern = op_pattern(op.name)
-                    if _is_dynamic(self.types.get(expr)) and op.name.startswith("dyn."):
-                        pattern = OPAQUE  # data-dependent shape
-                else:
+                pattern = node_kind(expr, self.matcher)
+                if not isinstance(op, Op):
                     self._update(op, n, OPAQUE)
                 n.pattern = pattern
                 self._update(op, None, OPAQUE)
@@ -249,7 +363,7 @@ class _Graph:
                 self._add(n)
             case Tuple(fields):
                 n = self.node(expr)
-                n.pattern = TUPLE
+                n.pattern = node_kind(expr, self.matcher)
                 for f in fields:
                     if self._is_tensor(f):
                         self._update(f, n, INJECTIVE)
@@ -258,10 +372,8 @@ class _Graph:
                 self._add(n)
             case TupleGetItem(tup, _):
                 n = self.node(expr)
-                ttype = self.types.get(tup)
-                if isinstance(ttype, TupleType) and all(
-                        isinstance(t, TensorType) for t in ttype.fields):
-                    n.pattern = INJECTIVE
+                n.pattern = node_kind(expr, self.matcher)
+                if n.pattern == INJECTIVE:
                     self._update(tup, n, INJECTIVE)
                 else:
                     self._update(tup, None, OPAQUE)
@@ -385,8 +497,10 @@ class _Partitioner:
             if n is not sink:
                 stack.extend(out for out, _ in n.outputs)
 
-    def _check_path(self, src: _Node, sink: _Node, fcond) -> bool:
-        return all(fcond(self.groups[n.index].find_root().pattern, n is sink)
+    def _check_path(self, src: _Node, sink: _Node, path: frozenset[OpPattern],
+                    at_sink: frozenset[OpPattern]) -> bool:
+        """Every node between has a ``path`` kind, ``sink`` an ``at_sink`` kind."""
+        return all(self.groups[n.index].find_root().pattern in (at_sink if n is sink else path)
                    for n in self._between(src, sink))
 
     def _merge(self, child: Group, parent: Group) -> None:
@@ -432,43 +546,24 @@ class _Partitioner:
             parent_group = self.groups[parent_gnode.index]
             if self._too_many_nodes(gnode, parent_gnode):
                 continue
-            if phase == 2:
-                # injective ops into an intermediate tuple already fused into injective ops
-                if group.pattern > INJECTIVE:
-                    continue
-                root = parent_group.find_root()
-                if root.pattern == TUPLE:
-                    continue
-                if parent_group.pattern == TUPLE and root.pattern <= INJECTIVE:
-                    if self._check_path(gnode, parent_gnode, lambda k, s: k <= INJECTIVE):
-                        self._commit_fuse(gnode, parent_gnode)
+            rule = _fuse_rule(phase, group.pattern)
+            if rule is None:
                 continue
-            if group.find_root() is parent_group.find_root():
+            root = parent_group.find_root()
+            if rule.unfused_only and group.find_root() is root:
                 continue  # already fused
-            if parent_group.pattern == TUPLE:
-                continue  # do not fuse into a tuple (yet)
-            if group.pattern == OUT_ELEMWISE_FUSABLE:
-                # conv2d and friends take the elementwise ops after them
-                if phase == 0 and dom_node.pattern == ELEMWISE:
-                    if self._check_path(gnode, parent_gnode, lambda k, s: k <= BROADCAST):
-                        self._commit_fuse(gnode, parent_gnode)
-            elif group.pattern <= BROADCAST:
-                # elementwise/broadcast into an injective or reduction post-dominator
-                if dom_node.pattern <= INJECTIVE or dom_node.pattern == COMM_REDUCE:
-                    if self._check_path(gnode, parent_gnode, _ewise_cond):
-                        self._commit_fuse(gnode, parent_gnode)
-            elif group.pattern in (INJECTIVE, TUPLE):
-                # injective chains, after phase 0 so that conv2d finishes fusing first
-                if phase == 1:
-                    if self._check_path(gnode, parent_gnode, lambda k, s: k <= INJECTIVE):
-                        self._commit_fuse(gnode, parent_gnode)
-            # COMM_REDUCE: nothing fuses after a reduction
+            if (parent_group.pattern in rule.consumer and root.pattern in rule.consumer_root
+                    and dom_node.pattern in rule.edge):
+                if self._check_path(gnode, parent_gnode, rule.path, rule.sink):
+                    self._commit_fuse(gnode, parent_gnode)
 
 
-def _ewise_cond(kind: OpPattern, is_sink: bool) -> bool:
-    if not is_sink:
-        return kind <= INJECTIVE
-    return kind <= BROADCAST or kind in (COMM_REDUCE, INJECTIVE, OUT_ELEMWISE_FUSABLE)
+def _fuse_rule(phase: int, producer: OpPattern) -> FuseRule | None:
+    """The rule of ``FUSE_RULES`` for a producer kind in a phase (at most one)."""
+    for rule in FUSE_RULES:
+        if phase in rule.phases and producer in rule.producer:
+            return rule
+    return None
 
 
 # == 4. the rewrite ====================================================================

@@ -7,8 +7,10 @@ Every rule below rewrites one operator call into an expression of exactly the ca
 ``%x`` when the ``0`` broadcasts ``%x`` to a larger shape. A rule never drops a
 sub-expression that could have an effect (only constants, or values it keeps).
 
-The rules (``RULES``; each is ``(name, rewrite)`` and fires on a call whose arguments have
-already been simplified; a node is rewritten until no rule applies):
+The rules (``RULES``, a rule table of the pattern language ``relay_ref.passes.pattern``: each
+``Rule(doc, pattern, rewrite)`` fires on a call whose arguments have already been
+simplified; a node is rewritten until no rule applies, and the program until a sweep
+changes nothing):
 
 * ``x + 0``, ``0 + x``, ``x - 0``, ``x * 1``, ``1 * x``, ``x / 1`` -> ``x`` when the result's
   type is ``x``'s (the 0 / 1 a constant, or ``zeros``/``ones`` of a static shape);
@@ -34,9 +36,10 @@ it (``relay_ref.passes.pin_types``).
 Not taken from TVM: ``x * 0 -> 0`` (wrong for inf/nan), rules that need layouts or
 rewrite into ops with broadcast semantics the type check would have to re-derive.
 
-Cost: linear in the number of distinct nodes (each node is rewritten a bounded number of
-times); types come from ``infer_types`` on the input (run if the module has none) and are
-carried to rewritten nodes, since every rule keeps the node's type.
+Cost: linear in the number of distinct nodes per sweep (each node is rewritten a bounded
+number of times; a second sweep finds nothing left in practice); types come from
+``infer_types`` on the input (run if the module has none) and are carried to rewritten
+nodes, since every rule keeps the node's type.
 """
 
 from __future__ import annotations
@@ -47,24 +50,31 @@ from dataclasses import replace
 import numpy as np
 
 from relay_ref.deepstack import run_deep
-from relay_ref.ir.expr import Call, Constant, Expr, Op, children
+from relay_ref.ir.expr import Call, Expr, Op
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import make_attrs
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
+from relay_ref.passes.pattern import (
+    DFPattern,
+    Match,
+    Rewriter,
+    Rule,
+    RuleTable,
+    is_constant,
+    is_op,
+    wildcard,
+)
 from relay_ref.passes.pin_types import Determinacy, annotate_params
-from relay_ref.passes.rewrite import with_children
 from relay_ref.typecheck.infer import infer_types
-
-TypeOf = Callable[[Expr], Type | None]
 
 
 class _Ctx:
-    """What a rule may ask: types of (rewritten) nodes, and effects of the input's nodes."""
+    """What a rule may ask beyond the match: effects of nodes, and which variables have
+    their type fixed without a given node."""
 
-    def __init__(self, types: TypeOf, effects: Effects, det: Determinacy) -> None:
-        self.type_of = types
+    def __init__(self, effects: Effects, det: Determinacy) -> None:
         self.effects = effects
         self.det = det
 
@@ -73,51 +83,62 @@ class _Ctx:
         return not self.effects.stateful(node) and self.det.vars_fixed(node)
 
 
-Rule = Callable[[Call, Type, _Ctx], Expr | None]
-
-
-def _op(node: Expr, *names: str) -> bool:
-    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name in names
-
-
 def _static(ty: Type | None) -> TensorType | None:
     if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
         return ty
     return None
 
 
-def _is_fill(node: Expr, value: int) -> bool:
-    """A constant all of whose elements are ``value``, or ``zeros``/``ones`` (no args)."""
-    if isinstance(node, Constant):
-        return node.data.size > 0 and bool(np.all(node.data == value))
-    return _op(node, "zeros" if value == 0 else "ones") and not node.args  # type: ignore
-
-
-def _identity(commutes: bool, unit: int) -> Rule:
-    """``x op unit`` (and ``unit op x`` when ``commutes``) -> ``x`` if the type is ``x``'s."""
-    def rule(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-        if len(node.args) != 2:
+def _typed(fn: Callable[[Match, Call, Type, _Ctx], Expr | None]
+           ) -> Callable[[Match], Expr | None]:
+    """A rewrite of a call with a recorded type (every rule keeps that type)."""
+    def rewrite(m: Match) -> Expr | None:
+        ty = m.type_of(m.expr)
+        if ty is None or not isinstance(m.expr, Call):
             return None
-        x, u = node.args
-        if _is_fill(u, unit) and ctx.type_of(x) == ty:
-            return x
-        if commutes and _is_fill(x, unit) and ctx.type_of(u) == ty:
-            return u
-        return None
-    return rule
+        return fn(m, m.expr, ty, m.ctx)  # type: ignore[arg-type]
+    return rewrite
 
 
-def _double_negative(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-    inner = node.args[0]
-    return inner.args[0] if _op(inner, "negative") else None  # type: ignore[attr-defined]
+def _same_type_as_call(x: DFPattern) -> Callable[[Expr, Match], bool]:
+    """The bound ``x`` has the matched call's type (the rule drops the call)."""
+    def pred(e: Expr, m: Match) -> bool:
+        ty = m.type_of(e)
+        return ty is not None and m.type_of(m[x]) == ty
+    return pred
 
 
-def _same_cast(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-    x = node.args[0]
-    return x if ctx.type_of(x) == ty else None
+def _fill(value: int) -> DFPattern:
+    """A constant all of whose elements are ``value``, or ``zeros()`` / ``ones()``."""
+    const = is_constant().where(
+        lambda e, m: e.data.size > 0 and bool(np.all(e.data == value)),  # type: ignore
+        f"every element is {value}")
+    return const | is_op("zeros" if value == 0 else "ones")()
 
 
-_KIND = {"i": "int", "u": "uint", "f": "float", "b": "bool"}
+# -- x op unit -> x ----------------------------------------------------------------------
+
+def _identity(op: str, unit: int) -> Rule:
+    """``x op unit`` -> ``x`` when the result's type is ``x``'s (``add`` and ``multiply``
+    also match ``unit op x``: the matcher's commutative matching)."""
+    x = wildcard()
+    pattern = is_op(op)(x, _fill(unit)).where(_same_type_as_call(x), "x has the type")
+    name = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}[op]
+    doc = f"x {name} {unit} -> x" + (f", {unit} {name} x -> x" if op in (
+        "add", "multiply") else "")
+    return Rule(doc, pattern, lambda m: m[x])
+
+
+# -- -(-x) -> x --------------------------------------------------------------------------
+
+_NEG_X = wildcard()
+_DOUBLE_NEGATIVE = is_op("negative")(is_op("negative")(_NEG_X))
+
+
+# -- casts -------------------------------------------------------------------------------
+
+_CAST_X = wildcard()
+_SAME_CAST = is_op("cast")(_CAST_X).where(_same_type_as_call(_CAST_X), "x has dtype d")
 
 
 def _lossless(src: str, dst: str) -> bool:
@@ -137,18 +158,23 @@ def _lossless(src: str, dst: str) -> bool:
     return False
 
 
-def _consecutive_cast(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-    inner = node.args[0]
-    if not _op(inner, "cast"):
-        return None
-    x = inner.args[0]  # type: ignore[attr-defined]
-    x_ty, mid = ctx.type_of(x), ctx.type_of(inner)
-    if not (isinstance(x_ty, TensorType) and isinstance(mid, TensorType)):
-        return None
-    if not _lossless(x_ty.dtype, mid.dtype):
-        return None
-    return Call(node.op, (x,), node.attrs)
+def _widening(e: Expr, m: Match) -> bool:
+    x_ty, mid = m.type_of(m[_CAST2_X]), m.type_of(e)
+    return (isinstance(x_ty, TensorType) and isinstance(mid, TensorType)
+            and _lossless(x_ty.dtype, mid.dtype))
 
+
+_CAST2_X = wildcard()
+_CONSECUTIVE_CAST = is_op("cast")(
+    is_op("cast")(_CAST2_X).where(_widening, "x -> inner dtype loses nothing"))
+
+
+@_typed
+def _consecutive_cast(m: Match, node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
+    return Call(node.op, (m[_CAST2_X],), node.attrs)
+
+
+# -- transposes --------------------------------------------------------------------------
 
 def _axes(attrs: object, rank: int) -> tuple[int, ...]:
     axes = getattr(attrs, "axes", None)
@@ -157,127 +183,111 @@ def _axes(attrs: object, rank: int) -> tuple[int, ...]:
     return tuple(a % rank if rank else a for a in axes)
 
 
-def _transpose(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-    x = node.args[0]
-    x_ty = ctx.type_of(x)
-    if not isinstance(x_ty, TensorType):
-        return None
-    rank = len(x_ty.shape)
-    outer = _axes(node.attrs, rank)
-    if outer == tuple(range(rank)):
-        return x  # a transpose that permutes nothing
-    if not _op(x, "transpose"):
-        return None
-    inner_x = x.args[0]  # type: ignore[attr-defined]
-    inner = _axes(x.attrs, rank)  # type: ignore[attr-defined]
-    axes = tuple(inner[i] for i in outer)
-    if axes == tuple(range(rank)):
-        return inner_x
-    return Call(node.op, (inner_x,), make_attrs("transpose", {"axes": axes}))
+def _rank(m: Match, x: Expr) -> int | None:
+    ty = m.type_of(x)
+    return len(ty.shape) if isinstance(ty, TensorType) else None
 
+
+_T_X = wildcard()
+_T_IDENTITY = is_op("transpose")(_T_X).where(
+    lambda e, m: (r := _rank(m, m[_T_X])) is not None
+    and _axes(e.attrs, r) == tuple(range(r)),  # type: ignore[attr-defined]
+    "the permutation is the identity")
+
+_T_INNER_X = wildcard()
+_T_INNER = is_op("transpose")(_T_INNER_X)
+_T_TWICE = is_op("transpose")(_T_INNER)
+
+
+@_typed
+def _compose_transposes(m: Match, node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
+    inner = m[_T_INNER]
+    rank = _rank(m, inner)
+    if rank is None:
+        return None
+    outer_axes = _axes(node.attrs, rank)
+    inner_axes = _axes(inner.attrs, rank)  # type: ignore[attr-defined]
+    axes = tuple(inner_axes[i] for i in outer_axes)
+    if axes == tuple(range(rank)):
+        return m[_T_INNER_X]
+    return Call(node.op, (m[_T_INNER_X],), make_attrs("transpose", {"axes": axes}))
+
+
+# -- reshape-like ops --------------------------------------------------------------------
 
 _RESHAPE_LIKE = ("reshape", "squeeze", "expand_dims", "reshape_like")
 
 
-def _reshape(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
-    x = node.args[0]
-    if ctx.type_of(x) == ty and (node.op.name != "reshape_like"  # type: ignore[attr-defined]
-                                 or ctx.droppable(node.args[1])):
-        return x  # a reshape that changes nothing
-    if not _op(x, *_RESHAPE_LIKE):
-        return None
+def _reshape_like(data: DFPattern) -> DFPattern:
+    """A call of a reshape-like op on ``data`` (``reshape_like`` has a shape argument)."""
+    out: DFPattern = is_op("reshape_like")(data, wildcard())
+    for name in _RESHAPE_LIKE[:-1]:
+        out = is_op(name)(data) | out
+    return out
+
+
+_R_X = wildcard()
+_R_NOOP = _reshape_like(_R_X).where(
+    lambda e, m: m.type_of(m[_R_X]) == m.type_of(e) and m.type_of(e) is not None and (
+        e.op.name != "reshape_like" or m.ctx.droppable(e.args[1])),  # type: ignore
+    "the result type is x's (and a shape argument may go)")
+
+_R_INNER_X = wildcard()
+_R_INNER = _reshape_like(_R_INNER_X)
+_R_TWICE = _reshape_like(_R_INNER)
+
+
+@_typed
+def _merge_reshapes(m: Match, node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
     static = _static(ty)
-    inner_x = x.args[0]  # type: ignore[attr-defined]
-    if static is None or _static(ctx.type_of(inner_x)) is None:
+    inner_x = m[_R_INNER_X]
+    if static is None or _static(m.type_of(inner_x)) is None:
         return None
-    dropped = [*x.args[1:], *node.args[1:]]  # type: ignore[attr-defined]
+    dropped = [*m[_R_INNER].args[1:], *node.args[1:]]  # type: ignore[attr-defined]
     if not all(ctx.droppable(d) for d in dropped):
         return None  # reshape_like's shape argument: keep it if it does or types something
-    if ctx.type_of(inner_x) == ty:
+    if m.type_of(inner_x) == ty:
         return inner_x
     return Call(Op("reshape"), (inner_x,), make_attrs("reshape", {"newshape": static.shape}))
 
 
-def _concretize(target: str) -> Rule:
+# -- *_like ops --------------------------------------------------------------------------
+
+def _concretize(like: str, target: str) -> Rule:
     """``zeros_like(x)`` -> ``zeros(shape, dtype)`` for a static, effect-free ``x``."""
-    def rule(node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
+    x = wildcard()
+
+    @_typed
+    def rewrite(m: Match, node: Call, ty: Type, ctx: _Ctx) -> Expr | None:
         static = _static(ty)
-        if static is None or not ctx.droppable(node.args[0]):
+        if static is None or not ctx.droppable(m[x]):
             return None
         attrs = make_attrs(target, {"shape": tuple(static.shape), "dtype": static.dtype})
         return Call(Op(target), (), attrs)
-    return rule
+
+    return Rule(f"{like}(x) -> {target}(static shape of x)", is_op(like)(x), rewrite)
 
 
-#: ``op name -> rules`` (tried in order; the first that returns an expression wins).
-RULES: dict[str, list[tuple[str, Rule]]] = {
-    "add": [("x + 0 -> x, 0 + x -> x", _identity(True, 0))],
-    "subtract": [("x - 0 -> x", _identity(False, 0))],
-    "multiply": [("x * 1 -> x, 1 * x -> x", _identity(True, 1))],
-    "divide": [("x / 1 -> x", _identity(False, 1))],
-    "negative": [("-(-x) -> x", _double_negative)],
-    "cast": [("cast(x: d, d) -> x", _same_cast),
-             ("cast(cast(x, wider), d) -> cast(x, d)", _consecutive_cast)],
-    "transpose": [("transpose(transpose(x, p), q) -> transpose(x, p.q); identity -> x",
-                   _transpose)],
-    **{name: [("reshape-like(reshape-like(x)) -> reshape(x); no-op -> x", _reshape)]
-       for name in _RESHAPE_LIKE},
-    "zeros_like": [("zeros_like(x) -> zeros(static shape)", _concretize("zeros"))],
-    "ones_like": [("ones_like(x) -> ones(static shape)", _concretize("ones"))],
-}
+#: The rules, tried in order at each call (after its arguments are simplified); the first
+#: whose pattern matches and whose rewrite gives an expression wins.
+RULES = RuleTable((
+    _identity("add", 0),  # x + 0 -> x, 0 + x -> x (same type)
+    _identity("subtract", 0),  # x - 0 -> x
+    _identity("multiply", 1),  # x * 1 -> x, 1 * x -> x
+    _identity("divide", 1),  # x / 1 -> x
+    Rule("-(-x) -> x", _DOUBLE_NEGATIVE, _typed(lambda m, n, t, c: m[_NEG_X])),
+    Rule("cast(x: d, d) -> x", _SAME_CAST, _typed(lambda m, n, t, c: m[_CAST_X])),
+    Rule("cast(cast(x, wider), d) -> cast(x, d)", _CONSECUTIVE_CAST, _consecutive_cast),
+    Rule("transpose(x, identity) -> x", _T_IDENTITY, _typed(lambda m, n, t, c: m[_T_X])),
+    Rule("transpose(transpose(x, p), q) -> transpose(x, p.q)", _T_TWICE,
+         _compose_transposes),
+    Rule("reshape-like(x) of x's type -> x", _R_NOOP, _typed(lambda m, n, t, c: m[_R_X])),
+    Rule("reshape-like(reshape-like(x)) -> reshape(x)", _R_TWICE, _merge_reshapes),
+    _concretize("zeros_like", "zeros"),  # the data dependency on x goes
+    _concretize("ones_like", "ones"),  # likewise
+))
 
 _MAX_REWRITES = 8  # per node: a rule's result may be simplified again
-
-
-class _Simplifier:
-    def __init__(self, mod: IRModule, effects: Effects) -> None:
-        self.types = mod.checked_types
-        self.new_types: dict[int, Type] = {}
-        self.ctx = _Ctx(self.type_of, effects, Determinacy(mod))
-        self.memo: dict[int, Expr] = {}
-        self.keep: list[Expr] = []
-
-    def type_of(self, node: Expr) -> Type | None:
-        got = self.new_types.get(id(node))
-        return got if got is not None else self.types.get(node)
-
-    def visit(self, node: Expr) -> Expr:
-        # Iterative post-order (deep let chains and long graphs).
-        stack: list[tuple[Expr, bool]] = [(node, False)]
-        memo = self.memo
-        while stack:
-            cur, expanded = stack.pop()
-            if id(cur) in memo:
-                continue
-            if not expanded:
-                stack.append((cur, True))
-                stack.extend((k, False) for k in children(cur) if id(k) not in memo)
-                continue
-            out = with_children(cur, [memo[id(k)] for k in children(cur)])
-            ty = self.types.get(cur)
-            if ty is not None:
-                if out is not cur:
-                    self.new_types[id(out)] = ty
-                out = self.simplify(out, ty)
-            memo[id(cur)] = out
-            self.keep.append(cur)
-        return memo[id(node)]
-
-    def simplify(self, node: Expr, ty: Type) -> Expr:
-        for _ in range(_MAX_REWRITES):
-            if not (isinstance(node, Call) and isinstance(node.op, Op)):
-                return node
-            for _name, rule in RULES.get(node.op.name, ()):
-                out = rule(node, ty, self.ctx)
-                if out is not None:
-                    break
-            else:
-                return node
-            if self.type_of(out) is None:
-                self.new_types[id(out)] = ty
-                self.keep.append(out)
-            node = out
-        return node
 
 
 @register_pass
@@ -290,10 +300,12 @@ class SimplifyExpr(Pass):
     def __call__(self, mod: IRModule) -> IRModule:
         original = mod
         mod = annotate_params(mod if mod.checked_types else infer_types(mod))
-        simplifier = _Simplifier(mod, Effects(mod))
+        rewriter = Rewriter(RULES, types=mod.checked_types, keep_types=True,
+                            ctx=_Ctx(Effects(mod), Determinacy(mod)),
+                            max_local=_MAX_REWRITES)
         functions = {}
         for n, f in mod.functions.items():
-            body = run_deep(lambda f=f: simplifier.visit(f.body))
+            body = run_deep(lambda f=f: rewriter.run(f.body))
             functions[n] = f if body is f.body else replace(f, body=body)
         if all(functions[n] is f for n, f in mod.functions.items()):
             return original  # nothing simplified: no annotations added either

@@ -3,9 +3,11 @@ training-time normalisation and dropout operators by the arithmetic they compute
 inference, so that later passes (FoldScaleAxis, FoldConstant, FuseOps) see plain
 elementwise, broadcast and reduce operators.
 
-Rules (one per operator; ``x`` the data, ``c`` its ``axis`` made non-negative, ``n`` its
-rank, ``eps`` the attribute as a scalar of x's dtype, ``E(v)`` = ``v`` expanded to broadcast
-along ``c``, i.e. ``expand_dims(v, axis=1, num_newaxis=n-c-1)`` when that is > 0):
+Rules (``RULES``, a rule table of the pattern language ``relay_ref.passes.pattern``, one
+rule per operator, applied in one bottom-up sweep; ``x`` the data, ``c`` its ``axis`` made
+non-negative, ``n`` its rank, ``eps`` the attribute as a scalar of x's dtype, ``E(v)`` =
+``v`` expanded to broadcast along ``c``, i.e. ``expand_dims(v, axis=1,
+num_newaxis=n-c-1)`` when that is > 0):
 
 * ``nn.batch_norm(x, gamma, beta, mean, var).0`` -> ``x * E(scale) + E(shift)`` with
   ``scale = 1 / sqrt(var + eps) * gamma`` (``* gamma`` only if ``scale=True``) and
@@ -53,14 +55,22 @@ from collections.abc import Callable
 
 import numpy as np
 
-from relay_ref.ir.expr import Call, Expr, Function, Op, TupleGetItem
+from relay_ref.ir.expr import Call, Expr
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.types import TensorType
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.fold_constant import constant_value
 from relay_ref.passes.fold_scale_axis import headroom
+from relay_ref.passes.pattern import (
+    Match,
+    Rule,
+    RuleTable,
+    is_op,
+    is_tuple_get_item,
+    rewrite_module,
+    wildcard,
+)
 from relay_ref.passes.pattern_utils import expand_bias_to_match_axis, op_call, scalar
-from relay_ref.passes.rewrite import map_functions, rewrite_with_origin
 from relay_ref.typecheck.infer import infer_types
 
 
@@ -150,44 +160,48 @@ def l2_normalize_to_infer(call: Call, ty: TensorType) -> Expr:
     return op_call("divide", data, op_call("sqrt", total))
 
 
-#: Operator calls replaced whole: op name -> expansion(call, data type) (None: keep).
-CALL_RULES: dict[str, Callable[[Call, TensorType], Expr | None]] = {
-    "nn.layer_norm": layer_norm_to_infer,  # normalise over axis, then gamma/beta
-    "nn.instance_norm": instance_norm_to_infer,  # over all axes but batch and axis
-    "nn.group_norm": group_norm_to_infer,  # over each group of channels
-    "nn.l2_normalize": l2_normalize_to_infer,  # x / sqrt(max(sum(x*x), eps))
-}
-
-#: Projections ``.0`` of operator calls replaced: op name -> expansion(call, data type)
-#: (None: keep). (``nn.dropout(x).0`` -> ``x`` too, for any dtype.)
-PROJECTION_RULES: dict[str, Callable[[Call, TensorType], Expr | None]] = {
-    "nn.batch_norm": batch_norm_to_infer,  # x * scale + shift, per channel (finite ones)
-}
-
-
 def _is_float(ty: TensorType) -> bool:
     """The expansions use sqrt and divide: floating-point data only (others stay calls)."""
     return ty.dtype.startswith(("float", "bfloat"))
 
 
-def _simplify(fn: Function, types: dict[Expr, Type]) -> Function:
-    def rule(old: Expr, new: Expr) -> Expr | None:
-        # ``old`` carries the recorded type; ``new`` the already simplified children.
-        ty = types.get(old)
-        if not isinstance(ty, TensorType):
-            return None
-        match new:
-            case TupleGetItem(Call(Op("nn.dropout")) as call, 0):
-                return call.args[0]  # identity at inference
-            case TupleGetItem(Call(Op(name)) as call, 0) if name in PROJECTION_RULES:
-                return PROJECTION_RULES[name](call, ty) if _is_float(ty) else None
-            case Call(Op(name)) if name in CALL_RULES and _is_float(ty):
-                return CALL_RULES[name](new, ty)
-        return None
+def _float_tensor(e: Expr, m: Match) -> bool:
+    ty = m.type_of(e)
+    return isinstance(ty, TensorType) and _is_float(ty)
 
-    out = rewrite_with_origin(fn, rule)
-    assert isinstance(out, Function)
-    return out
+
+def _call_rule(op: str, expand: Callable[[Call, TensorType], Expr | None]) -> Rule:
+    """``op(...)`` of floating-point type -> ``expand(call, type)`` (None: keep)."""
+    pattern = is_op(op).call_any().where(_float_tensor, "a floating-point tensor")
+    return Rule(f"{op} -> its inference arithmetic", pattern,
+                lambda m: expand(m.expr, m.type_of(m.expr)))  # type: ignore[arg-type]
+
+
+def _projection_rule(op: str, expand: Callable[[Call, TensorType], Expr | None]) -> Rule:
+    """``op(...).0`` of floating-point type -> ``expand(call, type of .0)`` (None: keep)."""
+    call = is_op(op).call_any()
+    pattern = is_tuple_get_item(call, 0).where(_float_tensor, "a floating-point tensor")
+    return Rule(f"{op}(...).0 -> its inference arithmetic", pattern,
+                lambda m: expand(m[call], m.type_of(m.expr)))  # type: ignore[arg-type]
+
+
+def _tensor(e: Expr, m: Match) -> bool:
+    return isinstance(m.type_of(e), TensorType)
+
+
+_DROPOUT_X = wildcard()
+
+#: The rules, by the operator they replace (the first that matches and expands wins).
+RULES = RuleTable((
+    _call_rule("nn.layer_norm", layer_norm_to_infer),  # normalise over axis, gamma/beta
+    _call_rule("nn.instance_norm", instance_norm_to_infer),  # all axes but batch and axis
+    _call_rule("nn.group_norm", group_norm_to_infer),  # over each group of channels
+    _call_rule("nn.l2_normalize", l2_normalize_to_infer),  # x / sqrt(max(sum(x*x), eps))
+    _projection_rule("nn.batch_norm", batch_norm_to_infer),  # x * scale + shift (finite)
+    Rule("nn.dropout(x).0 -> x",  # identity at inference, any dtype
+         is_tuple_get_item(is_op("nn.dropout")(_DROPOUT_X), 0).where(_tensor, "a tensor"),
+         lambda m: m[_DROPOUT_X]),
+))
 
 
 @register_pass
@@ -201,5 +215,5 @@ class SimplifyInference(Pass):
     def __call__(self, mod: IRModule) -> IRModule:
         if not mod.checked_types:
             mod = infer_types(mod)
-        types = mod.checked_types
-        return map_functions(mod, lambda name, fn: _simplify(fn, types))
+        # One sweep: the expansions build no norm or dropout, so it is the fixpoint.
+        return rewrite_module(mod, RULES, keep_types=True, max_sweeps=1)

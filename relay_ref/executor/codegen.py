@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.memory import writer_step
 from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.interpreter.values import ConstructorValue, RefValue
@@ -556,7 +557,10 @@ class _FunctionGen:
             return self.op_call(e, args)
         if kind is Function and callee.attr("Primitive") is not None:
             args = [self.value(a) for a in e.args]
-            return self.group_call(callee, args, e)
+            try:
+                return self.group_call(callee, args, e)
+            except Unplannable:
+                pass  # not dataflow of operators: run it as an ordinary function call
         if kind is Constructor:
             args = [self.value(a) for a in e.args]
             ctor = self.gen.intern(callee, "K")

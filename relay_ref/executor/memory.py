@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from relay_ref.executor.groups import Unplannable
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import op_kernel
@@ -129,8 +130,11 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
     for node in nodes:
         for kid in _kids(node):
             users.setdefault(kid, []).append(node)
-    plans = {node: planner.plan(node.op) for node in nodes  # type: ignore[attr-defined]
-             if type(node) is Call}
+    try:
+        plans = {node: planner.plan(node.op)  # type: ignore[attr-defined]
+                 for node in nodes if type(node) is Call}
+    except Unplannable:  # such a group runs as a function call: no plan
+        return plan
     safe_user = {node: bool(p.steps) and _fresh_step(p.steps[-1]) and all(
         _fresh_step(s) or s.kind in ("tuple", "proj") for s in p.steps[:-1])
         for node, p in plans.items()}

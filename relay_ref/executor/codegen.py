@@ -232,7 +232,7 @@ class GeneratedModule:
     loops: dict[str, list[Span | None]] = field(default_factory=dict)
     #: every kernel step of the program (``relay_ref.executor.runtime.Site``), index order
     sites: list[Any] = field(default_factory=list)
-    #: released values: (the function's generated name, the node released, the site)
+    #: ``_release`` statements emitted (each runs once per activation of its function)
     releases: int = 0
 
 
@@ -705,6 +705,7 @@ class _FunctionGen:
             vals.append(name)
             for j in release_at.get(i, ()):
                 self.em.emit(f"_release({sites[j]}, {vals[j]})")
+                self.gen.out.releases += 1
         if n + last in sites:
             self.produced[call] = sites[n + last]
         return vals[-1]

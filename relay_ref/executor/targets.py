@@ -6,7 +6,9 @@ callables, so ``compile.py`` has no per-target branch:
 * ``planner(types, cache_dir)``: the ``GroupPlanner`` choosing each fused group's kernels
   (``relay_ref.executor.groups``; CUDA's plans device kernels and host steps);
 * ``prepare()``: run first, before any work; returns the target's device object (None for
-  the host), or raises ``RelayError`` when the target cannot run here (``no CUDA device``);
+  the host), or raises ``RelayError`` when the target cannot run here (``no CUDA device``).
+  A device object has ``arguments(values) -> values`` (the executable passes each call's
+  argument values through it: copies to the device) and ``description``;
 * ``host_memory``: whether the host memory plan (``relay_ref.executor.memory``) applies;
 * ``finish(plan, generated, device)``: after ``exec``, adjusts the generated namespace
   (weights moved to the device) and returns the ``Plan`` to show.

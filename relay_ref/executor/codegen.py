@@ -72,7 +72,8 @@ from typing import Any
 import numpy as np
 
 from relay_ref.executor.groups import Unplannable
-from relay_ref.executor.memory import dataflow, writer_step
+from relay_ref.executor.liveness import releasable
+from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
 from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.interpreter.values import ConstructorValue, RefValue
@@ -383,16 +384,15 @@ class _FunctionGen:
         self.tail_sites: list[tuple[Span | None, int]] = []
         #: value node -> the site whose result it is (a kernel step's value)
         self.produced: dict[Expr, str] = {}
-        #: (dataflow functions) a call node -> the releasable values it reads, and each
-        #: such value's readers not emitted yet: released after the last (runtime.py)
+        #: a call node -> the releasable values it reads (``liveness``), and each such
+        #: value's readers not emitted yet (-1: one was emitted outside the top block):
+        #: released after the last (runtime.py's release contract)
         self.reads: dict[Expr, list[Expr]] = {}
         self.pending: dict[Expr, int] = {}
-        flow = dataflow(func)
-        if flow is not None:
-            for v, users in flow.releasable().items():
-                self.pending[v] = len(users)
-                for u in users:
-                    self.reads.setdefault(u, []).append(v)
+        for v, users in releasable(func).items():
+            self.pending[v] = len(users)
+            for u in users:
+                self.reads.setdefault(u, []).append(v)
 
     # -- naming ---------------------------------------------------------------------------
     def bind(self, var: Var) -> str:
@@ -532,9 +532,18 @@ class _FunctionGen:
         return name
 
     def release_dead(self, user: Expr) -> None:
-        """Release the kernel results ``user`` read last (dataflow functions only)."""
-        for v in self.reads.get(user, ()):
-            left = self.pending[v] - 1
+        """Release the kernel results ``user`` read last: when ``user`` is the last of
+        their readers, and the value and every reader were computed in the function's top
+        block (so each runs exactly once per activation, in this order)."""
+        reads = self.reads.get(user)
+        if not reads:
+            return
+        top = len(self.scopes) == 1
+        for v in reads:
+            left = self.pending[v]
+            if left < 0:
+                continue
+            left = left - 1 if top else -1
             self.pending[v] = left
             if left:
                 continue
@@ -626,7 +635,8 @@ class _FunctionGen:
                              self.gen.types.get(e), -1, e.span)
         name = self.gen.fresh("t")
         self.em.emit(f"{name} = _run({site}, [{', '.join(args)}], None)", e.span, e.op.name)
-        self.produced[e] = site
+        if len(self.scopes) == 1:  # computed in the top block (see release_dead)
+            self.produced[e] = site
         return name
 
     def group_call(self, prim: Function, args: list[str], call: Call) -> str:
@@ -706,7 +716,7 @@ class _FunctionGen:
             for j in release_at.get(i, ()):
                 self.em.emit(f"_release({sites[j]}, {vals[j]})")
                 self.gen.out.releases += 1
-        if n + last in sites:
+        if n + last in sites and len(self.scopes) == 1:  # the top block (release_dead)
             self.produced[call] = sites[n + last]
         return vals[-1]
 

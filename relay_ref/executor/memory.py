@@ -86,19 +86,6 @@ class Dataflow:
     users: dict[Expr, list[Expr]]
     result: Expr
 
-    def releasable(self) -> dict[Expr, list[Expr]]:
-        """Calls (kernel results) whose every reader is a call, and that are not the
-        result: value -> its readers. The program reads such a value only as an argument
-        of those calls, so it is dead after the last of them has run."""
-        out: dict[Expr, list[Expr]] = {}
-        for node in self.nodes:
-            if type(node) is not Call or node is self.result:
-                continue
-            us = self.users.get(node)
-            if us and all(type(u) is Call for u in us):
-                out[node] = us
-        return out
-
 
 def dataflow(func: Function) -> Dataflow | None:
     """``func``'s ``Dataflow`` (group bodies not entered), or None when its body is not

@@ -356,3 +356,38 @@ def test_composite_and_compiler_functions_compile_to_the_interpreters_values(
     assert _same(exe(*args), want)
     if name == "primitive_calls_composite":  # flattened into one planned group
         assert [g.label for g in exe.plan.groups] == ["add+relu"]
+
+
+CONTROL = """
+def @loop(%i: int32, %x: Tensor[(4, 8), float32], %w: Tensor[(8, 8), float32])
+    -> Tensor[(4, 8), float32] {
+  %0 = nn.dense(%x, %w);
+  %1 = tanh(%0);
+  %2 = multiply(%1, %0);
+  if (less(%i, 3)) { @loop(add(%i, 1), %2, %w) } else { %2 }
+}
+def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(8, 8), float32], %c: bool)
+    -> Tensor[(4, 8), float32] {
+  let %a = nn.dense(%x, %w);
+  let %b = tanh(%a);
+  let %k = fn (%y: Tensor[(4, 8), float32]) -> Tensor[(4, 8), float32] { add(%y, %b) };
+  let %d = multiply(%b, %a);
+  let %e = if (%c) { %k(%d) } else { nn.relu(%d) };
+  @loop(0, %e, %w)
+}"""
+
+
+@pytest.mark.parametrize("cond", [True, False])
+def test_releases_in_functions_with_control_flow_and_loops(cond: bool) -> None:
+    mod = rr.parse(CONTROL)
+    x, w = _args(mod)[:2]
+    exe = rr.compile(mod)
+    recorder = _record(exe)
+    assert _same(exe(x, w, np.array(cond)), rr.evaluate(mod, x, w, np.array(cond)))
+    released = _check_events(recorder.events)
+    # @main releases %a after its last reader (%b is captured by %k, %d read by a closure
+    # call: kept); each of @loop's 4 iterations releases its %0 and %1
+    main_sites = {e[1].index for e in recorder.events if e[0] == "release"
+                  and e[1].label == "nn.dense" and e[1].span.line == 11}
+    assert len(main_sites) == 1
+    assert released == 1 + 4 * 2

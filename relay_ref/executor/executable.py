@@ -20,6 +20,9 @@ Invariants:
   closure).
 * Results never alias the executable's state: every value returned is produced by this call
   (bound weights are constants of the plan, never returned without a copy).
+* Every kernel step runs through ``exe.runtime`` (``relay_ref.executor.runtime``: the
+  allocation policy, with layers such as profiling or an observer); assigning
+  ``exe.runtime`` installs another (a layer around the current one) for later calls.
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).

@@ -42,6 +42,16 @@ Contract (what a runtime may rely on and must keep):
 * Steps run on the thread that called the executable, one at a time for one call; an
   executable whose policy hands out shared buffers serialises its calls.
 
+What a memory-budgeted pool (DTR, issue 27) builds on: a size before the kernel runs
+(``site.nbytes`` for a static result type; ``run`` may evict before calling
+``site.call``) and after it (``value.nbytes``); every use of a value as a kernel argument
+(``run``'s ``args``); the drop of the program's last reference (``release``); recomputation
+(``site.call`` on kept arguments). Values ``release`` is called for are, by the liveness
+rule above, read *only* as arguments of later ``run`` calls, so a pool may hand such a
+value back from ``run`` as its own handle and resolve (rematerialise) it when a later
+``run`` receives it; every other value is read by plain Python code (tuples, branches,
+results) and must be the array itself (pinned, in DTR's terms).
+
 Policies and layers: ``Runtime`` is the plain policy (fresh allocation: the kernels
 allocate), ``StaticPlanRuntime`` hands out the compile-time memory plan's buffers
 (``relay_ref.executor.memory``); ``Layer`` wraps another runtime and forwards, so

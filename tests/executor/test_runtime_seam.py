@@ -331,6 +331,47 @@ def @main(%x: {T}) -> {T} {{
   }};
   %0(%x)
 }}""",
+    "let_compiler_twice": f"""
+def @main(%x: {T}) -> {T} {{
+  let %f = fn (%a: {T}, Compiler="cc", global_symbol="e") -> {T} {{
+    %1 = fn (%b: {T}, Composite="c") -> {T} {{ add(%b, 1f) }};
+    %1(%a)
+  }};
+  %f(%f(%x))
+}}""",
+    "composite_tuple_result_in_primitive": f"""
+def @main(%x: {T}) -> {T} {{
+  %0 = fn (%a: {T}, Primitive=1) -> {T} {{
+    %1 = fn (%b: {T}, Composite="t") -> ({T}, {T}) {{ (exp(%b), negative(%b)) }};
+    %2 = %1(%a);
+    add(%2.0, %2.1)
+  }};
+  %0(%x)
+}}""",
+    "primitive_calls_global": f"""
+def @g(%b: {T}) -> {T} {{ tanh(%b) }}
+def @main(%x: {T}) -> {T} {{
+  %0 = fn (%a: {T}, Primitive=1) -> {T} {{ add(@g(%a), %a) }};
+  %0(%x)
+}}""",
+    "nested_composites": f"""
+def @main(%x: {T}) -> {T} {{
+  %0 = fn (%a: {T}, Primitive=1) -> {T} {{
+    %1 = fn (%b: {T}, Composite="o") -> {T} {{
+      %2 = fn (%c: {T}, Composite="i") -> {T} {{ multiply(%c, 2f) }};
+      subtract(%2(%b), %2(%2(%b)))
+    }};
+    %1(%a)
+  }};
+  %0(%x)
+}}""",
+    "primitive_returns_a_closure": f"""
+def @main(%x: {T}) -> {T} {{
+  %0 = fn (%a: {T}, Primitive=1) -> fn ({T}) -> {T} {{
+    fn (%b: {T}) -> {T} {{ add(%a, %b) }}
+  }};
+  %0(%x)(%x)
+}}""",
     "big_composite_dense": """
 def @main(%x: Tensor[(64, 64), float32]) -> Tensor[(64, 64), float32] {
   %0 = fn (%a: Tensor[(64, 64), float32], Compiler="ccompiler", global_symbol="e2")
@@ -356,6 +397,14 @@ def test_composite_and_compiler_functions_compile_to_the_interpreters_values(
     assert _same(exe(*args), want)
     if name == "primitive_calls_composite":  # flattened into one planned group
         assert [g.label for g in exe.plan.groups] == ["add+relu"]
+
+
+def test_gradient_of_a_compiler_program_compiles() -> None:
+    src = COMPOSITE_PROGRAMS["nested_composites"].replace(
+        "Primitive=1", 'Compiler="cc", global_symbol="z"')
+    grad = rr.gradient(rr.parse(src))
+    (x,) = _args(rr.parse(src), seed=2)
+    assert _same(rr.compile(grad)(x), rr.evaluate(grad, x))
 
 
 CONTROL = """

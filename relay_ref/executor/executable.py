@@ -127,9 +127,9 @@ class Executable:
     def runtime(self) -> Runtime:
         """The runtime every kernel step runs through (``relay_ref.executor.runtime``).
         Assigning one (a layer around the current one, say) installs its ``run``,
-        ``allocate`` and ``release`` in the generated code; an allocation policy handing
-        out buffers (``plans_allocation``) can only be replaced by a layer around it or
-        another such policy. Do not assign it while a call runs."""
+        ``allocate`` and ``release`` in the generated code (the code asks ``allocate`` at
+        the sites the compile-time plan chose; a runtime answering None there gives fresh
+        arrays). Do not assign it while a call runs."""
         return self._runtime
 
     @runtime.setter

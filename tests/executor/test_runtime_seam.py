@@ -158,6 +158,8 @@ def test_let_chain_entry_gets_a_memory_plan() -> None:
     assert all(e[1].slot >= 0 and e[2] is not None for e in allocations)
     _check_events(recorder.events[:first])
     _check_events(recorder.events[first:])
+    exe.runtime = Runtime()  # the plain policy at the plan's sites: fresh arrays
+    assert _same(exe(x, w), want)
 
 
 def test_first_order_gradient_gets_a_memory_plan() -> None:

@@ -71,7 +71,10 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor.groups import Unplannable
+from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
+from relay_ref.executor.runtime import Site, site_call
 from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
@@ -228,6 +231,10 @@ class GeneratedModule:
     counted: bool = False
     #: generated functions with a self tail call loop -> the span of each self tail call
     loops: dict[str, list[Span | None]] = field(default_factory=dict)
+    #: every kernel step of the program (``relay_ref.executor.runtime.Site``), index order
+    sites: list[Any] = field(default_factory=list)
+    #: ``_release`` statements emitted (each runs once per activation of its function)
+    releases: int = 0
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -276,12 +283,11 @@ class _Emitter:
 class _Generator:
     """Generates the module: global functions, factories of local functions, namespace."""
 
-    def __init__(self, mod: IRModule, group_planner: Callable[..., Any], profile: bool,
+    def __init__(self, mod: IRModule, group_planner: Callable[..., Any],
                  max_depth: int) -> None:
         self.mod = mod
         self.types = mod.checked_types
         self.group_planner = group_planner
-        self.profile = profile
         self.lines: list[str] = []
         counted = counts_calls(max_depth)
         self.out = GeneratedModule("", {"_np": np, "_CV": ConstructorValue, "_Ref": RefValue,
@@ -299,8 +305,9 @@ class _Generator:
         # one walk over all types, shared subterms once: linear in the program's size
         self.check_shapes = any(type(t) is TensorType and any(type(d) is not int for d in t.shape)
                                 for t in subterms(*filter(None, self.types.values())))
-        #: group call -> the preallocated array its result goes into (the memory plan)
-        self.views: dict[Call, Any] = {}
+        #: group call -> its slot in the memory plan (``allocate`` is asked for it)
+        self.slots: dict[Call, int] = {}
+        self.plans_allocation = False
         self.out.namespace["_check_shape"] = _check_shape
 
     def fresh(self, prefix: str) -> str:
@@ -313,6 +320,19 @@ class _Generator:
         if name is None:
             name = self.interned[id(obj)] = self.fresh(prefix)
             self.out.namespace[name] = obj
+        return name
+
+    def site(self, kind: str, group: str, label: str, fn: Any, attrs: object,
+             ty: Type | None, slot: int, span: Span | None) -> str:
+        """The namespace name of a new ``Site`` (one kernel step of the program)."""
+        shape = dtype = None
+        if type(ty) is TensorType and all(type(d) is int for d in ty.shape):
+            shape, dtype = tuple(ty.shape), ty.dtype
+        site = Site(len(self.out.sites), kind, group, label, site_call(kind, fn, attrs),
+                    shape, dtype, slot, bool(getattr(fn, "returns_view", False)), span)
+        self.out.sites.append(site)
+        name = f"S{site.index}"
+        self.out.namespace[name] = site
         return name
 
     def constant_array(self, data: Any) -> str:
@@ -362,6 +382,17 @@ class _FunctionGen:
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
         #: each self tail call's span, and the line (of ``em``) recording which one it is
         self.tail_sites: list[tuple[Span | None, int]] = []
+        #: value node -> the site whose result it is (a kernel step's value)
+        self.produced: dict[Expr, str] = {}
+        #: a call node -> the releasable values it reads (``liveness``), and each such
+        #: value's readers not emitted yet (-1: one was emitted outside the top block):
+        #: released after the last (runtime.py's release contract)
+        self.reads: dict[Expr, list[Expr]] = {}
+        self.pending: dict[Expr, int] = {}
+        for v, users in releasable(func).items():
+            self.pending[v] = len(users)
+            for u in users:
+                self.reads.setdefault(u, []).append(v)
 
     # -- naming ---------------------------------------------------------------------------
     def bind(self, var: Var) -> str:
@@ -491,10 +522,36 @@ class _FunctionGen:
             code = self.code(e)
             if code.isidentifier():  # already in a variable (a group's last step)
                 self.scopes[-1][e] = code
+                if kind is Call:
+                    self.release_dead(e)
                 return code
             self.emit_assign(name, code, e.span)
         self.scopes[-1][e] = name
+        if kind is Call:
+            self.release_dead(e)
         return name
+
+    def release_dead(self, user: Expr) -> None:
+        """Release the kernel results ``user`` read last: when ``user`` is the last of
+        their readers, and the value and every reader were computed in the function's top
+        block (so each runs exactly once per activation, in this order)."""
+        reads = self.reads.get(user)
+        if not reads:
+            return
+        top = len(self.scopes) == 1
+        for v in reads:
+            left = self.pending[v]
+            if left < 0:
+                continue
+            left = left - 1 if top else -1
+            self.pending[v] = left
+            if left:
+                continue
+            site = self.produced.get(v)
+            name = self.lookup(v)
+            if site is not None and name is not None:
+                self.em.emit(f"_release({site}, {name})")
+                self.gen.out.releases += 1
 
     def lazy_value(self, e: Expr) -> str:
         """A shared node used in a block it does not dominate (a branch; or after a
@@ -556,7 +613,10 @@ class _FunctionGen:
             return self.op_call(e, args)
         if kind is Function and callee.attr("Primitive") is not None:
             args = [self.value(a) for a in e.args]
-            return self.group_call(callee, args, e)
+            try:
+                return self.group_call(callee, args, e)
+            except Unplannable:
+                pass  # not dataflow of operators: run it as an ordinary function call
         if kind is Constructor:
             args = [self.value(a) for a in e.args]
             ctor = self.gen.intern(callee, "K")
@@ -571,14 +631,19 @@ class _FunctionGen:
         if fast is not None:
             return f"({args[0]} {fast} {args[1]})"
         step = self.gen.group_planner.single_op(e)
-        fn = self.gen.intern(step, "F")
+        site = self.gen.site("single", e.op.name, e.op.name, step, None,
+                             self.gen.types.get(e), -1, e.span)
         name = self.gen.fresh("t")
-        self.em.emit(f"{name} = {fn}({', '.join(args)})", e.span, e.op.name)
+        self.em.emit(f"{name} = _run({site}, [{', '.join(args)}], None)", e.span, e.op.name)
+        if len(self.scopes) == 1:  # computed in the top block (see release_dead)
+            self.produced[e] = site
         return name
 
     def group_call(self, prim: Function, args: list[str], call: Call) -> str:
-        """A fused group (one ``Primitive`` function): its planned kernel on the inputs, or a
-        Python operator when the group is one scalar operation (see Scalars above)."""
+        """A fused group (one ``Primitive`` function): its planned steps on the inputs, each
+        through the runtime (``relay_ref.executor.runtime``), or a Python operator when
+        the group is one scalar operation (see Scalars above). A step value no later step
+        of the group reads through a kernel is released after its last reader."""
         body = prim.body
         if type(body) is Call and type(body.op) is Op and len(body.args) == 2:
             operands = []
@@ -593,46 +658,66 @@ class _FunctionGen:
         plan = self.gen.group_planner.plan(prim)
         self.gen.out.groups.append(plan)
         types = self.gen.types
-        view = self.gen.views.get(call)
-        writer = writer_step(plan) if view is not None else None
-        out_name = self.gen.intern(view, "B") if writer is not None else None
+        slot = self.gen.slots.get(call, -1)
+        writer = writer_step(plan) if slot >= 0 else None
         vals = [f"_np.asarray({a})" if _is_zero_d(types.get(p)) else a
                 for a, p in zip(args, prim.params, strict=True)]
-        for i, step in enumerate(plan.steps):
+        steps = plan.steps
+        n = plan.n_params
+        last = len(steps) - 1
+        # in-group liveness: step value -> the step reading it last, when only kernels
+        # read it (a tuple or projection may carry it out of the group) and it is neither
+        # the group's result nor overwritten in place
+        last_reader: dict[int, int] = {}
+        kept: set[int] = {n + last}
+        for i, step in enumerate(steps):
+            if step.out is not None:
+                kept.add(step.out)
+            for j in step.inputs:
+                if j >= n:
+                    if step.kind in ("op", "fused"):
+                        last_reader[j] = i
+                    else:
+                        kept.add(j)
+        release_at: dict[int, list[int]] = {}
+        for j, i in last_reader.items():
+            if j not in kept and steps[j - n].kind in ("op", "fused"):
+                release_at.setdefault(i, []).append(j)
+        sites: dict[int, str] = {}
+        for i, step in enumerate(steps):
             kind = step.kind
             if kind == "const":
                 vals.append(self.gen.constant_array(step.value))
                 continue
             ins = [vals[j] for j in step.inputs]
-            if kind == "op":
-                fn, attrs = self.gen.intern(step.fn, "F"), self.gen.intern(step.attrs, "A")
-                out = f", out={out_name}" if i == writer else ""
-                code = f"{fn}([{', '.join(ins)}], {attrs}{out})"
-            elif kind == "fused":
-                fn = self.gen.intern(step.fn, "E")
-                out = f", out={vals[step.out]}" if step.out is not None else \
-                    f", out={out_name}" if i == writer else ""
-                code = f"{fn}([{', '.join(ins)}]{out})"
+            op = step.label if kind == "op" else ""
+            span = step.span or call.span
+            if kind == "op" or kind == "fused":
+                ty = plan.out_type if i == last or i == writer else None
+                site = self.gen.site(kind, plan.label, step.label, step.fn, step.attrs, ty,
+                                     slot if i == writer else -1, span)
+                sites[n + i] = site
+                if step.out is not None:
+                    out = vals[step.out]
+                elif i == writer and self.gen.plans_allocation:
+                    out = f"_alloc({site})"
+                else:
+                    out = "None"
+                code = f"_run({site}, [{', '.join(ins)}], {out})"
+                if step.op_spans:
+                    self.gen.out.op_spans[site] = dict(step.op_spans)
             elif kind == "tuple":
                 code = "(" + "".join(f"{a}, " for a in ins) + ")"
             else:  # "proj"
                 code = f"{ins[0]}[{step.index}]"
-            span = step.span or call.span
-            op = step.label if kind == "op" else ""
-            if step.op_spans:
-                self.gen.out.op_spans[fn] = dict(step.op_spans)
-            if self.gen.profile and kind in ("op", "fused"):
-                label = self.gen.intern(f"{plan.label}: {step.label}", "L")
-                self.em.emit("_t0 = _perf()")
-                name = self.gen.fresh("t")
-                self.em.emit(f"{name} = {code}", span, op)
-                self.em.emit(f"_prof({label}, _perf() - _t0)")
-                vals.append(name)
-                code = name
-            else:
-                name = self.gen.fresh("t")
-                self.em.emit(f"{name} = {code}", span, op)
-                vals.append(name)
+            name = self.gen.fresh("t")
+            self.em.emit(f"{name} = {code}", span, op)
+            vals.append(name)
+            for j in release_at.get(i, ()):
+                self.em.emit(f"_release({sites[j]}, {vals[j]})")
+                self.gen.out.releases += 1
+        if n + last in sites and len(self.scopes) == 1:  # the top block (release_dead)
+            self.produced[call] = sites[n + last]
         return vals[-1]
 
     # -- functions as values ----------------------------------------------------------------
@@ -863,13 +948,17 @@ def _as_array(x: Any) -> Any:
     return x
 
 
-def generate(mod: IRModule, group_planner: Any, *, profile: bool = False,
-             views: dict[Call, Any] | None = None,
+def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None = None,
+             plans_allocation: bool = False,
              max_depth: int = 1_000_000) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
-    ``views`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
-    is written into a preallocated array; ``max_depth`` bounds the nesting of calls
-    (Stuck-Depth; see Depth in the module docstring)."""
-    gen = _Generator(mod, group_planner, profile, max_depth)
-    gen.views = dict(views or {})
+    ``slots`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
+    the runtime's ``allocate`` is asked a buffer for (when ``plans_allocation``: the
+    policy hands them out); ``max_depth`` bounds the nesting of calls (Stuck-Depth; see
+    Depth in the module docstring). Every kernel step runs through the runtime seam
+    (``relay_ref.executor.runtime``): ``_run``, ``_alloc`` and ``_release`` are installed
+    in the namespace by the executable."""
+    gen = _Generator(mod, group_planner, max_depth)
+    gen.slots = dict(slots or {})
+    gen.plans_allocation = plans_allocation
     return gen.run()

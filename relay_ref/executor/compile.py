@@ -21,11 +21,17 @@ The pipeline, each step done once at compile time:
    ``MAX_DEPTH``) is fixed here: the generated code bounds the nesting of calls by it
    (Stuck-Depth; ``codegen``'s Depth).
 
-Target ``cuda`` (``relay_ref.executor.cuda_plan``) changes only step 4's choices: the groups
-are planned by ``CudaGroupPlanner`` (CUDA kernels, host steps where none applies), the
-weights in the generated code's namespace are copied to the device once, and there is no
-host memory plan (device arrays are allocated per step). Without a usable device it raises
+The target (``relay_ref.executor.targets``: a registry, ``register_target``) changes only
+step 4's choices, as data: its planner, whether the host memory plan applies, what is done
+after ``exec``. Target ``cuda`` (``relay_ref.executor.cuda_plan``): the groups are planned
+by ``CudaGroupPlanner`` (CUDA kernels, host steps where none applies), the weights in the
+generated code's namespace are copied to the device once, and there is no host memory plan
+(device arrays are allocated per step). Without a usable device it raises
 ``RelayError("no CUDA device: ...")`` before doing anything else.
+
+Every kernel step of the generated code runs through the executable's runtime
+(``relay_ref.executor.runtime``): the allocation policy is the static memory plan when
+the entry has planned values, else fresh allocation; ``profile=True`` layers timing on it.
 
 A pass that fails or leaves an ill-typed module is an internal error naming the pass (never
 a silently different program).
@@ -45,16 +51,17 @@ from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import ERROR, Diagnostic, RelayError, RelayTypeError
 from relay_ref.executor.codegen import generate
 from relay_ref.executor.executable import Executable
-from relay_ref.executor.groups import GroupPlanner
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
+from relay_ref.executor.runtime import Runtime, StaticPlanRuntime
+from relay_ref.executor.targets import get_target
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.driver import MAX_DEPTH, checked_module, param_types
 from relay_ref.ir.expr import Call, Constant, Expr, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 
-__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "TARGETS", "bind_params",
+__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "bind_params",
            "compile_module"]
 
 #: The passes run before planning, in order (see the module docstring).
@@ -65,7 +72,6 @@ DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldSca
 #: (spec/partial_eval.md), without the expansion's reference cells, backpropagator closures
 #: and per-operator ``zeros_like`` / ``add`` adjoints.
 GRADIENT_PASSES: tuple[str, ...] = ("PartialEvaluate", "DeadCodeElimination")
-TARGETS = ("cpu", "cuda")
 
 
 def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
@@ -82,9 +88,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
     if not isinstance(target, str):
         raise TypeError(f"compile: target must be a str, not {type(target).__name__}")
-    if target not in TARGETS:
-        raise RelayError(f"compile: unknown target {target!r} (targets: "
-                         f"{', '.join(TARGETS)})")
+    target_def = get_target(target)
     if params is not None and not isinstance(params, Mapping):
         raise TypeError(f"compile: params must be a dict of parameter name to array, not "
                         f"{type(params).__name__}")
@@ -99,11 +103,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
 
         raise RelayError(f"compile: the module has no function @{entry}"
                          + did_you_mean(entry, mod.functions, sigil="@"))
-    device = None
-    if target == "cuda":
-        from relay_ref.executor import cuda_plan
-
-        device = cuda_plan.DeviceRuntime(cuda_plan.require_device())
+    device = target_def.prepare() if target_def.prepare is not None else None
     names = _pass_names(passes)
     checked = checked_module(mod)
     work, first, notes = checked, (), ()
@@ -111,17 +111,16 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         work, first, notes = _simplify_gradients(checked, set(gradient_globals))
     work = bind_params(work, entry, dict(params or {}))
     work = _run_passes(work, names)
-    if device is not None:
-        planner: GroupPlanner = cuda_plan.CudaGroupPlanner(work.checked_types,
-                                                           cache_dir=cache_dir)
-        memory = MemoryPlan()
-    else:
-        planner = GroupPlanner(work.checked_types, cache_dir=cache_dir)
-        memory = plan_memory(work.functions[entry], planner, work.checked_types) \
-            if reuse_buffers else MemoryPlan()
+    planner = target_def.planner(work.checked_types, cache_dir)
+    memory = plan_memory(work.functions[entry], planner, work.checked_types) \
+        if reuse_buffers and target_def.host_memory else MemoryPlan()
+    # the allocation policy: the static plan's buffers when there are any, else fresh
+    runtime = StaticPlanRuntime(list(memory.views.values())) if memory.views else Runtime()
+    slots = {call: k for k, call in enumerate(memory.views)}
 
     def build() -> Any:
-        return generate(work, planner, profile=profile, views=memory.views, max_depth=depth)
+        return generate(work, planner, slots=slots, plans_allocation=runtime.plans_allocation,
+                        max_depth=depth)
 
     generated = run_deep(build, name="relay-compile")
     try:
@@ -136,14 +135,13 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                  time.perf_counter() - start)
     if notes:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
-    if device is not None:
-        moved = cuda_plan.move_constants(generated.namespace)
-        plan = cuda_plan.device_plan(plan, generated, device.description, moved)
+    if target_def.finish is not None:
+        plan = target_def.finish(plan, generated, device)
     aliases = getattr(params, "relay_names", None)  # from_onnx's params: original names
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
-                      device=device)
+                      device=device, runtime=runtime)
 
 
 def _simplify_gradients(mod: IRModule, generated: set[str]

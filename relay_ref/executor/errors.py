@@ -108,8 +108,8 @@ def _too_deep(err: BaseException, gen: Any, frames: list[tuple[str, int]],
 def _fused_op_span(gen: Any, line: int, message: str) -> Span | None:
     """The span of the operator a fused kernel's error names (``"divide: ..."``)."""
     text = gen.source.splitlines()[line - 1] if 0 < line <= gen.source.count("\n") else ""
-    for kernel, spans in gen.op_spans.items():
-        if f"{kernel}(" in text:
+    for site, spans in gen.op_spans.items():  # keyed by the step's site (``S3``)
+        if f"_run({site}," in text:
             return spans.get(message.split(":", 1)[0])
     return None
 

@@ -20,6 +20,9 @@ Invariants:
   closure).
 * Results never alias the executable's state: every value returned is produced by this call
   (bound weights are constants of the plan, never returned without a copy).
+* Every kernel step runs through ``exe.runtime`` (``relay_ref.executor.runtime``: the
+  allocation policy, with layers such as profiling or an observer); assigning
+  ``exe.runtime`` installs another (a layer around the current one) for later calls.
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).
@@ -40,6 +43,7 @@ from relay_ref.diagnostics import RelayError, RelayRuntimeError
 from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
 from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.plan import Plan
+from relay_ref.executor.runtime import Profiling, Runtime
 from relay_ref.executor.values import Converter
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.driver import param_types
@@ -87,7 +91,8 @@ class Executable:
     def __init__(self, generated: GeneratedModule, module: IRModule, host_module: IRModule,
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
-                 aliases: dict[str, str] | None = None, device: Any = None) -> None:
+                 aliases: dict[str, str] | None = None, device: Any = None,
+                 runtime: Runtime | None = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -114,9 +119,30 @@ class Executable:
         #: other names of parameters (a frontend's original names -> parameter name)
         self._aliases = {k: v for k, v in (aliases or {}).items()
                          if v in self._names and k not in self._names}
-        if profile:
-            generated.namespace["_perf"] = time.perf_counter
-            generated.namespace["_prof"] = self._record
+        base = runtime if runtime is not None else Runtime()
+        self._runtime: Runtime = base
+        self.runtime = Profiling(base, self._record) if profile else base
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime every kernel step runs through (``relay_ref.executor.runtime``).
+        Assigning one (a layer around the current one, say) installs its ``run``,
+        ``allocate`` and ``release`` in the generated code (the code asks ``allocate`` at
+        the sites the compile-time plan chose; a runtime answering None there gives fresh
+        arrays). Do not assign it while a call runs."""
+        return self._runtime
+
+    @runtime.setter
+    def runtime(self, runtime: Runtime) -> None:
+        if not isinstance(runtime, Runtime):
+            raise TypeError(f"runtime must be a relay_ref.executor.runtime.Runtime, not "
+                            f"{type(runtime).__name__}")
+        namespace = self.generated.namespace
+        runtime.bind(tuple(self.generated.sites))
+        namespace["_run"] = runtime.run
+        namespace["_alloc"] = runtime.allocate
+        namespace["_release"] = runtime.release
+        self._runtime = runtime
 
     @property
     def source(self) -> str:

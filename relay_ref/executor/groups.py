@@ -12,6 +12,15 @@ emits as statements (one Python line per step, located at the Relay call it comp
    kernel allows it (TVM's out-elemwise-fusable groups: conv2d + bias_add + relu);
 3. otherwise one step per operator, in post-order.
 
+A group body that calls nested function literals (``Composite=`` functions a BYOC
+partitioner made, a ``Primitive`` inside a ``Primitive``, a ``let``-bound function) or binds
+values with ``let`` is first *flattened* (``flatten_group``): each call of a function literal
+is replaced by a copy of its body with the arguments in place of the parameters (call by
+value of pure dataflow: the same values), each ``let``-bound value substituted for its
+variable, sharing kept. A body that still cannot be planned (control flow, references, a
+function value as the result) raises ``Unplannable``; the code generator then runs the
+group as an ordinary function call, so nothing internal escapes ``rr.compile``.
+
 A step calls the operator's ``kernels["cpu"]`` when it has one, else its NumPy reference
 (every op runs; nothing falls back to the interpreter). Invariants: steps only read group
 inputs, constants and earlier steps; a step writes ``out=`` only into the fresh result of
@@ -26,13 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem, Var
+from relay_ref.deepstack import run_deep
+from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import OpPattern, get_op, op_kernel
 
-__all__ = ["MIN_FUSED_ELEMENTS", "GroupPlan", "GroupPlanner", "Step"]
+__all__ = ["MIN_FUSED_ELEMENTS", "GroupPlan", "GroupPlanner", "Step", "Unplannable",
+           "flatten_group"]
 
 #: Groups whose result has fewer elements run op by op through the kernels / references
 #: instead of a generated numba kernel: compiling one costs 0.2-0.9 s (performance.md
@@ -77,6 +88,89 @@ class GroupPlan:
     kernels: tuple[str, ...] = field(default=())
 
 
+class Unplannable(Exception):
+    """A ``Primitive`` group whose body is not dataflow of operators even after
+    ``flatten_group``: the code generator runs it as an ordinary function call."""
+
+
+def flatten_group(prim: Function, types: dict[Expr, Type]) -> Function:
+    """``prim`` with its nested function-literal calls inlined and its ``let`` s substituted
+    (see the module docstring); ``prim`` itself when it has neither. New nodes get the type
+    of the node they copy, recorded in ``types``. Raises ``Unplannable`` for a body that is
+    not dataflow of operator calls, tuples, projections, variables and constants."""
+    if not any(type(n) is Let or type(n) is Function for n in post_order(prim.body)):
+        return prim
+    return run_deep(lambda: _flatten(prim, types), name="relay-flatten")
+
+
+def _flatten(prim: Function, types: dict[Expr, Type]) -> Function:
+    memo: dict[tuple[int, int], Any] = {}
+    counter = [0]
+
+    def go(e: Expr, env: dict[Var, Any], inst: int) -> Any:
+        key = (id(e), inst)
+        known = memo.get(key)
+        if known is not None:
+            return known
+        kind = type(e)
+        out: Any
+        if kind is Var:
+            out = env.get(e, e)
+        elif kind is Constant or kind is Op:
+            out = e
+        elif kind is Function:
+            out = (e, env)  # a closure: instantiated at its call
+        elif kind is Let:
+            env[e.var] = go(e.value, env, inst)
+            out = go(e.body, env, inst)
+        elif kind is Call:
+            callee = go(e.op, env, inst)
+            args = [go(a, env, inst) for a in e.args]
+            if any(type(a) is tuple for a in args):
+                raise Unplannable("a function value passed inside a fused group")
+            if type(callee) is tuple:
+                fn, outer = callee
+                if len(fn.params) != len(args):  # pragma: no cover - type-checked
+                    raise Unplannable("arity")
+                counter[0] += 1
+                inner = dict(outer)
+                inner.update(zip(fn.params, args, strict=True))
+                out = go(fn.body, inner, counter[0])
+            elif type(callee) is Op:
+                out = e if all(a is b for a, b in zip(args, e.args, strict=True)) else \
+                    Call(e.op, tuple(args), e.attrs, e.type_args, e.span)
+            else:
+                raise Unplannable(f"a call of {type(callee).__name__} inside a fused group")
+        elif kind is Tuple:
+            fields = [go(f, env, inst) for f in e.fields]
+            if any(type(f) is tuple for f in fields):
+                raise Unplannable("a function value inside a fused group's tuple")
+            out = e if all(a is b for a, b in zip(fields, e.fields, strict=True)) else \
+                Tuple(tuple(fields), e.span)
+        elif kind is TupleGetItem:
+            value = go(e.tuple_value, env, inst)
+            if type(value) is Tuple:  # a projection of a tuple built here: its field
+                out = value.fields[e.index]
+            elif type(value) is tuple:
+                raise Unplannable("a projection of a function value")
+            else:
+                out = e if value is e.tuple_value else \
+                    TupleGetItem(value, e.index, e.span)
+        else:
+            raise Unplannable(f"{kind.__name__} inside a fused group")
+        if out is not e and type(out) is not tuple and out not in types and e in types:
+            types[out] = types[e]
+        memo[key] = out
+        return out
+
+    body = go(prim.body, {}, 0)
+    if type(body) is tuple:
+        raise Unplannable("a fused group returning a function")
+    if body not in types and prim.body in types:
+        types[body] = types[prim.body]
+    return Function(prim.params, body, prim.ret_type, prim.type_params, prim.attrs, prim.span)
+
+
 def _short(name: str) -> str:
     return name.split(".")[-1]
 
@@ -118,6 +212,7 @@ class GroupPlanner:
         return known
 
     def _plan(self, prim: Function) -> GroupPlan:
+        prim = flatten_group(prim, self.types)
         body = prim.body
         nodes = [n for n in post_order(body) if type(n) is not Op]
         ops = tuple(n.op.name for n in nodes if type(n) is Call and type(n.op) is Op)
@@ -163,8 +258,8 @@ class GroupPlanner:
                 inputs = tuple(index[a] for a in node.args)
                 step = Step("op", inputs, fn=self._op_fn(node), attrs=attrs,
                             span=node.span, label=name)
-            else:  # pragma: no cover - FuseOps's invariant: groups hold only these nodes
-                raise NotImplementedError(f"{kind.__name__} inside a fused group")
+            else:  # flatten_group leaves only these nodes
+                raise Unplannable(f"{kind.__name__} inside a fused group")
             index[node] = len(params) + len(steps)
             steps.append(step)
         return steps, index

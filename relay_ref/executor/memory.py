@@ -1,8 +1,10 @@
 """The memory plan: preallocated, reused output buffers for the entry's dataflow graph.
 
-When the entry function is pure dataflow after FuseOps (calls of fused groups, tuples,
-projections, variables, constants: no control flow, no calls of other functions, so it is
-never re-entered while it runs), the result of a fused group is written into a buffer
+When the entry function is pure dataflow after FuseOps (calls of fused groups and
+operators, tuples, projections, variables, constants and ``let`` chains binding them: no
+control flow, no calls of other functions, so it is never re-entered while it runs;
+``dataflow``; a let-bound variable is its value, so let-chain programs and the first-order
+AD output are planned as graph-form ones), the result of a fused group is written into a buffer
 allocated once at compile time instead of a fresh array, when
 
 * its type is a static tensor type and its group's writing step honours ``out=`` (a CPU
@@ -16,7 +18,8 @@ Liveness: nodes run in the code generator's order (post-order, left to right, as
 Buffers are assigned by a linear scan: a group takes the smallest free buffer large enough
 (or a new one) *before* the buffers of the inputs it reads last are released, so a group
 never writes over its own inputs. Each planned value is a fixed view of a fixed buffer,
-made at compile time: nothing is allocated or looked up per call for it.
+made at compile time, handed out by the runtime's allocation policy
+(``relay_ref.executor.runtime.StaticPlanRuntime``) at the value's slot.
 
 Invariant (checked by ``tests/executor/test_memory.py``): two planned values share bytes
 only if their live ranges are disjoint, and no value handed to the caller is in a buffer,
@@ -29,11 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from relay_ref.ir.expr import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from relay_ref.executor.groups import Unplannable
+from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import op_kernel
 
-__all__ = ["MemoryPlan", "plan_memory"]
+__all__ = ["Dataflow", "MemoryPlan", "dataflow", "plan_memory", "writer_step"]
 
 
 @dataclass(slots=True)
@@ -65,31 +69,67 @@ def _kids(node: Expr) -> tuple[Expr, ...]:
         return node.fields
     if kind is TupleGetItem:
         return (node.tuple_value,)
+    if kind is Let:
+        return (node.value, node.body)
     return ()
 
 
-def _dataflow(func: Function) -> list[Expr] | None:
-    """The entry's nodes in run order (post-order, left to right, as the code generator
-    emits them; group bodies not entered), or None when it is not pure dataflow."""
+@dataclass(slots=True)
+class Dataflow:
+    """A function whose body is dataflow: ``nodes`` in run order (post-order, left to
+    right, a ``let``'s value before its body, as the code generator emits them; ``Let``
+    nodes and the variables they bind left out), ``users``: value node -> the distinct
+    nodes reading it (a let-bound variable read is a read of its value), ``result``: the
+    node whose value the function returns."""
+
+    nodes: list[Expr]
+    users: dict[Expr, list[Expr]]
+    result: Expr
+
+
+def dataflow(func: Function) -> Dataflow | None:
+    """``func``'s ``Dataflow`` (group bodies not entered), or None when its body is not
+    dataflow: only calls of fused groups and operators, tuples, projections, variables,
+    constants and ``let`` s binding them (no control flow, no function values, no calls of
+    other functions, so it is never re-entered while it runs)."""
     nodes: list[Expr] = []
     seen: set[int] = set()
+    alias: dict[Var, Expr] = {}
     stack: list[tuple[Expr, bool]] = [(func.body, False)]
     while stack:
         node, expanded = stack.pop()
         if expanded:
-            nodes.append(node)
+            if type(node) is Let:
+                alias[node.var] = node.value
+            elif not (type(node) is Var and node in alias):
+                nodes.append(node)
             continue
         if id(node) in seen:
             continue
         seen.add(id(node))
         kind = type(node)
-        if kind is Call and not _is_group_call(node):
+        if kind is Call and not _is_group_call(node) and type(node.op) is not Op:
             return None
-        if kind not in (Call, Tuple, TupleGetItem, Var, Constant):
+        if kind is Let and type(node.value) is Function:
+            return None
+        if kind not in (Call, Tuple, TupleGetItem, Var, Constant, Let):
             return None
         stack.append((node, True))
         stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in seen)
-    return nodes
+
+    def resolve(e: Expr) -> Expr:
+        while type(e) is Var and e in alias:
+            e = alias[e]
+        return e
+
+    users: dict[Expr, list[Expr]] = {}
+    for node in nodes:
+        for kid in dict.fromkeys(resolve(k) for k in _kids(node)):
+            users.setdefault(kid, []).append(node)
+    result = func.body
+    while type(result) is Let:
+        result = result.body
+    return Dataflow(nodes, users, resolve(result))
 
 
 def _fresh_step(step: object) -> bool:
@@ -121,16 +161,16 @@ def writer_step(plan: object) -> int | None:
 def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> MemoryPlan:
     """Assign buffers to the entry's group results (see the module docstring)."""
     plan = MemoryPlan()
-    nodes = _dataflow(func)
-    if nodes is None:
+    flow = dataflow(func)
+    if flow is None:
         return plan
+    nodes, users = flow.nodes, flow.users
     order = {node: i for i, node in enumerate(nodes)}
-    users: dict[Expr, list[Expr]] = {}
-    for node in nodes:
-        for kid in _kids(node):
-            users.setdefault(kid, []).append(node)
-    plans = {node: planner.plan(node.op) for node in nodes  # type: ignore[attr-defined]
-             if type(node) is Call}
+    try:
+        plans = {node: planner.plan(node.op)  # type: ignore[attr-defined]
+                 for node in nodes if _is_group_call(node)}
+    except Unplannable:  # such a group runs as a function call: no plan
+        return plan
     safe_user = {node: bool(p.steps) and _fresh_step(p.steps[-1]) and all(
         _fresh_step(s) or s.kind in ("tuple", "proj") for s in p.steps[:-1])
         for node, p in plans.items()}
@@ -139,7 +179,7 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
         ty = types.get(node)
         if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
             continue
-        if node is func.body or writer_step(gp) is None:
+        if node is flow.result or writer_step(gp) is None:
             continue
         us = users.get(node, [])
         if not us or not all(type(u) is Call and safe_user.get(u, False) for u in us):

@@ -1,0 +1,107 @@
+"""The target registry: what ``rr.compile(target=...)`` may name, each registered once.
+
+A ``Target`` says how a compilation for it differs from the plain CPU one, as data and
+callables, so ``compile.py`` has no per-target branch:
+
+* ``planner(types, cache_dir)``: the ``GroupPlanner`` choosing each fused group's kernels
+  (``relay_ref.executor.groups``; CUDA's plans device kernels and host steps);
+* ``prepare()``: run first, before any work; returns the target's device object (None for
+  the host), or raises ``RelayError`` when the target cannot run here (``no CUDA device``).
+  A device object has ``arguments(values) -> values`` (the executable passes each call's
+  argument values through it: copies to the device) and ``description``;
+* ``host_memory``: whether the host memory plan (``relay_ref.executor.memory``) applies;
+* ``finish(plan, generated, device)``: after ``exec``, adjusts the generated namespace
+  (weights moved to the device) and returns the ``Plan`` to show.
+
+A new backend (a BYOC codegen) calls ``register_target(Target("name", planner, ...))`` at
+import; ``target_names()`` lists the registered names; ``get_target(name)`` raises
+``UnknownTarget`` (a ``RelayError`` and a ``ValueError``) naming the known ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from relay_ref.diagnostics import RelayError
+from relay_ref.executor.groups import GroupPlanner
+
+__all__ = ["Target", "UnknownTarget", "get_target", "register_target", "target_names"]
+
+
+class UnknownTarget(RelayError, ValueError):
+    """A target name no ``register_target`` call registered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One compilation target (see the module docstring)."""
+
+    name: str
+    planner: Callable[[dict[Any, Any], str | None], GroupPlanner]
+    prepare: Callable[[], Any] | None = None
+    host_memory: bool = True
+    finish: Callable[[Any, Any, Any], Any] | None = None
+    description: str = ""
+
+
+_TARGETS: dict[str, Target] = {}
+
+
+def register_target(target: Target, *, replace: bool = False) -> Target:
+    """Register ``target`` under its name; registering a taken name again is a
+    ``ValueError`` unless ``replace``."""
+    if not isinstance(target, Target):
+        raise TypeError(f"register_target takes a Target, not {type(target).__name__}")
+    if target.name in _TARGETS and not replace:
+        raise ValueError(f"target {target.name!r} is already registered")
+    _TARGETS[target.name] = target
+    return target
+
+
+def unregister_target(name: str) -> None:
+    """Remove a registered target (tests registering a toy one)."""
+    _TARGETS.pop(name, None)
+
+
+def target_names() -> tuple[str, ...]:
+    """The registered targets' names, in registration order."""
+    return tuple(_TARGETS)
+
+
+def get_target(name: str) -> Target:
+    """The target registered as ``name``; ``UnknownTarget`` listing the known ones."""
+    target = _TARGETS.get(name)
+    if target is None:
+        raise UnknownTarget(f"compile: unknown target {name!r} (targets: "
+                            f"{', '.join(_TARGETS)})")
+    return target
+
+
+def _cpu_planner(types: dict[Any, Any], cache_dir: str | None) -> GroupPlanner:
+    return GroupPlanner(types, cache_dir=cache_dir)
+
+
+def _cuda_planner(types: dict[Any, Any], cache_dir: str | None) -> GroupPlanner:
+    from relay_ref.executor import cuda_plan
+
+    return cuda_plan.CudaGroupPlanner(types, cache_dir=cache_dir)
+
+
+def _cuda_prepare() -> Any:
+    from relay_ref.executor import cuda_plan
+
+    return cuda_plan.DeviceRuntime(cuda_plan.require_device())
+
+
+def _cuda_finish(plan: Any, generated: Any, device: Any) -> Any:
+    from relay_ref.executor import cuda_plan
+
+    moved = cuda_plan.move_constants(generated.namespace)
+    return cuda_plan.device_plan(plan, generated, device.description, moved)
+
+
+register_target(Target("cpu", _cpu_planner, description="host CPU: numba and NumPy kernels"))
+register_target(Target("cuda", _cuda_planner, prepare=_cuda_prepare, host_memory=False,
+                       finish=_cuda_finish, description="one CUDA device (numba.cuda)"))

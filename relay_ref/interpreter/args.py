@@ -60,10 +60,10 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    substitute,
 )
 
-__all__ = ["ArgumentError", "convert_argument", "substitute", "value_conforms",
-           "value_mismatch"]
+__all__ = ["ArgumentError", "convert_argument", "value_conforms", "value_mismatch"]
 
 
 class ArgumentError(Exception):
@@ -214,23 +214,6 @@ def _default_tensor(arg: Any) -> np.ndarray:
 
 
 # -- A-Value: does a value inhabit a type? ----------------------------------------------------
-
-def substitute(ty: Type, subst: dict[TypeVar, Type]) -> Type:
-    """``ty`` with type variables replaced per ``subst``."""
-    match ty:
-        case TypeVar():
-            return subst.get(ty, ty)
-        case TupleType(fields):
-            return TupleType(tuple(substitute(f, subst) for f in fields))
-        case TypeCall(func, args):
-            return TypeCall(func, tuple(substitute(a, subst) for a in args))
-        case FuncType(args, ret, params):
-            return FuncType(tuple(substitute(a, subst) for a in args),
-                            substitute(ret, subst), params)
-        case RefType(value):
-            return RefType(substitute(value, subst))
-    return ty
-
 
 def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
     """True when ``value`` inhabits ``ty``: tensors by dtype and shape (``?`` any extent),

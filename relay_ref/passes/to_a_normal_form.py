@@ -202,7 +202,7 @@ class _Info:
 
     def _static_tensor(self, expr: Expr) -> bool:
         ty = self.types.get(expr)
-        return isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
+        return isinstance(ty, TensorType) and ty.is_static
 
     def binders(self, node: Expr) -> bool:
         """Does ``node`` contain a binder (``let``, ``match``, non-primitive ``fn``)?"""

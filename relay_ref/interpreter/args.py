@@ -50,6 +50,7 @@ from relay_ref.interpreter.values import (
 )
 from relay_ref.ir.expr import Constructor, Function, Let, Op, Var
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.shape import dims_compatible
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import (
     FuncType,
@@ -60,10 +61,10 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    substitute,
 )
 
-__all__ = ["ArgumentError", "convert_argument", "substitute", "value_conforms",
-           "value_mismatch"]
+__all__ = ["ArgumentError", "convert_argument", "value_conforms", "value_mismatch"]
 
 
 class ArgumentError(Exception):
@@ -128,7 +129,7 @@ def _to_tensor(arg: Any, ty: TensorType) -> np.ndarray:
     if isinstance(arg, list):                              # A-List
         shape, leaves = _flatten(arg)
         if len(shape) != len(ty.shape) or any(
-                type(d) is int and d != n for d, n in zip(ty.shape, shape, strict=True)):
+                not dims_compatible(d, n) for d, n in zip(ty.shape, shape, strict=True)):
             raise ArgumentError(f"expected {_describe(ty)}, got a list of shape "
                                 f"{shape_to_text(shape)}")
         try:
@@ -215,23 +216,6 @@ def _default_tensor(arg: Any) -> np.ndarray:
 
 # -- A-Value: does a value inhabit a type? ----------------------------------------------------
 
-def substitute(ty: Type, subst: dict[TypeVar, Type]) -> Type:
-    """``ty`` with type variables replaced per ``subst``."""
-    match ty:
-        case TypeVar():
-            return subst.get(ty, ty)
-        case TupleType(fields):
-            return TupleType(tuple(substitute(f, subst) for f in fields))
-        case TypeCall(func, args):
-            return TypeCall(func, tuple(substitute(a, subst) for a in args))
-        case FuncType(args, ret, params):
-            return FuncType(tuple(substitute(a, subst) for a in args),
-                            substitute(ret, subst), params)
-        case RefType(value):
-            return RefType(substitute(value, subst))
-    return ty
-
-
 def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
     """True when ``value`` inhabits ``ty``: tensors by dtype and shape (``?`` any extent),
     tuples and ADT values field by field, references by their contents, functions by being
@@ -254,7 +238,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                 if not isinstance(v, np.ndarray):
                     return _wrong(_where(path), t, v), ()
                 if v.dtype.name != dtype or v.ndim != len(shape) or any(
-                        type(d) is int and d != n
+                        not dims_compatible(d, n)
                         for d, n in zip(shape, v.shape, strict=True)):
                     return (f"{_where(path)}expected {_describe(t)}, got a tensor of shape "
                             f"{shape_to_text(v.shape)} and dtype {v.dtype.name} (no "

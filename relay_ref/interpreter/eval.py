@@ -34,7 +34,6 @@ for the last class as for the first. Call-by-value, left to right. Running a pro
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -72,13 +71,12 @@ from relay_ref.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
-    children,
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ir.visitor import free_vars, post_order
+from relay_ref.ir.visitor import free_vars, shared_nodes
 
 __all__ = ["MAX_DEPTH", "Interpreter", "Interrupted", "Stuck", "shared_nodes"]
 
@@ -521,38 +519,6 @@ _STEPS: dict[type, Callable[[Interpreter, Any, dict], Expr]] = {
     If: Interpreter.e_if,
     Match: Interpreter.e_match,
 }
-
-
-# -- E-Shared's side condition: which nodes are shared -----------------------------------------
-
-_ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
-_SHARED_CACHE: weakref.WeakKeyDictionary[IRModule, frozenset[Expr]] = (
-    weakref.WeakKeyDictionary())
-
-
-def shared_nodes(module: IRModule, roots: tuple[Expr, ...] = ()) -> frozenset[Expr]:
-    """Non-atomic nodes with more than one incoming edge (graph-bound; E-Shared, 3.18)."""
-
-    def count(exprs: list[Expr]) -> set[Expr]:
-        seen: set[Expr] = set()
-        shared: set[Expr] = set()
-        for root in exprs:
-            for node in post_order(root):
-                for kid in children(node):
-                    if isinstance(kid, _ATOMS):
-                        continue
-                    if kid in seen:
-                        shared.add(kid)
-                    seen.add(kid)
-        return shared
-
-    cached = _SHARED_CACHE.get(module)
-    if cached is None:
-        cached = frozenset(count(list(module.functions.values())))
-        _SHARED_CACHE[module] = cached
-    if not roots:
-        return cached
-    return cached | count(list(roots))
 
 
 # -- small helpers of the rules ------------------------------------------------------------------

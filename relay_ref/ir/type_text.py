@@ -8,8 +8,8 @@ which TVM itself cannot parse back; our parser accepts them).
 
 from __future__ import annotations
 
+from relay_ref.ir.shape import dim_text, shape_text
 from relay_ref.ir.types import (
-    AnyDim,
     FuncType,
     GlobalTypeVar,
     IncompleteType,
@@ -23,12 +23,14 @@ from relay_ref.ir.types import (
 
 
 def dim_to_text(dim: object) -> str:
-    return "?" if isinstance(dim, AnyDim) else str(dim)
+    """A dimension as Relay writes it (``relay_ref.ir.shape.dim_text``)."""
+    return dim_text(dim)
 
 
 def shape_to_text(shape: tuple) -> str:
-    """A shape as Relay writes it: ``(2, 3)``, ``(3)`` for one dimension, ``()``, ``(?, 4)``."""
-    return "(" + ", ".join(dim_to_text(d) for d in shape) + ")"
+    """A shape as Relay writes it: ``(2, 3)``, ``(3)`` for one dimension, ``()``, ``(?, 4)``
+    (``relay_ref.ir.shape.shape_text``)."""
+    return shape_text(shape)
 
 
 def type_to_text(ty: Type | None, names: dict[TypeVar, str] | None = None) -> str:

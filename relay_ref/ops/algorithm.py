@@ -11,16 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import is_any, shape_prod
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    check_dtype,
-    is_any,
-    normalize_axis,
-    shape_prod,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, check_dtype, normalize_axis, tensor_args
 
 Array = np.ndarray
 

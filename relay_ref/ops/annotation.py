@@ -11,16 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ir.types import TensorType, TupleType, Type, has_hole
 from relay_ref.ops.registry import NOT_YET, NoAttrs, RelationError, register_op
-from relay_ref.ops.relations import check_arity, contains_hole, describe, output_is_input
+from relay_ref.ops.relations import check_arity, describe, output_is_input
 
 
 def _passthrough_rel(op: str):  # noqa: ANN202 - a relation
     def rel(arg_types: list[Type], attrs: object) -> object:
         check_arity(op, arg_types, 1)
         ty = arg_types[0]
-        if contains_hole(ty):
+        if has_hole(ty):
             return NOT_YET
         if isinstance(ty, TensorType):
             return TensorType(ty.shape, ty.dtype)

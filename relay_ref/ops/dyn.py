@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import is_any
 from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import (
     NOT_YET,
@@ -19,7 +20,7 @@ from relay_ref.ops.registry import (
     RelationError,
     register_op,
 )
-from relay_ref.ops.relations import check_dtype, describe, is_any, is_int, tensor_args
+from relay_ref.ops.relations import check_dtype, describe, is_int, tensor_args
 from relay_ref.ops.transform import (
     StridedSliceAttrs,
     cast_value,

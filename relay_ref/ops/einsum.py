@@ -18,16 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dims_compatible, is_any, shape_text
 from relay_ref.ir.types import Dim, TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import (
-    broadcast_shapes,
-    dims_compatible,
-    is_any,
-    same_dtype,
-    shape_text,
-    tuple_of_tensors,
-)
+from relay_ref.ops.relations import broadcast_shapes, same_dtype, tuple_of_tensors
 
 Array = np.ndarray
 

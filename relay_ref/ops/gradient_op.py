@@ -12,9 +12,9 @@ unexpanded (the interpreter called directly).
 
 from __future__ import annotations
 
-from relay_ref.ir.types import FuncType, TensorType, TupleType, Type, TypeCall
+from relay_ref.ir.types import FuncType, TensorType, TupleType, Type, TypeCall, has_hole
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpRuntimeError, RelationError, register_op
-from relay_ref.ops.relations import check_arity, contains_hole, describe
+from relay_ref.ops.relations import check_arity, describe
 
 #: operators whose relation is over function types, not tensors (the tensor-operator tests
 #: -- relation examples, differential tests, the program generator's table -- skip them)
@@ -33,23 +33,11 @@ def _data(ty: Type) -> bool:
     return False
 
 
-def _hole(ty: Type) -> bool:
-    """Whether ``ty`` is or contains a hole (inside functions and ADTs too)."""
-    match ty:
-        case FuncType(args, ret):
-            return any(_hole(a) for a in args) or _hole(ret)
-        case TypeCall(_, args):
-            return any(_hole(a) for a in args)
-        case TupleType(fields):
-            return any(_hole(f) for f in fields)
-    return contains_hole(ty)
-
-
 def gradient_rel(arg_types: list[Type], attrs: object) -> object:
     """Gradient: ``fn(T1..Tn) -> O`` |-> ``fn(T1..Tn) -> (O, (T1..Tn))``."""
     check_arity("gradient", arg_types, 1)
     ty = arg_types[0]
-    if _hole(ty):
+    if has_hole(ty):
         return NOT_YET
     if not isinstance(ty, FuncType):
         raise RelationError(f"gradient: the argument must be a function, found {describe(ty)}")

@@ -24,15 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dims_compatible, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    dims_compatible,
-    is_float,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, is_float, tensor_args
 
 Array = np.ndarray
 

@@ -20,16 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dim_map, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    check_dtype,
-    dim_map,
-    is_float,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, check_dtype, is_float, tensor_args
 
 Array = np.ndarray
 

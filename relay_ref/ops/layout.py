@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import Dim, dim_map, is_any, shape_text
 from relay_ref.ir.types import ANY, TensorType
 from relay_ref.ops.registry import AttrError, RelationError
-from relay_ref.ops.relations import Dim, dim_map, is_any, shape_text
 
 Array = np.ndarray
 

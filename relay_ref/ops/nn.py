@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_prod, shape_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.layout import (
     along,
@@ -40,15 +41,10 @@ from relay_ref.ops.relations import (
     as_dtype,
     broadcast_shapes,
     check_dtype,
-    dim_map,
-    dims_compatible,
     identity_rel,
-    is_any,
     is_float,
     normalize_axis,
     output_is_input,
-    shape_prod,
-    shape_text,
     tensor_args,
 )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops import nn
 from relay_ref.ops.layout import (
@@ -30,7 +31,7 @@ from relay_ref.ops.layout import (
     unblocked_shape,
 )
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import check_dtype, is_any, shape_text, tensor_args
+from relay_ref.ops.relations import check_dtype, tensor_args
 
 Array = np.ndarray
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops import nn
 from relay_ref.ops.layout import (
@@ -26,16 +27,7 @@ from relay_ref.ops.layout import (
     to_canonical,
 )
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    check_dtype,
-    dim_map,
-    dims_compatible,
-    is_any,
-    is_float,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, check_dtype, is_float, tensor_args
 
 Array = np.ndarray
 

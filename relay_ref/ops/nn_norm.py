@@ -11,18 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dims_compatible, is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.layout import along
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
-    dims_compatible,
-    is_any,
     is_float,
     normalize_axis,
     output_is_input,
     reduce_axes,
-    shape_text,
     tensor_args,
 )
 

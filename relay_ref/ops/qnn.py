@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.shape import dims_compatible
+from relay_ref.ir.types import TensorType, Type, has_hole
 from relay_ref.ops.nn import (
     AvgPool2DAttrs,
     BatchMatmulAttrs,
@@ -41,9 +42,7 @@ from relay_ref.ops.relations import (
     as_dtype,
     broadcast_shapes,
     check_arity,
-    contains_hole,
     describe,
-    dims_compatible,
     is_float,
     is_int,
     normalize_axis,
@@ -545,7 +544,7 @@ def _qnn_concatenate_rel(arg_types: list[Type], attrs: ConcatenateAttrs) -> obje
     op = "qnn.concatenate"
     check_arity(op, arg_types, 5)
     tuples = [tuple_of_tensors(op, arg_types[i], _CONCAT_NAMES[i]) for i in range(3)]
-    if any(t is NOT_YET for t in tuples) or any(contains_hole(t) for t in arg_types[3:]):
+    if any(t is NOT_YET for t in tuples) or any(has_hole(t) for t in arg_types[3:]):
         return NOT_YET
     fields, scales, zps = tuples
     for i in (3, 4):

@@ -18,17 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import is_any, shape_text
 from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import NOT_YET, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
     as_dtype,
     broadcast_shapes,
-    is_any,
     is_float,
     is_int,
     output_is_input,
     reduce_axes,
-    shape_text,
     tensor_args,
 )
 from relay_ref.ops.transform import InitOpAttrs

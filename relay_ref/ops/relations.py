@@ -4,7 +4,8 @@ Every helper here either returns a value, returns ``NOT_YET``, or raises ``Relat
 with a plain-words message that starts with the operator's name. Nothing else escapes:
 relations are called by the solver on arbitrary (possibly nonsensical) argument types.
 
-Dimensions are ``int`` or ``ANY`` (``?``). Arithmetic on dimensions propagates ``ANY``.
+Dimensions and their arithmetic (``Dim``, ``dim_map``, ``broadcast_dim``, ``?``) are
+``relay_ref.ir.shape``'s, shared with unification.
 """
 
 from __future__ import annotations
@@ -14,12 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.ir.type_text import shape_to_text
-from relay_ref.ir.types import ANY, AnyDim, IncompleteType, TensorType, TupleType, Type
+from relay_ref.ir.shape import DimMismatch, Shape, is_any, is_static, shape_text
+from relay_ref.ir.shape import broadcast_shapes as shape_broadcast
+from relay_ref.ir.types import IncompleteType, TensorType, TupleType, Type, has_hole
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, Solved
-
-Dim = int | AnyDim
-Shape = tuple[Dim, ...]
 
 #: dtypes the references can compute with (NumPy names; TVM spells them the same way).
 DTYPES = (
@@ -49,15 +48,6 @@ def check_dtype(dtype: str, what: str = "dtype") -> str:
 
 # -- holes and argument checking ---------------------------------------------------------
 
-def contains_hole(ty: object) -> bool:
-    """True when ``ty`` is or contains an ``IncompleteType``."""
-    if isinstance(ty, IncompleteType):
-        return True
-    if isinstance(ty, TupleType):
-        return any(contains_hole(f) for f in ty.fields)
-    return False
-
-
 def check_arity(op: str, arg_types: Sequence[Type], n: int) -> None:
     if len(arg_types) != n:
         raise RelationError(f"{op}: expected {n} argument{'s' if n != 1 else ''}, "
@@ -79,7 +69,7 @@ def tensor_args(op: str, arg_types: Sequence[Type], n: int,
 
     Raises ``RelationError`` for a wrong count or a non-tensor argument."""
     check_arity(op, arg_types, n)
-    if any(contains_hole(t) for t in arg_types):
+    if any(has_hole(t) for t in arg_types):
         return NOT_YET
     out = []
     for i, t in enumerate(arg_types):
@@ -92,7 +82,7 @@ def tensor_args(op: str, arg_types: Sequence[Type], n: int,
 
 def tuple_of_tensors(op: str, ty: Type, what: str = "input") -> list[TensorType] | Any:
     """Fields of a tuple-of-tensors argument (``concatenate``'s input), or ``NOT_YET``."""
-    if contains_hole(ty):
+    if has_hole(ty):
         return NOT_YET
     if not isinstance(ty, TupleType):
         raise RelationError(f"{op}: {what} must be a tuple of tensors, found {describe(ty)}")
@@ -114,64 +104,16 @@ def same_dtype(op: str, types: Sequence[TensorType], names: Sequence[str]) -> st
     return first
 
 
-# -- dimensions ------------------------------------------------------------------------
-
-def is_any(d: object) -> bool:
-    return isinstance(d, AnyDim)
-
-
-def dim_text(d: Dim) -> str:
-    return "?" if is_any(d) else str(d)
-
-
-def shape_text(shape: Shape) -> str:
-    """Relay's shape syntax, as in types: ``(3)``, ``(2, ?)``."""
-    return shape_to_text(tuple(shape))
-
-
-def dim_map(fn: Callable[..., int], *dims: Dim) -> Dim:
-    """``fn(*dims)`` if all are known, else ``ANY``."""
-    if any(is_any(d) for d in dims):
-        return ANY
-    return fn(*dims)
-
-
-def shape_prod(shape: Sequence[Dim]) -> Dim:
-    total = 1
-    for d in shape:
-        if is_any(d):
-            return ANY
-        total *= d  # type: ignore[operator]
-    return total
-
-
-def dims_compatible(a: Dim, b: Dim) -> bool:
-    """Could ``a`` and ``b`` be the same dimension?"""
-    return is_any(a) or is_any(b) or a == b
-
-
-def broadcast_dim(op: str, a: Dim, b: Dim, sa: Shape, sb: Shape) -> Dim:
-    """One output dimension of NumPy broadcasting (relay.md 2.4 for ``?``)."""
-    if is_any(a) and is_any(b):
-        return ANY
-    if is_any(a):
-        return ANY if b == 1 else b
-    if is_any(b):
-        return ANY if a == 1 else a
-    if a == b or b == 1:
-        return a
-    if a == 1:
-        return b
-    raise RelationError(f"{op}: shapes {shape_text(sa)} and {shape_text(sb)} "
-                        f"cannot be broadcast together ({a} vs {b})")
-
+# -- dimensions (the arithmetic itself is relay_ref.ir.shape) ------------------------------
 
 def broadcast_shapes(op: str, sa: Shape, sb: Shape) -> Shape:
-    """Right-aligned NumPy broadcasting of two shapes."""
-    n = max(len(sa), len(sb))
-    pa = (1,) * (n - len(sa)) + tuple(sa)
-    pb = (1,) * (n - len(sb)) + tuple(sb)
-    return tuple(broadcast_dim(op, a, b, sa, sb) for a, b in zip(pa, pb, strict=True))
+    """Right-aligned NumPy broadcasting of two shapes (``relay_ref.ir.shape``), a
+    ``RelationError`` naming ``op`` and both shapes when they cannot broadcast."""
+    try:
+        return shape_broadcast(sa, sb)
+    except DimMismatch as err:
+        raise RelationError(f"{op}: shapes {shape_text(sa)} and {shape_text(sb)} "
+                            f"cannot be broadcast together ({err})") from None
 
 
 def normalize_axis(op: str, axis: int, ndim: int, what: str = "axis") -> int:
@@ -323,6 +265,6 @@ def as_dtype(x: object, dtype: str | np.dtype) -> np.ndarray:
 
 
 def static_shape(op: str, shape: Shape, what: str = "shape") -> tuple[int, ...]:
-    if any(is_any(d) for d in shape):
+    if not is_static(shape):
         raise RelationError(f"{op}: {what} must be static")
     return tuple(int(d) for d in shape)  # type: ignore[arg-type]

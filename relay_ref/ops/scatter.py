@@ -16,16 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dims_compatible, is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
-from relay_ref.ops.relations import (
-    dims_compatible,
-    is_any,
-    is_int,
-    normalize_axis,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import is_int, normalize_axis, tensor_args
 
 Array = np.ndarray
 

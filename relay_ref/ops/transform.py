@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_prod, shape_text
 from relay_ref.ir.types import ANY, TensorType, TupleType, Type
 from relay_ref.ops.registry import (
     NOT_YET,
@@ -29,16 +30,11 @@ from relay_ref.ops.relations import (
     check_arity,
     check_dtype,
     describe,
-    dim_map,
-    dims_compatible,
     identity_rel,
-    is_any,
     is_float,
     is_int,
     normalize_axis,
     output_is_input,
-    shape_prod,
-    shape_text,
     tensor_args,
     tuple_of_tensors,
 )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dim_map, is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.layout import (
     blocked_shape,
@@ -25,13 +26,7 @@ from relay_ref.ops.layout import (
     unblocked_shape,
 )
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    dim_map,
-    is_any,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, tensor_args
 
 Array = np.ndarray
 

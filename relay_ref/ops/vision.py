@@ -15,21 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from relay_ref.ir.shape import dim_map, dim_text, dims_compatible, is_any, shape_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.layout import check_rank, from_canonical, to_canonical
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
-from relay_ref.ops.relations import (
-    as_dtype,
-    describe,
-    dim_map,
-    dim_text,
-    dims_compatible,
-    is_any,
-    is_float,
-    is_int,
-    shape_text,
-    tensor_args,
-)
+from relay_ref.ops.relations import as_dtype, describe, is_float, is_int, tensor_args
 
 Array = np.ndarray
 

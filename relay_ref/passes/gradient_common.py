@@ -39,8 +39,10 @@ from relay_ref.ir.types import (
     TupleType,
     Type,
     TypeCall,
-    TypeVar,
 )
+
+# The one type substitution (binder-respecting); the gradient modules call it ``subst``.
+from relay_ref.ir.types import substitute as subst
 
 __all__ = ["Block", "TypeMap", "ad_error", "fresh_name", "has_float", "is_float",
            "located", "subst", "type_text"]
@@ -123,23 +125,6 @@ def has_float(ty: Type) -> bool:
     return False
 
 
-
-
-def subst(ty: Type, sub: dict[TypeVar, Type]) -> Type:
-    """``ty`` with its type variables replaced by ``sub``."""
-    match ty:
-        case TypeVar():
-            return sub.get(ty, ty)
-        case TupleType(fields):
-            return TupleType(tuple(subst(f, sub) for f in fields))
-        case FuncType(args, ret, tps):
-            inner = {k: v for k, v in sub.items() if k not in tps}
-            return FuncType(tuple(subst(a, inner) for a in args), subst(ret, inner), tps)
-        case RefType(v):
-            return RefType(subst(v, sub))
-        case TypeCall(func, args):
-            return TypeCall(func, tuple(subst(a, sub) for a in args))
-    return ty
 
 
 @dataclass

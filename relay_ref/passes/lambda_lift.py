@@ -34,28 +34,11 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import FuncType, Type, TypeVar
+from relay_ref.ir.types import FuncType, free_type_vars
 from relay_ref.ir.visitor import free_vars
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
 from relay_ref.typecheck.infer import infer_types
-
-
-def _type_vars(ty: Type | None, out: list[TypeVar]) -> None:
-    """The type variables of ``ty``, in order, without repeats (appended to ``out``)."""
-    if ty is None:
-        return
-    if isinstance(ty, TypeVar):
-        if ty not in out:
-            out.append(ty)
-        return
-    bound = ty.type_params if isinstance(ty, FuncType) else ()
-    for name in getattr(ty, "__dataclass_fields__", {}):
-        value = getattr(ty, name)
-        items = value if isinstance(value, tuple) else (value,)
-        for item in items:
-            if isinstance(item, Type) and item not in bound:
-                _type_vars(item, out)
 
 
 def _substitute(expr: Expr, mapping: dict[Var, Expr]) -> Expr:
@@ -117,10 +100,7 @@ class _Lifter:
         fn_ty = self.types.get(fn)
         ret = inner.ret_type or (fn_ty.ret_type if isinstance(fn_ty, FuncType) else None)
         new_body = _substitute(fresh_copy(inner.body), mapping)
-        tvars: list[TypeVar] = []
-        for p in (*new_captured, *params):
-            _type_vars(p.type_annotation, tvars)
-        _type_vars(ret, tvars)
+        tvars = free_type_vars(*(p.type_annotation for p in (*new_captured, *params)), ret)
         own = [t for t in tvars if t not in inner.type_params]
         closure = replace(inner, params=params, body=new_body, ret_type=ret)
         if captured:

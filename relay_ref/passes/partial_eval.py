@@ -70,7 +70,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from relay_ref.deepstack import run_deep
-from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.ir.expr import (
     Call,
     Clause,
@@ -106,9 +105,11 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    free_type_vars,
     is_complete,
+    substitute,
 )
-from relay_ref.ir.visitor import free_vars, post_order
+from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
@@ -317,23 +318,8 @@ def _primitive(func: Function) -> bool:
 
 
 def _subst(ty: Type | None, m: dict[TypeVar, Type]) -> Type | None:
-    """``ty`` with type variables replaced by ``m`` (bound ones of a ``FuncType`` kept)."""
-    if ty is None or not m:
-        return ty
-    match ty:
-        case TypeVar():
-            return m.get(ty, ty)
-        case TupleType(fields):
-            return replace(ty, fields=tuple(_subst(f, m) for f in fields))
-        case FuncType(args, ret, params):
-            inner = {k: v for k, v in m.items() if k not in params}
-            return replace(ty, arg_types=tuple(_subst(a, inner) for a in args),
-                           ret_type=_subst(ret, inner))
-        case RefType(value):
-            return replace(ty, value=_subst(value, m))
-        case TypeCall(_, args):
-            return replace(ty, args=tuple(_subst(a, m) for a in args))
-    return ty
+    """``ty`` with type variables replaced by ``m`` (``relay_ref.ir.types.substitute``)."""
+    return None if ty is None else substitute(ty, m)
 
 
 def _bind_types(pattern: Type, ty: Type, out: dict[TypeVar, Type]) -> None:
@@ -415,23 +401,7 @@ def _function_free_vars(roots: list[Function]) -> dict[Function, tuple[Var, ...]
 
 def _type_vars(ty: Type | None, out: set[TypeVar]) -> set[TypeVar]:
     """The type variables occurring free in ``ty`` (added to ``out``)."""
-    match ty:
-        case TypeVar():
-            out.add(ty)
-        case TupleType(fields):
-            for f in fields:
-                _type_vars(f, out)
-        case FuncType(args, ret, params):
-            inner: set[TypeVar] = set()
-            for a in args:
-                _type_vars(a, inner)
-            _type_vars(ret, inner)
-            out.update(inner.difference(params))
-        case RefType(value):
-            _type_vars(value, out)
-        case TypeCall(_, args):
-            for a in args:
-                _type_vars(a, out)
+    out.update(free_type_vars(ty))
     return out
 
 

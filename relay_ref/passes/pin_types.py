@@ -79,36 +79,11 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import (
     FuncType,
-    IncompleteType,
-    RefType,
-    TupleType,
     Type,
-    TypeCall,
     TypeVar,
+    free_type_vars,
+    is_complete,
 )
-
-
-def _type_vars(ty: Type, out: set[TypeVar]) -> bool:
-    """Collect the type variables of ``ty`` into ``out``; False if ``ty`` has a hole."""
-    match ty:
-        case IncompleteType():
-            return False
-        case TypeVar():
-            out.add(ty)
-            return True
-        case TupleType(fields):
-            return all(_type_vars(t, out) for t in fields)
-        case TypeCall(_, args):
-            return all(_type_vars(t, out) for t in args)
-        case FuncType(args, ret, _tps):
-            return all(_type_vars(t, out) for t in (*args, ret))
-        case RefType(value):
-            return _type_vars(value, out)
-    return True
-
-
-def _complete(ty: Type | None) -> bool:
-    return ty is not None and _type_vars(ty, set())
 
 
 def annotate_params(mod: IRModule) -> IRModule:
@@ -140,7 +115,7 @@ def annotate_params(mod: IRModule) -> IRModule:
     def pin(fn: Function) -> None:
         for p in fn.params:
             ty = types.get(p)
-            if p.type_annotation is None and _complete(ty):
+            if p.type_annotation is None and is_complete(ty):
                 renamed[p] = Var(p.name_hint, ty, p.span)
 
     def rule(orig: Expr, node: Expr) -> Expr | None:
@@ -323,7 +298,7 @@ class Determinacy:
             return fixed
         for t, a in zip(field_types, args, strict=True):
             if t is not None and self.determined(a):
-                _type_vars(t, fixed)
+                fixed.update(free_type_vars(t))
         return fixed
 
 

@@ -84,6 +84,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType
+from relay_ref.ir.visitor import children_in_activation, post_order
 from relay_ref.ops.registry import OpPattern, get_op, has_op
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
@@ -105,32 +106,6 @@ def _is_primitive(fn: Function) -> bool:
 
 def _is_atom(node: Expr) -> bool:
     return isinstance(node, ATOMS) or (isinstance(node, Function) and _is_primitive(node))
-
-
-def _region_children(node: Expr) -> tuple[Expr, ...]:
-    """Children evaluated in the same activation: a ``fn`` literal's body is not."""
-    if isinstance(node, Function):
-        return ()
-    return tuple(children(node))
-
-
-def _region_post_order(root: Expr) -> list[Expr]:
-    seen: set[int] = set()
-    out: list[Expr] = []
-    stack: list[tuple[Expr, bool]] = [(root, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            out.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for kid in reversed(_region_children(node)):
-            if id(kid) not in seen:
-                stack.append((kid, False))
-    return out
 
 
 class _Static:
@@ -159,7 +134,7 @@ def compute_scopes(body: Expr) -> tuple[list[Expr], dict[int, _Static], dict[int
     """For one function body (not entering ``fn`` literals): its nodes in post-order, each
     node's static scope (LCA of its uses' scopes), the scopes of each node's child edges,
     and each node's number of incoming edges."""
-    order = _region_post_order(body)
+    order = list(post_order(body, enter=children_in_activation))
     root = _Static(None)
     scope: dict[int, _Static] = {id(body): root}
     edges: dict[int, list[_Static]] = {}
@@ -172,9 +147,9 @@ def compute_scopes(body: Expr) -> tuple[list[Expr], dict[int, _Static], dict[int
             case Match(_, clauses):
                 kid_scopes = [s] + [_Static(s) for _ in clauses]
             case _:
-                kid_scopes = [s] * len(_region_children(node))
+                kid_scopes = [s] * len(children_in_activation(node))
         edges[id(node)] = kid_scopes
-        for kid, ks in zip(_region_children(node), kid_scopes, strict=True):
+        for kid, ks in zip(children_in_activation(node), kid_scopes, strict=True):
             uses[id(kid)] = uses.get(id(kid), 0) + 1
             old = scope.get(id(kid))
             scope[id(kid)] = ks if old is None else _lca(old, ks)
@@ -227,7 +202,7 @@ class _Info:
 
     def _static_tensor(self, expr: Expr) -> bool:
         ty = self.types.get(expr)
-        return isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape)
+        return isinstance(ty, TensorType) and ty.is_static
 
     def binders(self, node: Expr) -> bool:
         """Does ``node`` contain a binder (``let``, ``match``, non-primitive ``fn``)?"""
@@ -327,7 +302,7 @@ class _Filler:
             if id(node) in nodes or (self.uses.get(id(node), 0) > 1 and (
                     self.info.stateful(node) or self.info.binders(node))):
                 self.graph.add(id(node))
-            stack.extend(k for k in _region_children(node) if not _is_atom(k))
+            stack.extend(k for k in children_in_activation(node) if not _is_atom(k))
 
     # -- building ------------------------------------------------------------------------
     @staticmethod

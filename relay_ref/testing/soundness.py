@@ -24,6 +24,7 @@ from __future__ import annotations
 
 # The check lives in the interpreter layer, which uses it for host arguments (``rr.evaluate``
 # refuses arguments that do not inhabit their parameter's type); testing sits above it.
-from relay_ref.interpreter.args import substitute, value_conforms
+from relay_ref.interpreter.args import value_conforms
+from relay_ref.ir.types import substitute
 
 __all__ = ["substitute", "value_conforms"]

@@ -72,13 +72,14 @@ from relay_ref.ir.types import (
     TupleType,
     Type,
     TypeCall,
+    substitute,
 )
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
 from relay_ref.syntax._walk import no_gc
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
-from relay_ref.typecheck.unify import Unifier, UnifyError, show, substitute
+from relay_ref.typecheck.unify import Unifier, UnifyError, show
 
 __all__ = ["TypeMap", "infer_expr", "infer_types"]
 
@@ -831,7 +832,7 @@ class _Checker:
                     self.bind_poisoned(pattern)
                     return False
                 holes = tuple(self.unifier.fresh() for _ in td.type_vars)
-                mapping = {tv.uid: h for tv, h in zip(td.type_vars, holes, strict=True)}
+                mapping = dict(zip(td.type_vars, holes, strict=True))
                 ok = self.unify(expected, TypeCall(td.header, holes), where, "TP-Ctor",
                                 f"the pattern {ctor.name} matches {td.name} values, but the "
                                 "scrutinee is different: ")

@@ -39,11 +39,11 @@ turns it into a located diagnostic ("cannot unify A with B: dimension 0 differs 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator
 
+from relay_ref.ir.shape import dims_compatible
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import (
-    AnyDim,
     FuncType,
     GlobalTypeVar,
     IncompleteType,
@@ -54,6 +54,7 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    substitute,
     type_children,
 )
 
@@ -122,47 +123,6 @@ def describe_kind(ty: Type) -> str:
         case TypeVar(name):
             return f"the type parameter {name}"
     return "an unknown type"
-
-
-def substitute(ty: Type, mapping: Mapping[int, Type]) -> Type:
-    """``ty`` with each ``TypeVar`` whose uid is in ``mapping`` replaced (capture-free:
-    type variables are unique by uid, so no renaming is needed)."""
-    if not mapping:
-        return ty
-    match ty:
-        case TypeVar(uid=uid):
-            return mapping.get(uid, ty)
-        case TensorType() | IncompleteType() | GlobalTypeVar():
-            return ty
-        case TupleType(fields):
-            return TupleType(tuple(substitute(f, mapping) for f in fields), ty.span)
-        case FuncType(args, ret, params):
-            return FuncType(tuple(substitute(a, mapping) for a in args),
-                            substitute(ret, mapping), params, ty.span)
-        case TypeCall(func, args):
-            return TypeCall(func, tuple(substitute(a, mapping) for a in args), ty.span)
-        case RefType(value):
-            return RefType(substitute(value, mapping), ty.span)
-    return ty
-
-
-def type_vars_of(ty: Type) -> Iterator[TypeVar]:
-    """Every ``TypeVar`` occurring in ``ty`` (with repeats)."""
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        match t:
-            case TypeVar():
-                yield t
-            case TupleType(fields):
-                stack.extend(fields)
-            case FuncType(args, ret):
-                stack.extend(args)
-                stack.append(ret)
-            case TypeCall(_, args):
-                stack.extend(args)
-            case RefType(value):
-                stack.append(value)
 
 
 class Unifier:
@@ -351,7 +311,7 @@ class Unifier:
         fn = self.resolve(fn)
         if type_args is None:
             type_args = tuple(self.fresh(tp.kind) for tp in fn.type_params)
-        mapping = {tp.uid: arg for tp, arg in zip(fn.type_params, type_args, strict=True)}
+        mapping = dict(zip(fn.type_params, type_args, strict=True))
         return FuncType(tuple(substitute(a, mapping) for a in fn.arg_types),
                         substitute(fn.ret_type, mapping), (), fn.span)
 
@@ -444,9 +404,7 @@ class Unifier:
         if len(a.shape) != len(b.shape):
             raise UnifyError(f"rank differs ({len(a.shape)} vs {len(b.shape)})")
         for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)):
-            if isinstance(x, AnyDim) or isinstance(y, AnyDim):
-                continue  # ? is compatible with every dimension
-            if x != y:
+            if not dims_compatible(x, y):  # ? is compatible with every dimension
                 raise UnifyError(f"dimension {i} differs ({x} vs {y})")
 
     def _unify_funcs(self, a: FuncType, b: FuncType) -> None:
@@ -454,7 +412,7 @@ class Unifier:
             if len(a.type_params) != len(b.type_params):
                 raise UnifyError(f"functions have {len(a.type_params)} vs "
                                  f"{len(b.type_params)} type parameters")
-            mapping = {q.uid: p for p, q in zip(a.type_params, b.type_params, strict=True)}
+            mapping = dict(zip(b.type_params, a.type_params, strict=True))
             b = FuncType(tuple(substitute(t, mapping) for t in b.arg_types),
                          substitute(b.ret_type, mapping), (), b.span)
             a = FuncType(a.arg_types, a.ret_type, (), a.span)

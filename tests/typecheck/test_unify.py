@@ -15,8 +15,9 @@ from relay_ref.ir.types import (
     TupleType,
     TypeCall,
     TypeVar,
+    substitute,
 )
-from relay_ref.typecheck.unify import Unifier, UnifyError, substitute
+from relay_ref.typecheck.unify import Unifier, UnifyError
 
 F32 = TensorType((), "float32")
 I32 = TensorType((), "int32")
@@ -143,7 +144,7 @@ def test_instantiate_with_explicit_arguments() -> None:
     fn = FuncType((TypeCall(LIST, (a,)),), a, (a,))
     inst = Unifier().instantiate(fn, (F32,))
     assert inst == FuncType((TypeCall(LIST, (F32,)),), F32)
-    assert substitute(a, {a.uid: I32}) == I32
+    assert substitute(a, {a: I32}) == I32
 
 
 def test_bare_adt_name_equals_nullary_type_call() -> None:

@@ -75,7 +75,6 @@ from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
-from relay_ref.interpreter.eval import shared_nodes
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
     Call,
@@ -103,7 +102,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type, subterms
-from relay_ref.ir.visitor import free_vars
+from relay_ref.ir.visitor import free_vars, shared_nodes
 
 __all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
            "TooDeep", "counts_calls", "generate"]

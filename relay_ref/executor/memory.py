@@ -35,6 +35,7 @@ import numpy as np
 from relay_ref.executor.groups import Unplannable
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import op_kernel
 
 __all__ = ["Dataflow", "MemoryPlan", "dataflow", "plan_memory", "writer_step"]
@@ -93,20 +94,8 @@ def dataflow(func: Function) -> Dataflow | None:
     constants and ``let`` s binding them (no control flow, no function values, no calls of
     other functions, so it is never re-entered while it runs)."""
     nodes: list[Expr] = []
-    seen: set[int] = set()
     alias: dict[Var, Expr] = {}
-    stack: list[tuple[Expr, bool]] = [(func.body, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            if type(node) is Let:
-                alias[node.var] = node.value
-            elif not (type(node) is Var and node in alias):
-                nodes.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in post_order(func.body, enter=_kids):
         kind = type(node)
         if kind is Call and not _is_group_call(node) and type(node.op) is not Op:
             return None
@@ -114,8 +103,10 @@ def dataflow(func: Function) -> Dataflow | None:
             return None
         if kind not in (Call, Tuple, TupleGetItem, Var, Constant, Let):
             return None
-        stack.append((node, True))
-        stack.extend((k, False) for k in reversed(_kids(node)) if id(k) not in seen)
+        if kind is Let:
+            alias[node.var] = node.value
+        elif not (kind is Var and node in alias):
+            nodes.append(node)
 
     def resolve(e: Expr) -> Expr:
         while type(e) is Var and e in alias:

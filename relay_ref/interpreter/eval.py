@@ -78,7 +78,7 @@ from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import free_vars, shared_nodes
 
-__all__ = ["MAX_DEPTH", "Interpreter", "Interrupted", "Stuck", "shared_nodes"]
+__all__ = ["MAX_DEPTH", "Interpreter", "Interrupted", "Stuck"]
 
 #: Default of ``evaluate(..., max_depth=...)``: how many function applications may be nested
 #: (Stuck-Depth, spec/semantics.md 4). Each nested Relay call keeps ~1.5 KB alive, so the

@@ -108,7 +108,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import AnyDim, FuncType, TensorType, TupleType, Type
-from relay_ref.ir.visitor import post_order
+from relay_ref.ir.visitor import children_outside, post_order
 from relay_ref.ops.registry import OpPattern, get_op, has_op
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.pattern import (
@@ -164,22 +164,7 @@ def op_pattern(name: str) -> OpPattern:
 def _nodes(fn: Function) -> Iterator[Expr]:
     """Post-order of ``fn``'s nodes (shared ones once), not entering ``Primitive`` (or
     ``Compiler``) function literals, which appear themselves."""
-    seen: set[int] = set()
-    stack: list[tuple[Expr, bool]] = [(fn, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if expanded:
-            yield node
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if isinstance(node, Function) and node is not fn and is_primitive(node):
-            continue
-        for kid in reversed(list(children(node))):
-            if id(kid) not in seen:
-                stack.append((kid, False))
+    return post_order(fn, enter=children_outside(is_primitive, fn))
 
 
 # == 0. node kinds (the op-pattern rules, in the pattern language) ======================

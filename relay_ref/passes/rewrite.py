@@ -53,6 +53,7 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.visitor import post_order
 
 Rule = Callable[[Expr], Expr | None]
 
@@ -109,17 +110,13 @@ def rewrite(expr: Expr, rule: Rule, memo: dict[int, Expr] | None = None) -> Expr
     one program so that nodes shared between them are rewritten once."""
     done: dict[int, Expr] = {} if memo is None else memo
     keep: list[Expr] = []  # keeps the ids in ``done`` valid (no reuse of a freed id)
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
-            continue
-        if not expanded:
-            stack.append((node, True))
-            for kid in children(node):
-                if id(kid) not in done:
-                    stack.append((kid, False))
-            continue
+    if id(expr) in done:
+        return done[id(expr)]
+
+    def enter(node: Expr) -> tuple[Expr, ...]:  # nodes done by an earlier call: not again
+        return tuple(k for k in children(node) if id(k) not in done)
+
+    for node in post_order(expr, enter=enter):
         rebuilt = with_children(node, (done[id(k)] for k in children(node)))
         out = rule(rebuilt)
         done[id(node)] = rebuilt if out is None else out
@@ -129,8 +126,6 @@ def rewrite(expr: Expr, rule: Rule, memo: dict[int, Expr] | None = None) -> Expr
 
 def rewrite_with_origin(expr: Expr, rule: Callable[[Expr, Expr], Expr | None]) -> Expr:
     """Like ``rewrite``, with ``rule(original, rebuilt)`` (see the module docstring)."""
-    from relay_ref.ir.visitor import post_order
-
     done: dict[int, Expr] = {}  # ids of nodes of ``expr``: alive while ``expr`` is
     for node in post_order(expr):
         rebuilt = with_children(node, (done[id(k)] for k in children(node)))

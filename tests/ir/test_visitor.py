@@ -108,12 +108,6 @@ def test_shared_nodes_counts_each_edge_and_skips_atoms() -> None:
     assert not any(isinstance(n, Var | Constant | Op | Let | TupleGetItem) for n in shared)
 
 
-def test_shared_nodes_is_importable_from_the_interpreter_until_its_users_move() -> None:
-    from relay_ref.interpreter.eval import shared_nodes as from_interpreter
-
-    assert from_interpreter is shared_nodes
-
-
 def test_constants_are_atoms_not_shared() -> None:
     c = Constant(np.float32(1.0))
     x = Var("x")

@@ -11,9 +11,13 @@
   an error, exit 1).
 * ``relay opt --list`` lists the registered passes: name, opt level, guarantee.
 
-Unknown pass names are usage errors (exit 2) that list the known passes. Passes named on
-the command line run whatever their opt level unless ``--opt-level`` is given (then TVM's
-rule applies: a pass runs when its level is at most N).
+``--passes`` takes pass specs (``relay_ref.passes.spec``): ``'FuseOps(max_depth=8),FoldConstant'``
+gives FuseOps its option (Python literal values; commas inside parentheses do not split).
+The passes run through the pass manager, as ``rr.optimize`` runs them. Unknown pass names
+are usage errors (exit 2) that list the known passes; a malformed spec or an unknown option
+is a usage error pointing into the ``--passes`` text (coloured on a terminal), naming the
+pass's valid options. Passes named on the command line run whatever their opt level unless
+``--opt-level`` is given (then TVM's rule applies: a pass runs when its level is at most N).
 """
 
 from __future__ import annotations
@@ -32,12 +36,20 @@ def run_opt(args: argparse.Namespace) -> int:
     if args.list:
         _print_passes()
         return EXIT_OK
-    names = [n.strip() for n in (args.passes or "").split(",") if n.strip()]
+    from relay_ref.passes.manager import make_pass
+    from relay_ref.passes.spec import PassSpecError, parse_specs
+
+    text = args.passes or ""
+    try:
+        specs = parse_specs(text)
+    except PassSpecError as err:
+        return _spec_error(err)
+    names = [spec.text for spec in specs]
     if not names:
         raise _Usage("name the passes to run with --passes A,B (relay opt --list shows "
                      "them)")
     known = rr.pass_names()
-    unknown = [n for n in names if n not in known]
+    unknown = [spec.name for spec in specs if spec.name not in known]
     if unknown:
         from relay_ref.repl import close_names, suggestion_hint
 
@@ -47,6 +59,10 @@ def run_opt(args: argparse.Namespace) -> int:
                                conjunction="and")
         raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
                      f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
+    try:
+        passes = [make_pass(spec, label="--passes") for spec in specs]
+    except PassSpecError as err:
+        return _spec_error(err)
     if args.check is not None:
         try:
             program = (rr.parse(_read(args.file), source_name(args.file)) if args.file
@@ -62,13 +78,31 @@ def run_opt(args: argparse.Namespace) -> int:
     try:
         mod = rr.parse(source, source_name(args.file))
         # rr.optimize's rule: without an opt level every named pass runs
-        out = rr.optimize(mod, names, opt_level=args.opt_level)
+        out = rr.optimize(mod, passes, opt_level=args.opt_level)
     except RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     text = rr.astext(out, omit_prelude=True)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
+
+
+def _spec_error(err: Exception) -> int:
+    """A malformed ``--passes`` spec or a bad option: a usage error (exit 2) located in the
+    ``--passes`` text, coloured as diagnostics are."""
+    from relay_ref.cli import EXIT_USAGE, _colour
+    from relay_ref.diagnostics import ERROR, Diagnostic
+    from relay_ref.ir.span import Source, Span
+
+    text = getattr(err, "text", "") or ""
+    start, end = getattr(err, "start", 0), getattr(err, "end", 0)
+    message = getattr(err, "message", str(err)).removeprefix("--passes: ")
+    span = None
+    if "\n" not in text and text:
+        span = Span(Source("--passes", text), 1, start + 1, 1, max(end, start + 1) + 1)
+    diag = Diagnostic(ERROR, message if span else f"--passes: {message}", span)
+    print(diag.render(_colour(sys.stderr)), file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _print_passes() -> None:

@@ -505,15 +505,16 @@ def _elements(ty: Any) -> int:
 
 def check_named_pass(name: str, examples: int, program: IRModule | None = None
                      ) -> str | None:
-    """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` with
-    ``examples`` generated programs, or, given ``program``, on that module alone with
-    ``examples`` argument tuples drawn for its ``@main``'s parameter types
+    """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` (a pass spec:
+    ``FuseOps(max_depth=8)`` checks the configured pass) with ``examples`` generated
+    programs, or, given ``program``, on that module alone with ``examples`` argument tuples
+    drawn for its ``@main``'s parameter types
     (``relay_ref.testing.arguments``): ``None`` when it holds, else the failure's message
     (the shrunk counterexample before and after the pass, arguments, both results). Raises
     ``RelayError`` for a ``program`` that does not type-check, has no ``@main``, or has a
     parameter no arguments are drawn for (they are for tensors of static shape and tuples
     of them)."""
-    from relay_ref.passes import get_pass
+    from relay_ref.passes.manager import make_pass
     from relay_ref.testing.check import PassCheckError, check_pass
 
     programs = None
@@ -541,7 +542,7 @@ def check_named_pass(name: str, examples: int, program: IRModule | None = None
                                  "shape", param.span)
         programs = [checked]
     try:
-        check_pass(get_pass(name), programs=programs, examples=examples)
+        check_pass(make_pass(name), programs=programs, examples=examples)
     except PassCheckError as err:
         return str(err)
     return None
@@ -611,16 +612,17 @@ def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] 
 def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
                 label: str = "params") -> IRModule:
     """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
-    constants (checked against their types): ``rr.compile(mod, params=params)``'s binding
-    itself (``relay_ref.executor.compile.bind_params``). The other parameters stay, in
+    constants (checked against their types): the ``BindParams`` pass, run through the pass
+    manager as ``rr.compile(mod, params=params)`` runs it. The other parameters stay, in
     order; functions that refer to ``@entry`` keep calling the original, with all its
     parameters, renamed ``@<entry>_unbound``. ``label`` names ``params`` in the
     ``RelayError`` for a name that is no parameter or a value that does not fit."""
-    from relay_ref.executor.compile import bind_params as bind
+    from relay_ref.passes.bind_params import BindParams
+    from relay_ref.passes.manager import run_passes
     from relay_ref.typecheck.infer import infer_types
 
     if entry not in mod.functions:
         raise RelayError(f"{label}: the module has no function @{entry}"
                          + did_you_mean(entry, mod.functions, sigil="@"))
-    return bind(infer_types(mod), entry, dict(params), label=label)
-
+    return run_passes(infer_types(mod), [BindParams(dict(params), entry, label=label)],
+                      label=label)

@@ -12,7 +12,7 @@ executor). Each pass is a class in its own module with ``name``, ``opt_level`` a
 * ``relay_ref.passes.rewrite``: the linear-time traversal every pass is written with.
 """
 
-from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.base import Pass, register_pass, unregister_pass
 from relay_ref.passes.manager import (
     Pipeline,
     Sequential,
@@ -25,4 +25,4 @@ from relay_ref.passes.spec import PassSpecError, parse_specs, split_specs
 
 __all__ = ["Pass", "PassSpecError", "Pipeline", "Sequential", "get_pass", "make_pass",
            "parse_specs", "pass_class", "pass_names", "register_pass", "resolve_passes",
-           "run_passes", "split_specs"]
+           "run_passes", "split_specs", "unregister_pass"]

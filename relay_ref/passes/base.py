@@ -16,7 +16,8 @@ it *refines* the input (same value wherever the input returns one).
   the same name; ``option_defaults()`` lists them, ``options()`` gives an instance's values,
   ``spec()`` the text that names the configured pass (``"FuseOps(max_depth=8)"``).
 * ``register_pass(cls)``: makes a pass class known by its ``name`` (``relay opt --passes``);
-  ``registered()`` is the registry, read by ``relay_ref.passes.registry``.
+  ``registered()`` is the registry, read by ``relay_ref.passes.registry``;
+  ``unregister_pass(name)`` forgets one (tests, notebooks).
 
 A registered pass is also *idempotent on its own output*: run again on the module it just
 returned, it returns that module's equal. The pass manager relies on it (it does not rerun
@@ -111,6 +112,12 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
         raise ValueError(f"a pass named {cls.name!r} is already registered")
     _PASSES[cls.name] = cls
     return cls
+
+
+def unregister_pass(name: str) -> None:
+    """Forget the pass registered as ``name`` (a test's or a notebook's own pass); no-op when
+    none is."""
+    _PASSES.pop(name, None)
 
 
 def registered() -> Mapping[str, type[Pass]]:

@@ -131,6 +131,9 @@ def parse_spec(piece: str, text: str | None = None, offset: int = 0) -> PassSpec
         if kw.arg is None:
             raise PassSpecError(f"{name}: '**' is not allowed in pass options", whole,
                                 *_range(kw.value, inner_at))
+        if kw.arg in options:
+            raise PassSpecError(f"{name}: option {kw.arg!r} given twice", whole,
+                                *_range(kw.value, inner_at))
         options[kw.arg] = _literal(name, kw.value, whole, inner_at)
     return PassSpec(name, tuple(args), options, piece, offset, whole)
 

@@ -19,9 +19,9 @@ it *refines* the input (same value wherever the input returns one).
   ``registered()`` is the registry, read by ``relay_ref.passes.registry``;
   ``unregister_pass(name)`` forgets one (tests, notebooks).
 
-A registered pass is also *idempotent on its own output*: run again on the module it just
-returned, it returns that module's equal. The pass manager relies on it (it does not rerun
-a pass on its own output).
+The project's registered passes are also *idempotent on their own output*: run again on the
+module it just returned, a pass returns that module's equal. The pass manager relies on it
+(it does not rerun a built-in pass on its own output).
 
 Invariants: passes never mutate their input (modules and expressions are immutable); a pass
 returns a module without recorded types (``checked_types`` empty) when it changed anything,

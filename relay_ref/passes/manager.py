@@ -23,13 +23,14 @@ Running (invariants):
 * the input is type-checked first (types inferred when absent; the input's own type errors
   propagate as they are); the output of every pass that changed the module (returned
   another object) is type-checked again, one that returned its input is not;
-* a registered pass is not rerun on its own output (the module it returned last, with the
-  same options): registered passes are idempotent on their output (``relay_ref.passes.base``);
-* failures name the pass (its spec). Blame follows the pass: a registered pass that raises
+* a built-in pass (``is_builtin``: registered and defined in ``relay_ref``) is not rerun on
+  its own output (the module it returned last, with the same options): they are idempotent
+  on their output (``relay_ref.passes.base``); a user's pass, registered or not, always runs;
+* failures name the pass (its spec). Blame follows the pass: a built-in pass that raises
   anything but a ``RelayError``, recurses too deeply, returns no module or returns an
   ill-typed one is an *internal error* (``PassError``, a ``RelayError`` saying "this is a
   bug in relay_ref", with ``pass_label`` and ``cause``); a
-  user's callable that returns no module is a ``TypeError``, one whose output does not
+  user's pass that returns no module is a ``TypeError``, one whose output does not
   type-check a ``RelayTypeError`` headed "the output of pass NAME does not type-check", and
   what it raises propagates unchanged. ``RelayError``s (user mistakes such as a bad weight
   for ``BindParams``) always propagate unchanged.
@@ -50,12 +51,12 @@ from relay_ref.passes.registry import pass_names
 from relay_ref.passes.spec import PassSpec, PassSpecError, parse_spec, parse_specs
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["PassError", "Pipeline", "Sequential", "UnknownPassError", "is_registered", "make_pass",
-           "pass_label", "resolve_passes", "run_passes", "select"]
+__all__ = ["PassError", "Pipeline", "Sequential", "UnknownPassError", "is_builtin",
+           "make_pass", "pass_label", "resolve_passes", "run_passes", "select"]
 
 
 class PassError(RelayError):
-    """A registered pass failed (an internal error): ``pass_label`` names it (its spec),
+    """A built-in pass failed (an internal error): ``pass_label`` names it (its spec),
     ``cause`` is what it raised (a ``RelayTypeError`` when its output did not type-check;
     None when it returned no module)."""
 
@@ -177,9 +178,11 @@ def pass_label(p: ModulePass) -> str:
     return p.spec() if isinstance(p, Pass) else pass_name(p)
 
 
-def is_registered(p: ModulePass) -> bool:
-    """Whether ``p`` is an instance of a registered pass class (the project's own)."""
-    return isinstance(p, Pass) and registered().get(p.name) is type(p)
+def is_builtin(p: ModulePass) -> bool:
+    """Whether ``p`` is one of the project's own passes: an instance of a registered pass
+    class defined in ``relay_ref`` (a user's registered pass is the user's)."""
+    return (isinstance(p, Pass) and registered().get(p.name) is type(p)
+            and type(p).__module__.startswith("relay_ref."))
 
 
 def select(passes: Iterable[ModulePass], opt_level: int | None, required: Iterable[str] = (),
@@ -255,9 +258,9 @@ class Pipeline:
 
         if not mod.checked_types:
             mod = infer_types(mod)
-        outputs: dict[str, IRModule] = {}  # a registered pass's spec -> its last output
+        outputs: dict[str, IRModule] = {}  # a built-in pass's spec -> its last output
         for p in self._selected:
-            key = pass_label(p) if is_registered(p) else None
+            key = pass_label(p) if is_builtin(p) else None
             if key is not None and outputs.get(key) is mod:
                 continue  # idempotent on its own output
             mod = _run_one(p, mod, self.label)
@@ -276,7 +279,7 @@ def _run_one(p: ModulePass, mod: IRModule, label: str) -> IRModule:
     """``p(mod)`` type-checked, failures named (see the module docstring)."""
     from relay_ref.typecheck.infer import infer_types
 
-    ours, name = is_registered(p), pass_label(p)
+    ours, name = is_builtin(p), pass_label(p)
     try:
         out = p(mod)
     except RelayError:

@@ -106,14 +106,22 @@ def _numpy_model(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
 
 # ---- one pipeline ------------------------------------------------------------------------
 
-def test_optimize_and_compile_run_the_same_passes(test_passes):
+def test_optimize_and_compile_run_the_same_passes(monkeypatch, test_passes):
+    from relay_ref.passes.fold_constant import FoldConstant
+
+    fold = _counting(monkeypatch, FoldConstant)
+    rr.optimize(FOLDABLE, DEFAULT_PASSES)
+    by_optimize = len(fold)
+    rr.compile(FOLDABLE)
+    # the second FoldConstant follows a FoldScaleAxis that changed nothing: skipped by both
+    assert by_optimize == len(fold) - by_optimize == 1
     specs = ["TestLogPass(tag='a')", "FoldConstant", "TestLogPass(tag='a')",
              "TestLogPass(tag='b')", "FuseOps"]
     rr.optimize(FOLDABLE, specs)
-    by_optimize = list(LOG)
+    by_optimize_log = list(LOG)
     LOG.clear()
     exe = rr.compile(FOLDABLE, passes=specs)
-    assert LOG == by_optimize == ["a", "a", "b"]  # FoldConstant changed the module
+    assert LOG == by_optimize_log == ["a", "a", "b"]
     assert exe.plan.passes == ("TestLogPass(tag='a')", "FoldConstant",
                                "TestLogPass(tag='a')", "TestLogPass(tag='b')", "FuseOps")
 
@@ -126,19 +134,36 @@ def test_compile_runs_its_declared_pipeline_as_optimize_would():
     assert exe.plan.passes == Pipeline(DEFAULT_PASSES).specs() == DEFAULT_PASSES
 
 
-def test_a_registered_pass_is_not_rerun_on_its_own_output(test_passes):
+def _counting(monkeypatch, cls) -> list[int]:
+    """Count the runs of the built-in pass class ``cls``."""
+    real, calls = cls.__call__, []
+
+    def counted(self, mod):
+        calls.append(1)
+        return real(self, mod)
+
+    monkeypatch.setattr(cls, "__call__", counted)
+    return calls
+
+
+def test_a_builtin_pass_is_not_rerun_on_its_own_output(monkeypatch, test_passes):
+    from relay_ref.passes.dead_code import DeadCodeElimination
+    from relay_ref.passes.fold_constant import FoldConstant
+
+    dce, fold = _counting(monkeypatch, DeadCodeElimination), _counting(monkeypatch, FoldConstant)
+    Pipeline(["FoldConstant", "DeadCodeElimination", "FoldConstant"])(FOLDABLE)
+    assert fold == [1] and dce == [1]  # DCE changed nothing: FoldConstant's own output
+    Pipeline(["FoldConstant", "FuseOps", "FoldConstant"])(FOLDABLE)
+    assert fold == [1, 1, 1]  # FuseOps changed the module: FoldConstant runs again
     Pipeline(["TestLogPass(tag='a')", "TestLogPass(tag='a')"])(FOLDABLE)
-    assert LOG == ["a"]
-    LOG.clear()
-    Pipeline(["TestLogPass(tag='a')", "TestLogPass(tag='b')"])(FOLDABLE)
-    assert LOG == ["a", "b"]  # other options: another pass
+    assert LOG == ["a", "a"]  # a user's pass promises nothing: run twice
     calls: list[int] = []
 
     def user(mod):
         calls.append(1)
         return mod
 
-    Pipeline([user, user])(FOLDABLE)  # a user's callable promises nothing: run twice
+    Pipeline([user, user])(FOLDABLE)
     assert calls == [1, 1]
 
 
@@ -167,24 +192,37 @@ def test_selection_follows_opt_level_required_and_disabled(test_passes):
                                      disabled="FoldConstant").selected()] == ["TestLogPass"]
 
 
-def test_a_failing_registered_pass_is_an_internal_error_naming_it(test_passes):
+def test_a_failing_builtin_pass_is_an_internal_error_naming_it(monkeypatch):
+    from relay_ref.passes.fold_constant import FoldConstant
+
+    def broken(self, mod):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(FoldConstant, "__call__", broken)
     with pytest.raises(PassError) as info:
-        rr.optimize(FOLDABLE, ["FoldConstant", "TestBadPass"])
-    assert info.value.pass_label == "TestBadPass" and isinstance(info.value.cause, KeyError)
-    assert "internal error: pass TestBadPass failed (KeyError" in info.value.render()
+        rr.optimize(FOLDABLE, ["DeadCodeElimination", "FoldConstant"])
+    assert info.value.pass_label == "FoldConstant" and isinstance(info.value.cause, KeyError)
+    assert "internal error: pass FoldConstant failed (KeyError" in info.value.render()
+    monkeypatch.setattr(FoldConstant, "__call__", lambda self, mod: _Bad("ill")(mod))
     with pytest.raises(PassError) as info:
-        rr.compile(FOLDABLE, passes=["TestBadPass(mode='ill-typed')"])
+        rr.compile(FOLDABLE, passes=["FoldConstant"])
     assert not isinstance(info.value, rr.RelayTypeError)  # not the user's program
-    assert "output of pass TestBadPass(mode='ill-typed') does not type-check" in \
+    assert "internal error: the output of pass FoldConstant does not type-check" in \
         info.value.render()
 
 
-def test_what_a_users_callable_raises_propagates():
+def test_what_a_users_pass_raises_propagates(test_passes):
     def broken(mod):
         raise ZeroDivisionError("mine")
 
     with pytest.raises(ZeroDivisionError, match="mine"):
         rr.optimize(FOLDABLE, [broken])
+    with pytest.raises(KeyError, match="boom"):  # registered, but the user's
+        rr.optimize(FOLDABLE, ["TestBadPass"])
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.optimize(FOLDABLE, ["TestBadPass(mode='ill-typed')"])
+    assert "the output of pass TestBadPass(mode='ill-typed') does not type-check" in \
+        info.value.render()
 
 
 # ---- pass specs and options --------------------------------------------------------------

@@ -223,7 +223,9 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     argument conventions and return its values. ``exe.plan`` summarises the fused groups,
     kernels and buffers; ``exe.stats`` measures the last call (per kernel with
     ``profile=True``). ``passes`` replaces the default pipeline
-    (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
+    (``relay_ref.executor.compile.DEFAULT_PASSES``; pass specs such as
+    ``"FuseOps(max_depth=8)"`` or configured pass objects, run through the pass manager as
+    ``optimize`` runs them); ``cache_dir`` is where generated numba
     kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
     ``max_depth`` (default 10^6, as ``evaluate``'s) bounds the nesting of function calls,
     self tail calls included (compiled as loops, they count as the interpreter counts

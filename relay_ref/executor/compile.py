@@ -7,7 +7,7 @@ The pipeline, each step done once at compile time:
    ``DeadCodeElimination`` simplify the expansion first (``GRADIENT_PASSES``, guarded: see
    ``_simplify_gradients``), then the globals the expansion made that nothing reaches any
    more are dropped;
-2. bind ``params`` (weights, ``bind_params``): each named ``@main`` parameter becomes a
+2. bind ``params`` (weights, the ``BindParams`` pass): each named ``@main`` parameter becomes a
    constant, checked against the parameter's type by the argument rule (spec/semantics.md
    4.1); the other functions that refer to ``@main`` keep calling the original, with all
    its parameters;
@@ -15,7 +15,9 @@ The pipeline, each step done once at compile time:
    (batch_norm and friends to arithmetic), ``FoldConstant`` (constant subgraphs evaluated
    now, the bound weights included), ``FoldScaleAxis`` (a batch norm's scale folded into the
    preceding conv2d / dense weights), ``FoldConstant``, ``DeadCodeElimination``, then
-   ``FuseOps``, whose ``Primitive`` groups are the units the planner runs as kernels;
+   ``FuseOps``, whose ``Primitive`` groups are the units the planner runs as kernels
+   (``DEFAULT_PASSES``, a declared pipeline; steps 1 to 3 run through the pass manager,
+   ``relay_ref.passes.manager.Pipeline``, as ``rr.optimize`` runs passes);
 4. plan each fused group (``groups.GroupPlanner``) and generate Python for the whole module
    (``codegen.generate``), ``exec`` it once. ``max_depth`` (default the interpreter's
    ``MAX_DEPTH``) is fixed here: the generated code bounds the nesting of calls by it
@@ -27,8 +29,8 @@ weights in the generated code's namespace are copied to the device once, and the
 host memory plan (device arrays are allocated per step). Without a usable device it raises
 ``RelayError("no CUDA device: ...")`` before doing anything else.
 
-A pass that fails or leaves an ill-typed module is an internal error naming the pass (never
-a silently different program).
+A pass that fails or leaves an ill-typed module is an internal error naming the pass
+(``PassError``; never a silently different program).
 """
 
 from __future__ import annotations

@@ -31,25 +31,24 @@ from relay_ref import IRModule, RelayError
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage, source_name
+    from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour, _read, _Usage, source_name
 
     if args.list:
         _print_passes()
         return EXIT_OK
-    from relay_ref.passes.manager import make_pass
-    from relay_ref.passes.spec import PassSpecError, parse_specs
+    from relay_ref.repl import configured_passes, pass_specs
 
-    text = args.passes or ""
     try:
-        specs = parse_specs(text)
-    except PassSpecError as err:
-        return _spec_error(err)
-    names = [spec.text for spec in specs]
+        specs = pass_specs(args.passes or "")
+    except RelayError as err:  # a malformed list: located in the --passes text
+        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        return EXIT_USAGE
+    names = [text for _, text in specs]
     if not names:
         raise _Usage("name the passes to run with --passes A,B (relay opt --list shows "
                      "them)")
     known = rr.pass_names()
-    unknown = [spec.name for spec in specs if spec.name not in known]
+    unknown = [name for name, _ in specs if name not in known]
     if unknown:
         from relay_ref.repl import close_names, suggestion_hint
 
@@ -60,9 +59,10 @@ def run_opt(args: argparse.Namespace) -> int:
         raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
                      f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
     try:
-        passes = [make_pass(spec, label="--passes") for spec in specs]
-    except PassSpecError as err:
-        return _spec_error(err)
+        passes = configured_passes(args.passes)
+    except RelayError as err:  # an unknown option or a bad value: located
+        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        return EXIT_USAGE
     if args.check is not None:
         try:
             program = (rr.parse(_read(args.file), source_name(args.file)) if args.file
@@ -85,24 +85,6 @@ def run_opt(args: argparse.Namespace) -> int:
     text = rr.astext(out, omit_prelude=True)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
-
-
-def _spec_error(err: Exception) -> int:
-    """A malformed ``--passes`` spec or a bad option: a usage error (exit 2) located in the
-    ``--passes`` text, coloured as diagnostics are."""
-    from relay_ref.cli import EXIT_USAGE, _colour
-    from relay_ref.diagnostics import ERROR, Diagnostic
-    from relay_ref.ir.span import Source, Span
-
-    text = getattr(err, "text", "") or ""
-    start, end = getattr(err, "start", 0), getattr(err, "end", 0)
-    message = getattr(err, "message", str(err)).removeprefix("--passes: ")
-    span = None
-    if "\n" not in text and text:
-        span = Span(Source("--passes", text), 1, start + 1, 1, max(end, start + 1) + 1)
-    diag = Diagnostic(ERROR, message if span else f"--passes: {message}", span)
-    print(diag.render(_colour(sys.stderr)), file=sys.stderr)
-    return EXIT_USAGE
 
 
 def _print_passes() -> None:

@@ -80,7 +80,8 @@ __all__ = [
     "format_trace", "op_doc", "op_info", "op_names", "op_summary",
     "close_names", "did_you_mean", "suggestion_hint",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
-    "op_value_type", "parse_program", "pass_info", "with_operators",
+    "op_value_type", "parse_program", "pass_info", "pass_specs", "configured_passes",
+    "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
     "derive_expr", "derive_global", "derivation_html", "derivation_text",
     "RULE_FAMILIES", "RULE_NAME_RE", "Rule", "known_rules", "link_rules", "rule_block_html",
@@ -489,6 +490,44 @@ def pass_info() -> list[tuple[str, int, str]]:
         first = (type(p).__doc__ or "").strip().split("\n\n")[0]
         out.append((name, getattr(p, "opt_level", 0), " ".join(first.split())))
     return out
+
+
+def pass_specs(text: str, source_name: str = "--passes") -> list[tuple[str, str]]:
+    """``(name, spec)`` for each pass spec of a comma-separated list (``relay opt --passes
+    'FuseOps(max_depth=8),FoldConstant'``: commas inside brackets do not split), names not
+    yet checked. A malformed list is a ``RelayError`` located in ``text`` (a one-line source
+    called ``source_name``)."""
+    from relay_ref.passes.spec import PassSpecError, parse_specs
+
+    try:
+        return [(spec.name, spec.text) for spec in parse_specs(text)]
+    except PassSpecError as err:
+        raise _located(err, source_name) from None
+
+
+def configured_passes(text: str, source_name: str = "--passes") -> list[Any]:
+    """The passes ``text`` lists, each built with its options through the pass manager
+    (``relay_ref.passes.manager.make_pass``). A malformed spec, an unknown pass or option
+    (the message names the pass's valid options) or a value of the wrong kind is a
+    ``RelayError`` located in ``text``, as ``pass_specs``."""
+    from relay_ref.passes.manager import make_pass
+    from relay_ref.passes.spec import PassSpecError, parse_specs
+
+    try:
+        return [make_pass(spec, label=source_name) for spec in parse_specs(text)]
+    except PassSpecError as err:
+        raise _located(err, source_name) from None
+
+
+def _located(err: Any, source_name: str) -> RelayError:
+    """A ``PassSpecError`` as a ``RelayError`` pointing at its range of the text read."""
+    from relay_ref.ir.span import Source
+
+    message = err.message.removeprefix(f"{source_name}: ")
+    if not err.text or "\n" in err.text:
+        return RelayError(f"{source_name}: {message}")
+    span = Span(Source(source_name, err.text), 1, err.start + 1, 1, err.end + 1)
+    return RelayError(message, span)
 
 
 #: The most tensor elements ``check_named_pass`` draws for one parameter of a given program.

@@ -9,7 +9,7 @@
   FILE too, with N argument tuples drawn for its ``@main``'s parameter types, and reports
   both (a FILE whose ``@main`` takes values no arguments are drawn for, such as an ADT, is
   an error, exit 1).
-* ``relay opt --list`` lists the registered passes: name, opt level, guarantee.
+* ``relay opt --list`` lists the registered passes: name, opt level, options, guarantee.
 
 ``--passes`` takes pass specs (``relay_ref.passes.spec``): ``'FuseOps(max_depth=8),FoldConstant'``
 gives FuseOps its option (Python literal values; commas inside parentheses do not split).
@@ -91,14 +91,15 @@ def _print_passes() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from relay_ref.repl import pass_info
+    from relay_ref.repl import pass_info, pass_options
 
     table = Table(title="relay_ref passes")
     table.add_column("pass", style="bold")
     table.add_column("opt level", justify="right")
+    table.add_column("options (Name(option=value))")
     table.add_column("guarantee")
     for name, level, summary in pass_info():
-        table.add_row(name, str(level), summary)
+        table.add_row(name, str(level), pass_options(name), summary)
     Console().print(table)
 
 

@@ -21,7 +21,8 @@ beside the public API and may use any layer below. It exposes:
   ``op_summary`` (``relay ops``), ``prelude_text``;
 * "did you mean" (``relay_ref.suggest``, the one helper every such hint comes from):
   ``did_you_mean``, ``close_names``, ``suggestion_hint``;
-* passes (``relay opt``): ``pass_info``, ``check_named_pass``;
+* passes (``relay opt``): ``pass_info``, ``pass_options``, ``check_named_pass``, pass specs
+  with options (``pass_specs``, ``configured_passes``);
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
   (an expression with typed free variables compiled by ``rr.compile``, for ``:time
   --compile``), ``expand_gradient_calls`` (a cell's ``gradient(f)`` calls expanded by the AD
@@ -80,7 +81,8 @@ __all__ = [
     "format_trace", "op_doc", "op_info", "op_names", "op_summary",
     "close_names", "did_you_mean", "suggestion_hint",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
-    "op_value_type", "parse_program", "pass_info", "pass_specs", "configured_passes",
+    "op_value_type", "parse_program", "pass_info", "pass_options", "pass_specs",
+    "configured_passes",
     "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
     "derive_expr", "derive_global", "derivation_html", "derivation_text",
@@ -481,15 +483,27 @@ def op_summary(name: str) -> str:
 
 
 def pass_info() -> list[tuple[str, int, str]]:
-    """``(name, opt_level, first paragraph of its docstring)`` for every registered pass."""
-    from relay_ref.passes import get_pass, pass_names
+    """``(name, opt_level, first paragraph of its docstring)`` for every registered pass
+    (read from the classes: a pass whose options have no defaults is listed too)."""
+    from relay_ref.passes.registry import pass_class, pass_names
 
     out = []
     for name in pass_names():
-        p = get_pass(name)
-        first = (type(p).__doc__ or "").strip().split("\n\n")[0]
-        out.append((name, getattr(p, "opt_level", 0), " ".join(first.split())))
+        cls = pass_class(name)
+        first = (cls.__doc__ or "").strip().split("\n\n")[0]
+        out.append((name, getattr(cls, "opt_level", 0), " ".join(first.split())))
     return out
+
+
+def pass_options(name: str) -> str:
+    """The options of the registered pass ``name`` as ``relay opt --passes`` takes them,
+    with their defaults (``"fuse_opt_level=2, max_depth=256, link_params=False"``; ``""``
+    for a pass without options; an option without a default shows its name alone)."""
+    from relay_ref.passes.base import REQUIRED
+    from relay_ref.passes.registry import pass_class
+
+    return ", ".join(key if default is REQUIRED else f"{key}={default!r}"
+                     for key, default in pass_class(name).option_defaults().items())
 
 
 def pass_specs(text: str, source_name: str = "--passes") -> list[tuple[str, str]]:

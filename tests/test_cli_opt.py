@@ -85,6 +85,7 @@ def test_list_shows_every_registered_pass(capsys):
     out = capsys.readouterr().out
     for name in ("FoldConstant", "DeadCodeElimination", "ToANormalForm"):
         assert name in out
+    assert "max_depth=256" in out  # FuseOps's options, with their defaults
 
 
 def test_standard_input_is_read_for_a_dash():

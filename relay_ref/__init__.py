@@ -223,7 +223,9 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     argument conventions and return its values. ``exe.plan`` summarises the fused groups,
     kernels and buffers; ``exe.stats`` measures the last call (per kernel with
     ``profile=True``). ``passes`` replaces the default pipeline
-    (``relay_ref.executor.compile.DEFAULT_PASSES``); ``cache_dir`` is where generated numba
+    (``relay_ref.executor.compile.DEFAULT_PASSES``; pass specs such as
+    ``"FuseOps(max_depth=8)"`` or configured pass objects, run through the pass manager as
+    ``optimize`` runs them); ``cache_dir`` is where generated numba
     kernels are cached (default ``$RELAY_REF_CACHE_DIR`` or ``~/.cache/relay_ref``).
     ``max_depth`` (default 10^6, as ``evaluate``'s) bounds the nesting of function calls,
     self tail calls included (compiled as loops, they count as the interpreter counts
@@ -270,9 +272,13 @@ def cuda_available() -> bool:
 
 def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
              required: Any = (), disabled: Any = ()) -> IRModule:
-    """Type-check ``mod``, run ``passes`` in order (names of registered passes, see
-    ``pass_names()``, or any callables ``IRModule -> IRModule``; a comma-separated string
-    of names also works) and return the type-checked result.
+    """Type-check ``mod``, run ``passes`` in order and return the type-checked result.
+
+    ``passes``: pass specs (names of registered passes, see ``pass_names()``, optionally
+    with options: ``"FuseOps(max_depth=8)"``; a comma-separated string of them also works),
+    configured pass objects (``FuseOps(max_depth=8)``) or any callables ``IRModule ->
+    IRModule``. They run through the pass manager (``relay_ref.passes.manager.Pipeline``),
+    the same pipeline ``relay opt`` and ``rr.compile`` use.
 
     Without ``opt_level`` every pass listed runs, whatever its own opt level
     (``optimize(m, ["PartialEvaluate"])`` partially evaluates, as ``relay opt --passes``
@@ -284,14 +290,16 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     first (spec/ad.md AD-Grad-Op), as for ``rr.evaluate`` and ``rr.compile``.
 
     Errors: wrong argument types are ``TypeError`` and unknown pass names (in ``passes``,
-    ``required`` or ``disabled``) ``ValueError``, each naming the argument; the result of
-    every pass is type-checked, as TVM runs InferType between passes, and a pass whose
-    output does not type-check (or that returns something else than a module) is named in
-    the ``RelayTypeError`` (``TypeError``)."""
-    from relay_ref.diagnostics import ERROR, Diagnostic
-    from relay_ref.passes import Sequential, get_pass, pass_names
+    ``required`` or ``disabled``) or options ``ValueError``, each naming the argument (an
+    unknown option names the pass's valid ones); the result of every pass is type-checked,
+    as TVM runs InferType between passes, and a pass whose output does not type-check (or
+    that returns something else than a module) is named in the ``RelayTypeError``
+    (``TypeError``); a registered pass failing is an internal ``RelayError`` naming it."""
+    from relay_ref.passes.manager import Pipeline
 
     _require("optimize", "mod", mod, IRModule, "an IRModule")
+    # arguments first: a bad pass list is reported before the program is looked at
+    pipeline = Pipeline(passes, opt_level, required, disabled, label="optimize")
     # AD-Grad-Op (spec/ad.md): gradient(f) calls are expanded first, as rr.evaluate and
     # rr.compile do, so no pass sees the operator (whose argument must stay a global or a
     # function literal, which lifting, fusion or A-normal form would not keep); the
@@ -299,67 +307,12 @@ def optimize(mod: IRModule, passes: Any, *, opt_level: int | None = None,
     own = set(mod.functions)
     mod, _ = _expand_gradients(mod, {})
     generated = set(mod.functions) - own
-    chosen = []
-    for p in _names_or_items("passes", passes):
-        if isinstance(p, str):
-            try:
-                chosen.append(get_pass(p))
-            except KeyError as err:
-                raise ValueError(f"optimize: {err.args[0]}") from None
-        elif isinstance(p, type):
-            raise TypeError(f"optimize: give a pass instance, {p.__name__}(), not the "
-                            f"class {p.__name__}")
-        elif callable(p):
-            chosen.append(p)
-        else:
-            raise TypeError(f"optimize: each pass must be a name or a callable, not "
-                            f"{type(p).__name__}")
-    names = [getattr(p, "name", None) or getattr(p, "__name__", repr(p)) for p in chosen]
-    known = set(pass_names()) | set(names)
-    required = tuple(_names_or_items("required", required))
-    disabled = tuple(_names_or_items("disabled", disabled))
-    for arg, given in (("required", required), ("disabled", disabled)):
-        unknown = [n for n in given if not isinstance(n, str) or n not in known]
-        if unknown:
-            raise ValueError(f"optimize: {arg} names no pass: {unknown[0]!r} (passes: "
-                             f"{', '.join(sorted(known))})")
-    if opt_level is None:  # every listed pass is wanted: run it whatever its level
-        opt_level, required = 2, required + tuple(names)
-    elif not isinstance(opt_level, int) or isinstance(opt_level, bool):
-        raise TypeError(f"optimize: opt_level must be an int or None, not {opt_level!r}")
-    elif opt_level < 0:
-        raise ValueError(f"optimize: opt_level must be at least 0, not {opt_level}")
-    if not mod.checked_types:
-        mod = infer_types(mod)
-    for p in Sequential(chosen, opt_level=opt_level, required=required,
-                        disabled=disabled).selected():
-        name = getattr(p, "name", None) or getattr(p, "__name__", repr(p))
-        out = p(mod)
-        if not isinstance(out, IRModule):
-            raise TypeError(f"optimize: pass {name} returned {type(out).__name__}, not an "
-                            "IRModule")
-        try:
-            mod = infer_types(out)
-        except RelayTypeError as err:
-            head = Diagnostic(ERROR, f"the output of pass {name} does not type-check (the "
-                              "errors below point into its output; rr.astext shows it)")
-            raise RelayTypeError([head, *err.diagnostics]) from None
+    mod = pipeline(mod)
     if generated:
         from relay_ref.passes.gradient import drop_unreachable
 
         mod = drop_unreachable(mod, generated, own)
     return mod
-
-
-def _names_or_items(arg: str, value: Any) -> list[Any]:
-    """``value`` as a list: a comma-separated string of names, or any iterable."""
-    if isinstance(value, str):
-        return [n.strip() for n in value.split(",") if n.strip()]
-    try:
-        return list(value)
-    except TypeError:
-        raise TypeError(f"optimize: {arg} must be a list of pass names (or a comma-separated "
-                        f"string), not {type(value).__name__}") from None
 
 
 def pass_names() -> list[str]:

@@ -9,11 +9,15 @@
   FILE too, with N argument tuples drawn for its ``@main``'s parameter types, and reports
   both (a FILE whose ``@main`` takes values no arguments are drawn for, such as an ADT, is
   an error, exit 1).
-* ``relay opt --list`` lists the registered passes: name, opt level, guarantee.
+* ``relay opt --list`` lists the registered passes: name, opt level, options, guarantee.
 
-Unknown pass names are usage errors (exit 2) that list the known passes. Passes named on
-the command line run whatever their opt level unless ``--opt-level`` is given (then TVM's
-rule applies: a pass runs when its level is at most N).
+``--passes`` takes pass specs (``relay_ref.passes.spec``): ``'FuseOps(max_depth=8),FoldConstant'``
+gives FuseOps its option (Python literal values; commas inside parentheses do not split).
+The passes run through the pass manager, as ``rr.optimize`` runs them. Unknown pass names
+are usage errors (exit 2) that list the known passes; a malformed spec or an unknown option
+is a usage error pointing into the ``--passes`` text (coloured on a terminal), naming the
+pass's valid options. Passes named on the command line run whatever their opt level unless
+``--opt-level`` is given (then TVM's rule applies: a pass runs when its level is at most N).
 """
 
 from __future__ import annotations
@@ -27,17 +31,24 @@ from relay_ref import IRModule, RelayError
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage, source_name
+    from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour, _read, _Usage, source_name
 
     if args.list:
         _print_passes()
         return EXIT_OK
-    names = [n.strip() for n in (args.passes or "").split(",") if n.strip()]
+    from relay_ref.repl import configured_passes, pass_specs
+
+    try:
+        specs = pass_specs(args.passes or "")
+    except RelayError as err:  # a malformed list: located in the --passes text
+        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        return EXIT_USAGE
+    names = [text for _, text in specs]
     if not names:
         raise _Usage("name the passes to run with --passes A,B (relay opt --list shows "
                      "them)")
     known = rr.pass_names()
-    unknown = [n for n in names if n not in known]
+    unknown = [name for name, _ in specs if name not in known]
     if unknown:
         from relay_ref.repl import close_names, suggestion_hint
 
@@ -47,6 +58,11 @@ def run_opt(args: argparse.Namespace) -> int:
                                conjunction="and")
         raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
                      f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
+    try:
+        passes = configured_passes(args.passes)
+    except RelayError as err:  # an unknown option or a bad value: located
+        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        return EXIT_USAGE
     if args.check is not None:
         try:
             program = (rr.parse(_read(args.file), source_name(args.file)) if args.file
@@ -62,7 +78,7 @@ def run_opt(args: argparse.Namespace) -> int:
     try:
         mod = rr.parse(source, source_name(args.file))
         # rr.optimize's rule: without an opt level every named pass runs
-        out = rr.optimize(mod, names, opt_level=args.opt_level)
+        out = rr.optimize(mod, passes, opt_level=args.opt_level)
     except RelayError as err:
         print(err.render(_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
@@ -75,14 +91,15 @@ def _print_passes() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from relay_ref.repl import pass_info
+    from relay_ref.repl import pass_info, pass_options
 
     table = Table(title="relay_ref passes")
     table.add_column("pass", style="bold")
     table.add_column("opt level", justify="right")
+    table.add_column("options (Name(option=value))")
     table.add_column("guarantee")
     for name, level, summary in pass_info():
-        table.add_row(name, str(level), summary)
+        table.add_row(name, str(level), pass_options(name), summary)
     Console().print(table)
 
 

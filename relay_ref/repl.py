@@ -21,7 +21,8 @@ beside the public API and may use any layer below. It exposes:
   ``op_summary`` (``relay ops``), ``prelude_text``;
 * "did you mean" (``relay_ref.suggest``, the one helper every such hint comes from):
   ``did_you_mean``, ``close_names``, ``suggestion_hint``;
-* passes (``relay opt``): ``pass_info``, ``check_named_pass``;
+* passes (``relay opt``): ``pass_info``, ``pass_options``, ``check_named_pass``, pass specs
+  with options (``pass_specs``, ``configured_passes``);
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
   (an expression with typed free variables compiled by ``rr.compile``, for ``:time
   --compile``), ``expand_gradient_calls`` (a cell's ``gradient(f)`` calls expanded by the AD
@@ -80,7 +81,9 @@ __all__ = [
     "format_trace", "op_doc", "op_info", "op_names", "op_summary",
     "close_names", "did_you_mean", "suggestion_hint",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
-    "op_value_type", "parse_program", "pass_info", "with_operators",
+    "op_value_type", "parse_program", "pass_info", "pass_options", "pass_specs",
+    "configured_passes",
+    "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
     "derive_expr", "derive_global", "derivation_html", "derivation_text",
     "RULE_FAMILIES", "RULE_NAME_RE", "Rule", "known_rules", "link_rules", "rule_block_html",
@@ -480,15 +483,65 @@ def op_summary(name: str) -> str:
 
 
 def pass_info() -> list[tuple[str, int, str]]:
-    """``(name, opt_level, first paragraph of its docstring)`` for every registered pass."""
-    from relay_ref.passes import get_pass, pass_names
+    """``(name, opt_level, first paragraph of its docstring)`` for every registered pass
+    (read from the classes: a pass whose options have no defaults is listed too)."""
+    from relay_ref.passes.registry import pass_class, pass_names
 
     out = []
     for name in pass_names():
-        p = get_pass(name)
-        first = (type(p).__doc__ or "").strip().split("\n\n")[0]
-        out.append((name, getattr(p, "opt_level", 0), " ".join(first.split())))
+        cls = pass_class(name)
+        first = (cls.__doc__ or "").strip().split("\n\n")[0]
+        out.append((name, getattr(cls, "opt_level", 0), " ".join(first.split())))
     return out
+
+
+def pass_options(name: str) -> str:
+    """The options of the registered pass ``name`` as ``relay opt --passes`` takes them,
+    with their defaults (``"fuse_opt_level=2, max_depth=256, link_params=False"``; ``""``
+    for a pass without options; an option without a default shows its name alone)."""
+    from relay_ref.passes.base import REQUIRED
+    from relay_ref.passes.registry import pass_class
+
+    return ", ".join(key if default is REQUIRED else f"{key}={default!r}"
+                     for key, default in pass_class(name).option_defaults().items())
+
+
+def pass_specs(text: str, source_name: str = "--passes") -> list[tuple[str, str]]:
+    """``(name, spec)`` for each pass spec of a comma-separated list (``relay opt --passes
+    'FuseOps(max_depth=8),FoldConstant'``: commas inside brackets do not split), names not
+    yet checked. A malformed list is a ``RelayError`` located in ``text`` (a one-line source
+    called ``source_name``)."""
+    from relay_ref.passes.spec import PassSpecError, parse_specs
+
+    try:
+        return [(spec.name, spec.text) for spec in parse_specs(text)]
+    except PassSpecError as err:
+        raise _located(err, source_name) from None
+
+
+def configured_passes(text: str, source_name: str = "--passes") -> list[Any]:
+    """The passes ``text`` lists, each built with its options through the pass manager
+    (``relay_ref.passes.manager.make_pass``). A malformed spec, an unknown pass or option
+    (the message names the pass's valid options) or a value of the wrong kind is a
+    ``RelayError`` located in ``text``, as ``pass_specs``."""
+    from relay_ref.passes.manager import make_pass
+    from relay_ref.passes.spec import PassSpecError, parse_specs
+
+    try:
+        return [make_pass(spec, label=source_name) for spec in parse_specs(text)]
+    except PassSpecError as err:
+        raise _located(err, source_name) from None
+
+
+def _located(err: Any, source_name: str) -> RelayError:
+    """A ``PassSpecError`` as a ``RelayError`` pointing at its range of the text read."""
+    from relay_ref.ir.span import Source
+
+    message = err.message.removeprefix(f"{source_name}: ")
+    if not err.text or "\n" in err.text:
+        return RelayError(f"{source_name}: {message}")
+    span = Span(Source(source_name, err.text), 1, err.start + 1, 1, err.end + 1)
+    return RelayError(message, span)
 
 
 #: The most tensor elements ``check_named_pass`` draws for one parameter of a given program.
@@ -505,15 +558,16 @@ def _elements(ty: Any) -> int:
 
 def check_named_pass(name: str, examples: int, program: IRModule | None = None
                      ) -> str | None:
-    """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` with
-    ``examples`` generated programs, or, given ``program``, on that module alone with
-    ``examples`` argument tuples drawn for its ``@main``'s parameter types
+    """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` (a pass spec:
+    ``FuseOps(max_depth=8)`` checks the configured pass) with ``examples`` generated
+    programs, or, given ``program``, on that module alone with ``examples`` argument tuples
+    drawn for its ``@main``'s parameter types
     (``relay_ref.testing.arguments``): ``None`` when it holds, else the failure's message
     (the shrunk counterexample before and after the pass, arguments, both results). Raises
     ``RelayError`` for a ``program`` that does not type-check, has no ``@main``, or has a
     parameter no arguments are drawn for (they are for tensors of static shape and tuples
     of them)."""
-    from relay_ref.passes import get_pass
+    from relay_ref.passes.manager import make_pass
     from relay_ref.testing.check import PassCheckError, check_pass
 
     programs = None
@@ -541,7 +595,7 @@ def check_named_pass(name: str, examples: int, program: IRModule | None = None
                                  "shape", param.span)
         programs = [checked]
     try:
-        check_pass(get_pass(name), programs=programs, examples=examples)
+        check_pass(make_pass(name), programs=programs, examples=examples)
     except PassCheckError as err:
         return str(err)
     return None
@@ -611,16 +665,17 @@ def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] 
 def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
                 label: str = "params") -> IRModule:
     """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
-    constants (checked against their types): ``rr.compile(mod, params=params)``'s binding
-    itself (``relay_ref.executor.compile.bind_params``). The other parameters stay, in
+    constants (checked against their types): the ``BindParams`` pass, run through the pass
+    manager as ``rr.compile(mod, params=params)`` runs it. The other parameters stay, in
     order; functions that refer to ``@entry`` keep calling the original, with all its
     parameters, renamed ``@<entry>_unbound``. ``label`` names ``params`` in the
     ``RelayError`` for a name that is no parameter or a value that does not fit."""
-    from relay_ref.executor.compile import bind_params as bind
+    from relay_ref.passes.bind_params import BindParams
+    from relay_ref.passes.manager import run_passes
     from relay_ref.typecheck.infer import infer_types
 
     if entry not in mod.functions:
         raise RelayError(f"{label}: the module has no function @{entry}"
                          + did_you_mean(entry, mod.functions, sigil="@"))
-    return bind(infer_types(mod), entry, dict(params), label=label)
-
+    return run_passes(infer_types(mod), [BindParams(dict(params), entry, label=label)],
+                      label=label)

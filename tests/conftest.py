@@ -188,8 +188,7 @@ def broken_pass():
     purpose, for the tests of ``check_pass`` and ``relay opt --check``); unregistered after
     the test."""
     from relay_ref.ir.expr import Call, Op
-    from relay_ref.passes import Pass, register_pass
-    from relay_ref.passes.base import _PASSES
+    from relay_ref.passes import Pass, register_pass, unregister_pass
     from relay_ref.passes.rewrite import map_functions, rewrite
 
     @register_pass
@@ -207,4 +206,4 @@ def broken_pass():
             return map_functions(mod, lambda _, f: rewrite(f, rule))
 
     yield SwapSubtract.name
-    _PASSES.pop(SwapSubtract.name, None)
+    unregister_pass(SwapSubtract.name)

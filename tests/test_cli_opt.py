@@ -85,6 +85,7 @@ def test_list_shows_every_registered_pass(capsys):
     out = capsys.readouterr().out
     for name in ("FoldConstant", "DeadCodeElimination", "ToANormalForm"):
         assert name in out
+    assert "max_depth=256" in out  # FuseOps's options, with their defaults
 
 
 def test_standard_input_is_read_for_a_dash():
@@ -97,3 +98,38 @@ def test_standard_input_is_read_for_a_dash():
                          input="def @main() { add(1f, 2) }\n", capture_output=True, text=True,
                          timeout=120, env={"NO_COLOR": "1", "PATH": ""})
     assert res.returncode == 1 and "<stdin>:1:15: error:" in res.stderr
+
+
+CHAIN = "def @main(%x: Tensor[(4), float32]) {\n  exp(exp(exp(exp(exp(%x)))))\n}\n"
+
+
+def test_passes_take_options(tmp_path):
+    path = tmp_path / "chain.relay"
+    path.write_text(CHAIN)
+    res = relay("opt", str(path), "--passes", "FuseOps(max_depth=2), FoldConstant")
+    assert res.returncode == 0, res.stderr
+    # the same pipeline as the API's: the same program, printed the same way
+    want = rr.optimize(rr.parse(CHAIN), ["FuseOps(max_depth=2)", "FoldConstant"])
+    assert res.stdout == rr.astext(want, omit_prelude=True).rstrip("\n") + "\n"
+    assert res.stdout.count("Primitive=1") == 3  # five calls, at most two per group
+    default = relay("opt", str(path), "--passes", "FuseOps,FoldConstant")
+    assert default.returncode == 0 and default.stdout.count("Primitive=1") == 1
+
+
+def test_a_bad_option_is_a_located_usage_error(tmp_path):
+    path = tmp_path / "chain.relay"
+    path.write_text(CHAIN)
+    res = relay("opt", str(path), "--passes", "FoldConstant,FuseOps(depth=8)")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--passes:1:22: error: FuseOps has no option 'depth'" in res.stderr, res.stderr
+    assert "max_depth" in res.stderr and "^^^^^" in res.stderr
+    res = relay("opt", str(path), "--passes", "FuseOps(max_depth=__import__('os'))")
+    assert res.returncode == 2 and "must be Python literals" in res.stderr
+    assert "Traceback" not in res.stderr
+    res = relay("opt", str(path), "--passes", "FuseOps(max_depth=8")
+    assert res.returncode == 2 and "--passes:1:8: error: unclosed '('" in res.stderr
+
+
+def test_check_takes_configured_passes(capsys):
+    assert main(["opt", "--passes", "FuseOps(max_depth=2)", "--check", "3"]) == 0
+    assert "FuseOps(max_depth=2)" in capsys.readouterr().out

@@ -48,3 +48,17 @@ def test_names_may_be_a_comma_separated_string():
     out = rr.optimize(MOD, "FoldConstant", required="FoldConstant", opt_level=0)
     assert rr.alpha_equal(out, rr.infer_types(rr.parse(
         "def @main(%x: Tensor[(2), float32]) { add(%x, 2f) }")))
+
+
+CHAIN = rr.parse("def @main(%x: Tensor[(4), float32]) { exp(exp(exp(%x))) }")
+
+
+def test_passes_take_options_as_specs_or_objects():
+    from relay_ref.passes.fuse_ops import FuseOps, primitive_functions
+
+    by_spec = rr.optimize(CHAIN, ["FuseOps(max_depth=1)"])
+    assert len(primitive_functions(by_spec)) == 3
+    assert rr.alpha_equal(by_spec, rr.optimize(CHAIN, [FuseOps(max_depth=1)]))
+    assert rr.alpha_equal(by_spec, rr.optimize(CHAIN, "FuseOps(max_depth=1)"))
+    with pytest.raises(ValueError, match=r"optimize: FuseOps has no option 'depth'.*max_depth"):
+        rr.optimize(CHAIN, ["FuseOps(depth=1)"])

@@ -1,4 +1,9 @@
-"""Passes and the pass manager (TVM's ``tvm.transform`` in miniature; DESIGN.md section 4).
+"""The pass base class and registration (TVM's ``tvm.transform`` in miniature; DESIGN.md
+section 4). Pass modules import this module and nothing else of the pass infrastructure:
+looking passes up by name is ``relay_ref.passes.registry`` (which imports every pass
+module), running them is ``relay_ref.passes.manager`` (the one pipeline of ``rr.optimize``,
+``relay opt`` and ``rr.compile``), so no pass module imports back into a module that
+imports it.
 
 A *pass* is any callable ``IRModule -> IRModule``. The project's passes are small classes
 with a ``name``, an ``opt_level`` and ``__call__``; each states its guarantee in its
@@ -6,12 +11,17 @@ docstring, and every guarantee includes the two that ``relay_ref.testing.check_p
 checks on generated programs: the result type-checks with ``@main``'s type unchanged, and
 it *refines* the input (same value wherever the input returns one).
 
-* ``Pass``: the base class (``name``, ``opt_level``, ``required``: passes it needs first).
-* ``register_pass(cls)``: makes a pass class known by its ``name`` (``relay opt --passes``).
-* ``get_pass(name)`` / ``pass_names()``: the registry.
-* ``Sequential(passes, opt_level=2, required=(), disabled=())``: runs passes in order, as
-  TVM's ``Sequential`` under a ``PassContext``: a pass runs when its ``opt_level`` is at most
-  the context's, or when it is named in ``required``; never when named in ``disabled``.
+* ``Pass``: the base class (``name``, ``opt_level``). A pass's *options* are the keyword
+  parameters of its constructor (``FuseOps(max_depth=8)``), each kept as the attribute of
+  the same name; ``option_defaults()`` lists them, ``options()`` gives an instance's values,
+  ``spec()`` the text that names the configured pass (``"FuseOps(max_depth=8)"``).
+* ``register_pass(cls)``: makes a pass class known by its ``name`` (``relay opt --passes``);
+  ``registered()`` is the registry, read by ``relay_ref.passes.registry``;
+  ``unregister_pass(name)`` forgets one (tests, notebooks).
+
+The project's registered passes are also *idempotent on their own output*: run again on the
+module it just returned, a pass returns that module's equal. The pass manager relies on it
+(it does not rerun a built-in pass on its own output).
 
 Invariants: passes never mutate their input (modules and expressions are immutable); a pass
 returns a module without recorded types (``checked_types`` empty) when it changed anything,
@@ -38,12 +48,16 @@ substituted) carries the operator's default attrs, as the parser gives ``add(x, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from relay_ref.ir.module import IRModule
 
 ModulePass = Callable[[IRModule], IRModule]
+
+#: The default of an option without one (a required constructor argument).
+REQUIRED: Any = inspect.Parameter.empty
 
 
 class Pass:
@@ -55,8 +69,38 @@ class Pass:
     def __call__(self, mod: IRModule) -> IRModule:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    @classmethod
+    def option_defaults(cls) -> dict[str, Any]:
+        """The pass's options (its constructor's named parameters) and their defaults
+        (``REQUIRED`` for one without a default), in declaration order."""
+        try:
+            sig = inspect.signature(cls)
+        except (TypeError, ValueError):  # pragma: no cover - a builtin constructor
+            return {}
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return {p.name: p.default for p in sig.parameters.values() if p.kind in kinds}
+
+    def options(self) -> dict[str, Any]:
+        """This instance's option values (the attributes named as the options)."""
+        return {k: getattr(self, k) for k in self.option_defaults() if hasattr(self, k)}
+
+    def spec(self) -> str:
+        """``Name`` or ``Name(opt=value, ...)`` with the options that differ from their
+        defaults, as ``relay opt --passes`` and ``rr.optimize`` read it back (when every
+        such value is a Python literal)."""
+        defaults = self.option_defaults()
+        changed = []
+        for key, value in self.options().items():
+            try:
+                same = bool(value == defaults[key]) and type(value) is type(defaults[key])
+            except Exception:  # noqa: BLE001 - arrays and the like: not comparable
+                same = False
+            if not same:
+                changed.append(f"{key}={value!r}")
+        return f"{self.name}({', '.join(changed)})" if changed else self.name
+
     def __repr__(self) -> str:
-        return f"{self.name}()"
+        return self.spec() if self.spec() != self.name else f"{self.name}()"
 
 
 _PASSES: dict[str, type[Pass]] = {}
@@ -70,56 +114,15 @@ def register_pass(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
-def pass_names() -> list[str]:
-    """Names of the registered passes, sorted."""
-    _load()
-    return sorted(_PASSES)
+def unregister_pass(name: str) -> None:
+    """Forget the pass registered as ``name`` (a test's or a notebook's own pass); no-op when
+    none is."""
+    _PASSES.pop(name, None)
 
 
-def get_pass(name: str) -> Pass:
-    """A fresh instance of the pass called ``name``; ``KeyError`` naming the known passes."""
-    _load()
-    try:
-        return _PASSES[name]()
-    except KeyError:
-        raise KeyError(f"unknown pass {name!r}{_did_you_mean(name)} (known passes: "
-                       f"{', '.join(sorted(_PASSES))})") from None
+def registered() -> Mapping[str, type[Pass]]:
+    """The registered pass classes by name (a live, read-only view: the pass modules
+    register when imported; ``relay_ref.passes.registry`` imports them all)."""
+    from types import MappingProxyType
 
-
-def _did_you_mean(name: str) -> str:
-    """``; did you mean 'FoldConstant'?`` for a near miss (any case), else ``""``."""
-    from relay_ref.suggest import did_you_mean
-
-    return did_you_mean(name, _PASSES, quote=True)
-
-
-def _load() -> None:
-    import relay_ref.passes  # noqa: F401  (registration side effects)
-
-
-@dataclass(frozen=True)
-class Sequential:
-    """Run ``passes`` in order under an opt level (see the module docstring)."""
-
-    passes: Sequence[ModulePass]
-    opt_level: int = 2
-    required: Iterable[str] = field(default=())
-    disabled: Iterable[str] = field(default=())
-    name: str = "Sequential"
-
-    def selected(self) -> list[ModulePass]:
-        """The passes that will run, in order."""
-        required, disabled = set(self.required), set(self.disabled)
-        out = []
-        for p in self.passes:
-            name = getattr(p, "name", getattr(p, "__name__", ""))
-            if name in disabled:
-                continue
-            if getattr(p, "opt_level", 0) <= self.opt_level or name in required:
-                out.append(p)
-        return out
-
-    def __call__(self, mod: IRModule) -> IRModule:
-        for p in self.selected():
-            mod = p(mod)
-        return mod
+    return MappingProxyType(_PASSES)

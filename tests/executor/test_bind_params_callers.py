@@ -1,5 +1,6 @@
 """Binding an entry's parameters (``rr.compile(params=)``, ``relay run --params``) leaves
-every other use of the entry as it was (``relay_ref.executor.compile.bind_params``).
+every other use of the entry as it was (the ``BindParams`` pass,
+``relay_ref.passes.bind_params``).
 
 The shipped example ``examples/mlp.relay`` has a ``@demo`` calling ``@main`` with all five
 arguments; binding ``@main``'s weights must not break it (issue 23). The property test
@@ -23,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relay_ref as rr
-from relay_ref.executor.compile import bind_params
+from relay_ref.passes.bind_params import bind_params
 
 ROOT = Path(__file__).resolve().parents[2]
 MLP = ROOT / "examples" / "mlp.relay"

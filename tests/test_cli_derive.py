@@ -1,4 +1,4 @@
-"""``relay check --derive FILE [--global NAME]`` (relay_ref/cli_derive.py), as a subprocess:
+"""``relay check --derive FILE [--global NAME]`` (relay_ref/cli/derive.py), as a subprocess:
 the derivation on stdout (exit 0), the derivation up to the failure then the located error
 (exit 1), other globals' errors listed apart, usage errors (exit 2), rule names coloured
 only on request (FORCE_COLOR; never with NO_COLOR)."""

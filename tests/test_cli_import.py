@@ -195,7 +195,7 @@ def test_help_names_every_option():
 
 
 def test_writes_are_all_or_nothing(tmp_path: Path):
-    from relay_ref.cli_weights import load_weights, write_files
+    from relay_ref.cli.weights import load_weights, write_files
 
     good = tmp_path / "w.npz"
     arrays = {"a": np.arange(3.0), "b/c": np.ones((2, 2), np.float32)}

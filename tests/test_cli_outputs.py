@@ -1,4 +1,4 @@
-"""The files ``relay`` commands write (``relay_ref.cli_outputs``), run as a user runs them.
+"""The files ``relay`` commands write (``relay_ref.cli.outputs``), run as a user runs them.
 
 * An output that is one of the command's inputs -- the same path, written another way, or
   reached through a symlink or a hard link -- or another output is refused (exit 2, both
@@ -32,7 +32,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from relay_ref.cli_outputs import OutputError, Outputs, refuse_clobbering, same_file
+from relay_ref.cli.outputs import OutputError, Outputs, refuse_clobbering, same_file
 
 ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534

@@ -94,13 +94,9 @@ LAYERS: dict[str, Layer] = {
     "testing": Layer(8, ("relay_ref.testing",)),
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
-    # The CLI (relay_ref/cli.py, cli_run.py, cli_opt.py, cli_import.py, cli_weights.py,
-    # cli_rule.py, cli_derive.py, cli_outputs.py, cli_ops.py, __main__.py) and the Jupyter
-    # kernel use only the public API and repl.
-    "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
-                      "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.cli_rule",
-                      "relay_ref.cli_derive", "relay_ref.cli_outputs", "relay_ref.cli_ops",
-                      "relay_ref.__main__"),
+    # The CLI (the relay_ref/cli/ package: one module per subcommand; and __main__.py) and
+    # the Jupyter kernel use only the public API and repl.
+    "cli": Layer(10, ("relay_ref.cli", "relay_ref.__main__"),
                  only=frozenset({"api", "repl"})),
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }
@@ -336,8 +332,8 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.executor.plan", "relay_ref.frontend.onnx"),
         ("relay_ref.cli", "relay_ref.ir.type_text"),  # cli: public API and repl only
         ("relay_kernel.session", "relay_ref.syntax.parser"),
-        ("relay_ref.cli_rule", "relay_ref.rules"),  # the rules through repl's re-exports
-        ("relay_ref.cli_ops", "relay_ref.ops.registry"),  # the ops through repl too
+        ("relay_ref.cli.rule", "relay_ref.rules"),  # the rules through repl's re-exports
+        ("relay_ref.cli.ops", "relay_ref.ops.registry"),  # the ops through repl too
         ("relay_kernel.commands", "relay_ref.suggest"),  # "did you mean" through repl
         ("relay_kernel.commands", "relay_ref.rules"),
         ("relay_ref.repl", "relay_ref.cli"),
@@ -356,7 +352,7 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.typecheck.derive", "relay_ref.rules"),
         ("relay_ref.syntax.parser", "relay_ref.suggest"),
         ("relay_ref.rules", "relay_ref.suggest"),
-        ("relay_ref.cli_run", "relay_ref.repl"),
+        ("relay_ref.cli.run", "relay_ref.repl"),
         ("relay_kernel.session", "relay_ref"),
         ("relay_kernel.session", "relay_kernel.editor"),
     ]

@@ -23,12 +23,13 @@ alike; relative imports resolved). Three checks run on what is found:
    and *a module whose own name starts with ``_`` may be imported only from within its
    package* (``relay_ref.cli._common`` from ``relay_ref.cli.*``, ``relay_ref.syntax._walk``
    from ``relay_ref.syntax.*``); what such a module exports without a ``_`` is public to its
-   package.
+   package. Imports are checked, not attribute access (``module._name``).
 
 Invariant checked: the three sets of offences are empty; each offence is reported on one
-line naming the file and line, and each cycle as the modules in it with the import that
-closes each edge. ``test_checker_*`` feed the checkers small synthetic inputs, so an empty
-result means something.
+line naming the file and line, and each cycle as the modules in it followed by every import
+between two of them (``path:line: a -> b``), so the edge to cut can be chosen.
+``test_checker_*`` feed the checkers small synthetic inputs, so an empty result means
+something.
 """
 
 from __future__ import annotations

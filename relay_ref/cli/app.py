@@ -79,6 +79,8 @@ def _is_number(text: str) -> bool:
 
 
 def build_parser() -> _Parser:
+    """``relay``'s parser: ``--version`` and each module of ``SUBCOMMANDS``'s parser (its
+    ``set_defaults(func=run)`` names what runs it)."""
     parser = _Parser(
         prog="relay",
         description="Check, run, format and optimise programs in TVM's Relay text format "
@@ -90,7 +92,6 @@ def build_parser() -> _Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in SUBCOMMANDS:  # in this order in --help
         command.add_parser(sub)
-
     parser.subcommands = dict(sub.choices)
     return parser
 
@@ -112,6 +113,7 @@ def _encode_or_escape(*streams: object) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``relay`` on ``argv`` (default: ``sys.argv[1:]``); the exit status."""
     _encode_or_escape(sys.stdout, sys.stderr)
     parser = build_parser()
     try:

@@ -105,6 +105,8 @@ def write_files(texts: Mapping[Path, str], arrays: Mapping[Path, Mapping[str, np
             outputs.text(target, text)
 
 
+# -- one .npy array: the reader relay run's arguments and each weights member go through --
+
 class NpyError(Exception):
     """A ``.npy`` argument that cannot be read (message in plain words, without the path)."""
 

@@ -1,6 +1,6 @@
 """What a read-eval-print loop needs beyond the public API (DESIGN.md section 2).
 
-The Jupyter kernel (``kernel/relay_kernel``) and ``relay run`` (``relay_ref/cli_run.py``)
+The Jupyter kernel (``kernel/relay_kernel``) and ``relay run`` (``relay_ref/cli/run.py``)
 sit on top of the package and import only ``relay_ref`` and this module; this module sits
 beside the public API and may use any layer below. It exposes:
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,37 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 PROGRAMS = Path(__file__).parent / "programs"
+ROOT = Path(__file__).resolve().parent.parent
+RELAY_ENV = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+# Passed on to every ``relay`` subprocess when set: numba's kernel cache (``--compile``).
+RELAY_PASSED_ON = ("RELAY_REF_CACHE_DIR",)
+
+
+def run_relay(*args: str | Path, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+              extra_env: Mapping[str, str] | None = None, prefix: Sequence[str] = (),
+              timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m relay_ref ARGS`` as a user runs it: a fresh process with text output
+    captured, in ``cwd`` (default: the checkout's root), with only ``env`` (default
+    ``RELAY_ENV``: no colour, a PATH) plus ``extra_env``, ``PYTHONPATH`` naming this
+    checkout (so the ``relay_ref`` under test runs whatever ``cwd`` is) and the variables of
+    ``RELAY_PASSED_ON`` that are set; ``prefix`` runs it under another command (``setpriv``
+    as another user). A Python traceback on stderr fails the test there and then: the CLI
+    never shows one."""
+    environment = {k: os.environ[k] for k in RELAY_PASSED_ON if k in os.environ}
+    environment |= {"PYTHONPATH": str(ROOT), **(RELAY_ENV if env is None else env),
+                    **(extra_env or {})}
+    result = subprocess.run([*prefix, sys.executable, "-m", "relay_ref", *map(str, args)],
+                            capture_output=True, text=True, cwd=cwd or ROOT, timeout=timeout,
+                            env=environment)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+@pytest.fixture(scope="session")
+def relay() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The ``relay`` command in a subprocess (``run_relay``): the one helper every CLI test
+    file uses."""
+    return run_relay
 _EXPECT = re.compile(r"//\s*expect(-error|-type)?:\s*(.*?)\s*$")
 _ERROR = re.compile(r"(parse|type|runtime)\s+at\s+(\d+):(\d+)")
 

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def relay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=120,
-                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
 
 
 GOOD = """#[version = "0.0.5"]
@@ -44,7 +36,7 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-def test_version_and_help():
+def test_version_and_help(relay):
     version = relay("--version")
     assert version.returncode == 0 and "relay_ref" in version.stdout
     helped = relay("--help")
@@ -53,20 +45,20 @@ def test_version_and_help():
         assert command in helped.stdout
 
 
-def test_no_command_is_a_usage_error():
+def test_no_command_is_a_usage_error(relay):
     result = relay()
     assert result.returncode == 2
     assert "usage" in result.stderr
 
 
-def test_check_ok_and_types(files):
+def test_check_ok_and_types(relay, files):
     result = relay("check", "--types", str(files["good"]))
     assert result.returncode == 0, result.stderr
     assert "@double : fn (int32) -> int32" in result.stdout
     assert "@main : fn () -> int32" in result.stdout
 
 
-def test_check_reports_syntax_error_with_location(files):
+def test_check_reports_syntax_error_with_location(relay, files):
     result = relay("check", str(files["syntax"]))
     assert result.returncode == 1
     assert f"{files['syntax']}:2:" in result.stderr
@@ -74,32 +66,32 @@ def test_check_reports_syntax_error_with_location(files):
     assert "^" in result.stderr
 
 
-def test_check_reports_type_error_with_location(files):
+def test_check_reports_type_error_with_location(relay, files):
     result = relay("check", str(files["type"]))
     assert result.returncode == 1
     assert f"{files['type']}:2:" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_check_continues_after_a_bad_file(files):
+def test_check_continues_after_a_bad_file(relay, files):
     result = relay("check", str(files["syntax"]), str(files["good"]))
     assert result.returncode == 1
     assert "good.relay: ok" in result.stderr
 
 
-def test_missing_file_is_a_usage_error(tmp_path):
+def test_missing_file_is_a_usage_error(relay, tmp_path):
     result = relay("check", str(tmp_path / "nope.relay"))
     assert result.returncode == 2
     assert "no such file" in result.stderr and "Traceback" not in result.stderr
 
 
-def test_run_prints_the_value(files):
+def test_run_prints_the_value(relay, files):
     result = relay("run", str(files["good"]))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "42"
 
 
-def test_fmt_is_canonical_and_check_mode(files, tmp_path):
+def test_fmt_is_canonical_and_check_mode(relay, files, tmp_path):
     printed = relay("fmt", str(files["good"]))
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout.startswith('#[version = "0.0.5"]')
@@ -113,7 +105,7 @@ def test_fmt_is_canonical_and_check_mode(files, tmp_path):
     assert messy.read_text() == "def @main() -> int32 {   1 +   2 }\n"
 
 
-def test_fmt_in_place_rewrites_and_is_idempotent(tmp_path):
+def test_fmt_in_place_rewrites_and_is_idempotent(relay, tmp_path):
     messy = tmp_path / "messy.relay"
     messy.write_text("def @main() -> int32 {   1 +   2 }\n")
     assert relay("fmt", "-i", str(messy)).returncode == 0
@@ -124,14 +116,14 @@ def test_fmt_in_place_rewrites_and_is_idempotent(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_fmt_leaves_a_bad_file_untouched(files):
+def test_fmt_leaves_a_bad_file_untouched(relay, files):
     before = files["syntax"].read_text()
     result = relay("fmt", "-i", str(files["syntax"]))
     assert result.returncode == 1
     assert files["syntax"].read_text() == before
 
 
-def test_fmt_keeps_prelude_definitions_out_of_the_file(tmp_path):
+def test_fmt_keeps_prelude_definitions_out_of_the_file(relay, tmp_path):
     uses_prelude = tmp_path / "p.relay"
     uses_prelude.write_text("def @main() -> int32 { @sum(@map(fn (%x: int32) { %x + 1 }, "
                             "Cons(1, Nil))) }\n")
@@ -141,7 +133,7 @@ def test_fmt_keeps_prelude_definitions_out_of_the_file(tmp_path):
     assert "type List" not in result.stdout
 
 
-def test_output_goes_to_the_named_path_or_is_a_usage_error(files, tmp_path):
+def test_output_goes_to_the_named_path_or_is_a_usage_error(relay, files, tmp_path):
     # np.save(path) appended ".npy" to a name without it, so "saved ... to X" was untrue and
     # "-o DIR" wrote DIR.npy next to it.
     out = tmp_path / "result.bin"
@@ -171,7 +163,7 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path, monkeypatch) -> None:
     assert cli_main(["run", str(program)]) == 141
 
 
-def test_output_of_a_non_tensor_is_refused_before_running(tmp_path) -> None:
+def test_output_of_a_non_tensor_is_refused_before_running(relay, tmp_path) -> None:
     program = tmp_path / "pair.relay"
     # refused before running: no value printed, no file written
     program.write_text("def @main(%x: float32) { (%x, %x) }\n")

@@ -1,60 +1,52 @@
-"""``relay check --derive FILE [--global NAME]`` (relay_ref/cli_derive.py), as a subprocess:
+"""``relay check --derive FILE [--global NAME]`` (relay_ref/cli/derive.py), as a subprocess:
 the derivation on stdout (exit 0), the derivation up to the failure then the located error
 (exit 1), other globals' errors listed apart, usage errors (exit 2), rule names coloured
 only on request (FORCE_COLOR; never with NO_COLOR)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 GOLDEN = Path(__file__).parent / "typecheck" / "derivations"
 
 
-def _relay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, timeout=120,
-                          env=env if env is not None else {"NO_COLOR": "1", "PATH": ""})
-
-
-def test_derive_prints_the_golden_tree() -> None:
-    res = _relay("check", "--derive", str(GOLDEN / "broadcast.relay"))
+def test_derive_prints_the_golden_tree(relay) -> None:
+    res = relay("check", "--derive", str(GOLDEN / "broadcast.relay"))
     assert res.returncode == 0, res.stderr
     assert res.stdout == (GOLDEN / "broadcast.txt").read_text()
     assert res.stderr == ""
 
 
-def test_derive_of_an_ill_typed_global(tmp_path: Path) -> None:
+def test_derive_of_an_ill_typed_global(relay, tmp_path: Path) -> None:
     path = tmp_path / "p.relay"
     path.write_text("def @f(%x: Tensor[(3), float32]) { add(%x, 1) }\ndef @main() { 1 }\n")
-    res = _relay("check", "--derive", str(path), "--global", "f")
+    res = relay("check", "--derive", str(path), "--global", "f")
     assert res.returncode == 1
     assert res.stdout.startswith("T-Fn  @f = fn (%x) { %x + 1 }")
     assert "error: add: dtypes differ: float32 vs int32 [T-App-Op]" in res.stdout
     assert res.stderr.startswith(f"{path}:1:36: error: add: dtypes differ")
-    res = _relay("check", "--derive", str(path), "--global", "g")
+    res = relay("check", "--derive", str(path), "--global", "g")
     assert res.returncode == 2 and res.stdout == ""
     assert f"{path}: no global @g to derive (its globals: @f, @main)" in res.stderr
 
 
-def test_errors_of_other_globals_are_listed_apart() -> None:
+def test_errors_of_other_globals_are_listed_apart(relay) -> None:
     path = GOLDEN / "other_global_error.relay"
-    res = _relay("check", "--derive", str(path))
+    res = relay("check", "--derive", str(path))
     assert res.returncode == 1
     assert res.stdout == (GOLDEN / "other_global_error.txt").read_text()
     assert res.stderr.startswith(f"{path}:2:1: error: the body does not have the declared")
 
 
-def test_derive_options_need_derive_and_colour() -> None:
+def test_derive_options_need_derive_and_colour(relay) -> None:
     path = str(GOLDEN / "broadcast.relay")
     for option in ("--max-depth", "--max-nodes"):
-        res = _relay("check", option, "3", path)
+        res = relay("check", option, "3", path)
         assert res.returncode == 2 and res.stdout == ""
         assert f"{option} applies to a derivation: use it with --derive" in res.stderr
-    res = _relay("check", "--derive", path, env={"FORCE_COLOR": "1", "PATH": ""})
+    res = relay("check", "--derive", path, env={"FORCE_COLOR": "1", "PATH": ""})
     assert res.returncode == 0
     assert res.stdout.startswith("\x1b[1;35mT-Fn\x1b[0m  @main = ")
-    res = _relay("check", "--derive", path, env={"FORCE_COLOR": "1", "NO_COLOR": "1",
+    res = relay("check", "--derive", path, env={"FORCE_COLOR": "1", "NO_COLOR": "1",
                                                  "PATH": ""})
     assert "\x1b" not in res.stdout

@@ -9,20 +9,12 @@ import os
 import re
 import shlex
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.relay"))
-
-
-def relay(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, cwd=cwd or ROOT, timeout=120,
-                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
 
 
 MESSY = """// what @main does
@@ -38,7 +30,7 @@ def @main() -> int32 {
 """
 
 
-def test_fmt_in_place_keeps_comments_and_permission_bits(tmp_path: Path) -> None:
+def test_fmt_in_place_keeps_comments_and_permission_bits(relay, tmp_path: Path) -> None:
     path = tmp_path / "prog.relay"
     path.write_text(MESSY)
     path.chmod(0o640)
@@ -50,7 +42,7 @@ def test_fmt_in_place_keeps_comments_and_permission_bits(tmp_path: Path) -> None
     assert relay("fmt", "--check", str(path)).returncode == 0
 
 
-def test_fmt_in_place_writes_through_a_symlink(tmp_path: Path) -> None:
+def test_fmt_in_place_writes_through_a_symlink(relay, tmp_path: Path) -> None:
     target_dir = tmp_path / "real"
     target_dir.mkdir()
     target = target_dir / "prog.relay"
@@ -66,7 +58,7 @@ def test_fmt_in_place_writes_through_a_symlink(tmp_path: Path) -> None:
     assert sorted(p.name for p in target_dir.iterdir()) == ["prog.relay"]
 
 
-def test_fmt_in_place_error_leaves_the_file_untouched(tmp_path: Path) -> None:
+def test_fmt_in_place_error_leaves_the_file_untouched(relay, tmp_path: Path) -> None:
     bad = tmp_path / "bad.relay"
     bad.write_text("def @main() { let %x = ; %x }\n")
     result = relay("fmt", "-i", str(bad))
@@ -74,13 +66,13 @@ def test_fmt_in_place_error_leaves_the_file_untouched(tmp_path: Path) -> None:
     assert bad.read_text() == "def @main() { let %x = ; %x }\n"
 
 
-def test_fmt_check_passes_on_every_shipped_example() -> None:
+def test_fmt_check_passes_on_every_shipped_example(relay) -> None:
     result = relay("fmt", "--check", *map(str, EXAMPLES))
     assert result.returncode == 0, result.stderr
     assert "would reformat" not in result.stderr
 
 
-def test_check_reports_a_missing_file_and_checks_the_others(tmp_path: Path) -> None:
+def test_check_reports_a_missing_file_and_checks_the_others(relay, tmp_path: Path) -> None:
     (tmp_path / "a.relay").write_text("def @main() -> int32 { 1 }\n")
     (tmp_path / "b.relay").write_text("def @main() -> int32 { 2 }\n")
     (tmp_path / "bad.relay").write_text("def @main() -> int32 { True }\n")
@@ -95,7 +87,7 @@ def test_check_reports_a_missing_file_and_checks_the_others(tmp_path: Path) -> N
     assert errors_only.returncode == 1
 
 
-def test_fmt_reports_a_missing_file_and_formats_the_others(tmp_path: Path) -> None:
+def test_fmt_reports_a_missing_file_and_formats_the_others(relay, tmp_path: Path) -> None:
     (tmp_path / "a.relay").write_text(MESSY)
     result = relay("fmt", "missing.relay", "a.relay", cwd=tmp_path)
     assert result.returncode == 2
@@ -117,7 +109,7 @@ def _run_lines(example: Path) -> list[str]:
     return lines
 
 
-def test_mlp_example_runs_as_its_header_comment_says(tmp_path: Path) -> None:
+def test_mlp_example_runs_as_its_header_comment_says(relay, tmp_path: Path) -> None:
     demo, own = _run_lines(ROOT / "examples" / "mlp.relay")
     assert demo == "relay run examples/mlp.relay --entry demo"
     result = relay(*shlex.split(demo)[1:])

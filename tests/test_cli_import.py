@@ -10,8 +10,6 @@ traceback; an interrupted write leaves no file.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,14 +21,6 @@ import relay_ref as rr
 from relay_ref.testing import onnx_light
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def relay(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "relay_ref", *map(str, args)],
-                            capture_output=True, text=True, cwd=cwd or ROOT, timeout=300,
-                            env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
 
 
 def ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -75,7 +65,7 @@ def small(tmp_path_factory) -> Path:
     return folder
 
 
-def test_import_writes_text_and_weights_by_parameter_name(small: Path):
+def test_import_writes_text_and_weights_by_parameter_name(relay, small: Path):
     result = relay("import", "small.onnx", "-o", "small.relay", "--shape", "batch=2",
                    cwd=small)
     assert result.returncode == 0, result.stderr
@@ -97,7 +87,7 @@ def test_import_writes_text_and_weights_by_parameter_name(small: Path):
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["interpreter", "compile"])
-def test_run_with_params_matches_onnxruntime(small: Path, compiled: bool):
+def test_run_with_params_matches_onnxruntime(relay, small: Path, compiled: bool):
     assert relay("import", "small.onnx", "-o", "small.relay", cwd=small).returncode == 0
     out = f"y_{compiled}.npy"
     result = relay("run", "small.relay", "--params", "small.npz", "x.npy", "-o", out,
@@ -108,7 +98,7 @@ def test_run_with_params_matches_onnxruntime(small: Path, compiled: bool):
     np.testing.assert_allclose(np.load(small / out), expected, rtol=1e-5, atol=1e-6)
 
 
-def test_embed_puts_the_weights_in_the_text(small: Path):
+def test_embed_puts_the_weights_in_the_text(relay, small: Path):
     result = relay("import", "small.onnx", "-o", "embedded.relay", "--embed", cwd=small)
     assert result.returncode == 0, result.stderr
     assert not (small / "embedded.npz").exists()
@@ -125,7 +115,7 @@ def test_embed_puts_the_weights_in_the_text(small: Path):
         ["input_0"]
 
 
-def test_text_to_stdout_with_weights_beside(small: Path):
+def test_text_to_stdout_with_weights_beside(relay, small: Path):
     result = relay("import", "small.onnx", "--weights", "side.npz", cwd=small)
     assert result.returncode == 0, result.stderr
     assert "// Weights: side.npz (2 arrays" in result.stdout
@@ -133,14 +123,14 @@ def test_text_to_stdout_with_weights_beside(small: Path):
     check_text(result.stdout)
 
 
-def test_run_without_params_names_the_weights_file(small: Path):
+def test_run_without_params_names_the_weights_file(relay, small: Path):
     assert relay("import", "small.onnx", "-o", "hint.relay", cwd=small).returncode == 0
     result = relay("run", "hint.relay", "x.npy", cwd=small)
     assert result.returncode == 2
     assert "add --params hint.npz" in result.stderr
 
 
-def test_params_that_do_not_fit_are_located_errors(small: Path):
+def test_params_that_do_not_fit_are_located_errors(relay, small: Path):
     assert relay("import", "small.onnx", "-o", "bad.relay", cwd=small).returncode == 0
     np.savez(small / "wrong.npz", fc_w=np.zeros((4, 4), np.float32),
              fc_b=np.zeros(3, np.float32))
@@ -158,7 +148,7 @@ def test_params_that_do_not_fit_are_located_errors(small: Path):
     assert "junk.npz: not a .npz file" in result.stderr
 
 
-def test_import_errors_are_clean(tmp_path: Path):
+def test_import_errors_are_clean(relay, tmp_path: Path):
     missing = relay("import", tmp_path / "missing.onnx")
     assert missing.returncode == 2 and "no such file" in missing.stderr
     (tmp_path / "text.onnx").write_text("def @main() { 1 }")
@@ -187,7 +177,7 @@ def test_import_errors_are_clean(tmp_path: Path):
     assert both.returncode == 2
 
 
-def test_help_names_every_option():
+def test_help_names_every_option(relay):
     result = relay("import", "--help")
     assert result.returncode == 0
     for option in ("-o OUT.relay", "--weights", "--embed", "--freeze-params", "--shape"):
@@ -195,7 +185,7 @@ def test_help_names_every_option():
 
 
 def test_writes_are_all_or_nothing(tmp_path: Path):
-    from relay_ref.cli_weights import load_weights, write_files
+    from relay_ref.cli.weights import load_weights, write_files
 
     good = tmp_path / "w.npz"
     arrays = {"a": np.arange(3.0), "b/c": np.ones((2, 2), np.float32)}
@@ -214,7 +204,7 @@ def test_writes_are_all_or_nothing(tmp_path: Path):
 # -- light models (random weights by role; performance.md section 2) ----------------------
 
 @pytest.fixture(scope="module")
-def squeezenet(tmp_path_factory) -> Path:
+def squeezenet(relay, tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("squeezenet")
     model = onnx_light.random_variant(onnx.load(onnx_light.model_path("squeezenet")))
     onnx.save(model, folder / "squeezenet.onnx")
@@ -224,7 +214,7 @@ def squeezenet(tmp_path_factory) -> Path:
     return folder
 
 
-def test_squeezenet_text_round_trips_and_type_checks(squeezenet: Path):
+def test_squeezenet_text_round_trips_and_type_checks(relay, squeezenet: Path):
     text = (squeezenet / "squeezenet.relay").read_text()
     mod = check_text(text)
     main = mod.functions["main"]
@@ -235,7 +225,7 @@ def test_squeezenet_text_round_trips_and_type_checks(squeezenet: Path):
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["interpreter", "compile"])
-def test_squeezenet_run_with_params_matches_onnxruntime(squeezenet: Path, compiled: bool):
+def test_squeezenet_run_with_params_matches_onnxruntime(relay, squeezenet: Path, compiled: bool):
     out = f"y_{compiled}.npy"
     result = relay("run", "squeezenet.relay", "--params", "squeezenet.npz", "x.npy", "-o",
                    out, *(["--compile"] if compiled else []), cwd=squeezenet)
@@ -254,7 +244,7 @@ def test_the_kernel_loads_an_imported_model(squeezenet: Path):
     assert outcome.defined == ["@main"]
 
 
-def test_resnet50_import_prints_text_that_round_trips(tmp_path: Path):
+def test_resnet50_import_prints_text_that_round_trips(relay, tmp_path: Path):
     """The issue's Done-when: ``relay import`` of resnet50 (random weights) to stdout."""
     model = onnx_light.random_variant(onnx.load(onnx_light.model_path("resnet50")))
     onnx.save(model, tmp_path / "resnet50.onnx")

@@ -7,21 +7,12 @@ closest names suggested.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 from relay_ref import repl
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def relay(*args: str, columns: str | None = None) -> subprocess.CompletedProcess:
-    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
-    if columns is not None:
-        env["COLUMNS"] = columns
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120, env=env)
 
 
 def _rows(stdout: str) -> dict[str, list[str]]:
@@ -34,7 +25,7 @@ def _rows(stdout: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_ops_lists_every_operator_one_row_each() -> None:
+def test_ops_lists_every_operator_one_row_each(relay) -> None:
     done = relay("ops")
     assert done.returncode == 0, done.stderr
     rows = _rows(done.stdout)
@@ -49,8 +40,8 @@ def test_ops_lists_every_operator_one_row_each() -> None:
     assert summary.startswith(rows["nn.conv2d_transpose"][2].rstrip("…"))
 
 
-def test_ops_with_a_prefix_and_a_narrow_terminal() -> None:
-    done = relay("ops", "nn.conv", columns="70")
+def test_ops_with_a_prefix_and_a_narrow_terminal(relay) -> None:
+    done = relay("ops", "nn.conv", extra_env={"COLUMNS": "70"})
     assert done.returncode == 0, done.stderr
     assert all(len(line) <= 70 for line in done.stdout.splitlines())
     rows = _rows(done.stdout)
@@ -60,14 +51,14 @@ def test_ops_with_a_prefix_and_a_narrow_terminal() -> None:
     assert f"6 of {len(repl.op_names())} operators" in done.stdout
 
 
-def test_ops_with_an_unknown_prefix_suggests_families() -> None:
+def test_ops_with_an_unknown_prefix_suggests_families(relay) -> None:
     done = relay("ops", "nnn.")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("relay: error: no operator starts with 'nnn.'; did you mean nn. or "
                            "qnn.? ('relay ops' lists them all)\n")
 
 
-def test_doc_prints_what_the_kernel_shows() -> None:
+def test_doc_prints_what_the_kernel_shows(relay) -> None:
     done = relay("doc", "nn.conv2d", "add")
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"{repl.op_doc('nn.conv2d')}\n\n{repl.op_doc('add')}\n"
@@ -89,14 +80,14 @@ def test_the_kernel_doc_is_repl_op_doc() -> None:
     assert repl.op_doc("nn.dens") is None and repl.op_summary("nn.dens") == ""
 
 
-def test_doc_of_an_unknown_operator_suggests_near_names() -> None:
+def test_doc_of_an_unknown_operator_suggests_near_names(relay) -> None:
     done = relay("doc", "add", "nn.dens")
     assert done.returncode == 2 and done.stdout == ""  # nothing printed for `add` either
     assert done.stderr == ("relay: error: no operator nn.dens; did you mean nn.dense or "
                            "qnn.dense? ('relay ops' lists them)\n")
 
 
-def test_help_lists_ops_and_doc() -> None:
+def test_help_lists_ops_and_doc(relay) -> None:
     done = relay("--help")
     assert "ops       list the operators" in done.stdout
     assert "doc       document an operator" in done.stdout

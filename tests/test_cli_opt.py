@@ -16,12 +16,7 @@ PROGRAM = """def @main(%x: Tensor[(2), float32]) {
 """
 
 
-def relay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, timeout=120, env={"NO_COLOR": "1", "PATH": ""})
-
-
-def test_opt_prints_the_optimised_program(tmp_path):
+def test_opt_prints_the_optimised_program(relay, tmp_path):
     path = tmp_path / "p.relay"
     path.write_text(PROGRAM)
     res = relay("opt", str(path), "--passes", "FoldConstant,DeadCodeElimination")
@@ -31,7 +26,7 @@ def test_opt_prints_the_optimised_program(tmp_path):
     assert rr.alpha_equal(out, want), res.stdout
 
 
-def test_named_passes_run_whatever_their_level_unless_a_level_is_given(tmp_path):
+def test_named_passes_run_whatever_their_level_unless_a_level_is_given(relay, tmp_path):
     path = tmp_path / "p.relay"
     path.write_text("def @main(%x: float32) { (add(%x, 1f), add(%x, 1f)) }")
     cse = relay("opt", str(path), "--passes", "EliminateCommonSubexpr")  # opt level 3
@@ -40,7 +35,7 @@ def test_named_passes_run_whatever_their_level_unless_a_level_is_given(tmp_path)
     assert skipped.returncode == 0 and skipped.stdout.count("add(") == 2, skipped.stdout
 
 
-def test_usage_errors(tmp_path):
+def test_usage_errors(relay, tmp_path):
     path = tmp_path / "p.relay"
     path.write_text(PROGRAM)
     res = relay("opt", str(path), "--passes", "FoldConstant,NoSuchPass")
@@ -57,7 +52,7 @@ def test_usage_errors(tmp_path):
     assert res.returncode == 2
 
 
-def test_an_ill_typed_file_is_a_located_diagnostic(tmp_path):
+def test_an_ill_typed_file_is_a_located_diagnostic(relay, tmp_path):
     path = tmp_path / "bad.relay"
     path.write_text("def @main(%x: float32) {\n  add(%x, 1)\n}\n")
     res = relay("opt", str(path), "--passes", "FoldConstant")

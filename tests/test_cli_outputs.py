@@ -1,4 +1,4 @@
-"""The files ``relay`` commands write (``relay_ref.cli_outputs``), run as a user runs them.
+"""The files ``relay`` commands write (``relay_ref.cli.outputs``), run as a user runs them.
 
 * An output that is one of the command's inputs -- the same path, written another way, or
   reached through a symlink or a hard link -- or another output is refused (exit 2, both
@@ -32,7 +32,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from relay_ref.cli_outputs import OutputError, Outputs, refuse_clobbering, same_file
+from relay_ref.cli.outputs import OutputError, Outputs, refuse_clobbering, same_file
 
 ROOT = Path(__file__).resolve().parent.parent
 NOBODY = 65534
@@ -56,15 +56,6 @@ def can_run_as_nobody() -> bool:
     probe = subprocess.run([*as_user(NOBODY), sys.executable, "-c", "import relay_ref.cli"],
                            capture_output=True, cwd=ROOT, env=ENV, timeout=60)
     return probe.returncode == 0
-
-
-def relay(*args: str | Path, cwd: Path | None = None,
-          user: int | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([*as_user(user), sys.executable, "-m", "relay_ref",
-                             *map(str, args)], capture_output=True, text=True,
-                            cwd=cwd or ROOT, timeout=120, env=ENV)
-    assert "Traceback" not in result.stderr, result.stderr
-    return result
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -111,7 +102,7 @@ def shared() -> Iterator[Path]:
 
 # -- item 5: an output is never an input ------------------------------------------------------
 
-def test_run_refuses_an_output_that_is_an_input(tmp_path: Path) -> None:
+def test_run_refuses_an_output_that_is_an_input(relay, tmp_path: Path) -> None:
     (tmp_path / "p.relay").write_text(PROGRAM)
     np.save(tmp_path / "x.npy", np.ones(3, np.float32))
     np.savez(tmp_path / "w.npz", unused=np.ones(1))
@@ -135,7 +126,8 @@ def test_run_refuses_an_output_that_is_an_input(tmp_path: Path) -> None:
         assert snapshot(tmp_path) == before, out
 
 
-def test_import_refuses_an_output_that_is_an_input_or_the_other_output(tmp_path: Path) -> None:
+def test_import_refuses_an_output_that_is_an_input_or_the_other_output(
+        relay, tmp_path: Path) -> None:
     onnx.save(model(), tmp_path / "m.onnx")
     (tmp_path / "l.onnx").symlink_to(tmp_path / "m.onnx")
     os.link(tmp_path / "m.onnx", tmp_path / "h.onnx")
@@ -184,7 +176,7 @@ def test_refuse_clobbering_in_process(tmp_path: Path) -> None:
 
 # -- item 6: a failed write changes nothing --------------------------------------------------
 
-def test_import_into_a_folder_leaves_every_file(tmp_path: Path) -> None:
+def test_import_into_a_folder_leaves_every_file(relay, tmp_path: Path) -> None:
     onnx.save(model(), tmp_path / "m.onnx")
     (tmp_path / "outdir").mkdir()
     (tmp_path / "outdir.npz").write_bytes(b"old weights")
@@ -196,7 +188,7 @@ def test_import_into_a_folder_leaves_every_file(tmp_path: Path) -> None:
         assert snapshot(tmp_path) == before, args  # no sibling replaced, no temporary left
 
 
-def test_run_output_into_a_folder(tmp_path: Path) -> None:
+def test_run_output_into_a_folder(relay, tmp_path: Path) -> None:
     (tmp_path / "p.relay").write_text(PROGRAM)
     (tmp_path / "out").mkdir()
     np.save(tmp_path / "x.npy", np.ones(3, np.float32))
@@ -206,7 +198,7 @@ def test_run_output_into_a_folder(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before  # neither out.npy nor a temporary
 
 
-def test_a_read_only_folder_leaves_every_file(shared: Path) -> None:
+def test_a_read_only_folder_leaves_every_file(relay, shared: Path) -> None:
     """As a user other than root, so that permissions apply: the weights could be written,
     the text could not; neither file changes. Likewise ``fmt -i`` over two files."""
     onnx.save(model(), shared / "m.onnx")
@@ -222,15 +214,15 @@ def test_a_read_only_folder_leaves_every_file(shared: Path) -> None:
     ro.chmod(0o555)
     before = snapshot(shared)
     result = relay("import", "m.onnx", "-o", "ro/a.relay", "--weights", "w.npz",
-                   cwd=shared, user=NOBODY)
+                   cwd=shared, prefix=as_user(NOBODY))
     assert result.returncode == 2 and "cannot write ro/a.relay" in result.stderr, result.stderr
     assert "no file was changed" in result.stderr
     assert snapshot(shared) == before
-    result = relay("fmt", "-i", "a.relay", "ro/b.relay", cwd=shared, user=NOBODY)
+    result = relay("fmt", "-i", "a.relay", "ro/b.relay", cwd=shared, prefix=as_user(NOBODY))
     assert result.returncode == 2 and "cannot write ro/b.relay" in result.stderr, result.stderr
     assert snapshot(shared) == before
     ro.chmod(0o777)
-    result = relay("fmt", "-i", "a.relay", "ro/b.relay", cwd=shared, user=NOBODY)
+    result = relay("fmt", "-i", "a.relay", "ro/b.relay", cwd=shared, prefix=as_user(NOBODY))
     assert result.returncode == 0, result.stderr
     assert (shared / "a.relay").read_text() == (ro / "b.relay").read_text() != MESSY
 
@@ -282,7 +274,7 @@ def test_outputs_discard_on_any_failure(tmp_path: Path) -> None:
 # -- item 7: owner, group and mode are kept ---------------------------------------------------
 
 @AS_ROOT
-def test_replaced_files_keep_owner_group_and_mode(tmp_path: Path) -> None:
+def test_replaced_files_keep_owner_group_and_mode(relay, tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (real / "a.relay").write_text(MESSY)
@@ -309,11 +301,11 @@ def test_replaced_files_keep_owner_group_and_mode(tmp_path: Path) -> None:
     assert sorted(p.name for p in real.iterdir()) == ["a.relay"]
 
 
-def test_an_owner_that_cannot_be_kept_is_a_warning(shared: Path) -> None:
+def test_an_owner_that_cannot_be_kept_is_a_warning(relay, shared: Path) -> None:
     path = shared / "a.relay"
     path.write_text(MESSY)
     path.chmod(0o666)  # root's file, which nobody may rewrite but not give away
-    result = relay("fmt", "-i", "a.relay", cwd=shared, user=NOBODY)
+    result = relay("fmt", "-i", "a.relay", cwd=shared, prefix=as_user(NOBODY))
     assert result.returncode == 0, result.stderr
     assert "relay: warning: a.relay: cannot keep its owner and group (root:root)" \
         in result.stderr, result.stderr
@@ -323,7 +315,7 @@ def test_an_owner_that_cannot_be_kept_is_a_warning(shared: Path) -> None:
 
 # -- item 4 (CLI): deep types and values ------------------------------------------------------
 
-def test_deep_types_and_values_are_not_internal_errors(tmp_path: Path) -> None:
+def test_deep_types_and_values_are_not_internal_errors(relay, tmp_path: Path) -> None:
     depth = 1000
     tuple_type, func_type, tuple_value, closure = "float32", "float32", "1f", "1f"
     for _ in range(depth):
@@ -344,7 +336,7 @@ def test_deep_types_and_values_are_not_internal_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "r.npy").exists()
 
 
-def test_entry_with_an_at_sign_and_a_near_miss(tmp_path: Path) -> None:
+def test_entry_with_an_at_sign_and_a_near_miss(relay, tmp_path: Path) -> None:
     prog = tmp_path / "p.relay"
     prog.write_text("def @twice(%x: float32) { %x * 2f }\ndef @main() { @twice(3f) }\n")
     for entry, want in [("@main", "6f"), ("main", "6f")]:
@@ -356,7 +348,7 @@ def test_entry_with_an_at_sign_and_a_near_miss(tmp_path: Path) -> None:
     assert done.returncode == 2 and "did you mean @twice?" in done.stderr
 
 
-def test_an_output_that_is_not_a_regular_file_is_written_into_never_replaced(
+def test_an_output_that_is_not_a_regular_file_is_written_into_never_replaced(relay,
         tmp_path: Path) -> None:
     prog = tmp_path / "p.relay"
     prog.write_text("def @main() { ones(shape=[2]) }\n")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from test_cli import relay
 
 RESIDUAL_BLOCKS = 3000
 
@@ -22,7 +21,7 @@ def residual_chain(blocks: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def test_residual_chain_of_3000_blocks_runs_and_formats(tmp_path: Path) -> None:
+def test_residual_chain_of_3000_blocks_runs_and_formats(relay, tmp_path: Path) -> None:
     path = tmp_path / "chain.relay"
     path.write_text(residual_chain(RESIDUAL_BLOCKS))
     np.save(tmp_path / "x.npy", np.array([1.0, -1.0], dtype="float32"))
@@ -35,7 +34,7 @@ def test_residual_chain_of_3000_blocks_runs_and_formats(tmp_path: Path) -> None:
     assert fmt.stdout.count("nn.relu(") == RESIDUAL_BLOCKS
 
 
-def test_unclosed_brace_at_end_of_input_points_at_the_brace(tmp_path: Path) -> None:
+def test_unclosed_brace_at_end_of_input_points_at_the_brace(relay, tmp_path: Path) -> None:
     path = tmp_path / "open.relay"
     path.write_text("def @main() {\n  let %x = 1;\n  %x\n")
     out = relay("check", str(path))
@@ -44,7 +43,7 @@ def test_unclosed_brace_at_end_of_input_points_at_the_brace(tmp_path: Path) -> N
     assert "Traceback" not in out.stderr
 
 
-def test_float_argument_for_an_int_parameter_is_refused(tmp_path: Path) -> None:
+def test_float_argument_for_an_int_parameter_is_refused(relay, tmp_path: Path) -> None:
     path = tmp_path / "int.relay"
     path.write_text("def @main(%n: int32) -> int32 { %n }\n")
     out = relay("run", str(path), "2.5f")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -201,15 +200,9 @@ def test_pass_and_entry_names_use_the_same_wording() -> None:
 
 # -- the command line (a subprocess, as a user runs it) ------------------------------------------
 
-def relay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120,
-                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
-
-
 @pytest.mark.parametrize(("typed", "meant"), [("chek", "check"), ("fmtt", "fmt"),
                                              ("imprt", "import"), ("dco", "doc")])
-def test_misspelt_subcommand(typed: str, meant: str) -> None:
+def test_misspelt_subcommand(relay, typed: str, meant: str) -> None:
     done = relay(typed, "examples/list_sum.relay")
     assert done.returncode == 2
     assert f"invalid choice: '{typed}'; did you mean {meant}? (choose from check, run" \
@@ -226,7 +219,7 @@ def test_misspelt_subcommand(typed: str, meant: str) -> None:
     (("opt", "--pases=FoldConstant", "examples/list_sum.relay"),
      "--pases=FoldConstant; did you mean --passes?"),
 ])
-def test_misspelt_flag(args: tuple[str, ...], hint: str) -> None:
+def test_misspelt_flag(relay, args: tuple[str, ...], hint: str) -> None:
     done = relay(*args)
     assert done.returncode == 2
     assert f"relay: error: unrecognized arguments: {hint}\n" in done.stderr

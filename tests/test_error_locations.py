@@ -4,7 +4,6 @@ prelude, at the bracket an unexpected end of input leaves open, with carets unde
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -92,7 +91,7 @@ def _caret_column(rendered: str) -> tuple[str, int, int]:
     "  \t add(%x, 1f)",
     "\t日本 add(%x, 1f)",
 ])
-def test_carets_line_up_under_tabs_and_wide_characters(line: str) -> None:
+def test_carets_line_up_under_tabs_and_wide_characters(relay, line: str) -> None:
     src = Source("t.relay", f"def @main() {{\n{line}\n}}\n")
     col = line.index("add") + 1
     diag = Diagnostic("error", "bad", Span(src, 2, col, 2, col + len("add(%x, 1f)")))
@@ -105,16 +104,16 @@ def test_carets_line_up_under_tabs_and_wide_characters(line: str) -> None:
     assert count == len("add(%x, 1f)")
 
 
-def _relay_check(prog: Path, text: str) -> tuple[Path, subprocess.CompletedProcess]:
-    """Write ``text`` to ``prog`` and run ``relay check`` on it in a subprocess."""
+def _relay_check(relay, prog: Path, text: str) -> tuple[Path, subprocess.CompletedProcess]:
+    """Write ``text`` to ``prog`` and run ``relay check`` on it in a subprocess (``relay``:
+    the conftest fixture)."""
     prog.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "relay_ref", "check", str(prog)],
-                          capture_output=True, text=True, timeout=120)
-    return prog, proc
+    return prog, relay("check", prog)
 
 
-def test_type_error_on_a_tab_indented_line_lines_up(tmp_path: Path) -> None:
-    _, proc = _relay_check(tmp_path / "tab.relay", "def @main(%x: int32) {\n\t\tadd(%x, 1f)\n}\n")
+def test_type_error_on_a_tab_indented_line_lines_up(relay, tmp_path: Path) -> None:
+    _, proc = _relay_check(relay, tmp_path / "tab.relay",
+                           "def @main(%x: int32) {\n\t\tadd(%x, 1f)\n}\n")
     assert proc.returncode == 1
     lines = proc.stderr.splitlines()
     at = next(i for i, ln in enumerate(lines) if "dtypes differ" in ln)
@@ -123,8 +122,8 @@ def test_type_error_on_a_tab_indented_line_lines_up(tmp_path: Path) -> None:
     assert carets.index("^") == quoted.index("add")
 
 
-def test_cli_reports_prelude_misuse_in_the_users_file(tmp_path: Path) -> None:
-    prog, proc = _relay_check(tmp_path / "ctor.relay", "def @main() {\n  Cons(1, Cons)\n}\n")
+def test_cli_reports_prelude_misuse_in_the_users_file(relay, tmp_path: Path) -> None:
+    prog, proc = _relay_check(relay, tmp_path / "ctor.relay", "def @main() {\n  Cons(1, Cons)\n}\n")
     assert proc.returncode == 1
     first = proc.stderr.splitlines()[0]
     assert first.startswith(f"{prog}:2:3: error:")

@@ -1,19 +1,41 @@
-"""The import graph follows DESIGN.md section 2: dependencies flow one way, lowest first.
+"""The import graph follows DESIGN.md section 2: dependencies flow one way, lowest first, no
+two modules import each other (directly or round a circle), and no module imports another's
+private names.
 
 Every ``.py`` under ``relay_ref/`` and ``kernel/relay_kernel/`` is parsed with ``ast`` and
 every import in it is collected (module level, function-local and ``TYPE_CHECKING`` ones
-alike; relative imports resolved). Each module and each imported ``relay_ref`` /
-``relay_kernel`` module is mapped to a layer by the longest matching prefix in ``LAYERS``,
-and an import is allowed when ``may_import`` says so. A module that maps to no layer is
-itself a failure: a new top-level module must be placed in the table.
+alike; relative imports resolved). Three checks run on what is found:
 
-Invariant checked: the set of offending imports is empty; each offence is reported as
-``module -> imported (layer A may not import layer B)``.
+1. **Layers.** Each module and each imported ``relay_ref`` / ``relay_kernel`` module is mapped
+   to a layer by the longest matching prefix in ``LAYERS``, and an import is allowed when
+   ``may_import`` says so. A module that maps to no layer is itself a failure: a new
+   top-level module must be placed in the table.
+2. **No cycles.** The module import graph (one node per module, one edge per import) has no
+   strongly connected component of more than one module. An edge goes to *the module the
+   import names*: ``from relay_ref.ops import nn`` and ``import relay_ref.ops.nn`` are edges
+   to ``relay_ref.ops.nn``, not to ``relay_ref.ops`` -- although Python runs
+   ``relay_ref/ops/__init__.py`` first, a package's ``__init__`` is a module like any other
+   and counts only where it is itself named (``from relay_ref.ops import register_op``, a
+   name defined in the ``__init__``, is an edge to ``relay_ref.ops``). A module importing
+   itself is no cycle.
+3. **No private imports.** The rule: *a name starting with ``_`` may not be imported from
+   another module* (``from m import _helper``; dunders such as ``__version__`` are public),
+   and *a module whose own name starts with ``_`` may be imported only from within its
+   package* (``relay_ref.cli._common`` from ``relay_ref.cli.*``, ``relay_ref.syntax._walk``
+   from ``relay_ref.syntax.*``); what such a module exports without a ``_`` is public to its
+   package. Imports are checked, not attribute access (``module._name``).
+
+Invariant checked: the three sets of offences are empty; each offence is reported on one
+line naming the file and line, and each cycle as the modules in it followed by every import
+between two of them (``path:line: a -> b``), so the edge to cut can be chosen.
+``test_checker_*`` feed the checkers small synthetic inputs, so an empty result means
+something.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,13 +95,9 @@ LAYERS: dict[str, Layer] = {
     "testing": Layer(8, ("relay_ref.testing",)),
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
-    # The CLI (relay_ref/cli.py, cli_run.py, cli_opt.py, cli_import.py, cli_weights.py,
-    # cli_rule.py, cli_derive.py, cli_outputs.py, cli_ops.py, __main__.py) and the Jupyter
-    # kernel use only the public API and repl.
-    "cli": Layer(10, ("relay_ref.cli", "relay_ref.cli_run", "relay_ref.cli_opt",
-                      "relay_ref.cli_import", "relay_ref.cli_weights", "relay_ref.cli_rule",
-                      "relay_ref.cli_derive", "relay_ref.cli_outputs", "relay_ref.cli_ops",
-                      "relay_ref.__main__"),
+    # The CLI (the relay_ref/cli/ package: one module per subcommand; and __main__.py) and
+    # the Jupyter kernel use only the public API and repl.
+    "cli": Layer(10, ("relay_ref.cli", "relay_ref.__main__"),
                  only=frozenset({"api", "repl"})),
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }
@@ -129,20 +147,24 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def _from_target(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    """The module ``from ... import`` reads from, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    here = module.split(".") if is_package else module.split(".")[:-1]
+    base = here[:len(here) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def imports_of(module: str, source: str, is_package: bool) -> list[tuple[str, int]]:
     """Every ``(imported module, line)`` in ``source``, inside functions included.
     ``from P import n`` imports ``P.n`` when that is a module, else ``P``."""
     out: list[tuple[str, int]] = []
-    here = module.split(".") if is_package else module.split(".")[:-1]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             out.extend((alias.name, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here[:len(here) - (node.level - 1)]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
+            target = _from_target(module, node, is_package)
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 out.append((sub if _is_module(sub) else target, node.lineno))
@@ -150,16 +172,130 @@ def imports_of(module: str, source: str, is_package: bool) -> list[tuple[str, in
     return list(dict.fromkeys((m, line) for m, line in out if m.split(".")[0] in PACKAGES))
 
 
+def _sources() -> list[tuple[str, str, bool, str]]:
+    """``(module, source, is_package, path)`` for every module of PACKAGES."""
+    out = []
+    for package, root in PACKAGES.items():
+        for path in sorted(root.rglob("*.py")):
+            out.append((_module_name(package, root, path), path.read_text(encoding="utf-8"),
+                        path.name == "__init__.py", str(path.relative_to(ROOT))))
+    return out
+
+
 def all_imports() -> list[tuple[str, str, str]]:
     """``(module, imported, "path:line")`` for every in-project import."""
     found = []
-    for package, root in PACKAGES.items():
-        for path in sorted(root.rglob("*.py")):
-            module = _module_name(package, root, path)
-            for imported, line in imports_of(module, path.read_text(encoding="utf-8"),
-                                             path.name == "__init__.py"):
-                found.append((module, imported, f"{path.relative_to(ROOT)}:{line}"))
+    for module, source, is_package, path in _sources():
+        for imported, line in imports_of(module, source, is_package):
+            found.append((module, imported, f"{path}:{line}"))
     return found
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(module: str, source: str, is_package: bool,
+                    is_module: Callable[[str], bool] = _is_module) -> list[tuple[str, int]]:
+    """``(what, line)`` for each import in ``source`` (of a PACKAGES module) against the
+    private-name rule of the module docstring: ``what`` names the offence."""
+    bad: list[tuple[str, int]] = []
+
+    def private_module(name: str, line: int) -> None:
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            owner = ".".join(parts[:i])  # the package the private module belongs to
+            if _is_private(parts[i]) and not (module == owner
+                                              or module.startswith(owner + ".")):
+                bad.append((f"private module {'.'.join(parts[:i + 1])} imported from "
+                            f"outside {owner}", line))
+                return
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in PACKAGES:
+                    private_module(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            target = _from_target(module, node, is_package)
+            if target.split(".")[0] not in PACKAGES:
+                continue
+            private_module(target, node.lineno)
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                if is_module(sub):
+                    private_module(sub, node.lineno)
+                elif _is_private(alias.name) and target != module:
+                    bad.append((f"private name {alias.name} imported from {target}",
+                                node.lineno))
+    return bad
+
+
+def all_private_imports() -> list[str]:
+    """One line per private import in PACKAGES: ``path:line: module: what``."""
+    return [f"{path}:{line}: {module}: {what}"
+            for module, source, is_package, path in _sources()
+            for what, line in private_imports(module, source, is_package)]
+
+
+def cycles(edges: list[tuple[str, str, str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module in the graph of
+    ``(module, imported, where)`` edges (self-imports ignored), each sorted, largest first.
+    Tarjan's algorithm with an explicit stack (no recursion)."""
+    graph: dict[str, list[str]] = {}
+    for a, b, _ in edges:
+        graph.setdefault(a, [])
+        graph.setdefault(b, [])
+        if a != b and b not in graph[a]:
+            graph[a].append(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(graph[node]):
+                work.append((node, i + 1))
+                nxt = graph[node][i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if work:  # back in the caller: propagate the low link
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found, key=lambda c: (-len(c), c))
+
+
+def cycle_report(edges: list[tuple[str, str, str]]) -> list[str]:
+    """Each cycle as its modules, then every import between two of its members."""
+    out = []
+    for component in cycles(edges):
+        members = set(component)
+        out.append(f"cycle of {len(component)} modules: {', '.join(component)}")
+        out.extend(f"    {where}: {a} -> {b}" for a, b, where in edges
+                   if a in members and b in members and a != b)
+    return out
 
 
 def violations(edges: list[tuple[str, str, str]]) -> list[str]:
@@ -197,8 +333,8 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.executor.plan", "relay_ref.frontend.onnx"),
         ("relay_ref.cli", "relay_ref.ir.type_text"),  # cli: public API and repl only
         ("relay_kernel.session", "relay_ref.syntax.parser"),
-        ("relay_ref.cli_rule", "relay_ref.rules"),  # the rules through repl's re-exports
-        ("relay_ref.cli_ops", "relay_ref.ops.registry"),  # the ops through repl too
+        ("relay_ref.cli.rule", "relay_ref.rules"),  # the rules through repl's re-exports
+        ("relay_ref.cli.ops", "relay_ref.ops.registry"),  # the ops through repl too
         ("relay_kernel.commands", "relay_ref.suggest"),  # "did you mean" through repl
         ("relay_kernel.commands", "relay_ref.rules"),
         ("relay_ref.repl", "relay_ref.cli"),
@@ -217,7 +353,7 @@ def test_checker_catches_violations() -> None:
         ("relay_ref.typecheck.derive", "relay_ref.rules"),
         ("relay_ref.syntax.parser", "relay_ref.suggest"),
         ("relay_ref.rules", "relay_ref.suggest"),
-        ("relay_ref.cli_run", "relay_ref.repl"),
+        ("relay_ref.cli.run", "relay_ref.repl"),
         ("relay_kernel.session", "relay_ref"),
         ("relay_kernel.session", "relay_kernel.editor"),
     ]
@@ -239,3 +375,60 @@ def test_import_scan_sees_local_and_relative_imports() -> None:
     assert found == [("relay_ref", 1), ("relay_ref.interpreter.values", 2),
                      ("relay_ref.syntax.parser", 3), ("relay_ref.prelude", 5),
                      ("relay_ref", 5)]
+
+
+def test_no_import_cycles() -> None:
+    report = cycle_report(all_imports())
+    assert not report, "import cycles (DESIGN.md section 2):\n" + "\n".join(report)
+
+
+def test_no_private_imports() -> None:
+    bad = all_private_imports()
+    assert not bad, "imports of another module's private names:\n" + "\n".join(bad)
+
+
+def test_checker_finds_cycles() -> None:
+    """A two-module cycle and a three-module circle are found (once each, with the
+    imports that make them); a DAG, a self-import and a diamond are not cycles."""
+    edges = [("p.a", "p.b", "a.py:1"), ("p.b", "p.a", "b.py:2"),  # a <-> b
+             ("p.c", "p.d", "c.py:1"), ("p.d", "p.e", "d.py:1"), ("p.e", "p.c", "e.py:3"),
+             ("p.e", "p.f", "e.py:4"), ("p.f", "p.f", "f.py:1")]
+    assert cycles(edges) == [["p.c", "p.d", "p.e"], ["p.a", "p.b"]]
+    report = cycle_report(edges)
+    assert report[0] == "cycle of 3 modules: p.c, p.d, p.e"
+    assert "    e.py:3: p.e -> p.c" in report and "    b.py:2: p.b -> p.a" in report
+    assert not any("p.f" in line for line in report)
+    clean = [("p.a", "p.b", "x:1"), ("p.a", "p.c", "x:2"), ("p.b", "p.d", "x:3"),
+             ("p.c", "p.d", "x:4"), ("p.d", "p.d", "x:5")]
+    assert cycles(clean) == [] and cycle_report(clean) == []
+    # a long chain (no recursion limit in the checker itself)
+    chain = [(f"p.m{i}", f"p.m{i + 1}", "x:1") for i in range(5000)]
+    assert cycles(chain) == []
+    assert cycles([*chain, ("p.m5000", "p.m0", "x:2")]) == [sorted(f"p.m{i}"
+                                                                   for i in range(5001))]
+
+
+def test_checker_finds_private_imports() -> None:
+    """Private names and private modules imported from outside are reported; dunders,
+    public names, a package's own private module and foreign packages are not."""
+    modules = {"relay_ref.cli._common", "relay_ref.syntax._walk", "relay_ref.syntax.parser"}
+    source = ("from relay_ref.cli import _Usage, main\n"
+              "from relay_ref.syntax._walk import walk\n"
+              "def f():\n"
+              "    from relay_ref.cli._common import read\n"
+              "    from relay_ref import __version__\n"
+              "    from ..syntax.parser import _prescan\n"
+              "    from os import _exit\n"
+              "    import relay_ref.syntax._walk\n")
+    found = private_imports("relay_ref.passes.x", source, False, modules.__contains__)
+    assert found == [
+        ("private name _Usage imported from relay_ref.cli", 1),
+        ("private module relay_ref.syntax._walk imported from outside relay_ref.syntax", 2),
+        ("private module relay_ref.cli._common imported from outside relay_ref.cli", 4),
+        ("private name _prescan imported from relay_ref.syntax.parser", 6),
+        ("private module relay_ref.syntax._walk imported from outside relay_ref.syntax", 8),
+    ], found
+    inside = ("from relay_ref.cli._common import read, EXIT_OK\n"
+              "from . import _common\n"
+              "from relay_ref.syntax import prescan\n")
+    assert private_imports("relay_ref.cli.run", inside, False, modules.__contains__) == []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -20,12 +19,6 @@ import pytest
 from relay_ref import rules
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def relay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relay_ref", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120,
-                          env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"})
 
 
 T_APP = """\
@@ -41,13 +34,13 @@ parameter's type; the arity must match. A callee whose type is a hole becomes
 """
 
 
-def test_relay_rule_prints_the_rule_as_the_spec_writes_it() -> None:
+def test_relay_rule_prints_the_rule_as_the_spec_writes_it(relay) -> None:
     done = relay("rule", "T-App")
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == T_APP
 
 
-def test_relay_rule_list_names_every_rule_by_family() -> None:
+def test_relay_rule_list_names_every_rule_by_family(relay) -> None:
     done = relay("rule", "--list")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -62,7 +55,7 @@ def test_relay_rule_list_names_every_rule_by_family() -> None:
     assert heads == list(rules.FAMILIES)
 
 
-def test_relay_rule_unknown_name_is_a_usage_error_with_suggestions() -> None:
+def test_relay_rule_unknown_name_is_a_usage_error_with_suggestions(relay) -> None:
     done = relay("rule", "T-Apply")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == ("relay: error: no rule T-Apply in spec/; did you mean T-App, "

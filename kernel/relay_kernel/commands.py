@@ -5,6 +5,10 @@ with ``:``. The first word after ``:`` names the command; everything after it (t
 the line and any following lines) is its argument. ``?name`` is ``:doc name`` shown in the
 front end's pager (as IPython's ``name?``).
 
+The table of commands (names, usage, help: ``command_table.py``) sits below the editor,
+which completes and describes commands from it; this module holds each command's handler
+(``HANDLERS``, by ``@handles(name)``) and sits above the editor and the session.
+
 Invariant: a command reports through ``Output`` only, raises ``CommandError`` for misuse and
 ``RelayError`` for mistakes in the Relay text it was given; it changes the session only where
 its help says so (``:reset``, ``:prelude``, ``:load``, ``:time``).
@@ -20,6 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from relay_kernel.command_table import (
+    ALIASES,
+    COMMANDS,
+    PAGE,
+    TIME_BUDGET,
+)
+from relay_kernel.command_table import split_command as split_command  # re-exported
 from relay_kernel.display import (
     CommandError,
     pretty_type,
@@ -52,48 +63,18 @@ class Context:
     out: Output
 
 
-@dataclass(frozen=True)
-class Command:
-    """One ``:name ARG`` command."""
-
-    name: str
-    usage: str
-    help: str
-    run: Callable[[Context, str], None]
-    needs_arg: bool = False
+HANDLERS: dict[str, Callable[[Context, str], None]] = {}
 
 
-COMMANDS: dict[str, Command] = {}
-ALIASES = {"t": "type", "vars": "who", "clear": "reset", "timing": "time", "h": "help"}
-
-
-def command(name: str, usage: str, help: str, needs_arg: bool = False):
-    """Register the decorated function as the command ``:name``."""
+def handles(name: str):
+    """Register the decorated function as the handler of ``:name`` (a ``COMMANDS`` entry of
+    ``command_table``, or ``page``)."""
 
     def register(fn: Callable[[Context, str], None]) -> Callable[[Context, str], None]:
-        COMMANDS[name] = Command(name, usage, help, fn, needs_arg)
+        HANDLERS[name] = fn
         return fn
 
     return register
-
-
-def split_command(code: str) -> tuple[str, str] | None:
-    """``(name, argument)`` when ``code`` is a command cell, else None.
-
-    ``?add`` is ``("page", "add")`` (``:doc`` shown in the pager); aliases are resolved
-    (``:t`` is ``:type``)."""
-    lines = code.lstrip().splitlines()
-    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("//")):
-        lines.pop(0)  # comment lines above a command
-    text = "\n".join(lines).lstrip()
-    if text.startswith("?"):
-        return "page", text[1:].strip()
-    if not text.startswith(":"):
-        return None
-    head, _, rest = text[1:].partition("\n")
-    name, _, arg = head.strip().partition(" ")
-    arg = (arg + ("\n" + rest if rest else "")).strip()
-    return ALIASES.get(name, name), arg
 
 
 def run_command(ctx: Context, name: str, arg: str) -> None:
@@ -109,7 +90,7 @@ def run_command(ctx: Context, name: str, arg: str) -> None:
         if cmd is PAGE:
             raise CommandError("usage: ?NAME (or :doc NAME)")
         raise CommandError(f"usage: :{cmd.name} {cmd.usage}")
-    cmd.run(ctx, arg)
+    HANDLERS[cmd.name](ctx, arg)
 
 
 def _near_command(name: str) -> str:
@@ -160,7 +141,7 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-@command("help", "", "Show the session rules and these commands.")
+@handles("help")
 def _help(ctx: Context, arg: str) -> None:
     if arg:
         name = ALIASES.get(arg.lstrip(":"), arg.lstrip(":"))
@@ -176,9 +157,7 @@ def _help(ctx: Context, arg: str) -> None:
 
 # -- inspection commands -----------------------------------------------------------------
 
-@command("type", "EXPR", "Show the type of EXPR without evaluating it.\n\n"
-         "EXPR is checked in the session (globals, bindings, prelude); nothing is kept.",
-         needs_arg=True)
+@handles("type")
 def _type(ctx: Context, arg: str) -> None:
     ty = ctx.session.type_of(arg, ctx.source_name)
     label = arg.strip() if "\n" not in arg.strip() and len(arg.strip()) <= 40 else None
@@ -188,12 +167,7 @@ def _type(ctx: Context, arg: str) -> None:
     ctx.out.result(type_bundle(ty, label))
 
 
-@command("derive", "EXPR", "Show the typing derivation of EXPR (Δ; Γ ⊢ e : τ) without "
-         "evaluating it.\n\n"
-         "Each node names its rule (spec/typing.md), the expression and its type; below it, "
-         "the holes the rule made and what solved them, and each run of a type relation with "
-         "its answer (T-Rel, 'not yet' included). Deep derivations are elided with a count.",
-         needs_arg=True)
+@handles("derive")
 def _derive(ctx: Context, arg: str) -> None:
     from relay_ref.repl import derivation_html, derivation_text
 
@@ -205,15 +179,13 @@ def _derive(ctx: Context, arg: str) -> None:
         raise refusal
 
 
-@command("ast", "EXPR", "Show the abstract syntax tree the parser builds for EXPR.",
-         needs_arg=True)
+@handles("ast")
 def _ast(ctx: Context, arg: str) -> None:
     expr = ctx.session.parse_expr(arg, ctx.source_name)
     ctx.out.result({"text/plain": ast_text(expr)})
 
 
-@command("fmt", "[CODE]", "Print the session's definitions (or CODE) as canonical Relay text.\n\n"
-         "Without an argument: every def and type made by cells so far, in definition order.")
+@handles("fmt")
 def _fmt(ctx: Context, arg: str) -> None:
     from relay_ref import astext
 
@@ -252,8 +224,7 @@ def _cell_defs(mod: Any, source_name: str) -> Any:
                                       if here(t)})
 
 
-@command("check", "[CODE]", "Type-check the session (or CODE against it) and list the types.\n\n"
-         "With CODE nothing is kept: it is a dry run of a cell without evaluation.")
+@handles("check")
 def _check(ctx: Context, arg: str) -> None:
     mod = ctx.session.check(arg or None, ctx.source_name)
     names = [n for n in mod.functions
@@ -272,7 +243,7 @@ WHO_MAX_BINDINGS = 200
 """:who lists at most this many bindings (the most recent)."""
 
 
-@command("who", "", "List the globals, types and bindings defined in this session.")
+@handles("who")
 def _who(ctx: Context, arg: str) -> None:
     s = ctx.session
     lines: list[str] = []
@@ -302,9 +273,7 @@ def _who(ctx: Context, arg: str) -> None:
     ctx.out.result(text_bundle("\n".join(lines), relay=True))
 
 
-@command("doc", "NAME", "Show the type and documentation of NAME (also ?NAME, Shift-Tab).\n\n"
-         "NAME is an op, @global, constructor, type, %binding, keyword or :command.",
-         needs_arg=True)
+@handles("doc")
 def _doc(ctx: Context, arg: str) -> None:
     ctx.out.display(text_bundle(_describe(ctx, arg)))
 
@@ -324,12 +293,10 @@ def _describe(ctx: Context, arg: str) -> str:
     return doc
 
 
+@handles("page")
 def _page(ctx: Context, arg: str) -> None:
     """``?NAME``: ``:doc NAME`` sent to the front end's pager (a reply payload)."""
     ctx.out.page(_describe(ctx, arg))
-
-
-PAGE = Command("page", "NAME", "Show :doc NAME in the pager.", _page, needs_arg=True)
 
 
 # -- evaluation commands -----------------------------------------------------------------
@@ -346,24 +313,10 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
-TIME_BUDGET = 0.5
-""":time --compile calls the compiled expression again until about this many seconds are
-spent (first call included), at most ``TIME_MAX_CALLS`` times."""
 TIME_MAX_CALLS = 10_000
 
 
-@command("time", "[--compile] CODE", "Run CODE as a cell and report the time taken.\n\n"
-         "The report splits parsing, type checking and evaluation.\n"
-         "With --compile only the cell's trailing expression is compiled with rr.compile "
-         "(the fast executor; its free variables, the session's bindings, become "
-         "parameters) and timed: it is called once for the cell's value, then again for "
-         f"about {TIME_BUDGET:g} s, and every call's effects happen (a session reference "
-         "it writes ends with the last call's write: `ref_write(%r, ref_read(%r) + 1)` "
-         "adds 1 per call, the report says how many calls). The report shows the compile "
-         "time, the first call, and the median time per call. Definitions, bindings and "
-         "`e;` statements before the expression are handled as in any cell: the "
-         "interpreter runs them once, before the first call, so their effects happen "
-         "once.", needs_arg=True)
+@handles("time")
 def _time(ctx: Context, arg: str) -> None:
     compiled, code = _time_options(arg)
     if not compiled:
@@ -441,15 +394,7 @@ TRACE_LIMIT = 400
 """At most this many trace lines are shown (then a count of the rest)."""
 
 
-@command("trace", "[--values] EXPR", "Evaluate EXPR and list the evaluation rules applied "
-         "(--values: with each step's value).\n\n"
-         "Rules are named as in spec/semantics.md (E-Let, E-App, E-Match ...). With --values "
-         "each step also shows its value (ρ; σ ⊢ e ⇒ v; σ'), the environment a closure "
-         "captures, the store a reference rule reads or writes, and for `match` the clauses "
-         "that failed, the clause taken and the pattern rules (P-Ctor, P-Var ...) with their "
-         "bindings. A stuck evaluation shows the trace up to the stuck rule (E-Match-Fail, "
-         "Stuck-Depth ...), then the error.",
-         needs_arg=True)
+@handles("trace")
 def _trace(ctx: Context, arg: str) -> None:
     from relay_ref.repl import RelayError
 
@@ -482,11 +427,7 @@ def _show_trace(ctx: Context, events: list[Any], values: bool) -> None:
         ctx.out.display(trace_bundle(text))
 
 
-@command("rule", "NAME...", "Show rules of the spec as spec/ writes them (T-App, E-Let ...).\n\n"
-         "The rule names are the ones errors, traces and derivations cite; a name ending in "
-         "`*` shows every rule starting with it (`:rule E-If-*`). `:rule --list` lists them "
-         "all, by family; `:rule --list T` the T family, `:rule --list E-App` E-App and the "
-         "E-App-... rules.", needs_arg=True)
+@handles("rule")
 def _rule(ctx: Context, arg: str) -> None:
     from relay_ref import repl
 
@@ -519,14 +460,13 @@ def _rule(ctx: Context, arg: str) -> None:
 
 # -- session commands --------------------------------------------------------------------
 
-@command("reset", "", "Forget every definition and binding of this session.")
+@handles("reset")
 def _reset(ctx: Context, arg: str) -> None:
     ctx.session.reset()
     ctx.out.stream("session reset: no definitions, no bindings\n")
 
 
-@command("prelude", "on|off", "Turn the prelude on or off for later cells (no argument: show).\n\n"
-         "Definitions already drawn from the prelude stay; :reset starts clean.")
+@handles("prelude")
 def _prelude(ctx: Context, arg: str) -> None:
     word = arg.strip().lower()
     if word in ("on", "off"):
@@ -536,8 +476,7 @@ def _prelude(ctx: Context, arg: str) -> None:
     ctx.out.stream(f"prelude: {'on' if ctx.session.prelude else 'off'}\n")
 
 
-@command("load", "FILE.relay", "Run a .relay file as a cell: its definitions join the session.\n\n"
-         "Errors point into the file (FILE:line:column).", needs_arg=True)
+@handles("load")
 def _load(ctx: Context, arg: str) -> None:
     path = arg.strip().strip('"').strip("'")
     try:
@@ -627,3 +566,9 @@ def _is_node(obj: Any) -> bool:
     return (dataclasses.is_dataclass(obj) and not isinstance(obj, type)) \
         or isinstance(obj, np.ndarray) or (isinstance(obj, tuple)
                                            and any(_is_node(x) for x in obj))
+
+
+# Every command of the table has exactly one handler here, and nothing else does.
+if set(HANDLERS) != {*COMMANDS, PAGE.name}:  # pragma: no cover - a programming error
+    raise RuntimeError(f"kernel commands without a handler or handlers without a command: "
+                       f"{sorted(set(HANDLERS) ^ {*COMMANDS, PAGE.name})}")

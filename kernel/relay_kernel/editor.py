@@ -17,11 +17,12 @@ is the normal case, not an error.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import TYPE_CHECKING, Any
 
+from relay_kernel.command_table import COMMANDS, split_command
 from relay_kernel.lexer import KEYWORDS
+from relay_kernel.text_scan import prelude_names, scan_brackets
 
 if TYPE_CHECKING:  # pragma: no cover
     from relay_kernel.session import Session
@@ -47,52 +48,7 @@ KEYWORD_DOCS = {
 
 _WORD = re.compile(r"(?:[%@]|:)?[A-Za-z_][A-Za-z0-9_.]*$|[%@:]$")
 _WORD_AT = re.compile(r"[%@:]?[A-Za-z_0-9][A-Za-z0-9_.]*")
-_CLOSERS = {")": "(", "]": "[", "}": "{"}
-
-
 # -- is_complete -------------------------------------------------------------------------
-
-def scan_brackets(code: str) -> tuple[list[str], bool, bool]:
-    """``(open brackets, unmatched closer seen, inside a comment/string at the end)``.
-
-    Skips ``//`` comments, nested ``/* */`` comments and ``"..."`` strings."""
-    stack: list[str] = []
-    bad = False
-    i, n = 0, len(code)
-    while i < n:
-        ch = code[i]
-        if code.startswith("//", i):
-            j = code.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if code.startswith("/*", i):
-            depth, i = 1, i + 2
-            while i < n and depth:
-                if code.startswith("/*", i):
-                    depth, i = depth + 1, i + 2
-                elif code.startswith("*/", i):
-                    depth, i = depth - 1, i + 2
-                else:
-                    i += 1
-            if depth:
-                return stack, bad, True
-            continue
-        if ch == '"':
-            j = code.find('"', i + 1)
-            if j < 0:
-                return stack, bad, True
-            i = j + 1
-            continue
-        if ch in "([{":
-            stack.append(ch)
-        elif ch in _CLOSERS:
-            if stack and stack[-1] == _CLOSERS[ch]:
-                stack.pop()
-            else:
-                bad = True
-        i += 1
-    return stack, bad, False
-
 
 def _end_position(code: str) -> tuple[int, int]:
     """(line, column) just past the last non-blank character (1-based)."""
@@ -103,8 +59,6 @@ def _end_position(code: str) -> tuple[int, int]:
 
 def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
     """The ``is_complete_reply`` content for ``code`` (see the module docstring)."""
-    from relay_kernel.commands import split_command
-
     if not code.strip() or split_command(code) is not None:
         return {"status": "complete"}
     stack, bad, unterminated = scan_brackets(code)
@@ -132,43 +86,6 @@ def is_complete(code: str, session: Session | None = None) -> dict[str, str]:
 
 # -- names -------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def prelude_names() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """``(globals, types, constructors)`` of the prelude, each name -> doc comment (the
-    ``//`` lines just above its definition). Read from the prelude's text, so it works even
-    when the prelude cannot be parsed."""
-    try:
-        from relay_ref.repl import prelude_text
-
-        text = prelude_text()
-    except (ImportError, OSError, TypeError):
-        return {}, {}, {}
-    globals_: dict[str, str] = {}
-    types: dict[str, str] = {}
-    ctors: dict[str, str] = {}
-    doc: list[str] = []
-    in_type: str | None = None
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("//"):
-            doc.append(s[2:].strip())
-            continue
-        if m := re.match(r"def\s+@(\w+)", s):
-            globals_[m.group(1)] = " ".join(doc)
-        elif m := re.match(r"type\s+(\w+)", s):
-            types[m.group(1)] = " ".join(doc)
-            in_type = m.group(1) if "}" not in s else None
-            for c in re.findall(r"[{,]\s*([A-Z_a-z]\w*)", s):
-                ctors[c] = f"constructor of {m.group(1)}"
-        elif in_type and (m := re.match(r"([A-Za-z_]\w*)\s*(\(|,|$)", s)):
-            ctors[m.group(1)] = f"constructor of {in_type}"
-        if s.startswith("}"):
-            in_type = None
-        if s and not s.startswith("//"):
-            doc = []
-    return globals_, types, ctors
-
-
 def op_names() -> list[str]:
     """Every registered operator name (empty when the op library cannot load)."""
     try:
@@ -190,8 +107,6 @@ def _op(name: str) -> Any:
 
 def candidates(session: Session | None, code: str, word: str) -> list[str]:
     """Every completion candidate for a word starting like ``word`` (sigil included)."""
-    from relay_kernel.commands import COMMANDS
-
     pglobals, ptypes, pctors = prelude_names() if session is None or session.prelude \
         else ({}, {}, {})
     if word.startswith(":"):
@@ -282,7 +197,6 @@ def word_at(code: str, cursor_pos: int) -> str:
 
 def describe(word: str, session: Session | None) -> str | None:
     """Plain-text documentation of ``word``, or None when nothing is known about it."""
-    from relay_kernel.commands import COMMANDS
     from relay_kernel.display import pretty_type, type_text, value_text
 
     if not word:

@@ -147,7 +147,7 @@ class Session:
             line = lines[span.line - 1] if span.line <= len(lines) else ""
             if not re.match(r"\s*(def\s*@|type\s+\w|extern\s+type\b)", line):
                 raise
-            from relay_kernel.editor import scan_brackets
+            from relay_kernel.text_scan import scan_brackets
 
             still_open, _, _ = scan_brackets("\n".join(lines[: span.line - 1]))
             if still_open:  # inside an unclosed definition: a different mistake
@@ -727,13 +727,13 @@ class Session:
 
 
 def _prelude_globals() -> dict[str, str]:
-    from relay_kernel.editor import prelude_names
+    from relay_kernel.text_scan import prelude_names
 
     return prelude_names()[0]
 
 
 def _prelude_types() -> dict[str, str]:
-    from relay_kernel.editor import prelude_names
+    from relay_kernel.text_scan import prelude_names
 
     return prelude_names()[1]
 

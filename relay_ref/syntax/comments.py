@@ -219,8 +219,8 @@ def _with_blanks(cs: list[_Comment], next_line: int | None) -> list[str]:
 def comment_texts(text: str) -> list[str]:
     """Every comment of a Relay text, in order (the pre-pass's scan; for tests and tools)."""
     from relay_ref.ir.span import Source
-    from relay_ref.syntax.parser import _prescan
+    from relay_ref.syntax.prescan import prescan
 
     found: list[tuple[int, int]] = []
-    _prescan(Source("<string>", text), found)
+    prescan(Source("<string>", text), found)
     return [text[s:e] for s, e in found]

@@ -2,10 +2,11 @@
 
 Pipeline, each stage iterative so that deep programs never hit the recursion limit:
 
-1. ``_prescan`` (S-Comment, S-Metadata): blanks comments (``//``, nesting ``/* */``) with
-   spaces, keeping every line and column, and cuts off the ``#[metadata]`` section. ``parse``
-   keeps the comments: the resolver records anchors and ``syntax/comments.py`` attaches each
-   comment to one, in ``module.comments`` (Pr-Comments).
+1. ``prescan`` (``syntax/prescan.py``; S-Comment, S-Metadata): blanks comments (``//``,
+   nesting ``/* */``) with spaces, keeping every line and column, and cuts off the
+   ``#[metadata]`` section. ``parse`` keeps the comments: the resolver records anchors and
+   ``syntax/comments.py`` attaches each comment to one, in ``module.comments``
+   (Pr-Comments).
 2. Lark's LALR parser with the contextual lexer (``grammar/relay.lark``) builds a parse tree;
    the LALR driver loop is iterative. Lark exceptions become located ``ParseError``s with
    messages in Relay terms (``_syntax_error``).
@@ -42,6 +43,7 @@ from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Anchor, attach
 from relay_ref.syntax.fallback import Fallback
 from relay_ref.syntax.metadata import MetadataError, load_metadata, meta_object
+from relay_ref.syntax.prescan import offset_span, prescan
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
 
@@ -116,7 +118,7 @@ def _lark_positions() -> Lark:
 
 class _Trivia:
     """Comments of a text (Pr-Comments): their ``(start, end)`` offsets, found by
-    ``_prescan``, and the comment-free text the grammar saw."""
+    ``prescan``, and the comment-free text the grammar saw."""
 
     __slots__ = ("spans", "clean")
 
@@ -263,88 +265,9 @@ def with_metadata(meta: dict[str, list], metadata: Mapping[str, Sequence[object]
 _STMT_RULES = {"let_stmt", "graph_stmt", "free_var_stmt", "expr_stmt"}
 
 
-# ---- S-Comment, S-Metadata: the pre-pass -----------------------------------------------------
-
-_INTERESTING = re.compile(r'["/#]')
-_METADATA = re.compile(r"#\[\s*metadata\s*\]")
-_NEST = re.compile(r"/\*|\*/")
-
-
-def _prescan(source: Source, found: list[tuple[int, int]] | None = None
-             ) -> tuple[str, str | None, Span | None]:
-    """Blank comments (keeping newlines) and split off ``#[metadata]``.
-
-    Returns (text for the grammar, metadata text or None, span of the ``#[metadata]`` line).
-    Strings are skipped, so ``"//"`` inside a string is not a comment. Each comment's
-    ``(start, end)`` offsets are appended to ``found`` when given (Pr-Comments)."""
-    text = source.text
-    pieces: list[str] = []
-    start = 0  # text[start:] is not yet copied to pieces
-    pos = 0
-    n = len(text)
-    while True:
-        m = _INTERESTING.search(text, pos)
-        if m is None:
-            break
-        i = m.start()
-        c = text[i]
-        if c == '"':
-            j = text.find('"', i + 1)
-            if j < 0:
-                break  # the lexer reports the unterminated string
-            pos = j + 1
-        elif c == "#":
-            mm = _METADATA.match(text, i)
-            if mm is None:
-                pos = i + 1
-                continue
-            pieces.append(text[start:i])
-            span = _offset_span(source, i, mm.end())
-            return "".join(pieces), text[mm.end():], span
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            pieces.append(text[start:i])
-            pieces.append(" " * (j - i))
-            if found is not None:
-                found.append((i, j))
-            start = pos = j
-        elif text.startswith("/*", i):
-            depth = 0
-            k = i
-            while True:
-                mm = _NEST.search(text, k)
-                if mm is None:
-                    span = _offset_span(source, i, i + 2)
-                    raise ParseError(Diagnostic(ERROR, "unterminated comment", span, (
-                        Note("a '/*' comment must be closed by '*/' (comments nest)"),)))
-                depth += 1 if mm.group() == "/*" else -1
-                k = mm.end()
-                if depth == 0:
-                    break
-            pieces.append(text[start:i])
-            pieces.append(re.sub(r"[^\n]", " ", text[i:k]))
-            if found is not None:
-                found.append((i, k))
-            start = pos = k
-        else:
-            pos = i + 1
-    pieces.append(text[start:])
-    return "".join(pieces), None, None
-
-
-def _offset_span(source: Source, start: int, end: int) -> Span:
-    text = source.text
-    line = text.count("\n", 0, start) + 1
-    col = start - (text.rfind("\n", 0, start) + 1) + 1
-    end_line = text.count("\n", 0, end) + 1
-    end_col = end - (text.rfind("\n", 0, end) + 1) + 1
-    return Span(source, line, col, end_line, end_col)
-
-
 def _parse_tree(source: Source, start: str, trivia: _Trivia | None = None
                 ) -> tuple[Tree, dict[str, list]]:
-    clean, meta_text, meta_span = _prescan(source, None if trivia is None else trivia.spans)
+    clean, meta_text, meta_span = prescan(source, None if trivia is None else trivia.spans)
     try:
         if trivia is not None and trivia.spans:
             trivia.clean = clean
@@ -364,7 +287,7 @@ def _parse_tree(source: Source, start: str, trivia: _Trivia | None = None
             span = meta_span
             if err.offset is not None:  # e.g. a JSON syntax error: point at it
                 at = len(source.text) - len(meta_text) + err.offset
-                span = _offset_span(source, at, min(at + 1, len(source.text)))
+                span = offset_span(source, at, min(at + 1, len(source.text)))
             raise ParseError(f"bad #[metadata] section: {err}", span) from None
     return tree, meta
 
@@ -477,7 +400,7 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
             opener = _unclosed_bracket(clean)
             if opener is not None:
                 notes = (Note(f"this '{clean[opener]}' is never closed",
-                              _offset_span(source, opener, opener + 1)),)
+                              offset_span(source, opener, opener + 1)),)
         else:
             length = max(len(str(tok.value)), 1)
         what = _describe_expected(expected)

@@ -13,9 +13,6 @@ every other global gives what it gave before.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,19 +33,12 @@ def _mlp_arrays() -> dict[str, np.ndarray]:
     return {k: (rng.standard_normal(s) * 0.05).astype("float32") for k, s in SHAPES.items()}
 
 
-def _relay_run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    env.update({k: os.environ[k] for k in ("HOME", "RELAY_REF_CACHE_DIR") if k in os.environ})
-    return subprocess.run([sys.executable, "-m", "relay_ref", "run", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120, env=env)
-
-
 def _printed(text: str) -> np.ndarray:
     return np.array([float(v) for v in text.replace("f", " ").replace("[", " ")
                      .replace("]", " ").replace(",", " ").split()], dtype="float32")
 
 
-def test_shipped_example_runs_with_params(tmp_path: Path) -> None:
+def test_shipped_example_runs_with_params(relay, tmp_path: Path) -> None:
     """``relay run examples/mlp.relay --params W.npz x.npy``, interpreted and compiled."""
     arrays = _mlp_arrays()
     weights = {k: v for k, v in arrays.items() if k != "x"}
@@ -57,7 +47,7 @@ def test_shipped_example_runs_with_params(tmp_path: Path) -> None:
     mod = rr.parse(MLP.read_text(), str(MLP))
     expected = rr.evaluate(mod, *arrays.values()).ravel()
     for flags in ([], ["--compile"]):
-        result = _relay_run(*flags, str(MLP), "--params", "W.npz", "x.npy", cwd=tmp_path)
+        result = relay("run", *flags, MLP, "--params", "W.npz", "x.npy", cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         np.testing.assert_allclose(_printed(result.stdout), expected, rtol=1e-5)
 

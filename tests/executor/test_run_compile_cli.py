@@ -7,9 +7,6 @@ does, to see that errors print no traceback.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -162,34 +159,25 @@ def test_help_describes_the_options(capsys):
     assert "interpreter only" in text
 
 
-def relay_run(*args: str) -> subprocess.CompletedProcess:
-    env = {"NO_COLOR": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    env.update({k: os.environ[k] for k in ("HOME", "RELAY_REF_CACHE_DIR") if k in os.environ})
-    return subprocess.run([sys.executable, "-m", "relay_ref", "run", *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, env=env)
-
-
-def test_match_failure_located_without_traceback(tmp_path):
+def test_match_failure_located_without_traceback(relay, tmp_path):
     prog = tmp_path / "p.relay"
     prog.write_text("def @main(%xs: List[int32]) -> int32 { @hd(%xs) }\n")
-    out = relay_run("--compile", str(prog), "Nil")
+    out = relay("run", "--compile", str(prog), "Nil")
     assert out.returncode == 1 and out.stdout == ""
     assert "Traceback" not in out.stderr
     assert f"{prog}:1:40: error: call of @hd failed: no match clause matched" in out.stderr
     assert "@main -> @hd" in out.stderr
-    usage = relay_run("--compile", "--trace", str(prog), "Nil")
+    usage = relay("run", "--compile", "--trace", str(prog), "Nil")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
 
 
-def test_max_depth_bounds_compiled_recursion_as_it_bounds_the_interpreter(tmp_path) -> None:
+def test_max_depth_bounds_compiled_recursion_as_it_bounds_the_interpreter(relay, tmp_path) -> None:
     prog = tmp_path / "forever.relay"
     prog.write_text("def @forever(%n: int32) -> int32 { @forever(%n + 1) }\n"
                     "def @main() { @forever(0) }\n")
     outs = []
     for extra in ([], ["--compile"]):
-        done = subprocess.run([sys.executable, "-m", "relay_ref", "run", str(prog),
-                               "--max-depth", "50", *extra], capture_output=True, text=True,
-                              timeout=120)
+        done = relay("run", prog, "--max-depth", "50", *extra)
         assert done.returncode == 1 and "recursion deeper than 50" in done.stderr, done.stderr
         assert "[Stuck-Depth]" in done.stderr
         outs.append(done.stderr.splitlines()[0])

@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relay_ref as rr
-from relay_ref.cli_run import NpyError, _argument, load_npy
+from relay_ref.cli.run import parse_argument
+from relay_ref.cli.weights import NpyError, load_npy
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = """def @main(%x: Tensor[(2, 2), float32]) -> Tensor[(2, 2), float32] {
@@ -253,7 +254,8 @@ TOKENS = ["3", "2.5f", "-1", "1i64", "300i8", "1e400f", "True", "False", "(", ")
 def _check_literal(text: str, index: int) -> None:
     param = PARAMS[index]
     try:
-        value = _argument(text, index, LITERAL_MODULE, param.type_annotation, param.name_hint)
+        value = parse_argument(text, index, LITERAL_MODULE, param.type_annotation,
+                               param.name_hint)
     except rr.RelayError as err:
         assert err.diagnostics and err.render()
         assert err.span is None or err.span.name.startswith(("<argument", "/"))
@@ -286,15 +288,15 @@ def test_fuzz_literal_text(index: int, text: str) -> None:
 def test_ill_typed_or_failing_literals_are_located(text, index, words):
     param = PARAMS[index]
     with pytest.raises(rr.RelayError) as info:
-        _argument(text, index, LITERAL_MODULE, param.type_annotation, param.name_hint)
+        parse_argument(text, index, LITERAL_MODULE, param.type_annotation, param.name_hint)
     assert words in info.value.message
     assert info.value.span is not None and info.value.span.name == f"<argument {index + 1}>"
 
 
 def test_literals_still_take_the_parameter_type():
     """The type check uses the parameter's type: `Nil` and an unannotated `fn` are fine."""
-    assert _argument("Nil", 1, LITERAL_MODULE, PARAMS[1].type_annotation, "xs").fields == ()
-    func = _argument("fn (%a) { %a }", 3, LITERAL_MODULE, PARAMS[3].type_annotation, "f")
+    assert parse_argument("Nil", 1, LITERAL_MODULE, PARAMS[1].type_annotation, "xs").fields == ()
+    func = parse_argument("fn (%a) { %a }", 3, LITERAL_MODULE, PARAMS[3].type_annotation, "f")
     assert isinstance(func, (rr.Closure, rr.RecClosure))
-    three = _argument("3", 0, LITERAL_MODULE, PARAMS[0].type_annotation, "x")
+    three = parse_argument("3", 0, LITERAL_MODULE, PARAMS[0].type_annotation, "x")
     assert int(three) == 3

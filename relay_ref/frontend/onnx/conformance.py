@@ -35,7 +35,8 @@ import numpy as np
 from relay_ref.diagnostics import FrontendError, RelayError
 from relay_ref.frontend.onnx.backend import EXECUTORS, RelayBackend
 from relay_ref.frontend.onnx.load import default_opset, load_model
-from relay_ref.frontend.onnx.registry import DOMAINS, lookup
+from relay_ref.frontend.onnx.lookup import lookup
+from relay_ref.frontend.onnx.registry import DOMAINS
 from relay_ref.frontend.onnx.survey import survey
 
 OUTCOMES = ("passed", "wrong", "unsupported", "error", "bug")

@@ -34,14 +34,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from relay_ref.frontend.onnx.builder import Builder, ConvertError
+from relay_ref.frontend.onnx.builder import ConvertError
+from relay_ref.frontend.onnx.common import (
+    MANY_OUTPUTS,
+    generalise,
+    grow_accumulator,
+    loop_var_name,
+    short_type_text,
+    typed_call,
+)
 from relay_ref.frontend.onnx.context import NodeContext
-from relay_ref.frontend.onnx.names import VALID, sanitise
+from relay_ref.frontend.onnx.names import sanitise
 from relay_ref.frontend.onnx.registry import converter
-from relay_ref.ir.expr import Call, Expr, Function, If, Let, Var
+from relay_ref.ir.expr import Expr, Function, If, Let, Var
 from relay_ref.ir.types import ANY, BOOL, FuncType, TensorType, TupleType, Type
-
-_MANY = 1 << 30  # If and Loop have as many outputs as their subgraphs
 
 
 def _scalar(ctx: NodeContext, x: Expr, dtype: str, what: str) -> Expr:
@@ -69,14 +75,9 @@ def _same_type(a: Type, b: Type, what: str) -> Type:
                 break
         else:
             return TensorType(tuple(dims), a.dtype)
-    raise ConvertError(f"{what} has type {_text(a)} in then_branch and {_text(b)} in "
-                       "else_branch; a Relay if needs the same type in both branches")
-
-
-def _text(ty: Type) -> str:
-    if isinstance(ty, TensorType):
-        return f"Tensor[({', '.join(str(d) for d in ty.shape)}), {ty.dtype}]"
-    return str(ty)
+    raise ConvertError(f"{what} has type {short_type_text(a)} in then_branch and "
+                       f"{short_type_text(b)} in else_branch; a Relay if needs the same type "
+                       "in both branches")
 
 
 def _check_if(ctx: NodeContext) -> list[str]:
@@ -91,7 +92,7 @@ def _check_if(ctx: NodeContext) -> list[str]:
     return []
 
 
-@converter("If", since=1, outputs=_MANY, check=_check_if)
+@converter("If", since=1, outputs=MANY_OUTPUTS, check=_check_if)
 def if_(ctx: NodeContext) -> Expr | list[Expr]:
     assert ctx.subgraph is not None
     b = ctx.builder
@@ -141,21 +142,7 @@ def _body_input(ctx: NodeContext, k: int, var: Expr) -> Expr:
     return var
 
 
-def _name(onnx_name: str, fallback: str) -> str:
-    return onnx_name if VALID.fullmatch(onnx_name or "") else sanitise(onnx_name or fallback)
-
-
-def _generalise(a: TensorType, b: Type, what: str) -> TensorType:
-    """The parameter type that holds both ``a`` (so far) and ``b`` (the body's output):
-    differing dims become ``?``; the dtype and rank must agree."""
-    if not isinstance(b, TensorType) or b.dtype != a.dtype or len(b.shape) != len(a.shape):
-        raise ConvertError(f"{what} has type {_text(a)} before the loop and {_text(b)} "
-                           "after an iteration; only its dims may change")
-    return TensorType(tuple(x if x == y and x is not ANY and y is not ANY else ANY
-                            for x, y in zip(a.shape, b.shape, strict=True)), a.dtype)
-
-
-@converter("Loop", since=1, outputs=_MANY, check=_check_loop)
+@converter("Loop", since=1, outputs=MANY_OUTPUTS, check=_check_loop)
 def loop(ctx: NodeContext) -> list[Expr]:
     assert ctx.subgraph is not None
     b = ctx.builder
@@ -169,11 +156,11 @@ def loop(ctx: NodeContext) -> list[Expr]:
         _scalar(ctx, c, "bool", "cond")
     types = [b.tensor_type(v) for v in init]
     for _ in range(len(types[0].shape) + 2 if types else 1):
-        it = b.var(_name(body.input[0].name, "iter"), TensorType((), "int64"))
-        cond = b.var(_name(body.input[1].name, "cond"), BOOL)
-        vs = [b.var(_name(body.input[2 + k].name, f"v{k}"), t) for k, t in enumerate(types)]
+        it = b.var(loop_var_name(body.input[0].name, "iter"), TensorType((), "int64"))
+        cond = b.var(loop_var_name(body.input[1].name, "cond"), BOOL)
+        vs = [b.var(loop_var_name(body.input[2 + k].name, f"v{k}"), t) for k, t in enumerate(types)]
         outs = ctx.subgraph("body", [_body_input(ctx, 0, it), _body_input(ctx, 1, cond), *vs])
-        new = [_generalise(t, b.type_of(o), f"loop-carried value {k}")
+        new = [generalise(t, b.type_of(o), f"loop-carried value {k}")
                for k, (t, o) in enumerate(zip(types, outs[1:1 + carried], strict=True))]
         if new == types:
             break
@@ -185,7 +172,7 @@ def loop(ctx: NodeContext) -> list[Expr]:
     for k, s in enumerate(scans):
         st = b.type_of(s)
         if not isinstance(st, TensorType):
-            raise ConvertError(f"scan output {k} must be a tensor, found {_text(st)}")
+            raise ConvertError(f"scan output {k} must be a tensor, found {short_type_text(st)}")
         acc_types.append(TensorType((ANY, *st.shape), st.dtype))
         empty = [d if isinstance(d, int) else 0 for d in st.shape]
         empties.append(b.const(np.zeros((0, *empty), dtype=st.dtype)))
@@ -195,8 +182,8 @@ def loop(ctx: NodeContext) -> list[Expr]:
                  FuncType((TensorType((), "int64"), BOOL, *types, *acc_types), ret))
     b.types[fn_var] = fn_var.type_annotation  # type: ignore[assignment]
     next_cond = start_cond if c is None else _scalar(ctx, outs[0], "bool", "cond_out")
-    grown = [_grow(ctx, it, acc, s) for acc, s in zip(accs, scans, strict=True)]
-    recur = _call(b, fn_var, ret, ctx.call("add", it, b.const(np.int64(1))), next_cond,
+    grown = [grow_accumulator(ctx, it, acc, s) for acc, s in zip(accs, scans, strict=True)]
+    recur = typed_call(b, fn_var, ret, ctx.call("add", it, b.const(np.int64(1))), next_cond,
                   *outs[1:1 + carried], *grown)
     go: Expr | None = None if c is None else cond
     if trip is not None:
@@ -207,27 +194,9 @@ def loop(ctx: NodeContext) -> list[Expr]:
     b.types[step] = ret
     fn = Function((it, cond, *vs, *accs), step, ret)
     b.types[fn] = fn_var.type_annotation  # type: ignore[assignment]
-    first = _call(b, fn_var, ret, b.const(np.int64(0)), start_cond, *init, *empties)
+    first = typed_call(b, fn_var, ret, b.const(np.int64(0)), start_cond, *init, *empties)
     expr = Let(fn_var, fn, first)
     b.types[expr] = ret
     return [b.item(expr, k) for k in range(len(ret.fields))]
 
 
-def _grow(ctx: NodeContext, it: Expr, acc: Expr, item: Expr) -> Expr:
-    """``acc`` with ``item`` appended on a new first axis. When ``item``'s shape is not
-    static the empty start has 0 for its unknown dims, so the first iteration starts the
-    accumulator afresh instead (``if (%iter == 0)``)."""
-    b = ctx.builder
-    row = ctx.call("expand_dims", item, axis=0, num_newaxis=1)
-    grown = ctx.call("concatenate", b.tuple(acc, row), axis=0)
-    if b.tensor_type(item).is_static:
-        return grown
-    expr = If(ctx.call("equal", it, b.const(np.int64(0))), row, grown)
-    b.types[expr] = b.type_of(acc)
-    return expr
-
-
-def _call(b: Builder, fn: Expr, ret: Type, *args: Expr) -> Expr:
-    expr = Call(fn, tuple(args))
-    b.types[expr] = ret
-    return expr

@@ -32,9 +32,16 @@ from __future__ import annotations
 import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
+from relay_ref.frontend.onnx.common import (
+    MANY_OUTPUTS,
+    generalise,
+    grow_accumulator,
+    loop_var_name,
+    short_type_text,
+    typed_call,
+)
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
 from relay_ref.frontend.onnx.names import sanitise
-from relay_ref.frontend.onnx.ops_control import _MANY, _call, _generalise, _grow, _name, _text
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr, Function, If, Let, Var
 from relay_ref.ir.types import ANY, FuncType, TensorType, TupleType
@@ -97,12 +104,12 @@ def _scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], in_axes: list[in
     types = [b.tensor_type(v) for v in states]
     for _ in range(max((len(t.shape) for t in types), default=0) + 2):
         it = b.var(sanitise(f"iter_{ctx.name}") if ctx.name else "iter", _I64)
-        vs = [b.var(_name(body.input[k].name, f"s{k}"), t) for k, t in enumerate(types)]
+        vs = [b.var(loop_var_name(body.input[k].name, f"s{k}"), t) for k, t in enumerate(types)]
         index = ctx.call("subtract", last, it)
         elems = [ctx.call("take", x, index if d else it, axis=a, mode="clip")
                  for x, a, d in zip(xs, in_axes, in_dirs, strict=True)]
         outs = ctx.subgraph("body", [*vs, *elems])
-        new = [_generalise(t, b.type_of(o), f"state {k}")
+        new = [generalise(t, b.type_of(o), f"state {k}")
                for k, (t, o) in enumerate(zip(types, outs[:n], strict=True))]
         if new == types:
             break
@@ -114,7 +121,7 @@ def _scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], in_axes: list[in
     for k, s in enumerate(scans):
         st = b.type_of(s)
         if not isinstance(st, TensorType):
-            raise ConvertError(f"scan output {k} must be a tensor, found {_text(st)}")
+            raise ConvertError(f"scan output {k} must be a tensor, found {short_type_text(st)}")
         acc_types.append(TensorType((ANY, *st.shape), st.dtype))
         empty = [d if isinstance(d, int) else 0 for d in st.shape]
         empties.append(b.const(np.zeros((0, *empty), dtype=st.dtype)))
@@ -123,14 +130,14 @@ def _scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], in_axes: list[in
     fn_var = Var(sanitise(f"scan_{ctx.name}") if ctx.name else "scan",
                  FuncType((_I64, *types, *acc_types), ret))
     b.types[fn_var] = fn_var.type_annotation  # type: ignore[assignment]
-    grown = [_grow(ctx, it, acc, s) for acc, s in zip(accs, scans, strict=True)]
-    recur = _call(b, fn_var, ret, ctx.call("add", it, b.const(np.int64(1))), *outs[:n],
+    grown = [grow_accumulator(ctx, it, acc, s) for acc, s in zip(accs, scans, strict=True)]
+    recur = typed_call(b, fn_var, ret, ctx.call("add", it, b.const(np.int64(1))), *outs[:n],
                   *grown)
     step = If(ctx.call("less", it, length), recur, b.tuple(*vs, *accs))
     b.types[step] = ret
     fn = Function((it, *vs, *accs), step, ret)
     b.types[fn] = fn_var.type_annotation  # type: ignore[assignment]
-    first = _call(b, fn_var, ret, b.const(np.int64(0)), *states, *empties)
+    first = typed_call(b, fn_var, ret, b.const(np.int64(0)), *states, *empties)
     expr = Let(fn_var, fn, first)
     b.types[expr] = ret
     results = [b.item(expr, k) for k in range(len(ret.fields))]
@@ -147,7 +154,7 @@ def _scan(ctx: NodeContext, states: list[Expr], xs: list[Expr], in_axes: list[in
     return results
 
 
-@converter("Scan", since=9, outputs=_MANY, check=_check_scan)
+@converter("Scan", since=9, outputs=MANY_OUTPUTS, check=_check_scan)
 def scan(ctx: NodeContext) -> list[Expr]:
     _, n = _split(ctx)
     m = int(ctx.attr("num_scan_inputs"))
@@ -162,7 +169,7 @@ def scan(ctx: NodeContext) -> list[Expr]:
     return _scan(ctx, states, xs, in_axes, in_dirs, out_axes, out_dirs)
 
 
-@converter("Scan", since=8, until=8, outputs=_MANY, check=_check_scan)
+@converter("Scan", since=8, until=8, outputs=MANY_OUTPUTS, check=_check_scan)
 def scan_8(ctx: NodeContext) -> list[Expr]:
     b = ctx.builder
     first, n = _split(ctx)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
+from relay_ref.frontend.onnx.common import check_auto_pad, relay_padding, resolve_pads, spatial_dims
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
 from relay_ref.frontend.onnx.dtypes import relay_dtype
-from relay_ref.frontend.onnx.ops_nn import _check_auto_pad, _padding, _pads, _spatial
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
@@ -77,23 +77,23 @@ def cumprod(ctx: NodeContext) -> Expr:
 # -- Lp pool and norm ---------------------------------------------------------------------
 
 
-@converter("LpPool", since=2, check=_check_auto_pad)
+@converter("LpPool", since=2, check=check_auto_pad)
 def lp_pool(ctx: NodeContext) -> Expr:
     """``(sum over the window of |x|^p)^(1/p)``: an average pool of ``|x|^p`` counting the
     padding, times the window size (as ONNX's reference computes it)."""
-    nd = _spatial(ctx)
+    nd = spatial_dims(ctx)
     kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
     if len(kernel) != nd:
         raise ConvertError(f"kernel_shape {kernel} does not fit {nd} spatial dims")
     strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
     dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
     ceil = bool(ctx.attr("ceil_mode", 0))
-    pads = _pads(ctx, kernel, strides, dilations, ceil)
+    pads = resolve_pads(ctx, kernel, strides, dilations, ceil)
     p = float(ctx.attr("p", 2))
     x = ctx.need(0)
     powered = ctx.call("power", ctx.call("abs", x), ctx.scalar(p))
     avg = ctx.call(f"nn.avg_pool{nd}d", powered, pool_size=kernel, strides=strides,
-                   dilation=dilations, padding=_padding(pads), ceil_mode=ceil,
+                   dilation=dilations, padding=relay_padding(pads), ceil_mode=ceil,
                    count_include_pad=True)
     total = ctx.call("multiply", avg, ctx.scalar(float(np.prod(kernel))))
     return ctx.call("power", total, ctx.scalar(1.0 / p))

@@ -14,76 +14,33 @@ import math
 import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
+from relay_ref.frontend.onnx.common import check_auto_pad, relay_padding, resolve_pads, spatial_dims
 from relay_ref.frontend.onnx.context import NodeContext, axis_of
 from relay_ref.frontend.onnx.dtypes import promote
 from relay_ref.frontend.onnx.registry import converter
 from relay_ref.ir.expr import Expr
 
-_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
-
-
-def _check_auto_pad(ctx: NodeContext) -> list[str]:
-    pad = ctx.attr("auto_pad", "NOTSET")
-    return [] if pad in _AUTO_PADS else [f"auto_pad={pad!r} (supported: {', '.join(_AUTO_PADS)})"]
-
-
-def _spatial(ctx: NodeContext) -> int:
-    nd = ctx.rank(0) - 2
-    if nd not in (1, 2, 3):
-        raise ConvertError(f"{nd}-d spatial input is not supported (1 to 3)")
-    return nd
-
-
-def _pads(ctx: NodeContext, kernel: list[int], strides: list[int], dilations: list[int],
-          ceil: bool = False) -> list[int]:
-    """Explicit pads ``[begins..., ends...]`` from ``pads`` / ``auto_pad``."""
-    nd = len(kernel)
-    mode = ctx.attr("auto_pad", "NOTSET")
-    if mode == "VALID":
-        return [0] * (2 * nd)
-    if mode in ("SAME_UPPER", "SAME_LOWER"):
-        dims = ctx.static_shape(0, "the input of auto_pad=SAME")[2:]
-        begins, ends = [], []
-        for n, k, s, d in zip(dims, kernel, strides, dilations, strict=True):
-            out = -(-n // s)
-            total = max(0, (out - 1) * s + (k - 1) * d + 1 - n)
-            small, big = total // 2, total - total // 2
-            begins.append(small if mode == "SAME_UPPER" else big)
-            ends.append(big if mode == "SAME_UPPER" else small)
-        return begins + ends
-    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * nd))]
-    if len(pads) != 2 * nd or min(pads, default=0) < 0:
-        raise ConvertError(f"pads {pads} do not fit {nd} spatial dims")
-    return pads
-
-
-def _padding(pads: list[int]) -> list[int]:
-    """Relay's ``padding``: all zeros is written as one zero per spatial dim (the default,
-    so the printer leaves it out)."""
-    return pads if any(pads) else [0] * (len(pads) // 2)
-
-
 # -- convolutions -------------------------------------------------------------------------
 
-@converter("Conv", static_inputs=(), check=_check_auto_pad)
+@converter("Conv", static_inputs=(), check=check_auto_pad)
 def conv(ctx: NodeContext) -> Expr:
-    nd = _spatial(ctx)
+    nd = spatial_dims(ctx)
     w_shape = ctx.static_shape(1, "the weight")
     kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
     strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
     dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
-    pads = _pads(ctx, kernel, strides, dilations)
+    pads = resolve_pads(ctx, kernel, strides, dilations)
     y = ctx.call(f"nn.conv{nd}d", ctx.need(0), ctx.need(1), strides=strides,
-                 padding=_padding(pads), dilation=dilations, groups=int(ctx.attr("group", 1)),
+                 padding=relay_padding(pads), dilation=dilations, groups=int(ctx.attr("group", 1)),
                  channels=w_shape[0], kernel_size=kernel)
     if ctx.input(2) is not None:
         y = ctx.call("nn.bias_add", y, ctx.need(2), axis=1)
     return y
 
 
-@converter("ConvTranspose", check=_check_auto_pad)
+@converter("ConvTranspose", check=check_auto_pad)
 def conv_transpose(ctx: NodeContext) -> Expr:
-    nd = _spatial(ctx)
+    nd = spatial_dims(ctx)
     w_shape = ctx.static_shape(1, "the weight")
     group = int(ctx.attr("group", 1))
     kernel = [int(k) for k in ctx.attr("kernel_shape", w_shape[2:])]
@@ -110,7 +67,7 @@ def conv_transpose(ctx: NodeContext) -> Expr:
                 ends.append(total // 2)
         pads = begins + ends
     else:
-        pads = _pads(ctx, kernel, strides, dilations)
+        pads = resolve_pads(ctx, kernel, strides, dilations)
     y = ctx.call(f"nn.conv{nd}d_transpose", ctx.need(0), ctx.need(1),
                  channels=w_shape[1] * group, kernel_size=kernel, strides=strides,
                  output_padding=out_pad, padding=pads, dilation=dilations, groups=group)
@@ -122,23 +79,23 @@ def conv_transpose(ctx: NodeContext) -> Expr:
 # -- pools --------------------------------------------------------------------------------
 
 def _check_pool(ctx: NodeContext) -> list[str]:
-    out = _check_auto_pad(ctx)
+    out = check_auto_pad(ctx)
     if int(ctx.attr("storage_order", 0)) != 0 and ctx.num_outputs > 1:
         out.append("storage_order=1 (column-major indices) is not supported")
     return out
 
 
 def _pool(ctx: NodeContext, kind: str) -> Expr:
-    nd = _spatial(ctx)
+    nd = spatial_dims(ctx)
     kernel = [int(k) for k in ctx.attr("kernel_shape", [])]
     if len(kernel) != nd:
         raise ConvertError(f"kernel_shape {kernel} does not fit {nd} spatial dims")
     strides = [int(s) for s in ctx.attr("strides", [1] * nd)]
     dilations = [int(d) for d in ctx.attr("dilations", [1] * nd)]
     ceil = bool(ctx.attr("ceil_mode", 0))
-    pads = _pads(ctx, kernel, strides, dilations, ceil)
+    pads = resolve_pads(ctx, kernel, strides, dilations, ceil)
     attrs: dict[str, object] = dict(pool_size=kernel, strides=strides, dilation=dilations,
-                                    padding=_padding(pads), ceil_mode=ceil)
+                                    padding=relay_padding(pads), ceil_mode=ceil)
     if kind == "avg":
         attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
     y = ctx.call(f"nn.{kind}_pool{nd}d", ctx.need(0), **attrs)

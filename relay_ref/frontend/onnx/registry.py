@@ -13,6 +13,10 @@ lists the input positions read as values at import time (shapes, axes, pads), wh
 the converter embed initializers read there as constants; ``outputs`` is how many of the
 node's outputs the converter produces (later ones, when a model uses them, are
 unsupported); ``check(node) -> list[str]`` names the attribute values it cannot handle.
+
+This module is the table and its decorator only: the converter families (``ops_*.py``)
+import ``converter`` from here, and ``lookup.py`` (which imports the families, so that
+their converters are registered) answers ``lookup`` and ``table`` -- no import cycle.
 """
 
 from __future__ import annotations
@@ -60,35 +64,11 @@ def converter(op_types: str | tuple[str, ...], *, since: int = 1, until: int | N
     return register
 
 
-def lookup(op_type: str, version: int) -> Converter | None:
-    """The converter of ``op_type`` at op version ``version``, None when there is none."""
-    _load()
-    for entry in _TABLE.get(op_type, ()):
-        if entry.handles(version):
-            return entry
-    return None
+def registered(op_type: str) -> tuple[Converter, ...]:
+    """The converters registered so far for ``op_type`` (none loaded here: see lookup.py)."""
+    return tuple(_TABLE.get(op_type, ()))
 
 
-def table() -> dict[str, tuple[Converter, ...]]:
-    """Every registered converter, by op type (for documentation and tests)."""
-    _load()
-    return {k: tuple(sorted(v, key=lambda c: c.since)) for k, v in sorted(_TABLE.items())}
-
-
-def _load() -> None:
-    # Importing the families registers their converters (idempotent).
-    from relay_ref.frontend.onnx import (  # noqa: F401
-        ops_control,
-        ops_control_scan,
-        ops_extra,
-        ops_extra_attention,
-        ops_extra_loss,
-        ops_extra_quant,
-        ops_extra_rnn,
-        ops_extra_scatter,
-        ops_image,
-        ops_math,
-        ops_nn,
-        ops_reduce,
-        ops_tensor,
-    )
+def registered_op_types() -> list[str]:
+    """The op types with a converter registered so far."""
+    return list(_TABLE)

@@ -2,7 +2,7 @@
 before any conversion work.
 
 ``survey`` walks every node once: it resolves the node's op version from the model's
-opset (``onnx.defs.get_schema``), finds its converter (``registry.lookup``), reads its
+opset (``onnx.defs.get_schema``), finds its converter (``lookup.lookup``), reads its
 attributes and runs the converter's ``check``. It also checks the element types of the
 graph's inputs and initializers. Problems are gathered, not raised one by one: the error
 lists each unsupported operator with its op version and the names of the nodes using it,
@@ -30,7 +30,8 @@ from relay_ref.frontend.onnx.builder import Builder
 from relay_ref.frontend.onnx.context import NodeContext
 from relay_ref.frontend.onnx.dtypes import relay_dtype, type_name
 from relay_ref.frontend.onnx.load import MIN_OPSET
-from relay_ref.frontend.onnx.registry import DOMAINS, Converter, lookup
+from relay_ref.frontend.onnx.lookup import lookup
+from relay_ref.frontend.onnx.registry import DOMAINS, Converter
 
 _SHOWN_NODES = 5  # node names listed per unsupported operator
 

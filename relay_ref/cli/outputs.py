@@ -305,7 +305,7 @@ def _remove(path: str) -> None:
 def _print_warning(message: str) -> None:
     """``relay: warning: message`` on stderr, coloured as the diagnostics are."""
     from relay_ref import Diagnostic
-    from relay_ref.cli import _colour
+    from relay_ref.cli._common import use_colour
 
-    print(f"relay: {Diagnostic('warning', message).render(_colour(sys.stderr))}",
+    print(f"relay: {Diagnostic('warning', message).render(use_colour(sys.stderr))}",
           file=sys.stderr)

@@ -1,4 +1,5 @@
-"""``relay ops [PREFIX]`` lists the registered operators; ``relay doc OP...`` documents them.
+"""``relay ops [PREFIX]`` lists the registered operators (``relay doc OP...``, ``doc.py``,
+documents them).
 
 * ``relay ops`` prints a table of every operator (``relay ops nn.`` those whose name starts
   with ``nn.``), one row each: its name, number of inputs (``*``: any number), support level
@@ -6,10 +7,7 @@
   documentation, cut to the width (a terminal's; 120 columns when piped, so ``relay ops |
   grep conv`` sees whole rows). A prefix no operator starts with is a usage error (exit 2)
   naming the closest operators or families.
-* ``relay doc OP`` prints what the kernel's ``:doc OP`` shows (``repl.op_doc``, one function
-  for both): the signature with every attribute and its default, the support level, the
-  op's type with its relation, then the documentation. An unknown name is a usage error
-  (exit 2) naming the closest operators; every name is checked before any is printed.
+* ``relay doc OP`` (``doc.py``) prints what the kernel's ``:doc OP`` shows.
 
 Part of the CLI layer: the registry is reached through ``relay_ref.repl`` (DESIGN.md
 section 2).
@@ -23,7 +21,7 @@ import sys
 from typing import Any
 
 from relay_ref import repl
-from relay_ref.cli import EXIT_OK, _colour, _Usage
+from relay_ref.cli._common import EXIT_OK, UsageError, use_colour
 
 NEAR = 0.7
 """Suggestions for an unknown operator or prefix score at least this (difflib's ratio):
@@ -32,8 +30,8 @@ PIPED_WIDTH = 120
 """``relay ops``'s width when stdout is no terminal and ``COLUMNS`` is unset."""
 
 
-def add_parsers(sub: Any) -> None:
-    """The ``ops`` and ``doc`` subcommands (``cli.build_parser`` calls this)."""
+def add_parser(sub: Any) -> None:
+    """The ``ops`` subcommand (``app.build_parser`` calls this)."""
     ops = sub.add_parser(
         "ops", help="list the operators (name, inputs, support level, summary)",
         description="List the registered operators, or those whose name starts with "
@@ -44,16 +42,7 @@ def add_parsers(sub: Any) -> None:
                "suggested).")
     ops.add_argument("prefix", nargs="?", default="", metavar="PREFIX",
                      help="list only the operators whose name starts with PREFIX")
-    ops.set_defaults(func=run_ops)
-    doc = sub.add_parser(
-        "doc", help="document an operator (attributes and defaults, type, description)",
-        description="Print the documentation of each operator OP, as the kernel's :doc "
-                    "shows it: its signature with every attribute and its default, its "
-                    "support level, its type with the relation that constrains it, then "
-                    "its description.",
-        epilog="Exit status: 0 ok, 2 an unknown operator (the closest are suggested).")
-    doc.add_argument("names", nargs="+", metavar="OP", help="operator names, e.g. nn.conv2d")
-    doc.set_defaults(func=run_doc)
+    ops.set_defaults(func=run)
 
 
 def _families(names: list[str]) -> list[str]:
@@ -61,8 +50,8 @@ def _families(names: list[str]) -> list[str]:
     return sorted({n.rpartition(".")[0] + "." for n in names if "." in n})
 
 
-def run_ops(args: argparse.Namespace) -> int:
-    """The ``relay ops`` command (exit codes as ``relay_ref.cli``)."""
+def run(args: argparse.Namespace) -> int:
+    """The ``relay ops`` command; the exit code."""
     from rich.console import Console
     from rich.table import Table
 
@@ -71,9 +60,9 @@ def run_ops(args: argparse.Namespace) -> int:
     if not shown:
         hint = repl.did_you_mean(args.prefix, _families(names) + names, limit=3,
                                  cutoff=NEAR)
-        raise _Usage(f"no operator starts with {args.prefix!r}{hint} ('relay ops' lists "
+        raise UsageError(f"no operator starts with {args.prefix!r}{hint} ('relay ops' lists "
                      "them all)")
-    colour = _colour(sys.stdout)
+    colour = use_colour(sys.stdout)
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else PIPED_WIDTH
     console = Console(file=sys.stdout, no_color=not colour, highlight=False, markup=False,
                       emoji=False, width=width)
@@ -93,32 +82,4 @@ def run_ops(args: argparse.Namespace) -> int:
         inputs = "*" if op.num_inputs < 0 else str(op.num_inputs)
         table.add_row(name, inputs, str(op.support_level), repl.op_summary(name))
     console.print(table)
-    return EXIT_OK
-
-
-def run_doc(args: argparse.Namespace) -> int:
-    """The ``relay doc`` command (exit codes as ``relay_ref.cli``)."""
-    docs = []
-    for name in args.names:  # every name first: an unknown one prints nothing
-        text = repl.op_doc(name)
-        if text is None:
-            hint = repl.did_you_mean(name, repl.op_names(), limit=3, cutoff=NEAR)
-            raise _Usage(f"no operator {name}{hint} ('relay ops' lists them)")
-        docs.append(text)
-    colour = _colour(sys.stdout)
-    for i, text in enumerate(docs):
-        if i:
-            sys.stdout.write("\n")
-        if not colour:
-            sys.stdout.write(text + "\n")
-            continue
-        from rich.console import Console
-        from rich.text import Text
-
-        console = Console(file=sys.stdout, force_terminal=True, highlight=False,
-                          soft_wrap=True, emoji=False, markup=False)
-        head, _, rest = text.partition("\n")
-        console.print(Text(head, style="bold"))
-        if rest:
-            console.print(Text(rest))
     return EXIT_OK

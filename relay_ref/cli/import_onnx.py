@@ -3,7 +3,7 @@
 The text is ``@main`` in graph form (``%0 = nn.conv2d(...);`` bindings, as TVM's frontend
 output reads), type-checked before it is written, under a header of ``//`` comments naming
 the source model, the weights and how to run it. The weights go, by default, to a side
-``.npz`` file (``cli_weights``: keys are ``@main``'s parameter names, so ``relay run OUT.relay
+``.npz`` file (``weights.py``: keys are ``@main``'s parameter names, so ``relay run OUT.relay
 --params OUT.npz INPUT.npy`` binds them by name and the remaining parameters are the
 inputs). ``--embed`` binds them into the program instead: they become constants, written in
 the text's ``#[metadata]`` section, and ``@main`` takes only the inputs; the graph is the one
@@ -11,12 +11,12 @@ the side-file import has. ``--freeze-params`` imports with ``from_onnx(...,
 freeze_params=True)``: weights are constants while importing, so the importer folds the
 computations on them it can (implies ``--embed``).
 
-Exit codes are ``relay_ref.cli``'s: 1 for a model that cannot be imported (a file that is
+Exit codes are ``_common``'s: 1 for a model that cannot be imported (a file that is
 not ONNX, unsupported operators -- all listed in one error -- or a ``--shape`` naming no
 input), 2 for usage (a missing model file, a malformed ``--shape``, an unwritable output,
 an output that is the model, one of its external data files, or the other output -- after
-resolving links, ``cli_outputs.refuse_clobbering``). The text and the weights are written
-in one transaction (``cli_weights.write_files`` on ``cli_outputs.Outputs``): an error leaves
+resolving links, ``outputs.refuse_clobbering``). The text and the weights are written
+in one transaction (``weights.write_files`` on ``outputs.Outputs``): an error leaves
 every old file as it was and nothing half-written. A progress bar (stderr, terminals only)
 follows the steps of a large model.
 
@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import relay_ref as rr
-from relay_ref.cli import EXIT_OK, _Usage
-from relay_ref.cli_outputs import refuse_clobbering, write_error
+from relay_ref.cli._common import EXIT_OK, UsageError
+from relay_ref.cli.outputs import refuse_clobbering, write_error
 
 if TYPE_CHECKING:
     from relay_ref.repl import OnnxImport
@@ -68,7 +68,7 @@ def add_parser(sub: Any) -> None:
                    metavar="NAME=DIMS",
                    help="fix an input's shape (data=1,3,224,224; ? keeps a dim as the "
                         "model declares it) or a symbolic dimension (batch=1); repeatable")
-    p.set_defaults(func=run_import)
+    p.set_defaults(func=run)
 
 
 def shape_spec(text: str) -> tuple[str, tuple[int | None, ...]]:
@@ -101,19 +101,19 @@ def shape_spec(text: str) -> tuple[str, tuple[int | None, ...]]:
     return name, tuple(out)
 
 
-def run_import(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """The ``relay import`` command; exit codes as ``relay_ref.cli``."""
     from relay_ref import repl
-    from relay_ref.cli_weights import write_files
+    from relay_ref.cli.weights import write_files
     model = args.model
     if not os.path.exists(model):
-        raise _Usage(f"{model}: no such file")
+        raise UsageError(f"{model}: no such file")
     if os.path.isdir(model):
-        raise _Usage(f"{model}: is a directory, not an ONNX model")
+        raise UsageError(f"{model}: is a directory, not an ONNX model")
     output = None if args.output in (None, "-") else Path(args.output)
     embed = args.embed or args.freeze_params
     if embed and args.weights:
-        raise _Usage("--weights saves the weights to a side file; --embed and "
+        raise UsageError("--weights saves the weights to a side file; --embed and "
                      "--freeze-params put them in the text: give one or the other")
     weights_path = Path(args.weights) if args.weights else (
         output.with_suffix(".npz") if output is not None and not embed else None)
@@ -123,9 +123,9 @@ def run_import(args: argparse.Namespace) -> int:
     refuse_clobbering(inputs, [("-o", output), (weights_label, weights_path)])
     for target in (output, weights_path):  # before the import's work, not after it
         if target is not None and not target.parent.is_dir():
-            raise _Usage(f"{target}: cannot write (no folder {target.parent})")
+            raise UsageError(f"{target}: cannot write (no folder {target.parent})")
         if target is not None and target.is_dir():
-            raise _Usage(f"{target}: cannot write: it is a directory")
+            raise UsageError(f"{target}: cannot write: it is a directory")
 
     with _Steps() as progress:
         step = progress.step
@@ -152,7 +152,7 @@ def run_import(args: argparse.Namespace) -> int:
         try:
             write_files(texts, arrays, advance=lambda key: progress.advance())
         except OSError as err:
-            raise _Usage(write_error(err)) from None
+            raise UsageError(write_error(err)) from None
     if output is None:
         sys.stdout.write(text)
     _summary(output, weights_path if arrays else None, text, params)
@@ -218,7 +218,7 @@ def _external_data(model: str) -> list[str]:
 def _header(model: str, imported: OnnxImport, output: Path | None,
             weights: Path | None, embed: bool, params: dict[str, Any]) -> str:
     """The leading ``//`` comments: the source, where the weights are, how to run it."""
-    from relay_ref.cli_weights import WEIGHTS_LINE
+    from relay_ref.cli.weights import WEIGHTS_LINE
 
     lines = [f"// Imported from {os.path.basename(model)} by relay import (relay_ref "
              f"{rr.__version__}): ONNX opset {imported.opset}, {imported.nodes} nodes."]

@@ -21,11 +21,18 @@ import argparse
 import sys
 
 from relay_ref import RelayError
-from relay_ref.cli import EXIT_OK, EXIT_USER, _colour, _read, _Usage, source_name
+from relay_ref.cli._common import (
+    EXIT_OK,
+    EXIT_USER,
+    UsageError,
+    read_text,
+    source_name,
+    use_colour,
+)
 from relay_ref.repl import derivation_text, derive_global
 
 
-def check_derive(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """``relay check`` with ``--derive`` (or a stray ``--global``, ``--max-depth``,
     ``--max-nodes``)."""
     import relay_ref as rr
@@ -33,23 +40,23 @@ def check_derive(args: argparse.Namespace) -> int:
     if not args.derive:
         option = ("--global NAME" if args.global_name is not None
                   else "--max-depth" if args.max_depth is not None else "--max-nodes")
-        raise _Usage(f"{option} applies to a derivation: use it with --derive")
+        raise UsageError(f"{option} applies to a derivation: use it with --derive")
     if len(args.files) != 1:
-        raise _Usage("--derive takes one FILE")
+        raise UsageError("--derive takes one FILE")
     path = args.files[0]
     name = (args.global_name or "main").removeprefix("@")
-    text = _read(path)
+    text = read_text(path)
     try:
         mod = rr.parse(text, source_name(path), prelude=not args.no_prelude)
     except RelayError as err:
-        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     if name not in mod.functions:
         names = ", ".join(f"@{n}" for n in mod.functions) or "none"
-        raise _Usage(f"{path}: no global @{name} to derive (its globals: {names})")
+        raise UsageError(f"{path}: no global @{name} to derive (its globals: {names})")
     tree = derive_global(mod, name)
-    print(derivation_text(tree, args.max_depth, args.max_nodes, colour=_colour(sys.stdout)))
+    print(derivation_text(tree, args.max_depth, args.max_nodes, colour=use_colour(sys.stdout)))
     if tree.error is not None:
-        print(tree.error.render(_colour(sys.stderr)), file=sys.stderr)
+        print(tree.error.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     return EXIT_OK

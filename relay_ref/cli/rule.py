@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from relay_ref import repl
-from relay_ref.cli import EXIT_INTERNAL, EXIT_OK, _colour, _Usage
+from relay_ref.cli._common import EXIT_INTERNAL, EXIT_OK, UsageError, use_colour
 
 
 def add_parser(sub: Any) -> None:
@@ -44,11 +44,11 @@ def add_parser(sub: Any) -> None:
 
 def resolve(name: str) -> list[repl.Rule]:
     """The rules ``name`` names (``repl.select_rules``: exactly, case-insensitively when
-    that is unique, or a ``PREFIX*`` wildcard); ``_Usage`` with a did-you-mean otherwise."""
+    that is unique, or a ``PREFIX*`` wildcard); ``UsageError`` with a did-you-mean otherwise."""
     found = repl.select_rules(name)
     if found:
         return found
-    raise _Usage(f"no rule {name} in spec/{repl.rule_did_you_mean(name)} "
+    raise UsageError(f"no rule {name} in spec/{repl.rule_did_you_mean(name)} "
                  "('relay rule --list' lists them)")
 
 
@@ -64,13 +64,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.list:
         for prefix in args.names:  # all or nothing: check every prefix first
             if not repl.rules_starting(prefix):
-                raise _Usage(f"--list {prefix}: no rule starts with {prefix}"
+                raise UsageError(f"--list {prefix}: no rule starts with {prefix}"
                              f"{repl.rule_did_you_mean(prefix)} (families: "
                              f"{', '.join(repl.RULE_FAMILIES)})")
         _print(repl.rule_index(args.names), header_lines=())
         return EXIT_OK
     if not args.names:
-        raise _Usage("give rule names (relay rule T-App, relay rule 'E-If-*') "
+        raise UsageError("give rule names (relay rule T-App, relay rule 'E-If-*') "
                      "or --list [PREFIX]")
     found = [rule for name in args.names for rule in resolve(name)]  # check every name first
     for i, (rule, names) in enumerate(repl.shared_rules(found)):  # a shared block once
@@ -89,7 +89,7 @@ def _print(text: str, header_lines: tuple[int, ...]) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    colour = _colour(sys.stdout)
+    colour = use_colour(sys.stdout)
     console = Console(file=sys.stdout, force_terminal=colour, no_color=not colour,
                       highlight=False, soft_wrap=True, emoji=False, markup=False)
     if not colour:

@@ -3,19 +3,19 @@
 Arguments are Relay expressions evaluated in the module's context (``3``, ``2.5f``,
 ``'(1, True)'``, ``'Cons(1, Cons(2, Nil))'``) or ``.npy`` files. A scalar literal written
 without a suffix takes the parameter's dtype when it fits exactly (``3`` for an ``int64``
-parameter). Exit codes and colours are ``relay_ref.cli``'s: 0 ok, 1 an error in the program
+parameter). Exit codes and colours are ``_common``'s: 0 ok, 1 an error in the program
 or its arguments (diagnostics on stderr), 2 bad usage (unreadable file, result not a tensor
 for ``--output``, options that do not combine, an ``--output`` that is the program, the
 ``--params`` archive or a ``.npy`` argument -- after resolving links, checked before
 anything runs).
 
-``--output`` is written through ``cli_outputs.Outputs``: atomically, keeping an existing
+``--output`` is written through ``outputs.Outputs``: atomically, keeping an existing
 file's mode, owner and group; a failed write leaves the old file. Values are printed on a
 big stack (``repl.run_deep``) and types iteratively: a 1000-deep tuple or closure type in
 the "not a tensor" refusal is not an internal error.
 
 ``--params FILE.npz`` binds the parameters of ``@main`` named by the archive's keys to its
-arrays (the weights ``relay import`` saves; ``cli_weights``) before anything runs, as
+arrays (the weights ``relay import`` saves; ``weights.py``) before anything runs, as
 ``rr.compile(mod, params=...)`` binds them: the remaining parameters are the arguments. A key
 naming no parameter, or an array that does not fit its parameter's type, is an error located
 at the parameter (exit 1); an unreadable archive a usage error (exit 2).
@@ -44,7 +44,7 @@ Malformed input is never an internal error:
 * A ``.npy`` argument that cannot be read is a usage error (exit 2) naming the file and what
   is wrong with it: ``relay: error: x.npy: cannot load argument 1: it is truncated: ...``.
   The file is the problem, not the program, so there is nothing to locate in Relay text.
-  ``load_npy`` checks the header against the file's size before reading: a header that
+  ``weights.load_npy`` checks the header against the file's size before reading: a header that
   promises more data than the file holds is refused without allocating anything; pickled
   (object) arrays are never loaded.
 """
@@ -52,23 +52,124 @@ Malformed input is never an internal error:
 from __future__ import annotations
 
 import argparse
-import math
-import os
-import stat
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.lib.format as npy_format
 
 import relay_ref as rr
 from relay_ref import repl
-from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour
-from relay_ref.cli_outputs import OutputError, Outputs, refuse_clobbering, write_error
+from relay_ref.cli._common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_USER,
+    UsageError,
+    non_negative_int,
+    positive_int,
+    use_colour,
+)
+from relay_ref.cli.outputs import OutputError, Outputs, refuse_clobbering, write_error
+from relay_ref.cli.weights import NpyError, load_npy
 
 TRACE_LIMIT = 1000
 """Lines of a ``--trace`` shown by default (``--trace-limit N`` to change; 0: all)."""
+
+
+def add_parser(sub: Any) -> None:
+    """The ``run`` subcommand's options (``app.build_parser`` calls this)."""
+    p = sub.add_parser("run", help="type-check and evaluate @main",
+                       formatter_class=_RunFormatter,
+                       description="Type-check FILE, then evaluate @main with the "
+                                   "definitional interpreter (with --compile: the fast "
+                                   "CPU executor, rr.compile) and print its value.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("args", nargs="*", metavar="ARG",
+                   help="arguments of @main: Relay literals (e.g. 3, 2.5f, '(1, 2)', "
+                        "'Cons(1, Nil)') or .npy files")
+    p.add_argument("--entry", default="main", help="the global to run (default: main)")
+    p.add_argument("--trace", action=TraceMode, default=None,
+                   help="print each evaluation rule applied (for teaching; interpreter "
+                        "only); --trace=values also shows each step's value, the "
+                        "environments closures capture, the store and pattern matching. "
+                        "A stuck evaluation prints the trace up to the stuck rule")
+    p.add_argument("--trace-limit", type=non_negative_int, default=None, metavar="N",
+                   help="with --trace: print at most N lines of the trace, then how many "
+                        "were left out (default 1000; 0: all)")
+    p.add_argument("-o", "--output", metavar="OUT.npy",
+                   help="save the resulting tensor to a .npy file (never one of the "
+                        "inputs: FILE, --params or an ARG)")
+    p.add_argument("--no-prelude", action="store_true",
+                   help="do not supply prelude definitions")
+    p.add_argument("--max-depth", type=positive_int, default=None, metavar="N",
+                   help="report recursion deeper than N nested calls (default 1000000; "
+                        "with --compile too)")
+    p.add_argument("--params", metavar="FILE.npz",
+                   help="bind @main's parameters named by the keys of FILE.npz to its "
+                        "arrays (the weights 'relay import' saves); the remaining "
+                        "parameters are the ARGs")
+    p.add_argument("--compile", action="store_true",
+                   help="compile the program with rr.compile (fused numba kernels, "
+                        "generated Python for control flow) and run that instead of the "
+                        "interpreter: same arguments, value and errors")
+    p.add_argument("--plan", action="store_true",
+                   help="with --compile: print the compiled plan (passes, fused groups, "
+                        "kernel calls, buffers) to stderr before running")
+    p.add_argument("--profile", action="store_true",
+                   help="with --compile: after the result, print the call's time and the "
+                        "time spent in each fused group or kernel to stderr")
+    p.set_defaults(func=run)
+
+
+class TraceMode(argparse.Action):
+    """``--trace`` or ``--trace=rules|values``: the trace's mode in ``args.trace``.
+
+    argparse cannot give an option an optional value written only after ``=``: with
+    ``nargs="?"`` it would take ``FILE`` in ``--trace FILE`` as the value. So ``main``
+    writes a bare ``--trace`` of ``relay run`` as ``--trace=rules`` before parsing
+    (``bare_trace``), and this action takes exactly one value, which must be a mode."""
+
+    MODES = ("rules", "values")
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        kwargs.setdefault("metavar", "=rules|values")
+        super().__init__(option_strings, dest, nargs=None, **kwargs)  # type: ignore[arg-type]
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        if values not in self.MODES:
+            parser.error(f"--trace takes rules or values (--trace=values), not {values!r}")
+        setattr(namespace, self.dest, values)
+
+
+class _RunFormatter(argparse.HelpFormatter):
+    """``relay run``'s help: ``--trace[=rules|values]``, as it is written (no space)."""
+
+    def _format_usage(self, *args: object, **kwargs: object) -> str:
+        return super()._format_usage(*args, **kwargs).replace(  # type: ignore[arg-type]
+            "[--trace =rules|values]", "[--trace[=rules|values]]")
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        if isinstance(action, TraceMode):
+            return "--trace[=rules|values]"
+        return super()._format_action_invocation(action)
+
+
+def bare_trace(argv: list[str]) -> list[str]:
+    """``relay run``'s arguments with a bare ``--trace`` written ``--trace=rules`` (see
+    ``TraceMode``); what follows ``--`` is left as it is. ``--trace values`` (a space for
+    the ``=``) raises ``UsageError``: ``values`` would otherwise be read as the FILE."""
+    if not argv or argv[0] != "run":
+        return argv
+    end = argv.index("--") if "--" in argv else len(argv)
+    out = list(argv)
+    for i in range(1, end):
+        if argv[i] == "--trace":
+            if i + 1 < end and argv[i + 1] in TraceMode.MODES:
+                raise UsageError(f"--trace {argv[i + 1]}: write --trace={argv[i + 1]} (the mode "
+                             "follows '=', not a space)")
+            out[i] = "--trace=rules"
+    return out
 
 
 def _usage(message: str) -> int:
@@ -95,7 +196,7 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def run_file(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``args.file`` as ``relay run`` does; return the exit code.
 
     With ``args.compile`` @entry runs through ``rr.compile`` instead of the interpreter
@@ -122,7 +223,7 @@ def run_file(args: argparse.Namespace) -> int:
         return _usage(f"{args.file}: cannot read: {err.strerror or err}")
     weights = None
     if getattr(args, "params", None):
-        from relay_ref.cli_weights import WeightsError, load_weights
+        from relay_ref.cli.weights import WeightsError, load_weights
 
         try:
             weights = load_weights(args.params)
@@ -154,7 +255,7 @@ def run_file(args: argparse.Namespace) -> int:
                           f"{len(args.args)} given{_weights_hint(args, text)}")
         values = []
         for i, (arg, param) in enumerate(zip(args.args, entry.params, strict=True)):
-            value = _argument(arg, i, mod, param.type_annotation, param.name_hint)
+            value = parse_argument(arg, i, mod, param.type_annotation, param.name_hint)
             if isinstance(value, int):  # an exit code
                 return value
             values.append(value)
@@ -172,7 +273,7 @@ def run_file(args: argparse.Namespace) -> int:
         if args.trace and getattr(err, "trace", None):  # stuck: the trace up to there
             _print_trace(args, err.trace)
             sys.stdout.flush()
-        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     status = _print_result(args, result)
     if compiled and profile:
@@ -199,7 +300,7 @@ def _weights_hint(args: argparse.Namespace, text: str) -> str:
     """For a file ``relay import`` wrote, run without ``--params``: which file to give."""
     if getattr(args, "params", None):
         return ""
-    from relay_ref.cli_weights import weights_named_in
+    from relay_ref.cli.weights import weights_named_in
 
     named = weights_named_in(text, args.file)
     return f"; its weights are in {named}: add --params {named}" if named else ""
@@ -243,10 +344,10 @@ def _print_trace(args: argparse.Namespace, events: list[Any]) -> None:
     limit = getattr(args, "trace_limit", None)
     limit = TRACE_LIMIT if limit is None else (limit or None)
     if events:
-        print(repl.format_trace(events, limit=limit, colour=_colour(sys.stdout)))
+        print(repl.format_trace(events, limit=limit, colour=use_colour(sys.stdout)))
 
 
-def _argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,
+def parse_argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,
               name: str = "arg") -> Any:
     """The value of command-line argument ``arg`` (an exit code int on usage errors): a
     ``.npy`` file, else a Relay literal checked against the parameter's type
@@ -258,97 +359,3 @@ def _argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,
             return _usage(f"{arg}: cannot load argument {index + 1}: {err}")
     return repl.argument_value(arg, f"<argument {index + 1}>", mod, ty, name,
                                f"argument {index + 1} (%{name})")
-
-
-class NpyError(Exception):
-    """A ``.npy`` argument that cannot be read (message in plain words, without the path)."""
-
-
-_NPY_KINDS = "biuf"  # bool, signed, unsigned, float: the element types Relay tensors have
-
-
-def load_npy(path: str) -> np.ndarray:
-    """Read the array in the ``.npy`` file ``path``; raise ``NpyError`` on any failure.
-
-    The header is read and checked first (magic string, version, dtype, shape) and the array's
-    byte size is compared with what the file actually holds, so a corrupt or hostile header
-    never makes this allocate more than the file's size. Object (pickled) arrays are refused,
-    as are dtypes no Relay tensor has (complex, strings, records, dates)."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise NpyError("no such file") from None
-    except OSError as err:
-        raise NpyError(f"cannot read it ({err.strerror or err})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise NpyError("is a directory, not a .npy file")
-    if not stat.S_ISREG(info.st_mode):
-        raise NpyError("is not a regular file")
-    try:
-        with open(path, "rb") as f:
-            return _read_npy(f, info.st_size)
-    except OSError as err:
-        raise NpyError(f"cannot read it ({err.strerror or err})") from None
-    except MemoryError:
-        raise NpyError("the array is too large to load into memory") from None
-
-
-def _read_npy(f: Any, file_size: int) -> np.ndarray:
-    if file_size == 0:
-        raise NpyError("the file is empty (not a .npy file)")
-    try:
-        version = npy_format.read_magic(f)
-    except (ValueError, EOFError):
-        raise NpyError("not a .npy file (it does not start with NumPy's magic string)") \
-            from None
-    try:
-        if version == (1, 0):
-            shape, fortran, dtype = npy_format.read_array_header_1_0(f)
-        elif version in ((2, 0), (3, 0)):
-            shape, fortran, dtype = npy_format.read_array_header_2_0(f)
-        else:
-            raise NpyError(f"unsupported .npy format version {version[0]}.{version[1]}")
-    except NpyError:
-        raise
-    except Exception as err:  # noqa: BLE001 - NumPy raises several kinds on a bad header
-        raise NpyError(f"its header is not valid ({_first_line(err)})") from None
-    if dtype.hasobject:
-        raise NpyError("it holds Python objects (a pickled array), which are never loaded; "
-                       "save a numeric array instead")
-    if dtype.kind not in _NPY_KINDS or dtype.subdtype is not None or dtype.names:
-        raise NpyError(f"its element type {dtype} is not one a Relay tensor can have "
-                       "(bool, int, uint, float)")
-    if not isinstance(shape, tuple) or any(type(d) is not int for d in shape):
-        raise NpyError(f"its header's shape {shape!r} is not a tuple of integers")
-    if any(d < 0 for d in shape):
-        raise NpyError(f"its header has a negative dimension in shape {tuple(shape)}")
-    if len(shape) > 64:
-        raise NpyError(f"its header has {len(shape)} dimensions (NumPy supports at most 64)")
-    count = math.prod(shape)  # exact: Python integers do not overflow
-    nbytes = count * dtype.itemsize
-    held = file_size - f.tell()
-    if nbytes > held:
-        raise NpyError(f"it is truncated: the header promises a {dtype.name} array of shape "
-                       f"{tuple(shape)} ({nbytes} bytes) but the file holds {held} bytes of "
-                       "data")
-    if math.prod(max(d, 1) for d in shape) * dtype.itemsize >= 2 ** 63:
-        # NumPy refuses such shapes even with a zero dimension (its extent overflows).
-        raise NpyError(f"its header's shape {tuple(shape)} is too large for any array")
-    buffer = bytearray(nbytes)
-    if f.readinto(buffer) != nbytes:
-        raise NpyError("it is truncated (it changed while being read)")
-    array = np.frombuffer(buffer, dtype=dtype)
-    try:
-        if fortran:
-            array = array.reshape(tuple(reversed(shape))).transpose()
-        else:
-            array = array.reshape(shape)
-    except ValueError as err:  # any shape NumPy still refuses
-        raise NpyError(f"its shape {tuple(shape)} cannot be built ({_first_line(err)})") \
-            from None
-    return array.astype(dtype.newbyteorder("="), copy=False)
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip().split("\n")[0] or type(err).__name__
-    return text if len(text) <= 120 else text[:117] + "..."

@@ -24,14 +24,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from relay_ref import IRModule, RelayError
+from relay_ref.cli._common import non_negative_int, positive_int
 
 
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli import EXIT_OK, EXIT_USAGE, EXIT_USER, _colour, _read, _Usage, source_name
+    from relay_ref.cli._common import EXIT_OK, EXIT_USAGE, EXIT_USER, source_name
+    from relay_ref.cli._common import UsageError as _Usage
+    from relay_ref.cli._common import read_text as _read
+    from relay_ref.cli._common import use_colour as _colour
 
     if args.list:
         _print_passes()
@@ -150,3 +155,29 @@ def _check(names: list[str], examples: int, program: IRModule | None = None,
         console.print(f"{what}: ", style="bold red", end="", soft_wrap=True)
         console.print(problem, highlight=False, markup=False)
     return not failures
+
+
+def add_parser(sub: Any) -> None:
+    """The ``opt`` subcommand's options (``app.build_parser`` calls this)."""
+    opt = sub.add_parser("opt", help="run optimisation passes, or check them",
+                         description="Print FILE after the named passes (type-checked before "
+                                     "and after), or, with --check N, property-test the "
+                                     "passes against the interpreter on N generated "
+                                     "programs each.")
+    opt.add_argument("file", nargs="?", metavar="FILE", help="the program (- reads standard "
+                     "input)")
+    opt.add_argument("--passes", metavar="A,B",
+                     help="comma-separated pass specs, run in order: names (see --list), "
+                     "options in parentheses, e.g. 'FuseOps(max_depth=8),FoldConstant'")
+    opt.add_argument("--opt-level", type=non_negative_int, default=None, metavar="N",
+                     help="run only the named passes whose opt level is at most N "
+                          "(default: run every named pass)")
+    opt.add_argument("--check", type=positive_int, default=None, metavar="N",
+                     help="check each pass with check_pass on N generated programs")
+    opt.add_argument("--list", action="store_true", help="list the registered passes")
+    opt.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``relay opt`` command; the exit code."""
+    return run_opt(args)

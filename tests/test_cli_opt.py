@@ -98,7 +98,7 @@ def test_standard_input_is_read_for_a_dash():
 CHAIN = "def @main(%x: Tensor[(4), float32]) {\n  exp(exp(exp(exp(exp(%x)))))\n}\n"
 
 
-def test_passes_take_options(tmp_path):
+def test_passes_take_options(relay, tmp_path):
     path = tmp_path / "chain.relay"
     path.write_text(CHAIN)
     res = relay("opt", str(path), "--passes", "FuseOps(max_depth=2), FoldConstant")
@@ -111,7 +111,7 @@ def test_passes_take_options(tmp_path):
     assert default.returncode == 0 and default.stdout.count("Primitive=1") == 1
 
 
-def test_a_bad_option_is_a_located_usage_error(tmp_path):
+def test_a_bad_option_is_a_located_usage_error(relay, tmp_path):
     path = tmp_path / "chain.relay"
     path.write_text(CHAIN)
     res = relay("opt", str(path), "--passes", "FoldConstant,FuseOps(depth=8)")

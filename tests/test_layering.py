@@ -65,6 +65,9 @@ LAYERS: dict[str, Layer] = {
     # imports; the printer, the checker, the interpreter and the kernel (via repl) use it,
     # so it sits at the bottom.
     "deepstack": Layer(0, ("relay_ref.deepstack",)),
+    # trampoline (generator-driven recursion without Python recursion) imports nothing of
+    # relay_ref: the parser, the printer and the checker's walks run on it.
+    "trampoline": Layer(0, ("relay_ref.trampoline",)),
     # suggest (the one "did you mean" helper, difflib) imports nothing of relay_ref: the
     # parser, the passes and rules use it; the CLI and the kernel through repl's re-exports.
     "suggest": Layer(0, ("relay_ref.suggest",)),

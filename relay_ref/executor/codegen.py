@@ -504,9 +504,9 @@ class _FunctionGen:
         if kind is GlobalVar:
             return self.gen.global_name(e.name)
         if kind is Op:
-            return self.gen.intern(_op_value(e.name), "O")
+            return self.gen.intern(op_value(e.name), "O")
         if kind is Constructor:
-            return self.gen.intern(_constructor_value(e), "CF")
+            return self.gen.intern(constructor_value(e), "CF")
         known = self.lookup(e)
         if known is not None:
             return known
@@ -907,7 +907,7 @@ def _check_shape(value: object, ty: TensorType, name: str | None,
 _OP_VALUES: dict[str, Callable[..., Any]] = {}
 
 
-def _op_value(name: str) -> Callable[..., Any]:
+def op_value(name: str) -> Callable[..., Any]:
     """An operator used as a value (E-Op): a Python function of its arguments, default
     attributes (T-Op: an op value has its default attributes)."""
     fn = _OP_VALUES.get(name)
@@ -927,7 +927,7 @@ def _op_value(name: str) -> Callable[..., Any]:
     return fn
 
 
-def _constructor_value(ctor: Constructor) -> Callable[..., Any]:
+def constructor_value(ctor: Constructor) -> Callable[..., Any]:
     """A constructor used as a value (E-Ctor): a Python function building the ADT value."""
 
     def fn(*args: Any) -> Any:

@@ -148,13 +148,13 @@ class Converter:
         if compiled is not None and getattr(value, "runner", None) is self.runner:
             return compiled
         if type(value) is Constructor:
-            from relay_ref.executor.codegen import _constructor_value
+            from relay_ref.executor.codegen import constructor_value
 
-            return _constructor_value(value)
+            return constructor_value(value)
         if type(value) is Op:
-            from relay_ref.executor.codegen import _op_value
+            from relay_ref.executor.codegen import op_value
 
-            return _op_value(value.name)
+            return op_value(value.name)
         runner = self.runner
 
         def host(*args: Any) -> Any:

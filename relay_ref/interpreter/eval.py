@@ -98,8 +98,8 @@ class _FnInfo:
         self.ret_check = _static_tensor_type(func.ret_type)
 
 
-_MISSING = object()
-_BUSY = object()  # a shared node whose evaluation is in progress in this frame
+MISSING = object()
+BUSY = object()  # a shared node whose evaluation is in progress in this frame
 
 
 class Interpreter:
@@ -137,10 +137,10 @@ class Interpreter:
         shared = self.shared
         while True:
             if shared and expr in shared:                # E-Shared (3.18)
-                known = env.get(expr, _MISSING)
-                if known is _MISSING:
+                known = env.get(expr, MISSING)
+                if known is MISSING:
                     return self.e_shared(expr, env)
-                if known is not _BUSY:
+                if known is not BUSY:
                     return known                         # a later use: the value
             rule = _RULES.get(type(expr))
             if rule is not None:
@@ -381,7 +381,7 @@ class Interpreter:
         """E-Shared (3.18), first use in this activation: the node's value by the rule for
         its form, remembered in the frame under the node for the later uses (which
         ``eval`` answers from the frame)."""
-        env[expr] = _BUSY
+        env[expr] = BUSY
         try:
             value = self.eval(expr, env)
         except BaseException:

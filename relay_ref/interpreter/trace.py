@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.interpreter import eval as _eval
-from relay_ref.interpreter.eval import _BUSY, _MISSING, Interpreter
+from relay_ref.interpreter.eval import BUSY, MISSING, Interpreter
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import (
     Closure,
@@ -269,11 +269,11 @@ class TracingInterpreter(Interpreter):
     def _derive(self, expr: Expr, env: dict, node: _Node) -> Value:
         """``Interpreter.eval``'s dispatch, with a step's continuation as a premise."""
         if self.shared and expr in self.shared:          # E-Shared (3.18)
-            known = env.get(expr, _MISSING)
-            if known is _MISSING:
+            known = env.get(expr, MISSING)
+            if known is MISSING:
                 node.rule, node.detail = "E-Shared", ("first",)
                 return self.e_shared(expr, env)
-            if known is not _BUSY:
+            if known is not BUSY:
                 node.rule, node.detail = "E-Shared", ("reused",)
                 return known
         rule = _eval._RULES.get(type(expr))

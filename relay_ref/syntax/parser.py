@@ -11,7 +11,7 @@ Pipeline, each stage iterative so that deep programs never hit the recursion lim
    the LALR driver loop is iterative. Lark exceptions become located ``ParseError``s with
    messages in Relay terms (``_syntax_error``).
 3. ``_Resolver`` walks the tree with generator handlers run by a trampoline
-   (``relay_ref.syntax._walk.run``), resolving names in lexical scopes and building IR nodes.
+   (``relay_ref.trampoline.run``), resolving names in lexical scopes and building IR nodes.
 
 Invariants of the result: every node carries a ``Span``; each binder is a fresh ``Var``; a
 graph variable ``%N`` refers to the very node object bound to it (S-Graph), so the IR is a DAG;
@@ -39,11 +39,11 @@ from relay_ref.ir.dtype import canonical_dtype
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.span import Source, Span
 from relay_ref.suggest import did_you_mean
-from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Anchor, attach
 from relay_ref.syntax.fallback import Fallback
 from relay_ref.syntax.metadata import MetadataError, load_metadata, meta_object
 from relay_ref.syntax.prescan import offset_span, prescan
+from relay_ref.trampoline import no_gc, run
 
 __all__ = ["Program", "parse", "parse_expr", "parse_program", "parse_type", "BINARY_OPS"]
 

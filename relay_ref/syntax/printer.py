@@ -44,9 +44,9 @@ from relay_ref.ir.expr import children
 from relay_ref.ir.module import IRModule, TypeData
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.visitor import free_vars
-from relay_ref.syntax._walk import no_gc, run
 from relay_ref.syntax.comments import Attached, CommentTable
 from relay_ref.syntax.metadata import dump_metadata
+from relay_ref.trampoline import no_gc, run
 
 __all__ = ["astext", "scalar_text", "attr_value_text"]
 

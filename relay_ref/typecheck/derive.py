@@ -83,9 +83,9 @@ from relay_ref.ir.types import (
 )
 from relay_ref.ops.registry import NOT_YET, OpDef, Solved, attrs_items
 from relay_ref.rules import link_rules, rule_html
-from relay_ref.syntax._walk import no_gc
 from relay_ref.syntax.printer import attr_value_text
 from relay_ref.syntax.short_text import graph_names, pattern_text, short_text
+from relay_ref.trampoline import no_gc
 from relay_ref.typecheck.infer import Checker, OpRelation, Projection, guarded
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
 from relay_ref.typecheck.unify import SHOW_PARTS, Unifier

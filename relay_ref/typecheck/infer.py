@@ -75,7 +75,7 @@ from relay_ref.ir.types import (
     substitute,
 )
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
-from relay_ref.syntax._walk import no_gc
+from relay_ref.trampoline import no_gc
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.solver import Constraint, Failure, Solver

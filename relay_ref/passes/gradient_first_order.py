@@ -88,7 +88,8 @@ class FirstOrderAD:
                 case Tuple(fields):
                     assert isinstance(vty, TupleType)
                     for i, (f, fty) in enumerate(zip(fields, vty.fields, strict=True)):
-                        part = g[i] if isinstance(g, list) else None
+                        # an op rule's adjoint of a tuple argument is one tuple value
+                        part = g[i] if isinstance(g, list) else TupleGetItem(g, i)
                         if part is not None:
                             self._add(adj, f, part, fty, blk)
                 case TupleGetItem(tup, index):

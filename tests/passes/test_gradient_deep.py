@@ -13,14 +13,20 @@ compared against the chain rule computed in NumPy (float64)."""
 
 from __future__ import annotations
 
+import functools
+import sys
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref.ir import expr as E
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.gradient import MODES
+from relay_ref.passes.gradient_first_order import FirstOrderAD
+from relay_ref.passes.gradient_forward import ForwardAD
+from relay_ref.passes.gradient_reverse import ReverseAD
 from relay_ref.passes.partial_eval import partial_evaluate
 from relay_ref.testing.growth import step_count
 
@@ -93,6 +99,25 @@ def test_gradient_output_grows_linearly(shape: str, mode: str) -> None:
     assert sizes[2] - sizes[1] == 2 * (sizes[1] - sizes[0]), (shape, mode, sizes)
     # a few dozen output nodes for each node of the program
     assert sizes[2] - sizes[1] <= 50 * (inputs[2] - inputs[1]), (shape, mode, sizes, inputs)
+
+
+@functools.cache
+def _checked_chain(n: int) -> rr.IRModule:
+    return rr.infer_types(rr.parse(tanh_chain(n)))
+
+
+@pytest.mark.parametrize("transform", [ReverseAD, FirstOrderAD, ForwardAD])
+def test_the_transforms_need_no_deep_stack_on_a_graph_form_chain(transform: type) -> None:
+    # On this thread, under Python's default recursion limit: each transform walks the
+    # dataflow iteratively (rr.gradient still runs it on a big stack, for deep nests of
+    # lets and closures, and the type checker needs one).
+    n = 3000
+    assert sys.getrecursionlimit() < n
+    mod = _checked_chain(n)
+    fn = transform(mod).wrapper(mod.functions["main"], mod.global_types["main"], None)
+    tanh = [node for node in post_order(fn) if isinstance(node, E.Call)
+            and isinstance(node.op, E.Op) and node.op.name == "tanh"]
+    assert len(tanh) == n  # one forward call for each node of the chain
 
 
 # -- values on deep programs --------------------------------------------------------------

@@ -120,6 +120,19 @@ def test_the_transforms_need_no_deep_stack_on_a_graph_form_chain(transform: type
     assert len(tanh) == n  # one forward call for each node of the chain
 
 
+def test_partial_evaluate_needs_no_deep_stack_on_a_graph_form_chain() -> None:
+    # the evaluator's own walk, on this thread (partial_evaluate also runs on a big stack)
+    from relay_ref.passes import partial_eval
+
+    n = 3000
+    mod = _checked_chain(n)
+    pe = partial_eval._PE(mod)
+    fn = pe.global_function(mod.functions["main"])
+    tanh = [node for node in post_order(fn) if isinstance(node, E.Call)
+            and isinstance(node.op, E.Op) and node.op.name == "tanh"]
+    assert len(tanh) == n and not pe.pre  # every value computed ahead was taken
+
+
 # -- values on deep programs --------------------------------------------------------------
 
 def _tanh_chain_rule(x: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

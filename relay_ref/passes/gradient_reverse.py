@@ -17,6 +17,9 @@ pair the inputs with zero adjoints, run the transformed body, add ones into ever
 the result's adjoint, run ``!bp``, and read the inputs' adjoints.
 
 Invariants.
+* Deep programs: dataflow (operator calls, tuples, projections) is transformed with an
+  explicit post-order stack (``_dataflow_prefix``), in the order the recursion would use;
+  only nests of other nodes recurse (``gradient`` runs the transform on a big stack).
 * The output is in A-normal form: every transformed expression is bound once (``Block``),
   so effects are neither duplicated nor reordered; rules may use their arguments freely.
 * Types: a transformed node of type ``τ`` has type ``T(τ)`` (``TypeMap``); binders are

@@ -51,8 +51,11 @@ Invariants.
   checked type (PE-Retype).
 * Graph bindings (a node reached by several edges) are evaluated once per activation, as
   in the interpreter (spec/semantics.md 2.3); the cost is linear in the nodes.
-* Deep programs: let chains and static branches are followed in a loop; the rest recurses
-  on a big-stack thread (``relay_ref.deepstack.run_deep``).
+* Deep programs: let chains and static branches are followed in a loop, graph-form
+  dataflow (operator calls, tuples, projections: the importers' ``%i = f(%i-1)`` chains)
+  is walked with an explicit stack (``_PE.prefix``); the rest (nests of lets, functions
+  and branches inside expressions) recurses, on a big-stack thread
+  (``relay_ref.deepstack.run_deep``).
 
 Not done (as in TVM): no partial matches (a ``match`` is either decided or residual with all
 its clauses), no store join after a residual branch (it is invalidated), no escape

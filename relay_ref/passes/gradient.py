@@ -120,8 +120,8 @@ def gradient(fn_or_module: IRModule | Function, mode: str = "higher_order", *,
     if entry not in mod.functions:
         hint = did_you_mean(entry, mod.functions, sigil="@")
         raise RelayError(f"gradient: the module has no function @{entry}{hint}")
-    # the transformation recurses along the program (a 400-node graph-form chain is 400
-    # nested visits): on a big stack, as the checker and the other passes run
+    # the transforms walk dataflow iteratively, but nests of lets, closures and branches
+    # inside expressions recurse, and the type checker does: on a big stack
     return run_deep(lambda: _differentiate(mod, mode, entry), name="relay-ad")
 
 

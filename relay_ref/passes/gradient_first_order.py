@@ -48,6 +48,18 @@ __all__ = ["FirstOrderAD"]
 _USE_HO = "; use mode='higher_order'"
 
 
+def _operands(e: Expr) -> tuple[Expr, ...]:
+    """What ``_forward`` binds before ``e`` (a call, tuple or projection)."""
+    match e:
+        case Call(_, args):
+            return args
+        case Tuple(fields):
+            return fields
+        case TupleGetItem(tup):
+            return (tup,)
+    return ()
+
+
 @dataclass
 class FirstOrderAD:
     """The first-order transform over one type-checked module."""
@@ -88,7 +100,8 @@ class FirstOrderAD:
                 case Tuple(fields):
                     assert isinstance(vty, TupleType)
                     for i, (f, fty) in enumerate(zip(fields, vty.fields, strict=True)):
-                        part = g[i] if isinstance(g, list) else None
+                        # an op rule's adjoint of a tuple argument is one tuple value
+                        part = g[i] if isinstance(g, list) else TupleGetItem(g, i)
                         if part is not None:
                             self._add(adj, f, part, fty, blk)
                 case TupleGetItem(tup, index):
@@ -128,6 +141,8 @@ class FirstOrderAD:
         hit = memo.get(id(e))
         if hit is not None:
             return hit
+        if isinstance(e, Call | Tuple | TupleGetItem):
+            self._forward_operands(e, env, blk, tape, memo)
         match e:
             case Constant():
                 value: Expr = e
@@ -160,6 +175,30 @@ class FirstOrderAD:
         memo[id(e)] = var
         tape.append((var, value, e))
         return var
+
+    def _forward_operands(self, root: Expr, env: dict[Var, Var], blk: Block,
+                          tape: list[tuple[Var, Expr, Expr]], memo: dict[int, Var]) -> None:
+        """Bind the operands under ``root`` (not ``root`` itself) in the order ``_forward``
+        reaches them (post-order, left to right), iteratively, while they are operator
+        calls, tuples, projections, constants or variables: a 10 000-node graph-form chain
+        needs no deep stack. Stops at the first other node (a ``let``...), leaving it and
+        what follows to the recursion, so the bindings come out in the same order."""
+        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(_operands(root))]
+        while stack:
+            node, expanded = stack.pop()
+            if isinstance(node, Var) or id(node) in memo:
+                continue
+            if expanded:  # its operands are bound: one level of recursion
+                self._forward(node, env, blk, tape, memo)
+                continue
+            if isinstance(node, Constant):
+                self._forward(node, env, blk, tape, memo)
+                continue
+            if not isinstance(node, Call | Tuple | TupleGetItem) or (
+                    isinstance(node, Call) and not isinstance(node.op, Op)):
+                return
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(_operands(node)))
 
     # -- reverse ---------------------------------------------------------------------------
     def _reverse_op(self, o: Op, call: Call, var: Var, vty: Type, g: object, node: Expr,

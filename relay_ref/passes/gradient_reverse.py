@@ -17,6 +17,9 @@ pair the inputs with zero adjoints, run the transformed body, add ones into ever
 the result's adjoint, run ``!bp``, and read the inputs' adjoints.
 
 Invariants.
+* Deep programs: dataflow (operator calls, tuples, projections) is transformed with an
+  explicit post-order stack (``_dataflow_prefix``), in the order the recursion would use;
+  only nests of other nodes recurse (``gradient`` runs the transform on a big stack).
 * The output is in A-normal form: every transformed expression is bound once (``Block``),
   so effects are neither duplicated nor reordered; rules may use their arguments freely.
 * Types: a transformed node of type ``τ`` has type ``T(τ)`` (``TypeMap``); binders are
@@ -89,6 +92,22 @@ BP_TYPE = RefType(FuncType((), UNIT))
 #: check_data visits at most this many ADT instances (a nested type such as
 #: ``Nest[A] { N(A, Nest[(A, A)]) }`` has infinitely many)
 _MAX_INSTANCES = 64
+
+
+def _dataflow_children(e: Expr, mod: IRModule) -> tuple[Expr, ...] | None:
+    """The operands the transform visits first, for a node whose transform visits nothing
+    else (an operator, constructor or module-global call, a tuple, a projection); None for
+    any other node."""
+    match e:
+        case Call(Op() | Constructor(), args):
+            return args
+        case Call(GlobalVar(name), args) if name in mod.functions:
+            return args
+        case Tuple(fields):
+            return fields
+        case TupleGetItem(tup):
+            return (tup,)
+    return None
 
 
 def _rev_tensor(t: TensorType) -> Type:
@@ -174,10 +193,40 @@ class ReverseAD:
         hit = memo.get(id(e))
         if hit is not None:
             return hit
+        if _dataflow_children(e, self.mod) is not None:
+            self._dataflow_prefix(e, env, bp, blk, memo)
+            hit = memo.get(id(e))
+            if hit is not None:
+                return hit
         out = self._tr(e, env, bp, blk, memo)
         if not isinstance(e, Var | Let):
             memo[id(e)] = out
         return out
+
+    def _dataflow_prefix(self, root: Expr, env: dict[Var, Expr], bp: Var, blk: Block,
+                         memo: dict[int, Expr]) -> None:
+        """Transform the nodes under ``root`` in the order the recursive transform reaches
+        them (post-order, arguments left to right), iteratively, for as long as they are
+        dataflow (operator, constructor and global calls, tuples, projections, constants,
+        variables): a 10 000-node graph-form chain needs no deep stack. It stops at the
+        first other node (a ``let``, a function, an ``if``...), leaving it and what follows
+        it to the recursion, so the bindings come out in the same order either way."""
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in memo:
+                continue
+            if expanded:  # its children are transformed: one level of recursion
+                memo[id(node)] = self._tr(node, env, bp, blk, memo)
+                continue
+            children = _dataflow_children(node, self.mod)
+            if children is None:
+                if not isinstance(node, Var | Constant):
+                    return
+                self.tr(node, env, bp, blk, memo)
+                continue
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children))
 
     def _tr(self, e: Expr, env: dict[Var, Expr], bp: Var, blk: Block,
             memo: dict[int, Expr]) -> Expr:

@@ -51,8 +51,11 @@ Invariants.
   checked type (PE-Retype).
 * Graph bindings (a node reached by several edges) are evaluated once per activation, as
   in the interpreter (spec/semantics.md 2.3); the cost is linear in the nodes.
-* Deep programs: let chains and static branches are followed in a loop; the rest recurses
-  on a big-stack thread (``relay_ref.deepstack.run_deep``).
+* Deep programs: let chains and static branches are followed in a loop, graph-form
+  dataflow (operator calls, tuples, projections: the importers' ``%i = f(%i-1)`` chains)
+  is walked with an explicit stack (``_PE.prefix``); the rest (nests of lets, functions
+  and branches inside expressions) recurses, on a big-stack thread
+  (``relay_ref.deepstack.run_deep``).
 
 Not done (as in TVM): no partial matches (a ``match`` is either decided or residual with all
 its clauses), no store join after a residual branch (it is invalidated), no escape
@@ -433,6 +436,23 @@ def _fill_of(data: np.ndarray) -> float | None:
     return None
 
 
+#: nodes whose ``visit_step`` visits their operands (``_operands``) and nothing else, in
+#: the frame they are in (a call's callee is an atom: ``_ATOMS``)
+_DATAFLOW = (Call, Tuple, TupleGetItem)
+_ATOMS = (Var, Constant, GlobalVar, Op, Constructor)
+
+
+def _operands(e: Expr) -> tuple[Expr, ...]:
+    match e:
+        case Call(_, args):
+            return args
+        case Tuple(fields):
+            return fields
+        case TupleGetItem(tup):
+            return (tup,)
+    return ()
+
+
 # -- the partial evaluator -------------------------------------------------------------
 class _PE:
     """Partially evaluates the functions of one (type-checked) module."""
@@ -454,6 +474,10 @@ class _PE:
         self.chain: list[_LetList] = []  # the open let-lists, outermost first
         self.limit: dict[_LetList, int] = {}  # while resolving a deferred function
         self.pending: dict[Var, _Deferred] = {}
+        # the dataflow prefix (``prefix``): values of operands computed ahead of their
+        # parent, and nodes whose prefix walk stopped, by (node, frame) identity
+        self.pre: dict[tuple[int, int], PS] = {}
+        self.blocked: set[tuple[int, int]] = set()
 
     # -- values ----------------------------------------------------------------------------
     def mk(self, static: object, dyn: Expr | None = None, scope: _LetList | None = None,
@@ -619,10 +643,49 @@ class _PE:
                         got = self.visit(got[0], got[1])
                     frame.vars[expr] = got
                 return got
+            if type(expr) in _DATAFLOW and (type(expr) is not Call
+                                            or isinstance(expr.op, _ATOMS)):
+                key = (id(expr), id(frame))
+                got = self.pre.pop(key, None)
+                if got is not None:
+                    return got
+                if key not in self.blocked:
+                    self.prefix(expr, frame)
             out = self.visit_step(expr, frame)
             if not isinstance(out, tuple):
                 return out
             expr, frame = out
+
+    def prefix(self, root: Expr, frame: _Frame) -> None:
+        """Evaluate the operands under ``root`` (not ``root``) in the order ``visit``
+        reaches them (post-order, left to right), iteratively, while they are operator
+        calls, tuples and projections (``_DATAFLOW``): a 10 000-node graph-form chain needs
+        no deep stack. Values go to ``self.pre`` (shared nodes to the frame, as ``visit``
+        puts them), for their parent's ``visit_step`` to take. The walk stops at the first
+        other node (a ``let``, a function, an ``if``...), leaving it and what follows to
+        the recursion, so the residual code comes out in the same order; the nodes above
+        the stop are ``blocked`` (not walked again: linear)."""
+        fid = id(frame)
+        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(_operands(root))]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                if node in self.shared:
+                    self.visit(node, frame)
+                else:
+                    got = self.visit_step(node, frame)
+                    assert not isinstance(got, tuple), "a dataflow node is one step"
+                    self.pre[(id(node), fid)] = got
+                continue
+            if isinstance(node, _ATOMS) or (node in self.shared and frame.get(node)
+                                            is not None):
+                continue
+            if type(node) not in _DATAFLOW or (
+                    type(node) is Call and not isinstance(node.op, _ATOMS)):
+                self.blocked.update((id(n), fid) for n, done in stack if done)
+                return
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(_operands(node)))
 
     def visit_step(self, expr: Expr, frame: _Frame) -> PS | tuple[Expr, _Frame]:
         """One rule: a value, or (for a step) the expression to continue with."""

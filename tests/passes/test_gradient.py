@@ -391,3 +391,19 @@ def test_optimize_drops_the_expansions_globals_once_unreachable() -> None:
     simple = rr.optimize(mod, PE_DCE)
     assert set(simple.functions) == set(mod.functions)  # @f stays: the program's own
     assert rr.alpha_equal(simple["main"], rr.parse_expr("fn () { (9f64, (6f64,)) }"))
+
+
+@pytest.mark.parametrize("mode", ["higher_order", "first_order", "forward"])
+def test_adjoint_of_a_tuple_argument_reaches_its_fields(mode: str) -> None:
+    # concatenate's reverse rule gives one tuple value for its tuple argument; first-order
+    # mode dropped it (zero gradients through every concatenate, as in SqueezeNet)
+    mod = rr.parse("""
+def @main(%x: Tensor[(1, 2), float32], %y: Tensor[(1, 3), float32]) {
+  %0 = (nn.relu(%x), %y * 3f, %x);
+  concatenate(%0, axis=1) * 2f
+}""")
+    x = np.array([[1.5, -2.0]], "float32")
+    y = np.array([[1.0, 2.0, 3.0]], "float32")
+    _, (gx, gy) = rr.evaluate(rr.gradient(mod, mode), x, y)
+    np.testing.assert_allclose(gx, [[4.0, 2.0]])  # relu's 2 where positive, plus 2
+    np.testing.assert_allclose(gy, [[6.0, 6.0, 6.0]])

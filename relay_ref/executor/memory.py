@@ -28,6 +28,7 @@ so an output is never overwritten by a later call.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -176,27 +177,33 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
         if not us or not all(type(u) is Call and safe_user.get(u, False) for u in us):
             continue
         candidates[node] = max(order[u] for u in us)
-    free: list[np.ndarray] = []
+    # free buffers sorted by (size, when freed): best fit is the first with size >= need,
+    # ties to the earliest freed; values are tracked by buffer index, so planning costs
+    # O(log n) a value even when thousands are live at once (first-order AD outputs)
+    free: list[tuple[int, int, int]] = []  # (nbytes, serial, buffer index)
+    serial = 0
     releases: dict[int, list[Call]] = {}
-    held: dict[Expr, np.ndarray] = {}
+    held: dict[Expr, int] = {}
     for i, node in enumerate(nodes):
         if node in candidates:
             ty = types[node]
             dtype = np.dtype(ty.dtype)
             nbytes = int(np.prod(ty.shape, dtype=np.int64)) * dtype.itemsize
-            fits = [k for k, b in enumerate(free) if b.nbytes >= nbytes]
-            if fits:
-                buf = free.pop(min(fits, key=lambda k: free[k].nbytes))
+            k = bisect.bisect_left(free, (nbytes, -1, -1))
+            if k < len(free):
+                slot = free.pop(k)[2]
             else:
-                buf = np.empty(max(nbytes, 1), np.uint8)
-                plan.buffers.append(buf)
-            held[node] = buf
+                slot = len(plan.buffers)
+                plan.buffers.append(np.empty(max(nbytes, 1), np.uint8))
+            buf = plan.buffers[slot]
+            held[node] = slot
             view = buf[:nbytes].view(dtype).reshape(ty.shape)
             plan.views[node] = view  # type: ignore[index]
             plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
-            plan.offsets[node] = next(  # type: ignore[index]
-                k for k, b in enumerate(plan.buffers) if b is buf)
+            plan.offsets[node] = slot  # type: ignore[index]
             releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
         for done in releases.pop(i, ()):
-            free.append(held.pop(done))
+            slot = held.pop(done)
+            bisect.insort(free, (plan.buffers[slot].nbytes, serial, slot))
+            serial += 1
     return plan

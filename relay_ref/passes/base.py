@@ -19,9 +19,14 @@ it *refines* the input (same value wherever the input returns one).
   ``registered()`` is the registry, read by ``relay_ref.passes.registry``;
   ``unregister_pass(name)`` forgets one (tests, notebooks).
 
-The project's registered passes are also *idempotent on their own output*: run again on the
-module it just returned, a pass returns that module's equal. The pass manager relies on it
-(it does not rerun a built-in pass on its own output).
+A pass class may declare itself *idempotent on its own output* (``idempotent = True``, on
+the class itself: a subclass declares it again): run again on the module it just returned,
+with the same options, it returns that module's equal. The pass manager relies on it (it
+does not rerun such a pass on its own output: ``rr.compile``'s second FoldConstant after a
+FoldScaleAxis that folded nothing); every other pass always runs (PartialEvaluate unfolds
+further on a second run, LambdaLift lifts again). ``tests/passes/test_pass_idempotent.py``
+checks every declaring pass on the golden programs. A declaring pass's options must be
+literals, so that its ``spec()`` names its configuration (the manager's key).
 
 Invariants: passes never mutate their input (modules and expressions are immutable); a pass
 returns a module without recorded types (``checked_types`` empty) when it changed anything,
@@ -50,7 +55,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from relay_ref.ir.module import IRModule
 
@@ -65,6 +70,8 @@ class Pass:
 
     name: str = "Pass"
     opt_level: int = 2
+    #: Declared by the class itself: rerun on its own output, it changes nothing.
+    idempotent: ClassVar[bool] = False
 
     def __call__(self, mod: IRModule) -> IRModule:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -78,6 +78,7 @@ class DeadCodeElimination(Pass):
     """Remove unused, effect-free ``let`` bindings (see the module docstring)."""
 
     name = "DeadCodeElimination"
+    idempotent = True
     opt_level = 1
 
     def __call__(self, mod: IRModule) -> IRModule:

@@ -168,6 +168,7 @@ class EliminateCommonSubexpr(Pass):
     """Merge equal pure operator calls and projections (see the module docstring)."""
 
     name = "EliminateCommonSubexpr"
+    idempotent = True
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:

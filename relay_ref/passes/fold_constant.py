@@ -201,6 +201,7 @@ class FoldConstant(Pass):
     """Evaluate constant operator calls (see the module docstring)."""
 
     name = "FoldConstant"
+    idempotent = True
     opt_level = 2
 
     def __call__(self, mod: IRModule) -> IRModule:

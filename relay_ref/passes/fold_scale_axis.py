@@ -601,6 +601,7 @@ class BackwardFoldScaleAxis(Pass):
     """Fold ``multiply`` by a per-channel scale into the conv/dense before it."""
 
     name = "BackwardFoldScaleAxis"
+    idempotent = True
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:
@@ -612,6 +613,7 @@ class ForwardFoldScaleAxis(Pass):
     """Fold ``multiply`` by a per-channel scale into the conv/dense after it."""
 
     name = "ForwardFoldScaleAxis"
+    idempotent = True
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:
@@ -625,6 +627,7 @@ class FoldScaleAxis(Pass):
     three), so constant weights come out already scaled."""
 
     name = "FoldScaleAxis"
+    idempotent = True
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:

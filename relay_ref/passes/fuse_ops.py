@@ -762,6 +762,7 @@ class FuseOps(Pass):
     ``link_params``: keep non-scalar constants inside the groups instead of passing them."""
 
     name = "FuseOps"
+    idempotent = True
     opt_level = 0
 
     def __init__(self, fuse_opt_level: int = 2, max_depth: int = MAX_FUSE_DEPTH,
@@ -782,6 +783,7 @@ class DefuseOps(Pass):
     """Inline the ``Primitive`` functions FuseOps made (see the module docstring)."""
 
     name = "DefuseOps"
+    idempotent = True
     opt_level = 3
 
     def __call__(self, mod: IRModule) -> IRModule:

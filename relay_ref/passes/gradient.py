@@ -378,6 +378,7 @@ class ExpandGradient(Pass):
     ``gradient`` calls is returned as it is."""
 
     name = "ExpandGradient"
+    idempotent = True
     opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:

@@ -56,6 +56,7 @@ class Inline(Pass):
     """Inline globals marked ``Inline=1`` (see the module docstring)."""
 
     name = "Inline"
+    idempotent = True
     opt_level = 1
 
     def __init__(self, max_size: int | None = None) -> None:

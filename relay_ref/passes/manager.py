@@ -23,9 +23,10 @@ Running (invariants):
 * the input is type-checked first (types inferred when absent; the input's own type errors
   propagate as they are); the output of every pass that changed the module (returned
   another object) is type-checked again, one that returned its input is not;
-* a built-in pass (``is_builtin``: registered and defined in ``relay_ref``) is not rerun on
-  its own output (the module it returned last, with the same options): they are idempotent
-  on their output (``relay_ref.passes.base``); a user's pass, registered or not, always runs;
+* a pass whose class declares itself idempotent (``declares_idempotent``; see
+  ``relay_ref.passes.base``) is not rerun on its own output (the module the same class
+  with the same spec returned last); every other pass always runs (PartialEvaluate twice
+  unfolds further; two BindParams with different weights share a spec but never a skip);
 * failures name the pass (its spec). Blame follows the pass: a built-in pass that raises
   anything but a ``RelayError``, recurses too deeply, returns no module or returns an
   ill-typed one is an *internal error* (``PassError``, a ``RelayError`` saying "this is a
@@ -51,8 +52,8 @@ from relay_ref.passes.registry import pass_names
 from relay_ref.passes.spec import PassSpec, PassSpecError, parse_spec, parse_specs
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["PassError", "Pipeline", "Sequential", "UnknownPassError", "is_builtin",
-           "make_pass", "pass_label", "resolve_passes", "run_passes", "select"]
+__all__ = ["PassError", "Pipeline", "Sequential", "UnknownPassError", "declares_idempotent",
+           "is_builtin", "make_pass", "pass_label", "resolve_passes", "run_passes", "select"]
 
 
 class PassError(RelayError):
@@ -185,6 +186,12 @@ def is_builtin(p: ModulePass) -> bool:
             and type(p).__module__.startswith("relay_ref."))
 
 
+def declares_idempotent(p: ModulePass) -> bool:
+    """Whether ``p``'s own class declares it idempotent on its own output (``idempotent =
+    True`` in the class body: a subclass that may behave otherwise does not inherit it)."""
+    return isinstance(p, Pass) and vars(type(p)).get("idempotent", False) is True
+
+
 def select(passes: Iterable[ModulePass], opt_level: int | None, required: Iterable[str] = (),
            disabled: Iterable[str] = ()) -> tuple[ModulePass, ...]:
     """The passes that run, in order (the selection rule of the module docstring)."""
@@ -258,9 +265,9 @@ class Pipeline:
 
         if not mod.checked_types:
             mod = infer_types(mod)
-        outputs: dict[str, IRModule] = {}  # a built-in pass's spec -> its last output
+        outputs: dict[tuple[type, str], IRModule] = {}  # idempotent pass -> last output
         for p in self._selected:
-            key = pass_label(p) if is_builtin(p) else None
+            key = (type(p), pass_label(p)) if declares_idempotent(p) else None
             if key is not None and outputs.get(key) is mod:
                 continue  # idempotent on its own output
             mod = _run_one(p, mod, self.label)

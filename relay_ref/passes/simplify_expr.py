@@ -295,6 +295,7 @@ class SimplifyExpr(Pass):
     """Algebraic simplification by the rule table ``RULES`` (see the module docstring)."""
 
     name = "SimplifyExpr"
+    idempotent = True
     opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:

@@ -210,6 +210,7 @@ class SimplifyInference(Pass):
     (see the module docstring). Opt level 0, as TVM registers it."""
 
     name = "SimplifyInference"
+    idempotent = True
     opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:

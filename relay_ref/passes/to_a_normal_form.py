@@ -465,6 +465,7 @@ class ToANormalForm(Pass):
     """Let-bind every non-atomic sub-expression (see the module docstring)."""
 
     name = "ToANormalForm"
+    idempotent = True
     opt_level = 1
 
     def __call__(self, mod: IRModule) -> IRModule:

@@ -87,6 +87,7 @@ class ToGraphNormalForm(Pass):
     """Turn pure ``let`` bindings into graph sharing (see the module docstring)."""
 
     name = "ToGraphNormalForm"
+    idempotent = True
     opt_level = 1
 
     def __call__(self, mod: IRModule) -> IRModule:

@@ -145,7 +145,7 @@ def _counting(monkeypatch, cls) -> list[int]:
     return calls
 
 
-def test_a_builtin_pass_is_not_rerun_on_its_own_output(monkeypatch, test_passes):
+def test_an_idempotent_pass_is_not_rerun_on_its_own_output(monkeypatch, test_passes):
     from relay_ref.passes.dead_code import DeadCodeElimination
     from relay_ref.passes.fold_constant import FoldConstant
 
@@ -164,6 +164,42 @@ def test_a_builtin_pass_is_not_rerun_on_its_own_output(monkeypatch, test_passes)
 
     Pipeline([user, user])(FOLDABLE)
     assert calls == [1, 1]
+
+
+def test_a_pass_not_declared_idempotent_runs_every_time_it_is_listed(monkeypatch):
+    """Only a class declaring ``idempotent`` is skipped on its own output; rr.optimize runs
+    every other listed pass (PartialEvaluate unfolds further on a second run)."""
+    from relay_ref.passes.manager import declares_idempotent
+    from relay_ref.passes.partial_eval import PartialEvaluate
+
+    src = '''
+    def @f(%n: int32, %x: float32) -> float32 {
+      if (equal(%n, 0)) { %x } else { @f(subtract(%n, 1), add(%x, 1f)) }
+    }
+    def @main(%x: float32) -> float32 { @f(100, %x) }
+    '''
+    mod = rr.parse(src)
+    once = rr.optimize(mod, ["PartialEvaluate"])
+    twice = rr.optimize(once, ["PartialEvaluate"])
+    assert not rr.alpha_equal(once, twice)  # the reproducer needs a pass that is not
+    assert rr.alpha_equal(rr.optimize(mod, ["PartialEvaluate", "PartialEvaluate"]), twice)
+    assert not declares_idempotent(PartialEvaluate())
+    # Two BindParams with different weights share a spec (keys only): both run.
+    assert not declares_idempotent(BindParams({"w": np.ones(2)}))
+    runs = _counting(monkeypatch, PartialEvaluate)
+    Pipeline(["PartialEvaluate", "PartialEvaluate"])(once)
+    assert runs == [1, 1]
+
+
+def test_idempotence_is_declared_by_the_class_itself():
+    """A subclass of an idempotent pass may behave otherwise: it does not inherit it."""
+    from relay_ref.passes.fold_constant import FoldConstant
+    from relay_ref.passes.manager import declares_idempotent
+
+    class Mine(FoldConstant):
+        pass
+
+    assert declares_idempotent(FoldConstant()) and not declares_idempotent(Mine())
 
 
 def test_types_are_checked_only_after_a_pass_that_changed_the_module(monkeypatch):

@@ -308,6 +308,54 @@ class _Generator:
         self.slots: dict[Call, int] = {}
         self.plans_allocation = False
         self.out.namespace["_check_shape"] = _check_shape
+        #: memo tables of one generation: free variables of function literals, groups
+        #: that cannot be planned (-> why), each group's ``run_args``
+        self.free: dict[Function, list[Var]] = {}
+        self.unplannable: dict[Function, str] = {}
+        self.group_args: dict[Function, frozenset[int] | None] = {}
+
+    def free_vars(self, fn: Function) -> list[Var]:
+        """``free_vars(fn)``, once per function literal in this generation (a function is
+        asked about by its enclosing function's liveness and when its closure is built)."""
+        known = self.free.get(fn)
+        if known is None:
+            known = self.free[fn] = free_vars(fn)
+        return known
+
+    def plan(self, prim: Function) -> Any:
+        """The group planner's plan of ``prim``; ``Unplannable`` (remembered) when the
+        group runs as an ordinary function call."""
+        if prim in self.unplannable:
+            raise Unplannable(self.unplannable[prim])
+        try:
+            return self.group_planner.plan(prim)
+        except Unplannable as err:
+            self.unplannable[prim] = str(err)
+            raise
+
+    def run_args(self, call: Call) -> frozenset[int] | None:
+        """``liveness.RunArgs``: for a call of an operator or group, None when no kernel
+        step computes it (a scalar fast path, an unplannable group), else the positions of
+        the arguments the generated code passes as they are to ``_run`` and reads in no
+        other way (``op_call``, ``group_call``)."""
+        op = call.op
+        if type(op) is Op:
+            if _scalar_operator(op.name, [self.types.get(a) for a in call.args]) is not None:
+                return None
+            return frozenset(range(len(call.args)))
+        known = self.group_args.get(op, False)
+        if known is not False:
+            return known  # type: ignore[return-value]
+        positions: frozenset[int] | None = None
+        if _scalar_group(op, self.types) is None:
+            try:
+                plan = self.plan(op)
+            except Unplannable:
+                pass
+            else:
+                positions = _group_run_args(op, plan, self.types)
+        self.group_args[op] = positions
+        return positions
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -388,7 +436,7 @@ class _FunctionGen:
         #: released after the last (runtime.py's release contract)
         self.reads: dict[Expr, list[Expr]] = {}
         self.pending: dict[Expr, int] = {}
-        for v, users in releasable(func).items():
+        for v, users in releasable(func, gen.run_args, gen.free_vars).items():
             self.pending[v] = len(users)
             for u in users:
                 self.reads.setdefault(u, []).append(v)
@@ -643,18 +691,12 @@ class _FunctionGen:
         through the runtime (``relay_ref.executor.runtime``), or a Python operator when
         the group is one scalar operation (see Scalars above). A step value no later step
         of the group reads through a kernel is released after its last reader."""
-        body = prim.body
-        if type(body) is Call and type(body.op) is Op and len(body.args) == 2:
-            operands = []
-            for a in body.args:
-                if type(a) is Var and a in prim.params:
-                    operands.append(args[prim.params.index(a)])
-                elif type(a) is Constant and a.data.ndim == 0:
-                    operands.append(self.constant(a))
-            fast = _scalar_operator(body.op.name, [self.gen.types.get(a) for a in body.args])
-            if fast is not None and len(operands) == 2:
-                return f"({operands[0]} {fast} {operands[1]})"
-        plan = self.gen.group_planner.plan(prim)
+        scalar = _scalar_group(prim, self.gen.types)
+        if scalar is not None:
+            fast, operands = scalar
+            a, b = (args[o] if type(o) is int else self.constant(o) for o in operands)
+            return f"({a} {fast} {b})"
+        plan = self.gen.plan(prim)
         self.gen.out.groups.append(plan)
         types = self.gen.types
         slot = self.gen.slots.get(call, -1)
@@ -722,7 +764,7 @@ class _FunctionGen:
     # -- functions as values ----------------------------------------------------------------
     def function_value(self, fn: Function, rec_var: Var | None) -> str:
         """Code building the closure of ``fn`` (E-Fn; E-Let-Rec with ``rec_var``)."""
-        captured = tuple(v for v in free_vars(fn) if v is not rec_var)
+        captured = tuple(v for v in self.gen.free_vars(fn) if v is not rec_var)
         hint = rec_var.name_hint if rec_var is not None else "fn"
         py_name = self.gen.fresh(f"f_{_identifier(hint)}_")
         _FunctionGen(self.gen, fn, py_name, captured, rec_var, None).generate(self.gen.lines)
@@ -874,6 +916,43 @@ def _scalar_operator(name: str, types: list[Type | None]) -> str | None:
     if name in _SCALAR_BOOL_BINOPS and types[0].dtype == "bool":
         return _SCALAR_BOOL_BINOPS[name]
     return None
+
+
+def _scalar_group(prim: Function, types: dict[Expr, Type]
+                  ) -> tuple[str, list[int | Constant]] | None:
+    """A group that is one scalar operation (see Scalars in the module docstring): its
+    Python operator and its two operands (a parameter's position, or a 0-d constant);
+    None for any other group."""
+    body = prim.body
+    if type(body) is not Call or type(body.op) is not Op or len(body.args) != 2:
+        return None
+    operands: list[int | Constant] = []
+    for a in body.args:
+        if type(a) is Var and a in prim.params:
+            operands.append(prim.params.index(a))
+        elif type(a) is Constant and a.data.ndim == 0:
+            operands.append(a)
+    fast = _scalar_operator(body.op.name, [types.get(a) for a in body.args])
+    if fast is None or len(operands) != 2:
+        return None
+    return fast, operands
+
+
+def _group_run_args(prim: Function, plan: Any, types: dict[Expr, Type]) -> frozenset[int]:
+    """The parameters of a planned group that ``group_call`` passes as they are to
+    ``_run`` only: not 0-d (converted by ``np.asarray``), read only by kernel steps (not
+    put in a tuple or projected), neither the group's result nor a step's ``out``."""
+    n = plan.n_params
+    ok = {i for i, p in enumerate(prim.params) if not _is_zero_d(types.get(p))}
+    if not plan.steps:
+        return frozenset()
+    for step in plan.steps:
+        if step.out is not None:
+            ok.discard(step.out)
+        if step.kind not in ("op", "fused"):
+            ok.difference_update(step.inputs)
+    ok.discard(n + len(plan.steps) - 1)
+    return frozenset(i for i in ok if i < n)
 
 
 def _static_annotation(ty: Type | None) -> bool:

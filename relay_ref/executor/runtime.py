@@ -32,13 +32,23 @@ Contract (what a runtime may rely on and must keep):
   ``site.shape`` / ``site.dtype`` (``site.nbytes`` bytes) for the step's result, or None
   for a fresh one. The buffer must not be in use by any value still live.
 * **release(site, value)** says the program will not read ``value`` (the result of
-  ``site`` in this activation) through this name again: called exactly once per released
-  value and activation, after the statement that used it last (static liveness over the
-  step graph: within a group, and across groups in functions that are dataflow, let chains
-  included). Values never released: parameters, constants, function results, values put
-  in tuples or projected (they may escape), values of scalar fast paths (no step), values
-  in functions with control flow. The storage may still be shared by a view a later step
-  made (``Site.view``: the kernel may return a view of its first argument).
+  ``site`` in this activation) again: called exactly once per released value and
+  activation, after the statement that used it last. Which values (static liveness,
+  ``relay_ref.executor.liveness``, the one rule): within a fused group, a step's value
+  that only later kernel steps of the group read (not the group's result, not written
+  over in place); across the statements of a function, a value a kernel step computed
+  (``run``'s result) that is read *only* as an element of the argument list of later
+  ``run`` calls (the value itself, not in a tuple, not converted first), when it and all
+  of its readers are computed in the function's top block (not in a branch of an ``if``,
+  a ``match`` clause, or a lazily computed shared node; any function, with control flow
+  elsewhere in it or not; a self tail call's loop releases once per iteration). Never
+  released: parameters, constants, function results, values put in tuples or projected,
+  values a scalar fast path reads (a Python operator on two 0-d values) or produces,
+  values passed to a group as a 0-d parameter (``np.asarray`` first), values passed to a
+  function or closure (a group that cannot be planned runs as one: it may return its
+  argument), values captured by a nested function, values read in a branch. The storage
+  may still be shared by a view a later step made (``Site.view``: the kernel may return a
+  view of its first argument).
 * Steps run on the thread that called the executable, one at a time for one call; an
   executable whose policy hands out shared buffers serialises its calls.
 
@@ -47,10 +57,12 @@ What a memory-budgeted pool (DTR, issue 27) builds on: a size before the kernel 
 ``site.call``) and after it (``value.nbytes``); every use of a value as a kernel argument
 (``run``'s ``args``); the drop of the program's last reference (``release``); recomputation
 (``site.call`` on kept arguments). Values ``release`` is called for are, by the liveness
-rule above, read *only* as arguments of later ``run`` calls, so a pool may hand such a
-value back from ``run`` as its own handle and resolve (rematerialise) it when a later
-``run`` receives it; every other value is read by plain Python code (tuples, branches,
-results) and must be the array itself (pinned, in DTR's terms).
+rule above, read *only* as elements of the argument lists of later ``run`` calls, so a
+pool may hand such a value back from ``run`` as its own handle and resolve (rematerialise)
+it when a later ``run`` receives it in ``args`` (a site whose value is released once is
+released wherever it is computed: the release statement is in the same block as the
+step's); every other value is read by plain Python code (tuples, branches,
+scalar operators, results) and must be the array itself (pinned, in DTR's terms).
 
 Policies and layers: ``Runtime`` is the plain policy (fresh allocation: the kernels
 allocate), ``StaticPlanRuntime`` hands out the compile-time memory plan's buffers

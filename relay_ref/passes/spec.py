@@ -8,7 +8,10 @@ strings do not split specs. Values are read with ``ast.literal_eval``: nothing i
 so a spec can never run code. Names are checked against the registry later (by the manager).
 
 Errors are ``PassSpecError`` (a ``ValueError``) carrying the character range of the mistake in
-the text given, so the command line can point at it.
+the text given, so the command line can point at it. Every malformed text is one, however
+long or deeply nested (never a ``RecursionError`` or ``MemoryError`` from Python's parser):
+a pass list is at most ``MAX_TEXT`` characters and its brackets nest at most
+``MAX_NESTING`` deep.
 """
 
 from __future__ import annotations
@@ -17,9 +20,14 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PassSpec", "PassSpecError", "parse_spec", "parse_specs", "split_specs"]
+__all__ = ["MAX_NESTING", "MAX_TEXT", "PassSpec", "PassSpecError", "parse_spec", "parse_specs",
+           "split_specs"]
 
 _OPEN, _CLOSE = "([{", ")]}"
+
+#: The longest pass list read (characters) and the deepest nesting of its brackets.
+MAX_TEXT = 10_000
+MAX_NESTING = 32
 
 
 class PassSpecError(ValueError):
@@ -58,7 +66,9 @@ class PassSpec:
 def split_specs(text: str) -> list[tuple[str, int]]:
     """``text`` cut at the commas outside brackets and string literals: ``(piece, offset)``
     pairs, each piece stripped and non-empty (empty pieces are skipped, as ``"A,,B"``
-    names two passes). Unbalanced brackets or an open string are a ``PassSpecError``."""
+    names two passes). Unbalanced brackets, an open string, a text longer than
+    ``MAX_TEXT`` or brackets nested deeper than ``MAX_NESTING`` are a ``PassSpecError``."""
+    _check_length(text)
     pieces: list[tuple[str, int]] = []
     stack: list[tuple[str, int]] = []  # open brackets and where
     quote, quote_at = "", 0
@@ -74,6 +84,9 @@ def split_specs(text: str) -> list[tuple[str, int]]:
             quote, quote_at = ch, i
         elif ch in _OPEN:
             stack.append((ch, i))
+            if len(stack) > MAX_NESTING:
+                raise PassSpecError(f"the pass options nest brackets more than {MAX_NESTING} "
+                                    "deep", text, i, i + 1)
         elif ch in _CLOSE:
             if not stack or _OPEN.index(stack[-1][0]) != _CLOSE.index(ch):
                 raise PassSpecError(f"unbalanced {ch!r} in the pass list", text, i, i + 1)
@@ -91,6 +104,12 @@ def split_specs(text: str) -> list[tuple[str, int]]:
     return pieces
 
 
+def _check_length(text: str) -> None:
+    if len(text) > MAX_TEXT:
+        raise PassSpecError(f"the pass list is too long ({len(text)} characters; at most "
+                            f"{MAX_TEXT})", text, MAX_TEXT, len(text))
+
+
 def _add(pieces: list[tuple[str, int]], text: str, begin: int, end: int) -> None:
     raw = text[begin:end]
     piece = raw.strip()
@@ -102,6 +121,8 @@ def parse_spec(piece: str, text: str | None = None, offset: int = 0) -> PassSpec
     """One spec (``Name`` or ``Name(args)``); ``text`` / ``offset``: where ``piece`` sits in
     the whole text, for error ranges."""
     whole = piece if text is None else text
+    if text is None:
+        split_specs(piece)  # length, nesting, balance: located errors before Python's parser
     name, paren, rest = piece.partition("(")
     name = name.strip()
     if not name.isidentifier():
@@ -116,8 +137,8 @@ def parse_spec(piece: str, text: str | None = None, offset: int = 0) -> PassSpec
     inner_at = offset + piece.index("(") + 1
     try:
         call = ast.parse(f"f({rest}", mode="eval").body
-    except SyntaxError:
-        raise PassSpecError(f"{name}: cannot read the options ({rest.rstrip()[:-1]!r}: "
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # deep '-' chains too
+        raise PassSpecError(f"{name}: cannot read the options ({_short(rest.rstrip()[:-1])}: "
                             "write name=value with Python literal values)", whole,
                             inner_at, offset + len(piece) - 1) from None
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
@@ -155,7 +176,12 @@ def _literal(name: str, node: ast.expr, text: str, inner_at: int) -> Any:
         start, end = _range(node, inner_at)
         raise PassSpecError(f"{name}: option values must be Python literals (numbers, "
                             f"strings, booleans, None, lists, tuples, dicts), not "
-                            f"{text[start:end]!r}", text, start, end) from None
+                            f"{_short(text[start:end])}", text, start, end) from None
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut to ``limit`` characters with ``...`` (messages stay one line)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
 
 
 def parse_specs(text: str) -> list[PassSpec]:

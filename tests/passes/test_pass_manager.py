@@ -313,6 +313,29 @@ def test_option_values_are_never_evaluated(tmp_path):
     assert spec[info.value.start:info.value.end].startswith("open(")
 
 
+@pytest.mark.parametrize("spec", [
+    "FuseOps(max_depth=" + "-" * 5000 + "1)",     # Python's parser: RecursionError
+    "FuseOps(max_depth=" + "-" * 20000 + "1)",    # MemoryError (and too long)
+    "FuseOps(max_depth=" + "[" * 300 + "]" * 300 + ")",
+    "FuseOps(max_depth=" + "(" * 40 + "1" + ")" * 40 + ")",
+    "FuseOps(max_depth=\x001)",
+    "FuseOps(max_depth=" + "9" * 5000 + ")",
+    "FoldConstant," * 2000,
+])
+def test_every_malformed_spec_is_a_located_spec_error(spec):
+    from relay_ref.passes.spec import MAX_TEXT
+
+    with pytest.raises(PassSpecError) as info:
+        rr.optimize(CHAIN, spec)
+    err = info.value
+    assert err.text == spec and 0 <= err.start < err.end <= len(spec)
+    assert len(err.message) < 300  # the message quotes the text cut short
+    if len(spec) > MAX_TEXT:
+        assert "too long" in err.message and err.start == MAX_TEXT
+    with pytest.raises(PassSpecError):
+        make_pass(spec.rstrip(","))
+
+
 def test_fuse_ops_depth_through_spec_object_and_compile():
     small = rr.optimize(CHAIN, ["FuseOps(max_depth=2)"])
     assert len(primitive_functions(small)) == 3  # five exps in groups of at most two

@@ -17,7 +17,7 @@ cost a device-to-host copy after every launch; those groups run on the host.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -80,7 +80,7 @@ class CudaElementwise:
         return out
 
 
-def build_cuda_elementwise(params: Sequence[Var], body: Expr, types: dict[Expr, Type], *,
+def build_cuda_elementwise(params: Sequence[Var], body: Expr, types: Mapping[Expr, Type], *,
                            cache_dir: str | os.PathLike[str] | None = None
                            ) -> CudaElementwise | None:
     """The CUDA kernel of ``body`` over ``params`` (see the module docstring), or None when

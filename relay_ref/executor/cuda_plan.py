@@ -27,7 +27,7 @@ device arrays to the host: results never alias device memory.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -161,7 +161,7 @@ class CudaGroupPlanner(GroupPlanner):
 
     FUSED_KIND = "cuda fused"
 
-    def __init__(self, types: dict[Expr, Type], *, cache_dir: str | None = None) -> None:
+    def __init__(self, types: Mapping[Expr, Type], *, cache_dir: str | None = None) -> None:
         super().__init__(types, fuse=True, cache_dir=cache_dir)
         self.steps: dict[Call, DeviceStep | HostStep] = {}
 
@@ -236,7 +236,7 @@ class CudaGroupPlanner(GroupPlanner):
         return self._tail_kernel(params, body, self.types)
 
     def _tail_kernel(self, params: tuple[Var, ...], body: Expr,
-                     types: dict[Expr, Type]) -> Any:
+                     types: Mapping[Expr, Type]) -> Any:
         from relay_ref.executor.cuda_fused import build_cuda_elementwise
 
         return build_cuda_elementwise(params, body, types, cache_dir=self.cache_dir)

@@ -29,7 +29,8 @@ an earlier step of the same group that nothing else reads (the anchor's output).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,17 +94,18 @@ class Unplannable(Exception):
     ``flatten_group``: the code generator runs it as an ordinary function call."""
 
 
-def flatten_group(prim: Function, types: dict[Expr, Type]) -> Function:
+def flatten_group(prim: Function, types: MutableMapping[Expr, Type]) -> Function:
     """``prim`` with its nested function-literal calls inlined and its ``let`` s substituted
     (see the module docstring); ``prim`` itself when it has neither. New nodes get the type
-    of the node they copy, recorded in ``types``. Raises ``Unplannable`` for a body that is
+    of the node they copy, recorded in ``types`` (the planner passes its own overlay, never
+    the module's ``checked_types``). Raises ``Unplannable`` for a body that is
     not dataflow of operator calls, tuples, projections, variables and constants."""
     if not any(type(n) is Let or type(n) is Function for n in post_order(prim.body)):
         return prim
     return run_deep(lambda: _flatten(prim, types), name="relay-flatten")
 
 
-def _flatten(prim: Function, types: dict[Expr, Type]) -> Function:
+def _flatten(prim: Function, types: MutableMapping[Expr, Type]) -> Function:
     memo: dict[tuple[int, int], Any] = {}
     counter = [0]
 
@@ -185,9 +187,11 @@ class GroupPlanner:
     #: the kernel kind of a generated fused step, in ``exe.plan``
     FUSED_KIND = "numba fused"
 
-    def __init__(self, types: dict[Expr, Type], *, fuse: bool = True,
+    def __init__(self, types: Mapping[Expr, Type], *, fuse: bool = True,
                  cache_dir: str | None = None) -> None:
-        self.types = types
+        #: the module's checked types under the planner's own layer, which the types of the
+        #: nodes planning makes (``flatten_group``) go into: the module is left as it was
+        self.types: ChainMap[Expr, Type] = ChainMap({}, types)  # type: ignore[arg-type]
         self.fuse = fuse
         self.cache_dir = cache_dir
         self.plans: dict[Function, GroupPlan] = {}
@@ -278,7 +282,7 @@ class GroupPlanner:
         return _big(ty)
 
     def _tail_kernel(self, params: tuple[Var, ...], body: Expr,
-                     types: dict[Expr, Type]) -> Any:
+                     types: Mapping[Expr, Type]) -> Any:
         """The generated kernel of an anchor's elementwise tail, or None."""
         try:
             from relay_ref.executor.fused import build_elementwise
@@ -345,8 +349,7 @@ class GroupPlanner:
             return None
         hole = Var("anchor", anchor_ty)
         mapping: dict[Expr, Expr] = {anchor: hole}
-        types = dict(self.types)
-        types[hole] = anchor_ty
+        types: MutableMapping[Expr, Type] = self.types.new_child({hole: anchor_ty})
         for n in post_order(body):
             if n in tail:
                 new = Call(n.op, tuple(mapping.get(a, a) for a in n.args), n.attrs,

@@ -442,3 +442,27 @@ def test_releases_in_functions_with_control_flow_and_loops(cond: bool) -> None:
                   and e[1].label == "nn.dense" and e[1].span.line == 11}
     assert len(main_sites) == 1
     assert released == 1 + 4 * 2
+
+
+def test_compile_does_not_change_the_callers_module() -> None:
+    """Flattening a group's nested functions types its new nodes in the planner's own
+    overlay, never in the module's ``checked_types`` (shared with the caller's module
+    when no pass changed it)."""
+    from relay_ref.interpreter.driver import checked_module
+
+    mod = rr.parse(f"""
+def @main(%x: {T}) -> {T} {{
+  %0 = fn (%a: {T}, Primitive=1) -> {T} {{
+    %1 = fn (%b: {T}, Composite="add_relu") -> {T} {{ nn.relu(add(%b, %b)) }};
+    %1(%a)
+  }};
+  %0(%x)
+}}""")
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    want = rr.evaluate(mod, x)
+    checked = checked_module(mod)  # the type-checked module rr.compile starts from
+    before = dict(checked.checked_types)
+    for _ in range(3):
+        exe = rr.compile(mod, passes=[])
+        assert _same(exe(x), want)
+        assert checked.checked_types == before

@@ -56,7 +56,7 @@ from relay_ref.executor.executable import Executable
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.executor.runtime import Runtime, StaticPlanRuntime
-from relay_ref.executor.targets import get_target
+from relay_ref.executor.targets import get_target, make_planner
 from relay_ref.interpreter.driver import MAX_DEPTH, checked_module
 from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
@@ -113,7 +113,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     if gradient_globals is not None:
         work, first, notes = _simplify_gradients(checked, set(gradient_globals))
     work = _run_passes(work, entry, params, pipeline)
-    planner = target_def.planner(work.checked_types, cache_dir)
+    planner = make_planner(target_def, work.checked_types, cache_dir)
     memory = plan_memory(work.functions[entry], planner, work.checked_types) \
         if reuse_buffers and target_def.host_memory else MemoryPlan()
     # the allocation policy: the static plan's buffers when there are any, else fresh

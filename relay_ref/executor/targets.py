@@ -14,20 +14,23 @@ callables, so ``compile.py`` has no per-target branch:
   (weights moved to the device) and returns the ``Plan`` to show.
 
 A new backend (a BYOC codegen) calls ``register_target(Target("name", planner, ...))`` at
-import; ``target_names()`` lists the registered names; ``get_target(name)`` raises
+import (a malformed one is a ``TypeError`` there; a planner returning no planner is a
+``RelayError`` naming the target when ``rr.compile`` uses it: ``make_planner``);
+``target_names()`` lists the registered names; ``get_target(name)`` raises
 ``UnknownTarget`` (a ``RelayError`` and a ``ValueError``) naming the known ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from relay_ref.diagnostics import RelayError
 from relay_ref.executor.groups import GroupPlanner
 
-__all__ = ["Target", "UnknownTarget", "get_target", "register_target", "target_names"]
+__all__ = ["Target", "UnknownTarget", "get_target", "make_planner", "register_target",
+           "target_names"]
 
 
 class UnknownTarget(RelayError, ValueError):
@@ -51,9 +54,23 @@ _TARGETS: dict[str, Target] = {}
 
 def register_target(target: Target, *, replace: bool = False) -> Target:
     """Register ``target`` under its name; registering a taken name again is a
-    ``ValueError`` unless ``replace``."""
+    ``ValueError`` unless ``replace``. A malformed target (a name that is not a non-empty
+    str, a planner that is not callable, ``prepare`` / ``finish`` neither callable nor
+    None) is a ``TypeError``."""
     if not isinstance(target, Target):
         raise TypeError(f"register_target takes a Target, not {type(target).__name__}")
+    name = target.name
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_target: a target's name must be a non-empty str, not "
+                        f"{name!r}")
+    if not callable(target.planner):
+        raise TypeError(f"register_target: target {name!r}: planner must be callable, not "
+                        f"{type(target.planner).__name__}")
+    for field in ("prepare", "finish"):
+        value = getattr(target, field)
+        if value is not None and not callable(value):
+            raise TypeError(f"register_target: target {name!r}: {field} must be callable "
+                            f"or None, not {type(value).__name__}")
     if target.name in _TARGETS and not replace:
         raise ValueError(f"target {target.name!r} is already registered")
     _TARGETS[target.name] = target
@@ -77,6 +94,19 @@ def get_target(name: str) -> Target:
         raise UnknownTarget(f"compile: unknown target {name!r} (targets: "
                             f"{', '.join(_TARGETS)})")
     return target
+
+
+def make_planner(target: Target, types: Mapping[Any, Any], cache_dir: str | None) -> Any:
+    """``target.planner(types, cache_dir)``, checked: a ``RelayError`` naming the target
+    when it returns something that is not a planner (an object with callable ``plan``
+    and ``single_op``, as ``GroupPlanner``)."""
+    planner = target.planner(types, cache_dir)  # type: ignore[arg-type]
+    if not all(callable(getattr(planner, m, None)) for m in ("plan", "single_op")):
+        raise RelayError(f"compile: target {target.name!r}: its planner returned "
+                         f"{'None' if planner is None else type(planner).__name__}, not a "
+                         "group planner (an object with plan and single_op methods, as "
+                         "relay_ref.executor.groups.GroupPlanner)")
+    return planner
 
 
 def _cpu_planner(types: dict[Any, Any], cache_dir: str | None) -> GroupPlanner:

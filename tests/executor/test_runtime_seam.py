@@ -466,3 +466,29 @@ def @main(%x: {T}) -> {T} {{
         exe = rr.compile(mod, passes=[])
         assert _same(exe(x), want)
         assert checked.checked_types == before
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda: Target(None, _cpu_like), "name must be a non-empty str"),  # type: ignore[arg-type]
+    (lambda: Target("", _cpu_like), "name must be a non-empty str"),
+    (lambda: Target("bad", None), "planner must be callable"),  # type: ignore[arg-type]
+    (lambda: Target("bad", _cpu_like, prepare=3), "prepare must be callable or None"),
+    (lambda: Target("bad", _cpu_like, finish="x"), "finish must be callable or None"),
+])
+def test_register_target_refuses_a_malformed_target(bad: Any, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        register_target(bad())
+    assert "bad" not in target_names() and None not in target_names()
+
+
+def _cpu_like(types: dict[Any, Any], cache_dir: str | None) -> GroupPlanner:
+    return GroupPlanner(types, cache_dir=cache_dir)
+
+
+def test_a_planner_returning_no_planner_is_a_clear_error() -> None:
+    register_target(Target("toy", lambda types, cache_dir: None))
+    try:
+        with pytest.raises(rr.RelayError, match=r"target 'toy': its planner returned None"):
+            rr.compile(rr.parse(GRAPH), target="toy")
+    finally:
+        unregister_target("toy")

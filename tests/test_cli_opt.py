@@ -123,6 +123,9 @@ def test_a_bad_option_is_a_located_usage_error(relay, tmp_path):
     assert "Traceback" not in res.stderr
     res = relay("opt", str(path), "--passes", "FuseOps(max_depth=8")
     assert res.returncode == 2 and "--passes:1:8: error: unclosed '('" in res.stderr
+    res = relay("opt", str(path), "--passes", "FuseOps(max_depth=0)")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--passes:1:9: error: FuseOps: max_depth must be at least 1" in res.stderr
     for deep in ("-" * 5000, "-" * 20000):  # Python's parser would recurse / run out
         res = relay("opt", str(path), "--passes", f"FuseOps(max_depth={deep}1)")
         assert res.returncode == 2 and "--passes:1:" in res.stderr, res.stderr

@@ -135,6 +135,9 @@ OPAQUE = OpPattern.OPAQUE
 #: TVM's ``relay.FuseOps.max_depth`` default (``kMaxFusedOps``).
 MAX_FUSE_DEPTH = 256
 
+#: The highest ``fuse_opt_level`` (TVM's opt levels run 0 to 4; every level from 1 fuses).
+MAX_FUSE_OPT_LEVEL = 4
+
 #: Dtypes of the scalar constants that are fused into their user (TVM's ``is_simple_const``).
 _SIMPLE_CONST_DTYPES = frozenset({"int32", "int64", "float32", "float64", "bool"})
 
@@ -757,9 +760,11 @@ def _typed(mod: IRModule) -> IRModule:
 class FuseOps(Pass):
     """Group operator calls into ``Primitive=1`` functions (see the module docstring).
 
-    ``fuse_opt_level``: 0 puts every operator call in its own group; >= 1 fuses (TVM's
-    default follows the pass context, 2). ``max_depth``: the most nodes in one group.
-    ``link_params``: keep non-scalar constants inside the groups instead of passing them."""
+    ``fuse_opt_level``: 0 puts every operator call in its own group; 1 to
+    ``MAX_FUSE_OPT_LEVEL`` fuse (TVM's default follows the pass context, 2).
+    ``max_depth``: the most nodes in one group, at least 1. ``link_params``: keep
+    non-scalar constants inside the groups instead of passing them. An option of the wrong
+    kind is a ``TypeError``, one out of range a ``ValueError``, each naming the option."""
 
     name = "FuseOps"
     idempotent = True
@@ -767,6 +772,18 @@ class FuseOps(Pass):
 
     def __init__(self, fuse_opt_level: int = 2, max_depth: int = MAX_FUSE_DEPTH,
                  link_params: bool = False) -> None:
+        for key, value in (("fuse_opt_level", fuse_opt_level), ("max_depth", max_depth)):
+            if type(value) is not int:
+                raise TypeError(f"FuseOps: {key} must be an int, not {value!r}")
+        if type(link_params) is not bool:
+            raise TypeError(f"FuseOps: link_params must be True or False, not "
+                            f"{link_params!r}")
+        if not 0 <= fuse_opt_level <= MAX_FUSE_OPT_LEVEL:
+            raise ValueError(f"FuseOps: fuse_opt_level must be 0 (no fusion) to "
+                             f"{MAX_FUSE_OPT_LEVEL}, not {fuse_opt_level}")
+        if max_depth < 1:
+            raise ValueError(f"FuseOps: max_depth must be at least 1 (the most nodes in "
+                             f"one group), not {max_depth}")
         self.fuse_opt_level = fuse_opt_level
         self.max_depth = max_depth
         self.link_params = link_params

@@ -113,8 +113,11 @@ def make_pass(spec: str | PassSpec, *, label: str = "optimize") -> Pass:
                                 *spec.at(key if key in spec.options else ""))
     try:
         return cls(*bound.args, **bound.kwargs)
-    except (TypeError, ValueError) as err:
-        raise PassSpecError(f"{label}: {spec.name}: {err}", *spec.at()) from None
+    except (TypeError, ValueError) as err:  # located at the option it names, if one
+        named = [k for k in spec.options if k in str(err)]
+        message = str(err).removeprefix(f"{spec.name}: ")
+        raise PassSpecError(f"{label}: {spec.name}: {message}",
+                            *spec.at(named[0] if named else "")) from None
 
 
 def _kind_problem(value: Any, default: Any) -> str:

@@ -529,3 +529,29 @@ def test_a_user_op_declares_its_pattern_or_is_opaque() -> None:
     finally:  # other tests enumerate the registry (the program generator's op table)
         for name in names:
             registry._REGISTRY.pop(name, None)
+
+
+@pytest.mark.parametrize(("options", "error", "words"), [
+    ({"max_depth": 0}, ValueError, "max_depth must be at least 1"),
+    ({"max_depth": -1}, ValueError, "max_depth must be at least 1"),
+    ({"fuse_opt_level": -7}, ValueError, "fuse_opt_level must be 0"),
+    ({"fuse_opt_level": 5}, ValueError, "fuse_opt_level must be 0"),
+    ({"max_depth": 2.5}, TypeError, "max_depth must be an int"),
+    ({"fuse_opt_level": True}, TypeError, "fuse_opt_level must be an int"),
+    ({"link_params": 1}, TypeError, "link_params must be True or False"),
+])
+def test_fuse_ops_options_are_range_checked(options, error, words):
+    with pytest.raises(error, match=words):
+        FuseOps(**options)
+    spec = f"FuseOps({', '.join(f'{k}={v!r}' for k, v in options.items())})"
+    if error is TypeError:
+        return  # through a spec, the manager's kind check speaks first
+    with pytest.raises(ValueError, match=words) as info:  # PassSpecError: located
+        rr.optimize(rr.parse("def @main(%x: float32) { %x }"), spec)
+    key = next(iter(options))
+    assert spec[info.value.start:info.value.end].startswith(key)
+
+
+def test_fuse_ops_option_bounds_are_accepted():
+    for level in range(5):
+        assert FuseOps(fuse_opt_level=level, max_depth=1).max_depth == 1

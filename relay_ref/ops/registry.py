@@ -273,8 +273,8 @@ def register_op(name: str, *, relation: Callable[..., object], reference: Callab
     for key in [k for k in _DECLARED if k[0] == name]:
         del _DECLARED[key]
     _ATTACHED.difference_update({k for k in _ATTACHED if k[0] == name})
-    for target in op.kernels:
-        _LOADED_KERNELS.pop((name, target), None)
+    for key in [k for k in _LOADED_KERNELS if k[0] == name]:  # the old definition's too
+        del _LOADED_KERNELS[key]
     _DECLARED[(name, "core")] = _caller_module()
     return op
 

@@ -132,3 +132,34 @@ def test_make_attrs_coerces_and_validates() -> None:
                                                                    "strides": (0,)})]:
         with pytest.raises(AttrError):
             make_attrs(name, bad)
+
+
+def test_reregistering_an_op_drops_every_loaded_kernel_of_it() -> None:
+    """``register_op(..., override=True)`` replaces the op whole: a kernel loaded for the old
+    definition is never returned for the new one, whichever targets the new one has."""
+    from relay_ref.ops import registry
+    from relay_ref.ops.relations import identity_rel
+
+    name = "test.rereg_kernel"
+
+    def old_kernel(args, attrs):  # pragma: no cover - never run
+        return args[0]
+
+    def ref(x):  # pragma: no cover - never run
+        return x
+
+    try:
+        registry.register_op(name, relation=identity_rel(name), reference=ref, num_inputs=1,
+                             kernels={"cpu": old_kernel, "cuda": old_kernel})
+        assert registry.op_kernel(name, "cpu") is old_kernel
+        assert registry.op_kernel(name, "cuda") is old_kernel
+        registry.register_op(name, relation=identity_rel(name), reference=ref, num_inputs=1,
+                             override=True)
+        assert registry.op_kernel(name, "cpu") is None
+        assert registry.op_kernel(name, "cuda") is None
+    finally:  # other tests enumerate the registry
+        registry._REGISTRY.pop(name, None)
+        for key in [k for k in registry._LOADED_KERNELS if k[0] == name]:
+            del registry._LOADED_KERNELS[key]
+        for key in [k for k in registry._DECLARED if k[0] == name]:
+            del registry._DECLARED[key]

@@ -44,8 +44,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -61,11 +61,14 @@ from relay_ref.interpreter.driver import MAX_DEPTH, checked_module
 from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
+from relay_ref.passes.base import ModulePass
+from relay_ref.passes.manager import Pipeline
 
-if TYPE_CHECKING:
-    from relay_ref.passes.manager import Pipeline
+__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "PassesArg", "compile_module"]
 
-__all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "compile_module"]
+#: What ``passes`` may be: pass specs (``"FuseOps(max_depth=8)"``) and configured pass
+#: objects in a list, or one comma-separated string of specs; None: ``DEFAULT_PASSES``
+PassesArg = str | Iterable[str | ModulePass] | None
 
 #: The passes run before planning, in order (see the module docstring).
 DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldScaleAxis",
@@ -79,7 +82,7 @@ GRADIENT_PASSES: tuple[str, ...] = ("PartialEvaluate", "DeadCodeElimination")
 
 def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    target: str = "cpu", *, entry: str = "main", profile: bool = False,
-                   passes: Sequence[str] | None = None,
+                   passes: PassesArg = None,
                    cache_dir: str | None = None, reuse_buffers: bool = True,
                    gradient_globals: Collection[str] | None = None,
                    max_depth: int | None = None) -> Executable:
@@ -107,7 +110,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         raise RelayError(f"compile: the module has no function @{entry}"
                          + did_you_mean(entry, mod.functions, sigil="@"))
     device = target_def.prepare() if target_def.prepare is not None else None
-    pipeline = _pass_names(passes)
+    pipeline = _pipeline(passes)
     checked = checked_module(mod)
     work, first, notes = checked, (), ()
     if gradient_globals is not None:
@@ -159,7 +162,6 @@ def _simplify_gradients(mod: IRModule, generated: set[str]
     that made the program larger, which is what the size check catches. Both passes refine
     their input (each pass's guarantee), so either module computes the program's values."""
     from relay_ref.passes.gradient import drop_unreachable
-    from relay_ref.passes.manager import Pipeline  # noqa: F811 - at run time
 
     own = set(mod.functions) - generated
     try:
@@ -188,13 +190,11 @@ def _size(mod: IRModule) -> int:
     return sum(sum(1 for _ in post_order(f)) for f in mod.functions.values())
 
 
-def _pass_names(passes: Any) -> Pipeline:
+def _pipeline(passes: PassesArg) -> Pipeline:
     """The pipeline to run: the default one (``DEFAULT_PASSES``), or the passes given (specs
     such as ``"FuseOps(max_depth=8)"``, a list or a comma-separated string as
     ``rr.optimize`` takes; configured pass objects), every one run whatever its opt level.
     An unknown name or option is a ``ValueError``, a wrong kind a ``TypeError``."""
-    from relay_ref.passes.manager import Pipeline  # noqa: F811 - at run time
-
     if passes is None:
         passes = DEFAULT_PASSES
     return Pipeline(passes, label="compile")
@@ -207,7 +207,6 @@ def _run_passes(mod: IRModule, entry: str, params: Mapping[str, Any] | None,
     changed it, a pass not rerun on its own output (the default pipeline's second
     FoldConstant after a FoldScaleAxis that folded nothing), a failing pass named."""
     from relay_ref.passes.bind_params import BindParams
-    from relay_ref.passes.manager import Pipeline  # noqa: F811 - at run time
 
     bind = BindParams(dict(params or {}), entry, label="compile: params")
     return Pipeline((bind, *pipeline.selected()), label="compile")(mod)

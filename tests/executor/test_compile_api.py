@@ -176,3 +176,25 @@ def test_inputs_by_a_frontends_original_names() -> None:
     exe = rr.compile(mod, params=Named(w_0=np.ones(2, "float32")))
     np.testing.assert_array_equal(exe(**{"input.1": np.ones(2, "float32")}), [2.0, 2.0])
     np.testing.assert_array_equal(exe(input_1=np.zeros(2, "float32")), [1.0, 1.0])
+
+
+def test_compile_passes_take_specs_pass_objects_and_comma_strings() -> None:
+    """``compile_module``'s ``passes``: a comma-separated string, a list of specs and
+    configured pass objects, or None (the default pipeline), as its type hint says."""
+    import typing
+
+    from relay_ref.executor.compile import compile_module
+    from relay_ref.passes.fuse_ops import FuseOps
+
+    hint = typing.get_type_hints(compile_module)["passes"]
+    assert {str, type(None)} <= set(typing.get_args(hint))
+    mod = rr.parse("""
+def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
+  nn.relu(exp(%x))
+}""")
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    want = rr.evaluate(mod, x)
+    for passes in ("FoldConstant, FuseOps", ["FoldConstant", FuseOps()], None):
+        exe = compile_module(mod, passes=passes)
+        assert np.allclose(exe(x), want)
+        assert exe.plan.passes[-1].startswith("FuseOps")

@@ -29,7 +29,8 @@ beside the public API and may use any layer below. It exposes:
   pass, as ``relay run`` and ``relay check`` expand a file's);
 * models (``relay import``, ``relay run --params``): ``import_onnx`` (an ONNX file as a
   module and its weights, ``--shape`` specs resolved against the graph's inputs),
-  ``bind_params`` (weights bound by parameter name, as ``rr.compile(params=)`` binds them);
+  ``bind_params(mod, entry, params, label=)`` (weights bound by parameter name, as
+  ``rr.compile(params=)`` binds them: ``relay_ref.passes.bind_params``'s, re-exported);
 * the IR and diagnostic classes a REPL inspects or builds (re-exported below).
 
 Invariants: every function raises only ``RelayError`` subclasses for mistakes in the Relay
@@ -57,6 +58,7 @@ from relay_ref.ir.expr import Expr, GlobalVar, Let, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import FuncType, GlobalTypeVar, TensorType, TupleType, Type
+from relay_ref.passes.bind_params import bind_params  # the one helper (relay run, import)
 
 # The rules of spec/ (relay rule, :rule, the rule links of errors, traces and derivations):
 # the CLI and the kernel reach relay_ref.rules through these names only.
@@ -660,22 +662,3 @@ def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] 
     relay = getattr(params, "relay_names", {})
     return OnnxImport(mod, params, tuple((n, relay.get(n, n)) for n in graph_inputs),
                       default_opset(proto), len(proto.graph.node))
-
-
-def bind_params(mod: IRModule, params: dict[str, Any], entry: str = "main", *,
-                label: str = "params") -> IRModule:
-    """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
-    constants (checked against their types): the ``BindParams`` pass, run through the pass
-    manager as ``rr.compile(mod, params=params)`` runs it. The other parameters stay, in
-    order; functions that refer to ``@entry`` keep calling the original, with all its
-    parameters, renamed ``@<entry>_unbound``. ``label`` names ``params`` in the
-    ``RelayError`` for a name that is no parameter or a value that does not fit."""
-    from relay_ref.passes.bind_params import BindParams
-    from relay_ref.passes.manager import run_passes
-    from relay_ref.typecheck.infer import infer_types
-
-    if entry not in mod.functions:
-        raise RelayError(f"{label}: the module has no function @{entry}"
-                         + did_you_mean(entry, mod.functions, sigil="@"))
-    return run_passes(infer_types(mod), [BindParams(dict(params), entry, label=label)],
-                      label=label)

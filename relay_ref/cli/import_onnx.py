@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         step("checking types")
         mod = rr.infer_types(imported.module)
         if embed and params:
-            mod = repl.bind_params(mod, params, label="--embed")
+            mod = repl.bind_params(mod, "main", params, label="--embed")
             params = {}
         step("printing")
         text = _header(model, imported, output, weights_path, embed, params) + \

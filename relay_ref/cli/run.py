@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
                           f"not a tensor: only a tensor can be saved to {args.output}")
         if weights:
             # the weights become constants; the parameters left are the arguments
-            mod = repl.bind_params(mod, weights, args.entry, label=args.params)
+            mod = repl.bind_params(mod, args.entry, weights, label=args.params)
             entry = mod.functions[args.entry]
         if len(args.args) != len(entry.params):
             names = " ".join(f"%{p.name_hint}" for p in entry.params[:8]) or "no arguments"

@@ -23,6 +23,11 @@ named in ``params`` by constants. Invariants of the result:
 
 The input is type-checked (types inferred when absent); the result has no recorded types
 (the pass manager checks it, ``bind_params`` does so itself).
+
+``bind_params(mod, entry, params, label=)`` is the one helper for callers outside a pipeline
+(``relay run --params``, ``relay import --embed``, the REPL through ``relay_ref.repl``):
+the pass on ``mod``, type-checked. ``check_entry`` is the one "no function @entry" check.
+``entry`` may be written with or without its ``@`` everywhere.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from relay_ref.passes.rewrite import fresh_copy, rewrite
 from relay_ref.suggest import did_you_mean
 from relay_ref.typecheck.infer import infer_types
 
-__all__ = ["BindParams", "bind_params", "unbound_name"]
+__all__ = ["BindParams", "bind_params", "check_entry", "unbound_name"]
 
 
 @register_pass
@@ -77,19 +82,33 @@ class BindParams(Pass):
     def __call__(self, mod: IRModule) -> IRModule:
         if not self.params:
             return mod
-        if self.entry not in mod.functions:
-            raise RelayError(f"{self.label}: the module has no function @{self.entry}"
-                             + did_you_mean(self.entry, mod.functions, sigil="@"))
+        check_entry(mod, self.entry, self.label)
         typed = mod if mod.checked_types else infer_types(mod)
         return _bind(typed, self.entry, self.params, self.label)
 
 
+def check_entry(mod: IRModule, entry: str, label: str) -> str:
+    """``entry`` without its ``@``; a ``RelayError`` (``label: the module has no function
+    @entry``, with a suggestion) when ``mod`` defines no such function."""
+    name = entry.removeprefix("@")
+    if name not in mod.functions:
+        raise RelayError(f"{label}: the module has no function @{name}"
+                         + did_you_mean(name, mod.functions, sigil="@"))
+    return name
+
+
 def bind_params(mod: IRModule, entry: str, params: Mapping[str, Any], *,
-                label: str = "compile: params") -> IRModule:
-    """``BindParams(params, entry, label)`` on ``mod``, type-checked: ``mod`` itself when
-    ``params`` is empty."""
+                label: str = "params") -> IRModule:
+    """``mod`` type-checked, with ``@entry``'s parameters named in ``params`` replaced by
+    constants: ``BindParams(params, entry, label)`` (see the module docstring); ``mod``
+    itself (type-checked) when ``params`` is empty. ``entry`` may carry its ``@``; a module
+    without it is a ``RelayError`` even when ``params`` is empty. ``label`` names
+    ``params`` in the messages."""
+    entry = check_entry(mod, entry, label)
     out = BindParams(params, entry, label)(mod)
-    return out if out is mod else infer_types(out)
+    if out is mod:
+        return mod if mod.checked_types else infer_types(mod)
+    return infer_types(out)
 
 
 def _bind(mod: IRModule, entry: str, params: Mapping[str, Any], label: str) -> IRModule:

@@ -366,7 +366,7 @@ def test_bind_params_pass_compiled_equals_evaluated_and_numpy():
     np.testing.assert_allclose(rr.evaluate(bound, *args, entry="again"), want, rtol=1e-5,
                                atol=1e-6)
     # the REPL's helper (relay run --params, relay import --embed) is this pass
-    assert rr.alpha_equal(repl.bind_params(mod, params), bound)
+    assert rr.alpha_equal(repl.bind_params(mod, "main", params), bound)
 
 
 def test_bind_params_options_and_errors():
@@ -382,6 +382,29 @@ def test_bind_params_options_and_errors():
         rr.optimize(mod, [BindParams({"w": np.zeros(3, "float32")})])
     with pytest.raises(TypeError, match="params must be a dict"):
         BindParams([1, 2])  # type: ignore[arg-type]
+
+
+def test_one_bind_params_helper_accepting_entry_with_or_without_its_sigil():
+    """``relay_ref.repl.bind_params`` (relay run --params, relay import --embed) is the
+    pass module's helper, whose one check names a missing entry however it is written."""
+    from relay_ref.passes import bind_params as module
+
+    mod = rr.parse("def @main(%x: Tensor[(2), float32], %w: Tensor[(2), float32]) "
+                   "{ add(%x, %w) }")
+    w = {"w": np.ones(2, "float32")}
+    assert repl.bind_params is module.bind_params
+    plain = repl.bind_params(mod, "main", w)
+    assert rr.alpha_equal(repl.bind_params(mod, "@main", w), plain)
+    assert rr.alpha_equal(rr.optimize(mod, [BindParams(w, entry="@main")]), plain)
+    assert [p.name_hint for p in plain["main"].params] == ["x"] and plain.checked_types
+    assert repl.bind_params(mod, "@main", {}).checked_types  # nothing bound: typed
+    for entry in ("mian", "@mian"):
+        for params in (w, {}):
+            with pytest.raises(rr.RelayError, match=r"run: the module has no function "
+                               r"@mian; did you mean @main\?"):
+                repl.bind_params(mod, entry, params, label="run")
+        with pytest.raises(rr.RelayError, match="no function @mian"):
+            rr.optimize(mod, [BindParams(w, entry=entry)])
 
 
 # ---- layering ----------------------------------------------------------------------------

@@ -8,7 +8,7 @@ which TVM itself cannot parse back; our parser accepts them).
 
 from __future__ import annotations
 
-from relay_ref.ir.shape import dim_text, shape_text
+from relay_ref.ir.shape import shape_text
 from relay_ref.ir.types import (
     FuncType,
     GlobalTypeVar,
@@ -20,11 +20,6 @@ from relay_ref.ir.types import (
     TypeCall,
     TypeVar,
 )
-
-
-def dim_to_text(dim: object) -> str:
-    """A dimension as Relay writes it (``relay_ref.ir.shape.dim_text``)."""
-    return dim_text(dim)
 
 
 def shape_to_text(shape: tuple) -> str:

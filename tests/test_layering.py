@@ -21,9 +21,9 @@ alike; relative imports resolved). Three checks run on what is found:
 3. **No private imports.** The rule: *a name starting with ``_`` may not be imported from
    another module* (``from m import _helper``; dunders such as ``__version__`` are public),
    and *a module whose own name starts with ``_`` may be imported only from within its
-   package* (``relay_ref.cli._common`` from ``relay_ref.cli.*``, ``relay_ref.syntax._walk``
-   from ``relay_ref.syntax.*``); what such a module exports without a ``_`` is public to its
-   package. Imports are checked, not attribute access (``module._name``).
+   package* (``relay_ref.cli._common`` from ``relay_ref.cli.*``); what such a module
+   exports without a ``_`` is public to its package. Imports are checked, not attribute
+   access (``module._name``).
 
 Invariant checked: the three sets of offences are empty; each offence is reported on one
 line naming the file and line, and each cycle as the modules in it followed by every import

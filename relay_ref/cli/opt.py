@@ -33,10 +33,15 @@ from relay_ref.cli._common import non_negative_int, positive_int
 def run_opt(args: argparse.Namespace) -> int:
     """The ``relay opt`` command (exit codes as ``relay_ref.cli``)."""
     import relay_ref as rr
-    from relay_ref.cli._common import EXIT_OK, EXIT_USAGE, EXIT_USER, source_name
-    from relay_ref.cli._common import UsageError as _Usage
-    from relay_ref.cli._common import read_text as _read
-    from relay_ref.cli._common import use_colour as _colour
+    from relay_ref.cli._common import (
+        EXIT_OK,
+        EXIT_USAGE,
+        EXIT_USER,
+        UsageError,
+        read_text,
+        source_name,
+        use_colour,
+    )
 
     if args.list:
         _print_passes()
@@ -46,12 +51,12 @@ def run_opt(args: argparse.Namespace) -> int:
     try:
         specs = pass_specs(args.passes or "")
     except RelayError as err:  # a malformed list: located in the --passes text
-        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USAGE
     names = [text for _, text in specs]
     if not names:
-        raise _Usage("name the passes to run with --passes A,B (relay opt --list shows "
-                     "them)")
+        raise UsageError("name the passes to run with --passes A,B (relay opt --list shows "
+                         "them)")
     known = rr.pass_names()
     unknown = [name for name, _ in specs if name not in known]
     if unknown:
@@ -61,31 +66,31 @@ def run_opt(args: argparse.Namespace) -> int:
         # FoldConstant and DeadCodeElimination?"
         hint = suggestion_hint([c for n in unknown for c in close_names(n, known)],
                                conjunction="and")
-        raise _Usage(f"unknown pass{'es' if len(unknown) > 1 else ''} "
-                     f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
+        raise UsageError(f"unknown pass{'es' if len(unknown) > 1 else ''} "
+                         f"{', '.join(unknown)}{hint} (known passes: {', '.join(known)})")
     try:
         passes = configured_passes(args.passes)
     except RelayError as err:  # an unknown option or a bad value: located
-        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USAGE
     if args.check is not None:
         try:
-            program = (rr.parse(_read(args.file), source_name(args.file)) if args.file
+            program = (rr.parse(read_text(args.file), source_name(args.file)) if args.file
                        else None)
             where = source_name(args.file) if args.file else None
             return EXIT_OK if _check(names, args.check, program, where) else EXIT_USER
         except RelayError as err:  # FILE does not parse or check, or has no arguments
-            print(err.render(_colour(sys.stderr)), file=sys.stderr)
+            print(err.render(use_colour(sys.stderr)), file=sys.stderr)
             return EXIT_USER
     if not args.file:
-        raise _Usage("give a FILE to optimise (or --check N to test the passes)")
-    source = _read(args.file)
+        raise UsageError("give a FILE to optimise (or --check N to test the passes)")
+    source = read_text(args.file)
     try:
         mod = rr.parse(source, source_name(args.file))
         # rr.optimize's rule: without an opt level every named pass runs
         out = rr.optimize(mod, passes, opt_level=args.opt_level)
     except RelayError as err:
-        print(err.render(_colour(sys.stderr)), file=sys.stderr)
+        print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER
     text = rr.astext(out, omit_prelude=True)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")

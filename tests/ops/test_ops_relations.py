@@ -422,3 +422,32 @@ def _assert_instance(static: object, general: object, where: str) -> None:
     assert static.dtype == general.dtype and static.ndim == general.ndim, where
     pairs = zip(static.shape, general.shape, strict=True)
     assert all(isinstance(g, AnyDim) or g == s for s, g in pairs), (where, static, general)
+
+
+def test_a_function_argument_with_a_hole_waits_then_is_no_tensor():
+    """``tensor_args`` (every elementwise op's relation) waits (``NOT_YET``) on an argument
+    with a hole anywhere, a function type's included: the hole may still be filled. Once
+    the function type is complete, the op reports that it is no tensor. A program passing
+    a function to ``add`` is never left unchecked: either error is located."""
+    import relay_ref as rr
+    from relay_ref.ir.types import FuncType, IncompleteType, TensorType
+    from relay_ref.ops.registry import NOT_YET, RelationError
+    from relay_ref.ops.relations import tensor_args
+
+    f32 = TensorType((), "float32")
+    holey = FuncType((IncompleteType(),), IncompleteType())
+    assert tensor_args("add", [holey, f32], 2, ["lhs", "rhs"]) is NOT_YET
+    with pytest.raises(RelationError, match="add: lhs must be a tensor, found fn"):
+        tensor_args("add", [FuncType((f32,), f32), f32], 2, ["lhs", "rhs"])
+    programs = {
+        # the hole is filled later (%f(1f)): the relation then runs and rejects fn
+        "def @main(%x: float32) { let %f = fn (%y) { %y }; let %r = add(%f, %x); %f(1f) }":
+            (r"<string>:1:60: error: add: lhs must be a tensor, found fn \(float32\) -> "
+             r"float32"),
+        # never filled: the call is reported as one the checker cannot type
+        "def @main(%x: float32) { let %f = fn (%y) { %y }; add(%f, %x) }":
+            r"<string>:1:51: error: cannot infer the type of this call to add",
+    }
+    for src, message in programs.items():
+        with pytest.raises(rr.RelayTypeError, match=message):
+            rr.infer_types(rr.parse(src))

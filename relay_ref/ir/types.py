@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 # The dimension type is relay_ref.ir.shape's; tensor types hold it, and modules that name
@@ -248,10 +248,19 @@ def substitute(ty: Type, mapping: Mapping[TypeVar, Type]) -> Type:
     the same name and kind first, so the image's ``A`` stays free. Type variables are
     identified by ``uid``, so a mapping built from another function's parameters never
     hits a same-named variable by accident. Iterative, each shared subterm rebuilt once
-    per scope."""
+    per scope; each image's free variables are computed once per call (not again at every
+    function type with type parameters)."""
     if not mapping:
         return ty
     top = dict(mapping)
+    image_fvs: dict[int, frozenset[TypeVar]] = {}  # id(image) -> its free type variables
+
+    def free_in(image: Type) -> frozenset[TypeVar]:
+        got = image_fvs.get(id(image))
+        if got is None:
+            got = image_fvs[id(image)] = frozenset(free_type_vars(image))
+        return got
+
     scopes: list[dict[TypeVar, Type]] = [top]  # keeps the ids in the memo keys valid
     done: dict[tuple[int, int], Type] = {}
     inner: dict[tuple[int, int], tuple[dict[TypeVar, Type], tuple[TypeVar, ...]]] = {}
@@ -272,7 +281,7 @@ def substitute(ty: Type, mapping: Mapping[TypeVar, Type]) -> Type:
         if not expanded:
             sub, params = m, ()
             if kind is FuncType:
-                sub, params = _enter_binders(t.type_params, m)
+                sub, params = _enter_binders(t.type_params, m, free_in)
                 if sub is not m:
                     scopes.append(sub)
             inner[key] = (sub, params)
@@ -288,17 +297,22 @@ def substitute(ty: Type, mapping: Mapping[TypeVar, Type]) -> Type:
     return done[(id(ty), id(top))]
 
 
-def _enter_binders(params: tuple[TypeVar, ...], m: dict[TypeVar, Type]
+def _enter_binders(params: tuple[TypeVar, ...], m: dict[TypeVar, Type],
+                   free_in: Callable[[Type], frozenset[TypeVar]]
                    ) -> tuple[dict[TypeVar, Type], tuple[TypeVar, ...]]:
     """The mapping inside a function type binding ``params``, and its (possibly renamed)
     parameters: the binders are dropped from ``m``; a binder that an image of ``m``
-    mentions free is renamed to a fresh variable (mapped to it), so it cannot capture."""
+    mentions free (``free_in``: an image's free variables, memoised by the caller) is
+    renamed to a fresh variable (mapped to it), so it cannot capture."""
     if not params:
         return m, params
     sub = {k: v for k, v in m.items() if k not in params}
     if not sub:
         return sub, params
-    captured = set(params).intersection(free_type_vars(*sub.values()))
+    binders = set(params)
+    captured: set[TypeVar] = set()
+    for image in sub.values():
+        captured |= binders & free_in(image)  # iterates the smaller of the two sets
     if not captured:
         return sub, params
     renamed = tuple(TypeVar(p.name, p.kind, span=p.span) if p in captured else p

@@ -53,6 +53,37 @@ def test_substitute_avoids_capture_by_renaming_the_binder() -> None:
     assert alpha_equal(out, FuncType((c,), a, (c,)))
 
 
+def test_substitute_computes_each_images_free_variables_once(monkeypatch) -> None:
+    """Under d nested ``fn [T_i]`` binders the capture check reads each image's free
+    variables from a per-call memo: free_type_vars runs once per image, not once per
+    binder (O(d * image size) before)."""
+    import relay_ref.ir.types as types
+
+    a, b = TypeVar("A"), TypeVar("B")
+    big = TupleType(tuple(TupleType((a, F32)) for _ in range(50)))  # mentions A free
+    ty: object = b
+    binders = []
+    for i in range(300):
+        t = TypeVar(f"T{i}")
+        binders.append(t)
+        ty = FuncType((t, ty), ty, (t,))  # type: ignore[arg-type]
+    real, calls = types.free_type_vars, []
+
+    def counting(*tys):
+        calls.append(1)
+        return real(*tys)
+
+    monkeypatch.setattr(types, "free_type_vars", counting)
+    out = substitute(ty, {b: big, a: I32})  # type: ignore[arg-type]
+    assert len(calls) <= 2  # one per image
+    monkeypatch.setattr(types, "free_type_vars", real)
+    assert free_type_vars(out) == [a] and b not in free_type_vars(out)
+    # an image mentioning a binder still renames it (capture avoided, checked above)
+    poly = FuncType((a,), FuncType((b,), b, (binders[0],)), (a,))
+    renamed = substitute(poly, {b: a})
+    assert isinstance(renamed, FuncType) and renamed.type_params[0] != a
+
+
 def test_substitute_keeps_sharing_and_returns_unchanged_types_as_they_are() -> None:
     a = TypeVar("A")
     shared = TupleType((a, a))

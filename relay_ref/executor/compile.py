@@ -62,6 +62,7 @@ from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import ModulePass
+from relay_ref.passes.bind_params import check_entry
 from relay_ref.passes.manager import Pipeline
 
 __all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "PassesArg", "compile_module"]
@@ -103,12 +104,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     if max_depth is not None and (type(max_depth) is not int or max_depth < 1):
         raise TypeError(f"compile: max_depth must be a positive int, not {max_depth!r}")
     depth = MAX_DEPTH if max_depth is None else max_depth
-    entry = entry.removeprefix("@")  # "@main" and "main" name the same global
-    if entry not in mod.functions:
-        from relay_ref.suggest import did_you_mean
-
-        raise RelayError(f"compile: the module has no function @{entry}"
-                         + did_you_mean(entry, mod.functions, sigil="@"))
+    entry = check_entry(mod, entry, "compile")  # "@main" and "main" name the same global
     device = target_def.prepare() if target_def.prepare is not None else None
     pipeline = _pipeline(passes)
     checked = checked_module(mod)

@@ -16,11 +16,12 @@ import sys
 from types import ModuleType
 from typing import Any
 
-__all__ = ["PassCheckError", "arguments", "check_pass", "programs", "values_equal"]
+__all__ = ["CheckReport", "PassCheckError", "VacuousCheck", "arguments", "check_pass",
+           "programs", "values_equal"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("check_pass", "PassCheckError", "values_equal"):
+    if name in ("check_pass", "PassCheckError", "VacuousCheck", "CheckReport", "values_equal"):
         return getattr(importlib.import_module("relay_ref.testing.check"), name)
     if name in ("programs", "arguments"):
         return getattr(importlib.import_module("relay_ref.testing.programs"), name)

@@ -1,0 +1,173 @@
+"""``check_pass``'s automatic focus: find what a pass rewrites before checking it.
+
+Strategy (``infer_focus``), all without running programs (only the pass and the type
+checker), so it costs a fraction of the check itself:
+
+1. **Pilot.** ``PILOT`` unfocused generated programs go through the pass. If it changed
+   enough of them that the main run should fire ``2 * min_fired`` times unfocused, no
+   focus is needed. Otherwise, if it changed any, the focus is what sat at the top of the
+   changed regions (``relay_ref.testing.regions``: the operators or forms rewritten).
+2. **Search**, when the pilot never saw the pass fire: first one-call programs of every
+   operator (``focus_sigs`` signatures: on distinct parameters, on equal operands, on
+   constants of its values that matter; a few milliseconds each); if the pass changed
+   any, the focus is what it rewrote there. Otherwise each op family in turn (smallest
+   first), then each expression form (``FOCUS_FORMS``), as ``PER_FAMILY`` generated
+   programs focused on it; the first on which the pass fires gives the focus (the changed
+   regions' tops, as above); this stops after ``budget`` generated programs.
+
+A pass that raises during the search counts as firing there (the check then finds the
+crash). The result is a ``Focus`` (empty: unfocused), how it was found and how many
+programs were probed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import numpy as np
+from hypothesis import HealthCheck, given
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
+
+from relay_ref.deepstack import run_deep
+from relay_ref.ir.equal import alpha_equal
+from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import TensorType, TupleType
+from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_sigs, focus_values, resolve_focus
+from relay_ref.testing.programs import op_table
+from relay_ref.testing.programs import programs as generated_programs
+from relay_ref.testing.regions import changed_regions, summarise
+from relay_ref.typecheck.infer import infer_types
+
+__all__ = ["PER_FAMILY", "PILOT", "infer_focus"]
+
+PILOT = 40
+PER_FAMILY = 6
+#: how many region tops the focus keeps (the most frequent)
+MAX_FOCUS = 4
+
+Pass = Callable[[IRModule], IRModule]
+
+
+def _fired(pass_: Pass, mod: IRModule) -> frozenset[str] | None:
+    """The region tops where ``pass_`` changed ``mod`` (None: unchanged or ill-typed)."""
+    try:
+        before = infer_types(mod)
+    except Exception:  # noqa: BLE001 - a probe the type checker refuses: skipped
+        return None
+    try:
+        after = pass_(before)
+        if not isinstance(after, IRModule):
+            return frozenset(("(the pass raised)",))
+        if (set(after.functions) == set(before.functions)
+                and all(alpha_equal(f, after.functions[k]) for k, f in before.functions.items())):
+            return None
+        return summarise(changed_regions(before, after)).roots or frozenset(("(program)",))
+    except Exception:  # noqa: BLE001 - a crash is the pass firing (check_pass reports it)
+        return frozenset(("(the pass raised)",))
+
+
+def _sample(strategy: st.SearchStrategy, count: int) -> list[IRModule]:
+    found: list[IRModule] = []
+
+    @Settings(max_examples=count, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def draw(mod: IRModule) -> None:
+        found.append(mod)
+
+    draw()
+    return found
+
+
+def _focus_of(tops: Counter) -> Focus:
+    names = [n for n, _ in tops.most_common() if not n.startswith("(")]
+    table = op_table()
+    keep = [n for n in names if n in table.by_op or n in FOCUS_FORMS][:MAX_FOCUS]
+    return resolve_focus(keep) if keep else Focus()
+
+
+def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
+                budget: int = 300) -> tuple[Focus, str, int]:
+    """``(focus, source, probed)`` for ``check_pass`` (see the module docstring);
+    ``source`` is ``"none"``, ``"pilot"``, ``"search"`` or ``"not found"``."""
+    def run() -> tuple[Focus, str, int]:
+        pilot = _sample(generated_programs(edge=edge), min(PILOT, examples))
+        tops: Counter = Counter()
+        fired = 0
+        for mod in pilot:
+            found = _fired(pass_, mod)
+            if found is not None:
+                fired += 1
+                tops.update(found)
+        probed = len(pilot)
+        if fired * examples >= 2 * min_fired * max(len(pilot), 1):
+            return Focus(), "none", probed
+        if fired:
+            focus = _focus_of(tops)
+            return focus, ("pilot" if focus else "none"), probed
+        for op in sorted(op_table().by_op):  # one-call programs of every operator: cheap
+            for mod in _one_call_programs(op):
+                probed += 1
+                found = _fired(pass_, mod)
+                if found is not None:
+                    tops.update(found)
+        spent = 0
+        if not tops:
+            for mods in _search_space(edge):
+                for mod in mods:
+                    probed, spent = probed + 1, spent + 1
+                    found = _fired(pass_, mod)
+                    if found is not None:
+                        tops.update(found)
+                if tops or spent >= budget:
+                    break
+        focus = _focus_of(tops)
+        return focus, ("search" if focus else "not found"), probed
+    return run_deep(run)
+
+
+def _search_space(edge: bool) -> Iterator[list[IRModule]]:
+    """Groups of focused generated programs, one group per op family (smallest first), then
+    one per expression form."""
+    table = op_table()
+    for family in sorted(table.families, key=lambda f: (len(table.families[f]), f)):
+        yield _sample(generated_programs(edge=edge, focus=resolve_focus([family])), PER_FAMILY)
+    for form in dict.fromkeys(FOCUS_FORMS.values()):
+        yield _sample(generated_programs(edge=edge, focus=Focus((), (form,), (form,))),
+                      PER_FAMILY)
+
+
+def _one_call_programs(op: str, per_op: int = 2) -> list[IRModule]:
+    """``@main`` calling ``op`` once on its first ``per_op`` focused signatures: on distinct
+    parameters, on equal operands, and on constants of the op's values that matter."""
+    out: list[IRModule] = []
+    for sig in focus_sigs(op)[:per_op]:
+        for variant in ("params", "equal", "constants"):
+            params: list[Var] = []
+
+            def leaf(ty: object, i: int, variant: str = variant, params: list = params
+                     ) -> Expr:
+                if isinstance(ty, TupleType):
+                    return Tuple(tuple(leaf(f, i + j) for j, f in enumerate(ty.fields)))
+                assert isinstance(ty, TensorType)
+                if variant == "constants":
+                    pool = focus_values((op,), ty.dtype) or (1,)
+                    data = np.resize(np.array(pool, dtype=ty.dtype), tuple(ty.shape))
+                    return Constant(np.asarray(data, dtype=ty.dtype))
+                if variant == "equal" and params:
+                    same = [p for p in params if p.type_annotation == ty]
+                    if same:
+                        return same[0]
+                var = Var(f"p{len(params)}", ty)
+                params.append(var)
+                return var
+            try:
+                args = tuple(leaf(t, i) for i, t in enumerate(sig.args))
+            except AssertionError:
+                break
+            body = Call(Op(op), args, sig.attrs)
+            out.append(IRModule({"main": Function(tuple(params), body, sig.out)}))
+    return out

@@ -4,7 +4,7 @@ Strategy (``infer_focus``), all without running programs (only the pass and the 
 checker), so it costs a fraction of the check itself:
 
 1. **Pilot.** ``PILOT`` unfocused generated programs go through the pass. If it changed
-   enough of them that the main run should fire ``2 * min_fired`` times unfocused, no
+   enough of them that the main run should fire ``4 * min_fired`` times unfocused, no
    focus is needed. Otherwise, if it changed any, the focus is what sat at the top of the
    changed regions (``relay_ref.testing.regions``: the operators or forms rewritten).
 2. **Search**, when the pilot never saw the pass fire: first one-call programs of every
@@ -103,7 +103,7 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                 fired += 1
                 tops.update(found)
         probed = len(pilot)
-        if fired * examples >= 2 * min_fired * max(len(pilot), 1):
+        if fired * examples >= 4 * min_fired * max(len(pilot), 1):
             return Focus(), "none", probed
         if fired:
             focus = _focus_of(tops)

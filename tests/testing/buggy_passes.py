@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from relay_ref.ir.expr import Call, Constant, Op, Tuple
-from relay_ref.passes.rewrite import map_functions, rewrite
+from relay_ref.passes.rewrite import fresh_copy, map_functions, rewrite
 
 
 def on_nodes(rule, name):
@@ -79,3 +79,8 @@ fold_zero_times_one = on_nodes(  # correct but fires only on a pattern nobody ge
         isinstance(a, Constant) and a.data.shape == () and a.data.dtype == np.float32
         and float(a.data) == v for a, v in zip(n.args, (0.0, 1.0), strict=True)) else None,
     "fold_zero_times_one")
+
+
+def rename_variables(mod):
+    """Correct: every binder renamed (a fresh copy of each function)."""
+    return map_functions(mod, lambda _, fn: fresh_copy(fn))

@@ -362,9 +362,11 @@ _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _SPECIAL = (0.0, -0.0, _INF, -_INF, _NAN)
 #: this family's ``values`` aspect: where rewrites of these ops go wrong
 VALUES: dict[str, Values] = {}
-for _name in ("add", "subtract", "multiply"):  # x - x, x * 0, x + 0 with inf/nan; overflow
-    VALUES[_name] = Values(floats=_SPECIAL + (1e38, -1e38, 3e38),
-                           ints=(_I32_MAX, _I32_MIN, _I32_MAX - 1, -1, 0))
+for _name in ("add", "subtract", "multiply"):  # x - x, x * 0, x + 0 with inf/nan; overflow;
+    # a per-channel operand of an NCHW image (a scale or shift folded into a convolution)
+    VALUES[_name] = Values(floats=_SPECIAL + (1e38, -1e38, 3e38, 0.25, 0.75),
+                           ints=(_I32_MAX, _I32_MIN, _I32_MAX - 1, -1, 0),
+                           args=(((1, 2, 4, 4), (2, 1, 1)), ((1, 2, 4, 4), (1, 2, 1, 1))))
 for _name in ("divide", "mod", "floor_divide", "floor_mod"):  # signs, zero, INT_MIN / -1
     VALUES[_name] = Values(floats=_SPECIAL + (-7.0, 7.0, -3.0, 3.0, 1e-38),
                            ints=(0, -1, -7, 7, -3, 3, _I32_MIN, _I32_MAX))

@@ -31,14 +31,13 @@ from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
 from relay_ref.deepstack import run_deep
-from relay_ref.ir.equal import alpha_equal
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, TupleType
 from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_sigs, focus_values, resolve_focus
 from relay_ref.testing.programs import op_table
 from relay_ref.testing.programs import programs as generated_programs
-from relay_ref.testing.regions import changed_regions, summarise
+from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.typecheck.infer import infer_types
 
 __all__ = ["PER_FAMILY", "PILOT", "infer_focus"]
@@ -61,8 +60,7 @@ def _fired(pass_: Pass, mod: IRModule) -> frozenset[str] | None:
         after = pass_(before)
         if not isinstance(after, IRModule):
             return frozenset(("(the pass raised)",))
-        if (set(after.functions) == set(before.functions)
-                and all(alpha_equal(f, after.functions[k]) for k, f in before.functions.items())):
+        if not changed(before, after):
             return None
         return summarise(changed_regions(before, after)).roots or frozenset(("(program)",))
     except Exception:  # noqa: BLE001 - a crash is the pass firing (check_pass reports it)

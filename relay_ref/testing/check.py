@@ -32,7 +32,8 @@ Relay text, the arguments and both results; the same pieces are its attributes.
 
 Fire counting and vacuity: a check only proves something about the programs on which the
 pass *fired* -- changed the program (not alpha-equal) and both programs returned values
-that were compared. ``check_pass`` counts them and returns a ``CheckReport`` (programs
+that were compared (sharing counts: merging two equal calls into one node is a change).
+``check_pass`` counts them and returns a ``CheckReport`` (programs
 generated, changed, compared, fired; the operators and forms in the changed regions; the
 focus; the time). Fewer than ``min_fired`` (default 20, or every program when fewer were
 run) make the check *vacuous*: it raises ``VacuousCheck`` (a ``PassCheckError``) saying so,
@@ -96,7 +97,7 @@ from relay_ref.syntax.printer import astext
 from relay_ref.testing.focus import Focus, resolve_focus
 from relay_ref.testing.programs import arguments
 from relay_ref.testing.programs import programs as generated_programs
-from relay_ref.testing.regions import changed_regions, summarise
+from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.testing.report import CheckReport
 from relay_ref.typecheck.infer import infer_types
 
@@ -460,8 +461,7 @@ def _count(tally: _Tally, before: IRModule, after: IRModule, expected: Any, got:
     tally.generated += 1
     compared = not isinstance(expected, _Error) and not isinstance(got, _Error)
     tally.compared += compared
-    if (set(after.functions) == set(before.functions)
-            and all(alpha_equal(f, after.functions[k]) for k, f in before.functions.items())):
+    if not changed(before, after):
         return
     tally.changed += 1
     tally.fired += compared

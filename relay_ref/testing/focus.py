@@ -32,7 +32,7 @@ __all__ = ["FOCUS_FORMS", "Focus", "focus_sigs", "focus_values", "resolve_focus"
 FOCUS_FORMS: dict[str, str] = {
     "if": "if", "match": "match", "ref": "ref", "closure": "apply", "apply": "apply",
     "hof": "hof", "loop": "loop", "global": "global", "let": "let", "tuple": "proj",
-    "proj": "proj", "share": "share",
+    "proj": "proj", "share": "share", "duplicate": "dup",
 }
 
 

@@ -106,7 +106,7 @@ LOOP_MAX = 3
 
 #: the expression forms ``programs`` draws from; ``stats`` counts them (coverage tests)
 FORMS = ("leaf", "op", "share", "let", "if", "proj", "apply", "hof", "loop", "match",
-         "ref", "global", "anylet", "callvar", "opvalue", "focus")
+         "ref", "global", "anylet", "callvar", "opvalue", "focus", "dup")
 
 
 def value_pool(dtype: str) -> tuple:
@@ -467,7 +467,8 @@ class _Gen:
             forms.append("callvar")
         if self.focus is not None:
             # half the draws: a focused operator call (where one gives ``ty``) or form
-            focused = [f for f in self.focus.forms if f != "share" or "share" in forms]
+            focused = [f for f in self.focus.forms if (f != "share" or "share" in forms)
+                       and (f != "dup" or "op" in forms)]
             focused += ["focus"] * 2 if ty in self.fsigs else []
             if focused and self.spread((True, False)):
                 return getattr(self, "f_" + self.spread(focused))(ty, env, depth - 1)
@@ -623,17 +624,30 @@ class _Gen:
         self.pool.append((call, ty, env, self.scope))
         return call
 
-    def f_focus(self, ty: Type, env: Env, depth: int) -> Expr:
-        """A call of a focused operator giving ``ty`` (``focus_sigs``): operands fed by
-        other expressions, a focused-values constant, or equal; shareable by later users."""
+    def f_focus(self, ty: Type, env: Env, depth: int, other_than: str = "") -> Expr:
+        """A call of a focused operator giving ``ty`` (``focus_sigs``; each operator equally
+        often, then one of its signatures, ``other_than`` excluded when another gives
+        ``ty``): operands fed by another focused operator (a chain, ``conv -> multiply``),
+        by other expressions, a constant of values that matter, or equal; shareable."""
         self.note("focus")
-        sig = self.spread(self.fsigs[ty])
+        ops = sorted({s.op for s in self.fsigs[ty]})
+        op = self.spread([o for o in ops if o != other_than] or ops)
+        sig = self.spread([s for s in self.fsigs[ty] if s.op == op])
         args: list[Expr] = []
         for i, t in enumerate(sig.args):
+            if (t in self.fsigs and self.budget > 0 and isinstance(t, TensorType)
+                    and any(s.op != sig.op for s in self.fsigs[t]) and self.flag()):
+                self.budget -= 1
+                args.append(self.f_focus(t, env, depth - 1, other_than=sig.op))
+                continue
             if i and t == sig.args[0] and self.draw(st.integers(0, 3)) == 3:
                 args.append(args[0])  # equal operands (x - x, maximum(x, x))
                 continue
-            if isinstance(t, TensorType) and self.draw(st.integers(0, 3)) == 3:
+            # a constant of values that matter: a quarter of the first operands, half of
+            # the others (a scale, a bias, a bound: what rewrites fold) and of those at a
+            # type no operator gives (a leaf anyway)
+            if isinstance(t, TensorType) and self.draw(st.integers(0, 3)) >= (
+                    3 if t in self.table.by_out and not i else 2):
                 args.append(self.values_constant(t))
                 continue
             arg = self.expr(t, env, depth)
@@ -678,6 +692,21 @@ class _Gen:
     def f_share(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("share")
         return self.pick(self.shareable(ty, env))
+
+    def f_dup(self, ty: Type, env: Env, depth: int) -> Expr:
+        """An operator call equal to an earlier one but a distinct node (a common
+        subexpression written twice, where ``share`` reuses the node itself)."""
+        self.note("dup")
+        earlier = self.shareable(ty, env)
+        if earlier and self.flag():
+            return dataclasses.replace(self.pick(earlier))
+        node = self.f_op(ty, env, depth)  # a call, then both it and its copy used
+        sigs = [s for sigs in self.table.by_out[ty].values() for s in sigs
+                if s.args == (ty, ty)]
+        if not sigs or not isinstance(node, Call):
+            return node
+        sig = self.spread(sigs)
+        return Call(Op(sig.op), (node, dataclasses.replace(node)), sig.attrs)
 
     def f_let(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("let")
@@ -855,9 +884,11 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
     result of ``@main``, or under ``if``, in closures, shared, fed by and feeding other ops),
     their operands drawn from the ops' values that matter."""
     gen = _Gen(draw, op_table(), stats, max_forms, edge, focus)
-    outs = [t for t in gen.fsigs if isinstance(t, TensorType | TupleType)]
+    outs = sorted((t for t in gen.fsigs if isinstance(t, TensorType | TupleType)), key=repr)
+    # types several focused operators give: where they feed each other (conv -> multiply)
+    chained = [t for t in outs if len({s.op for s in gen.fsigs[t]}) > 1]
     if outs and gen.spread((True, True, False)):  # mostly: @main returns a focused call's type
-        ret = gen.spread(sorted(outs, key=repr))
+        ret = gen.spread(chained if chained and gen.flag() else outs)
     else:
         ret = gen.a_type(1, first_order=True)
     depth = draw(st.integers(1, max_depth))

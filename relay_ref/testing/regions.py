@@ -41,7 +41,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import free_vars, post_order
 
-__all__ = ["Regions", "changed_regions", "form_of", "summarise"]
+__all__ = ["Regions", "changed", "changed_regions", "form_of", "summarise"]
 
 _FORMS = {If: "if", Match: "match", RefCreate: "ref", RefRead: "ref", RefWrite: "ref",
           Function: "closure", Let: "let", Tuple: "tuple", TupleGetItem: "tuple"}
@@ -63,6 +63,20 @@ def form_of(node: Expr) -> str | None:
     if isinstance(node, Call):
         return node.op.name if isinstance(node.op, Op) else "closure"
     return _FORMS.get(type(node))
+
+
+def changed(before: IRModule, after: IRModule) -> bool:
+    """The pass changed the program: its functions are not alpha-equal, or their sharing
+    differs (as many distinct nodes: ``alpha_equal`` compares trees, so merging two equal
+    calls into one shared node, as EliminateCommonSubexpr does, is a change too)."""
+    if set(after.functions) != set(before.functions) or not all(
+            alpha_equal(f, after.functions[k]) for k, f in before.functions.items()):
+        return True
+    return any(_size(f) != _size(after.functions[k]) for k, f in before.functions.items())
+
+
+def _size(fn: Expr) -> int:
+    return sum(1 for _ in post_order(fn))
 
 
 def changed_regions(before: IRModule, after: IRModule) -> list[Expr]:

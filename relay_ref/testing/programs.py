@@ -669,12 +669,15 @@ class _Gen:
 
     def values_constant(self, ty: TensorType) -> Expr:
         """A constant tensor whose elements are drawn from the pool and the focused ops'
-        values that matter (not a broadcast scalar: elements differ)."""
+        values that matter: half the time elements that differ, else one value."""
         pool = value_pool(ty.dtype) + focus_values(self.focus.ops if self.focus else (),
                                                    ty.dtype)
         seed = self.draw(st.integers(0, 2**32 - 1))
-        data = np.random.default_rng(seed).choice(np.array(pool, dtype=ty.dtype),
-                                                  size=tuple(ty.shape))
+        rng = np.random.default_rng(seed)
+        values = np.array(pool, dtype=ty.dtype)
+        if seed % 2:  # half the time one value throughout (a uniform scale, all ties)
+            values = values[rng.integers(len(values)):][:1]
+        data = rng.choice(values, size=tuple(ty.shape))
         return Constant(np.asarray(data, dtype=ty.dtype))
 
     def comparison(self, env: Env, depth: int) -> Expr:

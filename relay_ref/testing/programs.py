@@ -907,9 +907,13 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
 
 # st.composite writes the return type as SearchStrategy['IRModule'], a name its own module
 # does not know: the resolved type, so that signature readers (pdoc, help()) need no lookup
-programs.__signature__ = inspect.signature(programs).replace(  # type: ignore[attr-defined]
+_signature = inspect.signature(programs)
+programs.__signature__ = _signature.replace(  # type: ignore[attr-defined]
+    parameters=[p.replace(annotation=Focus | None) if p.name == "focus" else p
+                for p in _signature.parameters.values()],
     return_annotation=st.SearchStrategy[IRModule])
 programs.__annotations__["return"] = st.SearchStrategy[IRModule]
+programs.__annotations__["focus"] = Focus | None
 
 
 def arguments(param_types: typing.Sequence[Type], edge: bool = False,

@@ -362,14 +362,15 @@ _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _SPECIAL = (0.0, -0.0, _INF, -_INF, _NAN)
 #: this family's ``values`` aspect: where rewrites of these ops go wrong
 VALUES: dict[str, Values] = {}
-for _name in ("add", "subtract", "multiply"):  # x - x, x * 0, x + 0 with inf/nan; overflow;
+for _name in ("add", "subtract", "multiply"):  # x - x, x * 0, x + 0, x * 1 with inf/nan;
+    # overflow;
     # a per-channel operand of an NCHW image (a scale or shift folded into a convolution)
-    VALUES[_name] = Values(floats=_SPECIAL + (1e38, -1e38, 3e38, 0.25, 0.75),
-                           ints=(_I32_MAX, _I32_MIN, _I32_MAX - 1, -1, 0),
+    VALUES[_name] = Values(floats=_SPECIAL + (1.0, -1.0, 1e38, -1e38, 3e38, 0.25, 0.75),
+                           ints=(_I32_MAX, _I32_MIN, _I32_MAX - 1, -1, 0, 1),
                            args=(((1, 2, 4, 4), (2, 1, 1)), ((1, 2, 4, 4), (1, 2, 1, 1))))
 for _name in ("divide", "mod", "floor_divide", "floor_mod"):  # signs, zero, INT_MIN / -1
-    VALUES[_name] = Values(floats=_SPECIAL + (-7.0, 7.0, -3.0, 3.0, 1e-38),
-                           ints=(0, -1, -7, 7, -3, 3, _I32_MIN, _I32_MAX))
+    VALUES[_name] = Values(floats=_SPECIAL + (1.0, -7.0, 7.0, -3.0, 3.0, 1e-38),
+                           ints=(0, 1, -1, -7, 7, -3, 3, _I32_MIN, _I32_MAX))
 VALUES["power"] = Values(floats=(0.0, -0.0, -1.0, 0.5, -0.5, _INF, _NAN), ints=(0, -1, 31, 2))
 for _name in ("maximum", "minimum"):  # unequal operands, ties, signed zeros, NaN
     VALUES[_name] = Values(floats=_SPECIAL + (-1.5, 1.5), ints=(_I32_MIN, _I32_MAX, 0, -1, 1))

@@ -9,7 +9,8 @@ checker), so it costs a fraction of the check itself:
    changed regions (``relay_ref.testing.regions``: the operators or forms rewritten).
 2. **Search**, when the pilot never saw the pass fire: first one-call programs of every
    operator (``focus_sigs`` signatures: on distinct parameters, on equal operands, on
-   constants of its values that matter; a few milliseconds each); if the pass changed
+   constants of its values that matter, on constant 0s / 1s after a parameter, nested
+   in itself; about a millisecond each); if the pass changed
    any, the focus is what it rewrote there. Otherwise each op family in turn (smallest
    first), then each expression form (``FOCUS_FORMS``), as ``PER_FAMILY`` generated
    programs focused on it; the first on which the pass fires gives the focus (the changed
@@ -26,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import numpy as np
-from hypothesis import HealthCheck, given
+from hypothesis import HealthCheck, Phase, given
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
@@ -67,11 +68,14 @@ def _fired(pass_: Pass, mod: IRModule) -> frozenset[str] | None:
         return frozenset(("(the pass raised)",))
 
 
-def _sample(strategy: st.SearchStrategy, count: int) -> list[IRModule]:
+def _sample(strategy: st.SearchStrategy, count: int, base: Settings | None = None
+            ) -> list[IRModule]:
+    """``count`` modules drawn from ``strategy`` (``base``: the check's settings, so a
+    derandomized check samples the same programs every run)."""
     found: list[IRModule] = []
 
-    @Settings(max_examples=count, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @Settings(base, max_examples=count, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck), phases=[Phase.generate])
     @given(strategy)
     def draw(mod: IRModule) -> None:
         found.append(mod)
@@ -88,11 +92,13 @@ def _focus_of(tops: Counter) -> Focus:
 
 
 def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
-                budget: int = 300) -> tuple[Focus, str, int]:
+                budget: int = 300, settings: Settings | None = None
+                ) -> tuple[Focus, str, int]:
     """``(focus, source, probed)`` for ``check_pass`` (see the module docstring);
-    ``source`` is ``"none"``, ``"pilot"``, ``"search"`` or ``"not found"``."""
+    ``source`` is ``"none"``, ``"pilot"``, ``"search"`` or ``"not found"``. ``settings``:
+    the hypothesis settings the samples start from (the check's)."""
     def run() -> tuple[Focus, str, int]:
-        pilot = _sample(generated_programs(edge=edge), min(PILOT, examples))
+        pilot = _sample(generated_programs(edge=edge), min(PILOT, examples), settings)
         tops: Counter = Counter()
         fired = 0
         for mod in pilot:
@@ -114,7 +120,7 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                     tops.update(found)
         spent = 0
         if not tops:
-            for mods in _search_space(edge):
+            for mods in _search_space(edge, settings):
                 for mod in mods:
                     probed, spent = probed + 1, spent + 1
                     found = _fired(pass_, mod)
@@ -127,23 +133,27 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
     return run_deep(run)
 
 
-def _search_space(edge: bool) -> Iterator[list[IRModule]]:
+def _search_space(edge: bool, base: Settings | None) -> Iterator[list[IRModule]]:
     """Groups of focused generated programs, one group per op family (smallest first), then
     one per expression form."""
     table = op_table()
     for family in sorted(table.families, key=lambda f: (len(table.families[f]), f)):
-        yield _sample(generated_programs(edge=edge, focus=resolve_focus([family])), PER_FAMILY)
+        yield _sample(generated_programs(edge=edge, focus=resolve_focus([family])), PER_FAMILY,
+                      base)
     for form in dict.fromkeys(FOCUS_FORMS.values()):
         yield _sample(generated_programs(edge=edge, focus=Focus((), (form,), (form,))),
-                      PER_FAMILY)
+                      PER_FAMILY, base)
 
 
-def _one_call_programs(op: str, per_op: int = 2) -> list[IRModule]:
-    """``@main`` calling ``op`` once on its first ``per_op`` focused signatures: on distinct
-    parameters, on equal operands, and on constants of the op's values that matter."""
+def _one_call_programs(op: str) -> list[IRModule]:
+    """``@main`` calling ``op`` once on its first focused and ordinary signatures: on distinct
+    parameters, on equal operands, on constants of the op's values that matter, and on a
+    parameter with constant 0s or 1s for the other operands (identities, ``x * 1``); and
+    ``op(op(...))`` where the result can feed the op again (``relu(relu(x))``)."""
     out: list[IRModule] = []
-    for sig in focus_sigs(op)[:per_op]:
-        for variant in ("params", "equal", "constants"):
+    ordinary = op_table().by_op.get(op, [])[:2]
+    for sig in dict.fromkeys([*focus_sigs(op)[:1], *ordinary]):
+        for variant in ("params", "equal", "constants", 0, 1):
             params: list[Var] = []
 
             def leaf(ty: object, i: int, variant: str = variant, params: list = params
@@ -151,8 +161,9 @@ def _one_call_programs(op: str, per_op: int = 2) -> list[IRModule]:
                 if isinstance(ty, TupleType):
                     return Tuple(tuple(leaf(f, i + j) for j, f in enumerate(ty.fields)))
                 assert isinstance(ty, TensorType)
-                if variant == "constants":
-                    pool = focus_values((op,), ty.dtype) or (1,)
+                if variant == "constants" or (isinstance(variant, int) and i > 0):
+                    pool = (focus_values((op,), ty.dtype) or (1,) if variant == "constants"
+                            else (variant,))
                     data = np.resize(np.array(pool, dtype=ty.dtype), tuple(ty.shape))
                     return Constant(np.asarray(data, dtype=ty.dtype))
                 if variant == "equal" and params:
@@ -168,4 +179,7 @@ def _one_call_programs(op: str, per_op: int = 2) -> list[IRModule]:
                 break
             body = Call(Op(op), args, sig.attrs)
             out.append(IRModule({"main": Function(tuple(params), body, sig.out)}))
+            if variant == "params" and sig.args and sig.args[0] == sig.out:  # op(op(x))
+                nested = Call(Op(op), (body, *args[1:]), sig.attrs)
+                out.append(IRModule({"main": Function(tuple(params), nested, sig.out)}))
     return out

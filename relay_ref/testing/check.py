@@ -189,9 +189,10 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     the module docstring) and return the ``CheckReport``. ``programs``: a hypothesis
     strategy of modules, or a list of modules / Relay texts to draw from (default:
     ``programs(edge=edge_values, focus=...)``). ``focus``: operators, op families and
-    expression forms to exercise (default: inferred, see the module docstring; ignored
-    with ``programs``). ``min_fired``: how many programs the pass must change and have
-    compared (``VacuousCheck`` otherwise, unless ``allow_vacuous``).
+    expression forms to exercise (default: inferred, see the module docstring; ``()``:
+    unfocused, nothing inferred; ignored with ``programs``). ``min_fired``: how many
+    programs the pass must change and have compared (``VacuousCheck`` otherwise, unless
+    ``allow_vacuous``).
     ``edge_values``: sometimes draw values near the ends of the float range (for the
     arguments, and the constants of the default programs). ``settings``: hypothesis
     settings to start from (default: the active profile without an example database:
@@ -211,15 +212,16 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     started = time.perf_counter()
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
-    chosen = resolve_focus(focus)
-    how, probed = ("given" if chosen else "none"), 0
+    unfocused = focus is not None and not isinstance(focus, str) and not list(focus)
+    chosen = Focus() if unfocused else resolve_focus(focus)
+    how, probed = ("given" if chosen else "unfocused"), 0
     if programs is not None:
         chosen, how = Focus(), "programs"
-    elif not chosen:
+    elif not chosen and not unfocused:
         from relay_ref.testing.autofocus import infer_focus
 
         chosen, how, probed = infer_focus(pass_, examples=count, min_fired=min_fired,
-                                          edge=edge_values)
+                                          edge=edge_values, settings=base)
     source = _source(programs, edge_values, chosen)
     tally = _Tally()
     config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
@@ -239,16 +241,17 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
 
     name = _name(pass_)
 
-    def report() -> CheckReport:
+    def report(failed: bool = False) -> CheckReport:
         return CheckReport(name, tally.generated, tally.changed, tally.compared, tally.fired,
                            min_fired, chosen.names, how, probed, dict(tally.operators),
-                           dict(tally.forms), time.perf_counter() - started, allow_vacuous)
+                           dict(tally.forms), time.perf_counter() - started, allow_vacuous,
+                           failed)
 
     try:
         check()
     except PassCheckError as err:
         best = _reduced(err, run)
-        best.report = report()
+        best.report = report(failed=True)
         # hypothesis's own "Falsifying example" notes repeat what the message shows
         with contextlib.suppress(AttributeError):
             del best.__notes__

@@ -669,10 +669,12 @@ class _Gen:
 
     def values_constant(self, ty: TensorType) -> Expr:
         """A constant tensor whose elements are drawn from the pool and the focused ops'
-        values that matter: half the time elements that differ, else one value."""
-        pool = value_pool(ty.dtype) + focus_values(self.focus.ops if self.focus else (),
-                                                   ty.dtype)
+        values that matter (half the time from those alone): half the time elements that
+        differ, else one value."""
+        special = focus_values(self.focus.ops if self.focus else (), ty.dtype)
         seed = self.draw(st.integers(0, 2**32 - 1))
+        # half the time the focused ops' values only (identities, thresholds, inf/nan)
+        pool = special if special and seed % 4 >= 2 else value_pool(ty.dtype) + special
         rng = np.random.default_rng(seed)
         values = np.array(pool, dtype=ty.dtype)
         if seed % 2:  # half the time one value throughout (a uniform scale, all ties)

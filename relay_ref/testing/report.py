@@ -26,9 +26,11 @@ class CheckReport:
     each operator / expression form occurred inside a changed region. ``focus``: the names
     the run was focused on (empty: unfocused); ``focus_source``: ``"given"`` (the caller's),
     ``"pilot"`` (inferred from the pilot sample), ``"search"`` (found by trying op families
-    and forms), ``"none"`` (the pass fired often enough unfocused), ``"not found"`` (the
+    and forms), ``"none"`` (the pass fired often enough unfocused), ``"unfocused"``
+    (``focus=()``: nothing inferred), ``"not found"`` (the
     search found nothing that makes the pass fire) or ``"programs"`` (the caller's programs:
-    no focus). ``seconds``: wall time of the whole check, search included."""
+    no focus). ``seconds``: wall time of the whole check, search included. The counts of a
+    failed check stop at the failing program (then shrinking)."""
 
     pass_name: str
     generated: int
@@ -43,6 +45,8 @@ class CheckReport:
     forms: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     allow_vacuous: bool = False
+    #: a counterexample was found (the ``PassCheckError`` this report is attached to)
+    failed: bool = False
 
     @property
     def vacuous(self) -> bool:
@@ -51,7 +55,10 @@ class CheckReport:
 
     @property
     def verdict(self) -> str:
-        """``"ok"``, or ``"vacuous"`` (``"vacuous (allowed)"`` with ``allow_vacuous``)."""
+        """``"counterexample"`` (the check failed), ``"ok"``, or ``"vacuous"``
+        (``"vacuous (allowed)"`` with ``allow_vacuous``)."""
+        if self.failed:
+            return "counterexample"
         if not self.vacuous:
             return "ok"
         return "vacuous (allowed)" if self.allow_vacuous else "vacuous"
@@ -69,6 +76,7 @@ class CheckReport:
                "search": "found by trying op families and forms",
                "none": "none needed (the pass fired often enough unfocused)",
                "not found": "nothing found that makes the pass fire",
+               "unfocused": "none (focus=(): the generator's ordinary spread)",
                "programs": "none (the caller's programs)"}.get(self.focus_source,
                                                                  self.focus_source)
         lines.append(f"  focus: {how}; {self.probed} programs probed to choose it")

@@ -11,7 +11,10 @@ checker), so it costs a fraction of the check itself:
    operator (``focus_sigs`` signatures: on distinct parameters, on equal operands, on
    constants of its values that matter, on constant 0s / 1s after a parameter, nested
    in itself; about a millisecond each); if the pass changed
-   any, the focus is what it rewrote there. Otherwise each op family in turn (smallest
+   any, the focus is what it rewrote there, and the signatures and constant operands on
+   which it fired are drawn for half the focused calls (``Focus.sigs``,
+   ``Focus.constants``: ``x * 1`` with a scalar 1 becomes common, not one call in 100).
+   Otherwise each op family in turn (smallest
    first), then each expression form (``FOCUS_FORMS``), as ``PER_FAMILY`` generated
    programs focused on it; the first on which the pass fires gives the focus (the changed
    regions' tops, as above); this stops after ``budget`` generated programs.
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given
@@ -36,7 +40,7 @@ from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, TupleType
 from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_sigs, focus_values, resolve_focus
-from relay_ref.testing.programs import op_table
+from relay_ref.testing.programs import Sig, op_table
 from relay_ref.testing.programs import programs as generated_programs
 from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.typecheck.infer import infer_types
@@ -112,12 +116,14 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
         if fired:
             focus = _focus_of(tops)
             return focus, ("pilot" if focus else "none"), probed
+        hints: list[tuple[Sig, object]] = []
         for op in sorted(op_table().by_op):  # one-call programs of every operator: cheap
-            for mod in _one_call_programs(op):
+            for mod, sig, variant in _one_call_programs(op):
                 probed += 1
                 found = _fired(pass_, mod)
                 if found is not None:
                     tops.update(found)
+                    hints.append((sig, variant))
         spent = 0
         if not tops:
             for mods in _search_space(edge, settings):
@@ -129,6 +135,11 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                 if tops or spent >= budget:
                     break
         focus = _focus_of(tops)
+        if focus and hints:  # what fired: those signatures, and constant operands
+            sigs = tuple(dict.fromkeys(sig for sig, _ in hints if sig.op in focus.ops))
+            constants = tuple(sorted({v for sig, v in hints
+                                      if isinstance(v, int) and sig.op in focus.ops}))
+            focus = replace(focus, sigs=sigs, constants=constants)
         return focus, ("search" if focus else "not found"), probed
     return run_deep(run)
 
@@ -145,7 +156,7 @@ def _search_space(edge: bool, base: Settings | None) -> Iterator[list[IRModule]]
                       PER_FAMILY, base)
 
 
-def _one_call_programs(op: str) -> list[IRModule]:
+def _one_call_programs(op: str) -> list[tuple[IRModule, Sig, object]]:
     """``@main`` calling ``op`` once on its first focused and ordinary signatures: on distinct
     parameters, on equal operands, on constants of the op's values that matter, and on a
     parameter with constant 0s or 1s for the other operands (identities, ``x * 1``); and
@@ -178,8 +189,10 @@ def _one_call_programs(op: str) -> list[IRModule]:
             except AssertionError:
                 break
             body = Call(Op(op), args, sig.attrs)
-            out.append(IRModule({"main": Function(tuple(params), body, sig.out)}))
+            out.append((IRModule({"main": Function(tuple(params), body, sig.out)}), sig,
+                        variant))
             if variant == "params" and sig.args and sig.args[0] == sig.out:  # op(op(x))
                 nested = Call(Op(op), (body, *args[1:]), sig.attrs)
-                out.append(IRModule({"main": Function(tuple(params), nested, sig.out)}))
+                out.append((IRModule({"main": Function(tuple(params), nested, sig.out)}),
+                            sig, "nested"))
     return out

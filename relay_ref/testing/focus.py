@@ -26,7 +26,8 @@ import numpy as np
 from relay_ref.ops.registry import all_ops
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["FOCUS_FORMS", "Focus", "focus_sigs", "focus_values", "resolve_focus"]
+__all__ = ["FOCUS_FORMS", "ORDINARY_MAGNITUDE", "Focus", "focus_sigs", "focus_values",
+           "resolve_focus"]
 
 #: expression forms a focus may name -> the generator's form (``programs.FORMS``) it favours
 FOCUS_FORMS: dict[str, str] = {
@@ -39,11 +40,18 @@ FOCUS_FORMS: dict[str, str] = {
 @dataclass(frozen=True)
 class Focus:
     """Operators and generator forms to put into most generated programs. ``names``: what
-    the user (or the automatic search) asked for, as given."""
+    the user (or the automatic search) asked for, as given; ``sigs`` and ``constants``:
+    what the automatic search saw make the pass fire."""
 
     ops: tuple[str, ...] = ()
     forms: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    #: signatures (``programs.Sig``) on which the pass was seen to fire (the automatic
+    #: focus's one-call probes): drawn for half the focused calls of their operators
+    sigs: tuple = ()
+    #: constant operand values that made it fire there (``x * 1``, ``x + 0``): half the
+    #: later operands of focused calls are constants filled with one of them
+    constants: tuple = ()
 
     def __bool__(self) -> bool:
         return bool(self.ops or self.forms)
@@ -112,9 +120,16 @@ def focus_sigs(op_name: str) -> tuple:
     return tuple(special + ordinary)
 
 
-def focus_values(ops: Iterable[str], dtype: str) -> tuple:
+#: with ``edge=False``, floating-point values that matter are kept only up to this magnitude
+ORDINARY_MAGNITUDE = 1e6
+
+
+def focus_values(ops: Iterable[str], dtype: str, edge: bool = True) -> tuple:
     """Element values the ``values`` tables of ``ops`` add for tensors of ``dtype`` (those
-    the dtype can hold: no inf/nan for integers, no out-of-range integers)."""
+    the dtype can hold: no out-of-range integers). ``edge=False`` (``check_pass``'s
+    ``edge_values=False``, for a pass that reassociates float arithmetic): no inf, NaN or
+    float values beyond ``ORDINARY_MAGNITUDE`` (where reassociation may overflow in one
+    order and not the other)."""
     registry = all_ops()
     if dtype == "bool":
         return ()
@@ -127,6 +142,8 @@ def focus_values(ops: Iterable[str], dtype: str) -> tuple:
     if kind == "ints":
         info = np.iinfo(np.dtype(dtype))
         found = [v for v in found if info.min <= v <= info.max]
+    elif not edge:
+        found = [v for v in found if abs(v) <= ORDINARY_MAGNITUDE]  # (False for NaN)
     out: list = []
     for v in found:  # dict.fromkeys would merge 0.0 and -0.0, and never dedupe NaN
         if not any(repr(v) == repr(w) for w in out):

@@ -385,6 +385,9 @@ class _Gen:
             for sig in focus_sigs(name):  # (``?`` results are never generated at)
                 if _concrete(sig.out, empty=True):
                     self.fsigs.setdefault(sig.out, []).append(sig)
+        for sig in (focus.sigs if focus else ()):  # seen firing: half its op's calls
+            same = [s for s in self.fsigs.get(sig.out, []) if s.op == sig.op]
+            self.fsigs.setdefault(sig.out, []).extend([sig] * max(1, len(same)))
         self.params: list[Var] = []
         self.globals: dict[str, Function] = {}
         self.adts: dict[str, TypeData] = {}
@@ -531,7 +534,7 @@ class _Gen:
     def constant(self, ty: TensorType) -> Expr:
         pool = value_pool(ty.dtype)
         if self.focus is not None:  # the focused ops' values that matter
-            pool += focus_values(self.focus.ops, ty.dtype)
+            pool += focus_values(self.focus.ops, ty.dtype, self.edge)
         if self.edge and edge_values(ty.dtype) and _edge_drawn(self.draw):
             pool += edge_values(ty.dtype)
         scalar = Constant(np.array(self.pick(pool), dtype=ty.dtype))
@@ -634,7 +637,13 @@ class _Gen:
         op = self.spread([o for o in ops if o != other_than] or ops)
         sig = self.spread([s for s in self.fsigs[ty] if s.op == op])
         args: list[Expr] = []
+        constants = self.focus.constants if self.focus else ()
         for i, t in enumerate(sig.args):
+            if i and constants and isinstance(t, TensorType) and self.flag():
+                # a constant operand seen making the pass fire (x * 1, x + 0)
+                value = np.full(tuple(t.shape), self.spread(constants), dtype=t.dtype)
+                args.append(Constant(value))
+                continue
             if (t in self.fsigs and self.budget > 0 and isinstance(t, TensorType)
                     and any(s.op != sig.op for s in self.fsigs[t]) and self.flag()):
                 self.budget -= 1
@@ -671,7 +680,7 @@ class _Gen:
         """A constant tensor whose elements are drawn from the pool and the focused ops'
         values that matter (half the time from those alone): half the time elements that
         differ, else one value."""
-        special = focus_values(self.focus.ops if self.focus else (), ty.dtype)
+        special = focus_values(self.focus.ops if self.focus else (), ty.dtype, self.edge)
         seed = self.draw(st.integers(0, 2**32 - 1))
         # half the time the focused ops' values only (identities, thresholds, inf/nan)
         pool = special if special and seed % 4 >= 2 else value_pool(ty.dtype) + special
@@ -892,8 +901,12 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
     outs = sorted((t for t in gen.fsigs if isinstance(t, TensorType | TupleType)), key=repr)
     # types several focused operators give: where they feed each other (conv -> multiply)
     chained = [t for t in outs if len({s.op for s in gen.fsigs[t]}) > 1]
+    # and the types of signatures seen making the pass fire
+    hinted = sorted({s.out for s in focus.sigs if s.out in gen.fsigs}, key=repr) if focus \
+        else []
     if outs and gen.spread((True, True, False)):  # mostly: @main returns a focused call's type
-        ret = gen.spread(chained if chained and gen.flag() else outs)
+        ret = gen.spread(hinted if hinted and gen.flag() else
+                         chained if chained and gen.flag() else outs)
     else:
         ret = gen.a_type(1, first_order=True)
     depth = draw(st.integers(1, max_depth))
@@ -935,7 +948,7 @@ def _value(ty: Type, edge: bool, ops: tuple[str, ...] = ()) -> st.SearchStrategy
             # elements from the pool, chosen by a drawn seed: varied values (hypothesis
             # draws small integers most often, and pool[0] everywhere hides most bugs) with
             # many ties; shrinking goes to seed 0, a fixed mix
-            base = value_pool(dtype) + focus_values(ops, dtype)
+            base = value_pool(dtype) + focus_values(ops, dtype, edge)
             pool = np.array(base, dtype=dtype)
             if edge and edge_values(dtype):  # the pool widened one time in EDGE_ODDS
                 wide = np.array(base + edge_values(dtype), dtype=dtype)

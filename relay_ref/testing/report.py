@@ -73,7 +73,7 @@ class CheckReport:
         """The summary, then how the focus was chosen and the changed regions' contents."""
         lines = [self.summary()]
         how = {"given": "as given", "pilot": "inferred from a pilot sample",
-               "search": "found by trying op families and forms",
+               "search": "found by probing operators, op families and forms",
                "none": "none needed (the pass fired often enough unfocused)",
                "not found": "nothing found that makes the pass fire",
                "unfocused": "none (focus=(): the generator's ordinary spread)",

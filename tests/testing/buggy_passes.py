@@ -61,6 +61,10 @@ transpose_rank3_reversed = on_nodes(_transpose_rank3, "transpose_rank3_reversed"
 take_clip_as_wrap = on_nodes(
     lambda n: replace(n, attrs=replace(n.attrs, mode="wrap"))
     if is_call(n, "take") and n.attrs.mode == "clip" else None, "take_clip_as_wrap")
+x_times_zero_is_zero = on_nodes(  # wrong where x is inf or NaN
+    lambda n: Call(Op("zeros_like"), (n.args[0],), None) if is_call(n, "multiply")
+    and isinstance(n.args[1], Constant) and n.args[1].data.shape == ()
+    and float(n.args[1].data) == 0 else None, "x_times_zero_is_zero")
 maximum_as_minimum = on_nodes(
     lambda n: Call(Op("minimum"), n.args, n.attrs) if is_call(n, "maximum") else None,
     "maximum_as_minimum")
@@ -68,7 +72,7 @@ drop_relu = on_nodes(lambda n: n.args[0] if is_call(n, "nn.relu") else None, "dr
 
 BUGGY = [swap_where, clip_bounds_swapped, floor_divide_as_divide, concatenate_reversed,
          sigmoid_as_tanh, x_minus_x_is_zero, transpose_rank3_reversed, take_clip_as_wrap,
-         maximum_as_minimum, drop_relu]
+         maximum_as_minimum, drop_relu, x_times_zero_is_zero]
 
 commute_add = on_nodes(
     lambda n: Call(n.op, n.args[::-1], n.attrs) if is_call(n, "add") else None,

@@ -28,6 +28,7 @@ def _lines(mod) -> int:
     (bp.sigmoid_as_tanh, "sigmoid"), (bp.x_minus_x_is_zero, "subtract"),
     (bp.transpose_rank3_reversed, "transpose"), (bp.take_clip_as_wrap, "take"),
     (bp.maximum_as_minimum, "maximum"), (bp.drop_relu, "nn.relu"),
+    (bp.x_times_zero_is_zero, "multiply"),
 ], ids=lambda p: getattr(p, "__name__", str(p)))
 def test_a_wrong_pass_is_caught_with_default_settings(pass_, op):
     with pytest.raises(PassCheckError) as info:

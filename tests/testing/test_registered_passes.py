@@ -44,10 +44,18 @@ def test_every_registered_pass_is_in_one_table():
     assert sorted(pass_names()) == sorted(tables)
 
 
+#: passes that reassociate float products: equal up to rounding, which near the ends of the
+#: range includes overflowing in one order and not the other (FoldScaleAxis folds
+#: ``conv(x, w) * 0.5`` into ``conv(x, w * 0.5)``: inf where x . w overflows becomes finite;
+#: its guarantee excludes only finite -> inf/NaN, tests/passes/test_fold_scale_axis_overflow.py)
+REASSOCIATING = {"BackwardFoldScaleAxis", "FoldScaleAxis", "ForwardFoldScaleAxis"}
+
+
 @pytest.mark.parametrize("name", sorted(FOCUSED))
 def test_each_registered_pass_fires_under_its_focus_and_holds(name):
     focus, examples = FOCUSED[name]
-    report = check_pass(get_pass(name), focus=focus, examples=examples)
+    report = check_pass(get_pass(name), focus=focus, examples=examples,
+                        edge_values=name not in REASSOCIATING)
     assert report.fired >= 20 and report.verdict == "ok", report.text()
 
 

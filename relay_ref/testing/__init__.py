@@ -1,7 +1,9 @@
 """Testing tools: hypothesis strategies for Relay programs and ``check_pass``.
 
 * ``check_pass(pass_, ...)``: property-test any ``IRModule -> IRModule`` callable against
-  the interpreter on generated programs (``relay_ref.testing.check``).
+  the interpreter on generated programs (``relay_ref.testing.check``), focused on what the
+  pass rewrites (``focus``, ``autofocus``); returns a ``CheckReport`` (``report``) and
+  raises ``VacuousCheck`` when the pass fired on too few programs to prove anything.
 * ``programs()`` / ``arguments(types)``: the type-directed generator it uses
   (``relay_ref.testing.programs``); ``strategies`` and ``typed_strategies``: the syntax
   and soundness generators.

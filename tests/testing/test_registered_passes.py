@@ -14,7 +14,7 @@ from relay_ref.testing.programs import programs
 
 #: pass (as ``get_pass`` builds it) -> (focus, programs): what the pass rewrites
 FOCUSED = {
-    "BackwardFoldScaleAxis": ("nn.conv2d,multiply", 800),  # conv -> multiply by a scale
+    "BackwardFoldScaleAxis": ("nn.conv2d,multiply", 600),  # conv -> multiply by a scale
     "DeadCodeElimination": ("let", 60),
     "EliminateCommonSubexpr": ("duplicate", 150),  # a call written twice
     "FoldConstant": ("add,multiply,subtract", 60),

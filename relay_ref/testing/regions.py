@@ -110,9 +110,11 @@ def _diff(before: Expr, after: Expr) -> list[Expr]:
 
 
 def _equal(b: Expr, a: Expr) -> bool:
-    """Alpha-equal with the same free variables (``alpha_equal`` relates free variables
-    by position, so ``where(%c, %b, %a)`` would equal ``where(%c, %a, %b)``)."""
-    return b is a or (alpha_equal(b, a) and free_vars(b) == free_vars(a))
+    """Alpha-equal with the same free variables, by name (``alpha_equal`` relates free
+    variables by position, so ``where(%c, %b, %a)`` would equal ``where(%c, %a, %b)``;
+    names, not identities, so a pass that rebuilds its variables is compared fairly)."""
+    return b is a or (alpha_equal(b, a) and [v.name_hint for v in free_vars(b)]
+                      == [v.name_hint for v in free_vars(a)])
 
 
 def _owner(node: Expr, parent: Expr | None) -> Expr:

@@ -597,7 +597,8 @@ def check_named_pass(name: str, examples: int, program: IRModule | None = None
                                  "shape", param.span)
         programs = [checked]
     try:
-        check_pass(make_pass(name), programs=programs, examples=examples)
+        # the verdict on a vacuous check is the CLI's (issue 25 item 4): not decided here
+        check_pass(make_pass(name), programs=programs, examples=examples, allow_vacuous=True)
     except PassCheckError as err:
         return str(err)
     return None

@@ -18,6 +18,9 @@ Table aspects, each a mapping from op name to the aspect's value:
 
     ``examples``       ``EXAMPLES`` in the op's own family module, after the ops it
                        names (``registry.Examples``: test-generation hints, data only)
+    ``values``         ``VALUES`` in the op's own family module, after ``EXAMPLES``
+                       (``registry.Values``: values that matter when a test focuses on
+                       the op -- thresholds, ties, inf/nan, overflow; data only)
     ``pattern``        ``patterns.BUILTIN_PATTERNS`` (TVM's ``TOpPattern``, grouped by
                        pattern so the classification reads against TVM in one place)
     ``kernel:cpu``     ``kernels.BUILTIN_CPU_KERNELS``, naming functions of ``cpu_*.py``
@@ -78,6 +81,8 @@ FAMILIES = (algorithm, annotation, dyn, einsum, gradient_op, grid_sample, image,
 
 for _family in FAMILIES:
     attach("examples", getattr(_family, "EXAMPLES", {}), source=_family.__name__)
+for _family in FAMILIES:
+    attach("values", getattr(_family, "VALUES", {}), source=_family.__name__)
 attach("pattern", ((name, pattern) for pattern, names in patterns.BUILTIN_PATTERNS.items()
                    for name in names), source=patterns.__name__)
 attach("kernel:cpu", kernels.BUILTIN_CPU_KERNELS, source=kernels.__name__)

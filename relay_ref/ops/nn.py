@@ -1266,3 +1266,20 @@ EXAMPLES["nn.batch_norm"] = Examples(
     args=(((2, 3), (3,), (3,), (3,), (3,)), ((1, 2, 4, 4), (2,), (2,), (2,), (2,))))
 EXAMPLES["nn.layer_norm"] = Examples(attrs=({"axis": 0},), args=(((2, 3), (3,), (3,)),))
 EXAMPLES["nn.leaky_relu"] = Examples(attrs=({"alpha": 0.5},))
+
+
+# -- values that matter (the ``values`` aspect, attached by ``relay_ref.ops``) ---------------
+
+from relay_ref.ops.registry import Values  # noqa: E402
+
+#: around the threshold 0 (both signs, tiny, signed zero) and inf/nan
+_AROUND_ZERO = (-1.0, -0.5, -1e-3, 0.0, -0.0, 1e-3, 0.5, 1.0, float("inf"), -float("inf"),
+                float("nan"))
+#: this family's ``values`` aspect: where rewrites of these ops go wrong
+VALUES: dict[str, Values] = {
+    "nn.relu": Values(floats=_AROUND_ZERO, ints=(-1, 0, 1, -(2**31))),
+    "nn.leaky_relu": Values(floats=_AROUND_ZERO, attrs=({"alpha": 0.1}, {"alpha": 2.0})),
+    "nn.prelu": Values(floats=_AROUND_ZERO),
+    "nn.softmax": Values(floats=(-100.0, 100.0, 0.0, float("-inf"))),
+    "nn.log_softmax": Values(floats=(-100.0, 100.0, 0.0, float("-inf"))),
+}

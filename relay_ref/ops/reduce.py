@@ -338,3 +338,20 @@ _REDUCE_EXAMPLES = ({"axis": (1,)}, {"axis": (0,), "keepdims": True},
 for _name in (*_SIMPLE, "argmax", "argmin"):
     EXAMPLES[_name] = Examples(attrs=_REDUCE_EXAMPLES)
 EXAMPLES["variance"] = Examples(attrs=_REDUCE_EXAMPLES, args=(((2, 3), (2, 1)), ((3,), (1,))))
+
+
+# -- values that matter (the ``values`` aspect, attached by ``relay_ref.ops``) ---------------
+
+from relay_ref.ops.registry import Values  # noqa: E402
+
+#: this family's ``values`` aspect: reductions over an empty axis list, size-1 axes, all
+#: axes excluded, and empty (zero-extent) inputs; ties (argmax/argmin), inf/nan, overflow
+VALUES: dict[str, Values] = {}
+for _name in ("sum", "mean", "max", "min", "prod", "all", "any", "argmax", "argmin",
+              "variance"):
+    VALUES[_name] = Values(
+        floats=(0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), float("nan"), 3e38),
+        ints=(2**31 - 1, -(2**31), 0, -1),
+        attrs=({"axis": ()}, {"axis": (1,)}, {"axis": (1,), "keepdims": True},
+               {"axis": (0,), "exclude": True}, {"axis": (-1,), "keepdims": True}),
+        args=(((0, 3),), ((2, 1, 3),), (((2, 1, 3), "bool"),), (((0, 3), "bool"),), ((1,),)))

@@ -155,6 +155,9 @@ class OpDef:
     #: shape, or a ``(shape, dtype)`` pair) besides the generator's generic ones. Data only.
     attr_examples: tuple[dict, ...] = ()
     arg_examples: tuple[tuple, ...] = ()
+    #: values that matter (``Values``, the ``values`` aspect): argument values, attributes
+    #: and argument types that reach where rewrites of this op go wrong. Data only.
+    values: Values | None = None
     #: differentiation (see the module docstring and ``set_gradient``): the reverse rule
     #: (TVM's ``FPrimalGradient``), the forward (tangent) rule, and ``True`` / why not.
     gradient: Callable[..., tuple] | None = None
@@ -226,8 +229,26 @@ class Examples:
     args: tuple[tuple, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Values:
+    """The value of the ``values`` aspect: *values that matter* for one op, drawn when a test
+    focuses on it (``relay_ref.testing.check_pass(..., focus=...)``): the regions of its
+    arguments where rewrites commonly go wrong (thresholds, ties, zeros, inf/nan, integer
+    overflow, division by zero). Data only; the generator reads it, no op code does.
+
+    ``floats`` / ``ints``: element values for the op's floating-point / integer arguments
+    (added to the ordinary pool); ``attrs``: attribute dicts (as ``Examples.attrs``) and
+    ``args``: argument-type specs (as ``Examples.args``; zero extents allowed: empty axes)
+    tried, besides the op's ordinary signatures, for focused calls."""
+
+    floats: tuple[float, ...] = ()
+    ints: tuple[int, ...] = ()
+    attrs: tuple[dict, ...] = ()
+    args: tuple[tuple, ...] = ()
+
+
 #: the aspects a table may attach (``attach``); ``kernel:<target>`` for any target name.
-TABLE_ASPECTS = ("examples", "pattern", "kernel:<target>", "gradient")
+TABLE_ASPECTS = ("examples", "values", "pattern", "kernel:<target>", "gradient")
 
 _REGISTRY: dict[str, OpDef] = {}
 _LOADED_KERNELS: dict[tuple[str, str], Callable[..., object]] = {}
@@ -289,6 +310,10 @@ def _set_aspect(name: str, aspect: str, value: object, source: str) -> OpDef:
         assert isinstance(value, Examples)
         op = dataclasses.replace(op, attr_examples=tuple(value.attrs),
                                  arg_examples=tuple(value.args))
+    elif aspect == "values":
+        if not isinstance(value, Values):
+            raise TypeError(f"{source}: the values of {name!r} must be a registry.Values")
+        op = dataclasses.replace(op, values=value)
     elif aspect == "pattern":
         op = dataclasses.replace(op, op_pattern=OpPattern(value))  # type: ignore[arg-type]
     elif aspect.startswith("kernel:"):
@@ -319,9 +344,9 @@ def attach(aspect: str, table: Mapping[str, object] | Iterable[tuple[str, object
            source: str) -> None:
     """Attach one per-aspect table: set ``aspect`` (one of ``TABLE_ASPECTS``) of every op the
     table names to its value. ``source`` is the module that declares the table (recorded,
-    see ``declared_in``). Values: ``Examples`` for ``examples``; an ``OpPattern`` for
-    ``pattern``; a ``KernelRef``, ``"module:function"`` or callable for ``kernel:<target>``;
-    a ``(reverse, forward)`` pair or a reason string for ``gradient``.
+    see ``declared_in``). Values: ``Examples`` for ``examples``; ``Values`` for ``values``;
+    an ``OpPattern`` for ``pattern``; a ``KernelRef``, ``"module:function"`` or callable for
+    ``kernel:<target>``; a ``(reverse, forward)`` pair or a reason string for ``gradient``.
 
     Invariants (``KeyError`` / ``ValueError`` otherwise, naming ``source``): every op a table
     names is registered, and no table sets an aspect of an op that a table already set (two

@@ -350,3 +350,41 @@ register_op("clip", attrs=ClipAttrs, num_inputs=1, arg_names=("data",), support_
             relation=identity_rel("clip"), reference=_clip_ref,
             doc="Clamp every element: ``max(min(x, a_max), a_min)``; bounds are converted to "
                 "the input dtype.\n\nType relation: identity.")
+
+
+# -- values that matter (the ``values`` aspect, attached by ``relay_ref.ops``) ---------------
+
+from relay_ref.ops.registry import Values  # noqa: E402
+
+_INF, _NAN = float("inf"), float("nan")
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+#: ties with signs (0 and -0), inf - inf and inf * 0 (NaN), NaN itself
+_SPECIAL = (0.0, -0.0, _INF, -_INF, _NAN)
+#: this family's ``values`` aspect: where rewrites of these ops go wrong
+VALUES: dict[str, Values] = {}
+for _name in ("add", "subtract", "multiply"):  # x - x, x * 0, x + 0, x * 1 with inf/nan;
+    # overflow;
+    # a per-channel operand of an NCHW image (a scale or shift folded into a convolution)
+    VALUES[_name] = Values(floats=_SPECIAL + (1.0, -1.0, 1e38, -1e38, 3e38, 0.25, 0.75),
+                           ints=(_I32_MAX, _I32_MIN, _I32_MAX - 1, -1, 0, 1),
+                           args=(((1, 2, 4, 4), (2, 1, 1)), ((1, 2, 4, 4), (1, 2, 1, 1))))
+for _name in ("divide", "mod", "floor_divide", "floor_mod"):  # signs, zero, INT_MIN / -1
+    VALUES[_name] = Values(floats=_SPECIAL + (1.0, -7.0, 7.0, -3.0, 3.0, 1e-38),
+                           ints=(0, 1, -1, -7, 7, -3, 3, _I32_MIN, _I32_MAX))
+VALUES["power"] = Values(floats=(0.0, -0.0, -1.0, 0.5, -0.5, _INF, _NAN), ints=(0, -1, 31, 2))
+for _name in ("maximum", "minimum"):  # unequal operands, ties, signed zeros, NaN
+    VALUES[_name] = Values(floats=_SPECIAL + (-1.5, 1.5), ints=(_I32_MIN, _I32_MAX, 0, -1, 1))
+for _name in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    VALUES[_name] = Values(floats=_SPECIAL, ints=(_I32_MIN, _I32_MAX))
+for _name in ("sigmoid", "tanh", "fast_tanh", "exp", "fast_exp", "erf", "fast_erf"):
+    VALUES[_name] = Values(floats=(-20.0, 20.0, -100.0, 100.0) + _SPECIAL)
+for _name in ("log", "log2", "log10", "sqrt", "rsqrt"):  # the edge of the domain
+    VALUES[_name] = Values(floats=(0.0, -0.0, -1.0, 1e-38, _INF, _NAN))
+for _name in ("floor", "ceil", "round", "trunc", "sign", "abs", "negative"):
+    VALUES[_name] = Values(floats=(-0.5, 0.5, -1.5, 1.5, 2.5, -2.5) + _SPECIAL,
+                           ints=(_I32_MIN, _I32_MAX))
+#: bounds that differ (the default table only has synthesised equal ones), and values
+#: on both sides of each bound and on it
+VALUES["clip"] = Values(floats=(-2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 6.0, 7.0, _INF, -_INF, _NAN),
+                        ints=(-2, -1, 0, 1, 2, 6, 7),
+                        attrs=({"a_min": -1.0, "a_max": 1.0}, {"a_min": 0.0, "a_max": 6.0}))

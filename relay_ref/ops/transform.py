@@ -1247,3 +1247,27 @@ for _name in ("zeros", "ones"):
     EXAMPLES[_name] = Examples(attrs=({"shape": (2, 3), "dtype": "float32"},
                                        {"shape": (3,), "dtype": "int32"}))
 EXAMPLES["full"] = Examples(attrs=({"shape": (2, 3), "dtype": "float32"},))
+
+
+# -- values that matter (the ``values`` aspect, attached by ``relay_ref.ops``) ---------------
+
+from relay_ref.ops.registry import Values  # noqa: E402
+
+#: this family's ``values`` aspect: where rewrites of these ops go wrong
+VALUES: dict[str, Values] = {
+    # out-of-range and negative indices, where clip, wrap and fast modes differ
+    "take": Values(ints=(-1, -4, 3, 5, 7, 0, 1, 2),
+                   attrs=({"mode": "clip"}, {"mode": "wrap"}, {"axis": 0, "mode": "clip"},
+                          {"axis": 1, "mode": "wrap"})),
+    # rank 3 with distinct extents and explicit permutations
+    "transpose": Values(attrs=({"axes": (1, 0, 2)}, {"axes": (2, 0, 1)}, {"axes": (0, 2, 1)},
+                               {"axes": (1, 0)}),
+                        args=(((2, 3, 4),), ((2, 1, 3),), ((2, 3),))),
+    # operands of one shape but different values, on every axis
+    "concatenate": Values(attrs=({"axis": 1}, {"axis": -1}),
+                          args=(([(2, 3), (2, 3)],), ([(2, 3), (2, 3), (2, 3)],),
+                                ([(2, 1, 3), (2, 1, 3)],))),
+    "where": Values(floats=(0.0, -0.0, float("nan"), float("inf"))),
+    "cast": Values(floats=(0.5, -0.5, 1e10, -1e10, float("nan"), float("inf")),
+                   ints=(2**31 - 1, -(2**31))),
+}

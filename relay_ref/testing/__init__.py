@@ -1,7 +1,9 @@
 """Testing tools: hypothesis strategies for Relay programs and ``check_pass``.
 
 * ``check_pass(pass_, ...)``: property-test any ``IRModule -> IRModule`` callable against
-  the interpreter on generated programs (``relay_ref.testing.check``).
+  the interpreter on generated programs (``relay_ref.testing.check``), focused on what the
+  pass rewrites (``focus``, ``autofocus``); returns a ``CheckReport`` (``report``) and
+  raises ``VacuousCheck`` when the pass fired on too few programs to prove anything.
 * ``programs()`` / ``arguments(types)``: the type-directed generator it uses
   (``relay_ref.testing.programs``); ``strategies`` and ``typed_strategies``: the syntax
   and soundness generators.
@@ -16,11 +18,12 @@ import sys
 from types import ModuleType
 from typing import Any
 
-__all__ = ["PassCheckError", "arguments", "check_pass", "programs", "values_equal"]
+__all__ = ["CheckReport", "PassCheckError", "VacuousCheck", "arguments", "check_pass",
+           "programs", "values_equal"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("check_pass", "PassCheckError", "values_equal"):
+    if name in ("check_pass", "PassCheckError", "VacuousCheck", "CheckReport", "values_equal"):
         return getattr(importlib.import_module("relay_ref.testing.check"), name)
     if name in ("programs", "arguments"):
         return getattr(importlib.import_module("relay_ref.testing.programs"), name)

@@ -30,6 +30,27 @@ still fails), and raises a ``PassCheckError`` (an
 ``AssertionError``) whose message shows the minimal program before and after the pass in
 Relay text, the arguments and both results; the same pieces are its attributes.
 
+Fire counting and vacuity: a check only proves something about the programs on which the
+pass *fired* -- changed the program (not alpha-equal) and both programs returned values
+that were compared (sharing counts: merging two equal calls into one node is a change).
+``check_pass`` counts them and returns a ``CheckReport`` (programs
+generated, changed, compared, fired; the operators and forms in the changed regions; the
+focus; the time). Fewer than ``min_fired`` (default 20, or every program when fewer were
+run) make the check *vacuous*: it raises ``VacuousCheck`` (a ``PassCheckError``) saying so,
+how many programs it tried and how to focus it, unless ``allow_vacuous=True``.
+
+Focus: ``focus="maximum"`` (operators, op families such as ``"reduce"``, expression forms
+such as ``"match"``, ``"ref"``, ``"closure"``; a list or a comma-separated string) makes
+most generated programs contain those constructs in varied contexts (``@main``'s result,
+under ``if``, in closures, shared by several users, fed by and feeding other operators),
+with argument values from the focused operators' *values that matter* (the ``values``
+aspect of ``relay_ref.ops``: thresholds, ties, inf/nan, overflow, empty axes). Without
+``focus`` (and with generated programs), the focus is inferred
+(``relay_ref.testing.autofocus``): a pilot sample goes through the pass; if the pass fires
+rarely, the run is focused on what the pilot saw it rewrite; if it never fired, op families
+and then expression forms are tried in turn (one-call programs and a few focused ones each,
+within a budget) and the first that makes it fire gives the focus.
+
 Budget: ``examples`` programs (default 200, or the active hypothesis profile's
 ``max_examples`` when that is larger). The ``thorough`` profile registered here runs 2000
 (``settings.load_profile("thorough")``, or ``HYPOTHESIS_PROFILE=thorough`` in this
@@ -39,9 +60,11 @@ project's test suite).
 from __future__ import annotations
 
 import contextlib
+import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -71,11 +94,16 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.rewrite import rewrite
 from relay_ref.syntax.printer import astext
+from relay_ref.testing.focus import Focus, resolve_focus
 from relay_ref.testing.programs import arguments
 from relay_ref.testing.programs import programs as generated_programs
+from relay_ref.testing.regions import changed, changed_regions, summarise
+from relay_ref.testing.report import CheckReport
 from relay_ref.typecheck.infer import infer_types
 
-__all__ = ["PassCheckError", "check_pass", "values_equal"]
+__all__ = ["CheckReport", "PassCheckError", "VacuousCheck", "check_pass", "values_equal"]
+
+DEFAULT_MIN_FIRED = 20
 
 DEFAULT_EXAMPLES = 200
 THOROUGH_EXAMPLES = 2000
@@ -95,6 +123,31 @@ class PassCheckError(AssertionError):
         super().__init__(message)
         self.reason, self.before, self.after = reason, before, after
         self.args_, self.expected, self.got = args, expected, got
+        #: the run's ``CheckReport`` (set when ``check_pass`` raises this)
+        self.report: CheckReport | None = None
+
+
+class VacuousCheck(PassCheckError):
+    """The check proved nothing: fewer than ``min_fired`` programs were changed by the pass
+    and compared. ``report``: the run's ``CheckReport``; ``before`` etc. are None."""
+
+    def __init__(self, message: str, report: CheckReport) -> None:
+        AssertionError.__init__(self, message)
+        self.reason, self.before, self.after = "vacuous", None, None  # type: ignore[assignment]
+        self.args_, self.expected, self.got = (), None, None
+        self.report = report
+
+
+@dataclass
+class _Tally:
+    """Counts of the main run (``CheckReport``'s fields)."""
+
+    generated: int = 0
+    changed: int = 0
+    compared: int = 0
+    fired: int = 0
+    operators: Counter = field(default_factory=Counter)
+    forms: Counter = field(default_factory=Counter)
 
 
 @dataclass(frozen=True)
@@ -129,10 +182,17 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
                programs: st.SearchStrategy | Iterable[IRModule | str] | None = None,
                examples: int | None = None, rtol: float = 1e-5, atol: float = 1e-6,
                settings: Settings | None = None, strict_errors: bool = False,
-               max_depth: int = 1000, edge_values: bool = True) -> None:
+               max_depth: int = 1000, edge_values: bool = True,
+               focus: str | Iterable[str] | None = None, min_fired: int = DEFAULT_MIN_FIRED,
+               allow_vacuous: bool = False) -> CheckReport:
     """Check that ``pass_`` preserves types and refines meaning on generated programs (see
-    the module docstring). ``programs``: a hypothesis strategy of modules, or a list of
-    modules / Relay texts to draw from (default: ``programs(edge=edge_values)``).
+    the module docstring) and return the ``CheckReport``. ``programs``: a hypothesis
+    strategy of modules, or a list of modules / Relay texts to draw from (default:
+    ``programs(edge=edge_values, focus=...)``). ``focus``: operators, op families and
+    expression forms to exercise (default: inferred, see the module docstring; ``()``:
+    unfocused, nothing inferred; ignored with ``programs``). ``min_fired``: how many
+    programs the pass must change and have compared (``VacuousCheck`` otherwise, unless
+    ``allow_vacuous``).
     ``edge_values``: sometimes draw values near the ends of the float range (for the
     arguments, and the constants of the default programs). ``settings``: hypothesis
     settings to start from (default: the active profile without an example database:
@@ -146,32 +206,86 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     if examples is not None and (isinstance(examples, bool) or not isinstance(examples, int)
                                  or examples < 1):
         raise ValueError(f"check_pass: examples must be a positive integer, not {examples!r}")
-    source = _source(programs, edge_values)
+    if isinstance(min_fired, bool) or not isinstance(min_fired, int) or min_fired < 0:
+        raise ValueError(f"check_pass: min_fired must be a non-negative integer, not "
+                         f"{min_fired!r}")
+    started = time.perf_counter()
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
+    unfocused = focus is not None and not isinstance(focus, str) and not list(focus)
+    chosen = Focus() if unfocused else resolve_focus(focus)
+    how, probed = ("given" if chosen else "unfocused"), 0
+    if programs is not None:
+        chosen, how = Focus(), "programs"
+    elif not chosen and not unfocused:
+        from relay_ref.testing.autofocus import infer_focus
+
+        chosen, how, probed = infer_focus(pass_, examples=count, min_fired=min_fired,
+                                          edge=edge_values, settings=base)
+    source = _source(programs, edge_values, chosen)
+    tally = _Tally()
     config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
                       suppress_health_check=list(base.suppress_health_check) + _HEALTH,
                       phases=[p for p in base.phases if p is not Phase.explain])
 
-    def run(case: _Case) -> None:
+    def run(case: _Case, tally: _Tally | None = None) -> None:
         # one big-stack thread per example for checking, the pass and both runs
         run_deep(lambda: _check_one(pass_, case, rtol=rtol, atol=atol,
-                                    strict_errors=strict_errors, max_depth=max_depth))
+                                    strict_errors=strict_errors, max_depth=max_depth,
+                                    tally=tally))
 
     @config
-    @given(_cases(source, edge_values))
+    @given(_cases(source, edge_values, chosen))
     def check(case: _Case) -> None:
-        run(case)
+        run(case, tally)
+
+    name = _name(pass_)
+
+    def report(failed: bool = False) -> CheckReport:
+        return CheckReport(name, tally.generated, tally.changed, tally.compared, tally.fired,
+                           min_fired, chosen.names, how, probed, dict(tally.operators),
+                           dict(tally.forms), time.perf_counter() - started, allow_vacuous,
+                           failed)
 
     try:
         check()
     except PassCheckError as err:
         best = _reduced(err, run)
+        best.report = report(failed=True)
         # hypothesis's own "Falsifying example" notes repeat what the message shows
         with contextlib.suppress(AttributeError):
             del best.__notes__
         # a pass that raised: its exception stays the cause, so the user's line shows
         raise best from best.__cause__
+    result = report()
+    if result.vacuous and not allow_vacuous:
+        raise VacuousCheck(_vacuous_message(result), result)
+    return result
+
+
+def _name(pass_: Callable) -> str:
+    return getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
+
+
+def _vacuous_message(report: CheckReport) -> str:
+    """Why the check proved nothing, and how to make it prove something."""
+    if report.focus_source == "programs":
+        hint = ("give programs the pass rewrites, or pass allow_vacuous=True if it "
+                "legitimately changes none of them")
+    else:
+        where = {"given": f"the focus ({', '.join(report.focus)}) does not make it fire: "
+                          "focus on what it rewrites",
+                 "not found": "no op family or expression form tried made it fire"}.get(
+            report.focus_source, "focus it on what it rewrites")
+        hint = (f"{where}, e.g. check_pass(pass_, focus=\"maximum\") or "
+                "focus=[\"nn.relu\", \"reduce\", \"match\"] (operators, op families, "
+                "expression forms); allow_vacuous=True accepts a pass that legitimately "
+                "rarely fires")
+    return (f"check_pass({report.pass_name}) was vacuous: the pass changed "
+            f"{report.changed} of {report.generated} programs and {report.fired} of those were "
+            f"compared (fewer than min_fired={report.min_fired}; {report.probed} more "
+            f"programs probed to choose a focus), so the check proved nothing.\n{hint}.\n"
+            f"{report.text()}")
 
 
 def _reduced(err: PassCheckError, run: Callable[[_Case], None]) -> PassCheckError:
@@ -253,9 +367,9 @@ def _closed_in(part: Expr, node: Expr) -> bool:
     return set(free_vars(part)) <= set(free_vars(node))
 
 
-def _source(programs: Any, edge: bool) -> st.SearchStrategy:
+def _source(programs: Any, edge: bool, focus: Focus) -> st.SearchStrategy:
     if programs is None:
-        return generated_programs(edge=edge)
+        return generated_programs(edge=edge, focus=focus or None)
     if isinstance(programs, st.SearchStrategy):
         return programs
     mods = []
@@ -275,14 +389,14 @@ def _source(programs: Any, edge: bool) -> st.SearchStrategy:
 
 
 @st.composite
-def _cases(draw: st.DrawFn, source: st.SearchStrategy, edge: bool) -> _Case:
+def _cases(draw: st.DrawFn, source: st.SearchStrategy, edge: bool, focus: Focus) -> _Case:
     mod = draw(source)
     params = mod["main"].params
     if all(p.type_annotation is not None for p in params):
         types = [p.type_annotation for p in params]
     else:  # only then check here (checking happens once per example, on a deep stack)
         types = list(infer_types(mod).global_types["main"].arg_types)
-    return _Case(mod, draw(arguments(types, edge)))
+    return _Case(mod, draw(arguments(types, edge, focus or None)))
 
 
 def _run(mod: IRModule, args: tuple, max_depth: int) -> Any:
@@ -301,9 +415,10 @@ def _copy(args: tuple) -> list:
 
 
 def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: float,
-               atol: float, strict_errors: bool, max_depth: int) -> None:
+               atol: float, strict_errors: bool, max_depth: int,
+               tally: _Tally | None = None) -> None:
     before, args = infer_types(case.module), case.args  # the pass sees a checked module
-    name = getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
+    name = _name(pass_)
     expected = _run(before, args, max_depth)
 
     def fail(reason: str, after: IRModule | None, got: Any,
@@ -331,6 +446,8 @@ def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: floa
         shown = "nothing" if new is None else astext(new)
         fail(f"the type of @main changed from {astext(old)} to {shown}", after, None)
     got = _run(checked, args, max_depth)
+    if tally is not None:
+        _count(tally, before, after, expected, got)
     if isinstance(expected, _Error):
         if strict_errors and (not isinstance(got, _Error) or got.kind != expected.kind):
             fail("the input fails at run time but the result does not fail the same way "
@@ -340,6 +457,20 @@ def _check_one(pass_: Callable[[IRModule], IRModule], case: _Case, *, rtol: floa
         fail("the input returns a value but the result fails at run time", after, got)
     if not values_equal(expected, got, rtol=rtol, atol=atol):
         fail("the result returns a different value", after, got)
+
+
+def _count(tally: _Tally, before: IRModule, after: IRModule, expected: Any, got: Any) -> None:
+    """Tally one program: changed (not alpha-equal), compared (both returned values)."""
+    tally.generated += 1
+    compared = not isinstance(expected, _Error) and not isinstance(got, _Error)
+    tally.compared += compared
+    if not changed(before, after):
+        return
+    tally.changed += 1
+    tally.fired += compared
+    regions = summarise(changed_regions(before, after))
+    tally.operators.update(regions.ops)
+    tally.forms.update(regions.forms)
 
 
 def values_equal(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
@@ -355,7 +486,9 @@ def values_equal(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> b
             if a.shape != b.shape or a.dtype != b.dtype:
                 return False
             if np.issubdtype(a.dtype, np.floating):
-                if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+                with np.errstate(all="ignore"):  # inf - inf inside allclose
+                    close = np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+                if not close:
                     return False
             elif not np.array_equal(a, b):
                 return False

@@ -78,6 +78,7 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 from relay_ref.ops.registry import OpDef, all_ops, make_attrs
+from relay_ref.testing.focus import Focus, focus_sigs, focus_values
 
 __all__ = ["EDGE_ODDS", "FORMS", "OpTable", "Sig", "arguments", "edge_values", "family_of",
            "op_table", "programs", "value_pool"]
@@ -105,7 +106,7 @@ LOOP_MAX = 3
 
 #: the expression forms ``programs`` draws from; ``stats`` counts them (coverage tests)
 FORMS = ("leaf", "op", "share", "let", "if", "proj", "apply", "hof", "loop", "match",
-         "ref", "global", "anylet", "callvar", "opvalue")
+         "ref", "global", "anylet", "callvar", "opvalue", "focus", "dup")
 
 
 def value_pool(dtype: str) -> tuple:
@@ -208,8 +209,10 @@ def _signatures(op: OpDef) -> list[Sig]:
     return out
 
 
-def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, ...]]
-              ) -> list[Sig]:
+def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, ...]],
+              empty: bool = False) -> list[Sig]:
+    """The well-typed ``(attrs, args)`` combinations (``empty``: zero extents allowed, for
+    focused calls, ``relay_ref.testing.focus``)."""
     out: list[Sig] = []
     seen: set[tuple] = set()
     for attrs in attr_cands:
@@ -221,7 +224,9 @@ def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, .
                 ty = op.relation(list(args), attrs)
             except Exception:  # noqa: BLE001 - a relation refusing (RelationError) or worse
                 continue
-            if not isinstance(ty, Type) or not _concrete(ty, dynamic=True):
+            if not isinstance(ty, Type) or not _concrete(ty, dynamic=True, empty=empty):
+                continue
+            if empty and not all(_concrete(a, empty=True) for a in args):
                 continue
             key = (args, repr(attrs))
             if key in seen:
@@ -234,15 +239,15 @@ def _accepted(op: OpDef, attr_cands: list[object], arg_cands: list[tuple[Type, .
     return out
 
 
-def _concrete(ty: Type, dynamic: bool = False) -> bool:
-    """No holes and no zero extents; ``?`` extents only when ``dynamic`` (a ``dyn.*``
-    result is only ever let-bound: nothing is generated at such a type)."""
+def _concrete(ty: Type, dynamic: bool = False, empty: bool = False) -> bool:
+    """No holes and no zero extents (unless ``empty``); ``?`` extents only when ``dynamic``
+    (a ``dyn.*`` result is only ever let-bound: nothing is generated at such a type)."""
     match ty:
         case TensorType():
-            return all((type(d) is int and d > 0) or (dynamic and isinstance(d, AnyDim))
-                       for d in ty.shape)
+            return all((type(d) is int and (d > 0 or (empty and d == 0)))
+                       or (dynamic and isinstance(d, AnyDim)) for d in ty.shape)
         case TupleType(fields):
-            return all(_concrete(f, dynamic) for f in fields)
+            return all(_concrete(f, dynamic, empty) for f in fields)
     return False
 
 
@@ -370,9 +375,19 @@ class _Gen:
     the ADTs used, shareable operator calls, and a count of each form drawn."""
 
     def __init__(self, draw: st.DrawFn, table: OpTable, stats: dict[str, int] | None,
-                 budget: int = 12, edge: bool = False) -> None:
+                 budget: int = 12, edge: bool = False, focus: Focus | None = None) -> None:
         self.draw, self.table, self.stats = draw, table, stats
         self.edge = edge  # constants sometimes near the float range (``EDGE_ODDS``)
+        self.focus = focus if focus else None
+        #: focused signatures by result type (``focus_sigs``)
+        self.fsigs: dict[Type, list[Sig]] = {}
+        for name in (focus.ops if focus else ()):
+            for sig in focus_sigs(name):  # (``?`` results are never generated at)
+                if _concrete(sig.out, empty=True):
+                    self.fsigs.setdefault(sig.out, []).append(sig)
+        for sig in (focus.sigs if focus else ()):  # seen firing: half its op's calls
+            same = [s for s in self.fsigs.get(sig.out, []) if s.op == sig.op]
+            self.fsigs.setdefault(sig.out, []).extend([sig] * max(1, len(same)))
         self.params: list[Var] = []
         self.globals: dict[str, Function] = {}
         self.adts: dict[str, TypeData] = {}
@@ -446,13 +461,20 @@ class _Gen:
         if tensor and ty in self.table.by_out:
             forms += ["op"] * 12
             if any(self.shareable(ty, env)):
-                forms.append("share")
+                forms += ["share"] * (4 if self.focus else 1)
         if not tensor:
             forms += ["intro", "intro"]
         forms += ["let", "if", "proj", "apply", "hof", "loop", "match", "match", "ref", "ref",
                   "global", "anylet", "anylet"]
         if self.callees(ty, env):
             forms.append("callvar")
+        if self.focus is not None:
+            # half the draws: a focused operator call (where one gives ``ty``) or form
+            focused = [f for f in self.focus.forms if (f != "share" or "share" in forms)
+                       and (f != "dup" or "op" in forms)]
+            focused += ["focus"] * 2 if ty in self.fsigs else []
+            if focused and self.spread((True, False)):
+                return getattr(self, "f_" + self.spread(focused))(ty, env, depth - 1)
         form = self.pick(forms)
         return getattr(self, "f_" + form)(ty, env, depth - 1)
 
@@ -466,6 +488,9 @@ class _Gen:
     def leaf(self, ty: Type, env: Env, ops: bool = False) -> Expr:
         """A variable, parameter, constant or a literal of leaves; with ``ops``, also an
         operator call on leaves (most operators sit at the bottom of programs)."""
+        if ops and ty in self.fsigs and self.spread((True, False)):
+            self.budget -= 1
+            return self.f_focus(ty, env, -1)
         if ops and ty in self.table.by_out and self.flag():
             self.budget -= 1
             return self.f_op(ty, env, -1)
@@ -508,6 +533,8 @@ class _Gen:
 
     def constant(self, ty: TensorType) -> Expr:
         pool = value_pool(ty.dtype)
+        if self.focus is not None:  # the focused ops' values that matter
+            pool += focus_values(self.focus.ops, ty.dtype, self.edge)
         if self.edge and edge_values(ty.dtype) and _edge_drawn(self.draw):
             pool += edge_values(ty.dtype)
         scalar = Constant(np.array(self.pick(pool), dtype=ty.dtype))
@@ -600,6 +627,70 @@ class _Gen:
         self.pool.append((call, ty, env, self.scope))
         return call
 
+    def f_focus(self, ty: Type, env: Env, depth: int, other_than: str = "") -> Expr:
+        """A call of a focused operator giving ``ty`` (``focus_sigs``; each operator equally
+        often, then one of its signatures, ``other_than`` excluded when another gives
+        ``ty``): operands fed by another focused operator (a chain, ``conv -> multiply``),
+        by other expressions, a constant of values that matter, or equal; shareable."""
+        self.note("focus")
+        ops = sorted({s.op for s in self.fsigs[ty]})
+        op = self.spread([o for o in ops if o != other_than] or ops)
+        sig = self.spread([s for s in self.fsigs[ty] if s.op == op])
+        args: list[Expr] = []
+        constants = self.focus.constants if self.focus else ()
+        for i, t in enumerate(sig.args):
+            if i and constants and isinstance(t, TensorType) and self.flag():
+                # a constant operand seen making the pass fire (x * 1, x + 0)
+                value = np.full(tuple(t.shape), self.spread(constants), dtype=t.dtype)
+                args.append(Constant(value))
+                continue
+            if (t in self.fsigs and self.budget > 0 and isinstance(t, TensorType)
+                    and any(s.op != sig.op for s in self.fsigs[t]) and self.flag()):
+                self.budget -= 1
+                args.append(self.f_focus(t, env, depth - 1, other_than=sig.op))
+                continue
+            if i and t == sig.args[0] and self.draw(st.integers(0, 3)) == 3:
+                args.append(args[0])  # equal operands (x - x, maximum(x, x))
+                continue
+            # a constant of values that matter: a quarter of the first operands, half of
+            # the others (a scale, a bias, a bound: what rewrites fold) and of those at a
+            # type no operator gives (a leaf anyway)
+            if isinstance(t, TensorType) and self.draw(st.integers(0, 3)) >= (
+                    3 if t in self.table.by_out and not i else 2):
+                args.append(self.values_constant(t))
+                continue
+            arg = self.expr(t, env, depth)
+            if i and arg is args[0] and isinstance(t, TensorType):
+                arg = self.other_leaf(t, args[0])
+            if isinstance(t, TupleType) and (not isinstance(arg, Tuple) or self.flag()):
+                # a tuple literal of distinct operands (where their order matters)
+                fields: list[Expr] = []
+                for f in t.fields:
+                    field = self.expr(f, env, depth)
+                    if fields and any(field is g for g in fields) and isinstance(f, TensorType):
+                        field = self.other_leaf(f, fields[0])
+                    fields.append(field)
+                arg = Tuple(tuple(fields))
+            args.append(arg)
+        call = Call(Op(sig.op), tuple(args), sig.attrs)
+        self.pool.append((call, ty, env, self.scope))
+        return call
+
+    def values_constant(self, ty: TensorType) -> Expr:
+        """A constant tensor whose elements are drawn from the pool and the focused ops'
+        values that matter (half the time from those alone): half the time elements that
+        differ, else one value."""
+        special = focus_values(self.focus.ops if self.focus else (), ty.dtype, self.edge)
+        seed = self.draw(st.integers(0, 2**32 - 1))
+        # half the time the focused ops' values only (identities, thresholds, inf/nan)
+        pool = special if special and seed % 4 >= 2 else value_pool(ty.dtype) + special
+        rng = np.random.default_rng(seed)
+        values = np.array(pool, dtype=ty.dtype)
+        if seed % 2:  # half the time one value throughout (a uniform scale, all ties)
+            values = values[rng.integers(len(values)):][:1]
+        data = rng.choice(values, size=tuple(ty.shape))
+        return Constant(np.asarray(data, dtype=ty.dtype))
+
     def comparison(self, env: Env, depth: int) -> Expr:
         """A condition comparing two operands of one non-bool type (``less(%a, %b)``,
         half the time on equal operands): where strict and non-strict comparisons differ."""
@@ -615,6 +706,21 @@ class _Gen:
     def f_share(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("share")
         return self.pick(self.shareable(ty, env))
+
+    def f_dup(self, ty: Type, env: Env, depth: int) -> Expr:
+        """An operator call equal to an earlier one but a distinct node (a common
+        subexpression written twice, where ``share`` reuses the node itself)."""
+        self.note("dup")
+        earlier = self.shareable(ty, env)
+        if earlier and self.flag():
+            return dataclasses.replace(self.pick(earlier))
+        node = self.f_op(ty, env, depth)  # a call, then both it and its copy used
+        sigs = [s for sigs in self.table.by_out[ty].values() for s in sigs
+                if s.args == (ty, ty)]
+        if not sigs or not isinstance(node, Call):
+            return node
+        sig = self.spread(sigs)
+        return Call(Op(sig.op), (node, dataclasses.replace(node)), sig.attrs)
 
     def f_let(self, ty: Type, env: Env, depth: int) -> Expr:
         self.note("let")
@@ -780,17 +886,34 @@ def _symmetric(sig: Sig) -> bool:
 
 @st.composite
 def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
-             stats: dict[str, int] | None = None, edge: bool = False) -> IRModule:
+             stats: dict[str, int] | None = None, edge: bool = False,
+             focus: Focus | None = None) -> IRModule:
     """A well-typed module ``@main(%p0, ...) -> T`` (see the module docstring); ``T`` is
     first-order (tensors, tuples, ADTs). At most ``max_depth`` forms nest and at most
     ``max_forms`` forms and operator calls are drawn (beyond them, leaves): programs stay
     small, so that checking and two evaluations take a few milliseconds. ``stats``, when
     given, counts the forms drawn. ``edge``: floating-point constants are sometimes drawn
-    near the ends of the range (``edge_values``)."""
-    gen = _Gen(draw, op_table(), stats, max_forms, edge)
-    ret = gen.a_type(1, first_order=True)
+    near the ends of the range (``edge_values``). ``focus`` (``relay_ref.testing.focus``):
+    most programs contain the focused operators / forms, in varied contexts (the
+    result of ``@main``, or under ``if``, in closures, shared, fed by and feeding other ops),
+    their operands drawn from the ops' values that matter."""
+    gen = _Gen(draw, op_table(), stats, max_forms, edge, focus)
+    outs = sorted((t for t in gen.fsigs if isinstance(t, TensorType | TupleType)), key=repr)
+    # types several focused operators give: where they feed each other (conv -> multiply)
+    chained = [t for t in outs if len({s.op for s in gen.fsigs[t]}) > 1]
+    # and the types of signatures seen making the pass fire
+    hinted = sorted({s.out for s in focus.sigs if s.out in gen.fsigs}, key=repr) if focus \
+        else []
+    if outs and gen.spread((True, True, False)):  # mostly: @main returns a focused call's type
+        ret = gen.spread(hinted if hinted and gen.flag() else
+                         chained if chained and gen.flag() else outs)
+    else:
+        ret = gen.a_type(1, first_order=True)
     depth = draw(st.integers(1, max_depth))
-    body = gen.expr(ret, (), depth)
+    if ret in gen.fsigs and gen.spread((True, False)):
+        body = gen.f_focus(ret, (), depth - 1)
+    else:
+        body = gen.expr(ret, (), depth)
     main = Function(tuple(gen.params), body, ret)
     functions = dict(gen.globals)
     functions["main"] = main
@@ -799,33 +922,41 @@ def programs(draw: st.DrawFn, max_depth: int = 3, max_forms: int = 12,
 
 # st.composite writes the return type as SearchStrategy['IRModule'], a name its own module
 # does not know: the resolved type, so that signature readers (pdoc, help()) need no lookup
-programs.__signature__ = inspect.signature(programs).replace(  # type: ignore[attr-defined]
+_signature = inspect.signature(programs)
+programs.__signature__ = _signature.replace(  # type: ignore[attr-defined]
+    parameters=[p.replace(annotation=Focus | None) if p.name == "focus" else p
+                for p in _signature.parameters.values()],
     return_annotation=st.SearchStrategy[IRModule])
 programs.__annotations__["return"] = st.SearchStrategy[IRModule]
+programs.__annotations__["focus"] = Focus | None
 
 
-def arguments(param_types: typing.Sequence[Type], edge: bool = False
-              ) -> st.SearchStrategy[tuple]:
+def arguments(param_types: typing.Sequence[Type], edge: bool = False,
+              focus: Focus | None = None) -> st.SearchStrategy[tuple]:
     """Values for parameters of these types: tensors with elements from ``value_pool``
     (shrinking towards zeros), tuples of those. ``edge``: one floating-point tensor in
-    ``EDGE_ODDS`` also draws from ``edge_values`` (shrinking towards ordinary values)."""
-    return st.tuples(*(_value(t, edge) for t in param_types))
+    ``EDGE_ODDS`` also draws from ``edge_values`` (shrinking towards ordinary values).
+    ``focus``: the pool also holds the focused operators' values that matter
+    (``relay_ref.testing.focus.focus_values``)."""
+    ops = focus.ops if focus else ()
+    return st.tuples(*(_value(t, edge, ops) for t in param_types))
 
 
-def _value(ty: Type, edge: bool) -> st.SearchStrategy:
+def _value(ty: Type, edge: bool, ops: tuple[str, ...] = ()) -> st.SearchStrategy:
     match ty:
         case TensorType(shape, dtype) if all(isinstance(d, int) for d in shape):
             # elements from the pool, chosen by a drawn seed: varied values (hypothesis
             # draws small integers most often, and pool[0] everywhere hides most bugs) with
             # many ties; shrinking goes to seed 0, a fixed mix
-            pool = np.array(value_pool(dtype), dtype=dtype)
+            base = value_pool(dtype) + focus_values(ops, dtype, edge)
+            pool = np.array(base, dtype=dtype)
             if edge and edge_values(dtype):  # the pool widened one time in EDGE_ODDS
-                wide = np.array(value_pool(dtype) + edge_values(dtype), dtype=dtype)
+                wide = np.array(base + edge_values(dtype), dtype=dtype)
                 return st.tuples(st.integers(0, EDGE_ODDS - 1), st.integers(0, 2**32 - 1)).map(
                     lambda drawn: np.random.default_rng(drawn[1]).choice(
                         wide if drawn[0] == EDGE_ODDS - 1 else pool, size=shape))
             return st.integers(0, 2**32 - 1).map(
                 lambda seed: np.random.default_rng(seed).choice(pool, size=shape))
         case TupleType(fields):
-            return st.tuples(*(_value(f, edge) for f in fields))
+            return st.tuples(*(_value(f, edge, ops) for f in fields))
     raise TypeError(f"cannot generate arguments of type {ty!r} (tensors and tuples only)")

@@ -22,6 +22,7 @@ from relay_ref.ops.registry import (
     KernelRef,
     NoAttrs,
     OpPattern,
+    Values,
     all_ops,
     attach,
     declared_in,
@@ -35,8 +36,8 @@ FAMILY_NAMES = {f.__name__ for f in ops.FAMILIES}
 #: the registry functions that set a table aspect: only the package (and users) call them
 ATTACHERS = {"attach", "set_examples", "set_op_pattern", "set_kernel", "set_gradient"}
 #: the ``OpDef`` fields the table aspects fill (no module but the registry rebuilds them)
-TABLE_FIELDS = {"attr_examples", "arg_examples", "op_pattern", "kernels", "gradient", "tangent",
-                "differentiable"}
+TABLE_FIELDS = {"attr_examples", "arg_examples", "values", "op_pattern", "kernels", "gradient",
+                "tangent", "differentiable"}
 
 
 def _calls(path: Path) -> list[ast.Call]:
@@ -52,6 +53,7 @@ def _table_entries() -> dict[str, list[tuple[str, str]]]:
     """aspect -> [(op, declaring module)] over every built-in table, duplicates kept."""
     out: dict[str, list[tuple[str, str]]] = {
         "examples": [(n, f.__name__) for f in ops.FAMILIES for n in getattr(f, "EXAMPLES", {})],
+        "values": [(n, f.__name__) for f in ops.FAMILIES for n in getattr(f, "VALUES", {})],
         "pattern": [(n, patterns.__name__) for names in patterns.BUILTIN_PATTERNS.values()
                     for n in names],
         "kernel:cpu": [(n, kernels.__name__) for n in kernels.BUILTIN_CPU_KERNELS],
@@ -96,8 +98,8 @@ def test_table_aspects_are_attached_only_by_the_package() -> None:
     assert "attach" in init_calls and not init_calls & (ATTACHERS - {"attach"})
 
 
-@pytest.mark.parametrize("aspect", ["examples", "pattern", "kernel:cpu", "kernel:cuda",
-                                    "gradient"])
+@pytest.mark.parametrize("aspect", ["examples", "values", "pattern", "kernel:cpu",
+                                    "kernel:cuda", "gradient"])
 def test_every_table_entry_is_a_registered_op_named_once(aspect: str) -> None:
     entries = _table_entries()[aspect]
     assert entries
@@ -123,6 +125,12 @@ def test_tables_reference_the_modules_the_rule_names() -> None:
         for name, hint in getattr(family, "EXAMPLES", {}).items():
             assert isinstance(hint, Examples)
             assert declared_in(name)["core"] == family.__name__, name
+    # values that matter: likewise, data only, in the family module that registered the op
+    for family in ops.FAMILIES:
+        for name, values in getattr(family, "VALUES", {}).items():
+            assert isinstance(values, Values)
+            assert declared_in(name)["core"] == family.__name__, name
+            assert get_op(name).values is values
     # kernels: CPU adapters in cpu_*.py, CUDA adapters in cuda_ops.py, each a real function
     for table, allowed in ((kernels.BUILTIN_CPU_KERNELS, "relay_ref.ops.cpu_"),
                            (kernels.BUILTIN_CUDA_KERNELS, "relay_ref.ops.cuda_ops")):

@@ -39,8 +39,8 @@ from relay_ref.deepstack import run_deep
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, TupleType
-from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_sigs, focus_values, resolve_focus
-from relay_ref.testing.programs import Sig, op_table
+from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_values
+from relay_ref.testing.programs import Sig, focus_sigs, op_table, resolve_focus
 from relay_ref.testing.programs import programs as generated_programs
 from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.typecheck.infer import infer_types

@@ -94,8 +94,8 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import free_vars, post_order
 from relay_ref.passes.rewrite import rewrite
 from relay_ref.syntax.printer import astext
-from relay_ref.testing.focus import Focus, resolve_focus
-from relay_ref.testing.programs import arguments
+from relay_ref.testing.focus import Focus
+from relay_ref.testing.programs import arguments, resolve_focus
 from relay_ref.testing.programs import programs as generated_programs
 from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.testing.report import CheckReport

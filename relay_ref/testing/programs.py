@@ -33,10 +33,12 @@ bindings), never binders. Hypothesis shrinks towards the first alternative of ea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import itertools
 import random
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,10 +80,11 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 from relay_ref.ops.registry import OpDef, all_ops, make_attrs
-from relay_ref.testing.focus import Focus, focus_sigs, focus_values
+from relay_ref.suggest import did_you_mean
+from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_values
 
 __all__ = ["EDGE_ODDS", "FORMS", "OpTable", "Sig", "arguments", "edge_values", "family_of",
-           "op_table", "programs", "value_pool"]
+           "focus_sigs", "op_table", "programs", "resolve_focus", "value_pool"]
 
 # -- the type universe --------------------------------------------------------------------
 
@@ -960,3 +963,57 @@ def _value(ty: Type, edge: bool, ops: tuple[str, ...] = ()) -> st.SearchStrategy
         case TupleType(fields):
             return st.tuples(*(_value(f, edge, ops) for f in fields))
     raise TypeError(f"cannot generate arguments of type {ty!r} (tensors and tuples only)")
+
+
+def resolve_focus(focus: str | Iterable[str] | Focus | None) -> Focus:
+    """The ``Focus`` named by ``focus``: a comma-separated string or names (operators, op
+    families, ``FOCUS_FORMS``). Raises ``ValueError`` for an unknown name."""
+    if focus is None:
+        return Focus()
+    if isinstance(focus, Focus):
+        return focus
+    names = [n.strip() for n in (focus.split(",") if isinstance(focus, str) else focus)]
+    names = [n for n in names if n]
+    table = op_table()
+    ops: list[str] = []
+    forms: list[str] = []
+    for name in names:
+        if name in table.by_op:
+            ops.append(name)
+        elif name in table.families:
+            ops += table.families[name]
+        elif name in FOCUS_FORMS:
+            forms.append(FOCUS_FORMS[name])
+        else:
+            known = [*table.by_op, *table.families, *FOCUS_FORMS]
+            extra = (" (it has no generated calls)" if name in all_ops() else "")
+            raise ValueError(f"check_pass: focus {name!r} is not an operator, op family or "
+                             f"expression form{extra}{did_you_mean(name, known, quote=True)}"
+                             f" (families: {', '.join(sorted(table.families))}; forms: "
+                             f"{', '.join(FOCUS_FORMS)})")
+    if not names:
+        raise ValueError("check_pass: focus names nothing")
+    return Focus(tuple(dict.fromkeys(ops)), tuple(dict.fromkeys(forms)), tuple(names))
+
+
+@functools.cache
+def focus_sigs(op_name: str) -> tuple:
+    """Signatures (``programs.Sig``) for focused calls of ``op_name``: those from its
+    ``values`` table first (attributes x argument types; zero extents allowed), then its
+    ordinary ones."""
+    op = all_ops()[op_name]
+    ordinary = list(op_table().by_op.get(op_name, ()))
+    values = op.values
+    if values is None or not (values.attrs or values.args):
+        return tuple(ordinary)
+    attrs: list[object] = []
+    for items in values.attrs or ({},):
+        try:
+            attrs.append(make_attrs(op_name, dict(items)))
+        except Exception:  # noqa: BLE001 - a table entry this op refuses: skipped
+            continue
+    if not values.attrs:
+        attrs += [s.attrs for s in ordinary[:1]]
+    args = [a for spec in values.args for a in _expand_example(spec)] + _arg_candidates(op)
+    special = _accepted(op, attrs, args, empty=True)
+    return tuple(special + ordinary)

@@ -13,8 +13,7 @@ import relay_ref as rr
 from relay_ref.ir.expr import Call, Op
 from relay_ref.ir.visitor import post_order
 from relay_ref.testing import CheckReport, PassCheckError, VacuousCheck, check_pass
-from relay_ref.testing.focus import resolve_focus
-from relay_ref.testing.programs import programs
+from relay_ref.testing.programs import programs, resolve_focus
 
 
 def _lines(mod) -> int:

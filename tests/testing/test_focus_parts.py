@@ -12,8 +12,8 @@ from relay_ref.ir.expr import Call, Constant, Match, Op, RefCreate
 from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.registry import get_pass
-from relay_ref.testing.focus import focus_sigs, focus_values, resolve_focus
-from relay_ref.testing.programs import arguments, programs
+from relay_ref.testing.focus import focus_values
+from relay_ref.testing.programs import arguments, focus_sigs, programs, resolve_focus
 from relay_ref.testing.regions import changed, changed_regions, summarise
 
 _DRAW = settings(max_examples=60, database=None, derandomize=True, deadline=None,

@@ -9,8 +9,7 @@ import pytest
 import relay_ref as rr
 from relay_ref.passes.registry import get_pass, pass_names
 from relay_ref.testing import check_pass
-from relay_ref.testing.focus import resolve_focus
-from relay_ref.testing.programs import programs
+from relay_ref.testing.programs import programs, resolve_focus
 
 #: pass (as ``get_pass`` builds it) -> (focus, programs): what the pass rewrites
 FOCUSED = {

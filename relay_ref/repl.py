@@ -87,7 +87,7 @@ __all__ = [
     "configured_passes",
     "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
-    "derive_expr", "derive_global", "derivation_html", "derivation_text",
+    "derive_expr", "derive_global", "derivation_html", "derivation_text", "own_globals",
     "RULE_FAMILIES", "RULE_NAME_RE", "Rule", "known_rules", "link_rules", "rule_block_html",
     "rule_did_you_mean", "rule_html", "rule_index", "rule_text", "rules_starting",
     "select_rules", "shared_rules",
@@ -363,6 +363,15 @@ def derive_global(mod: IRModule, name: str = "main") -> Any:
     from relay_ref.typecheck.derive import derive
 
     return derive(mod, name)
+
+
+def own_globals(mod: IRModule) -> list[str]:
+    """The names of the globals ``mod`` defines itself, in definition (file) order: not those
+    it picked up from the prelude (``relay check --derive`` derives each of these)."""
+    from relay_ref.prelude import load_prelude
+
+    prelude = load_prelude()
+    return [name for name, fn in mod.functions.items() if prelude.functions.get(name) is not fn]
 
 
 def derive_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None = None

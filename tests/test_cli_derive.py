@@ -1,7 +1,8 @@
 """``relay check --derive FILE [--global NAME]`` (relay_ref/cli/derive.py), as a subprocess:
-the derivation on stdout (exit 0), every global's in file order without ``--global``, the derivation up to the failure then the located error
-(exit 1), other globals' errors listed apart, usage errors (exit 2), rule names coloured
-only on request (FORCE_COLOR; never with NO_COLOR)."""
+the derivation on stdout (exit 0), every global's in file order without ``--global``, the
+derivation up to the failure then the located error (exit 1), other globals' errors listed
+apart, usage errors (exit 2), rule names coloured only on request (FORCE_COLOR; never with
+NO_COLOR)."""
 
 from __future__ import annotations
 

@@ -298,7 +298,8 @@ def add_parser(sub: Any) -> None:
     opt.add_argument("--focus", metavar="OP[,OP]", default=None,
                      help="with --check: generate programs dense in these operators, op "
                      "families (e.g. reduce) or expression forms (e.g. match, ref) "
-                     "(default: inferred from what the pass changes)")
+                     "(default: inferred from what the pass changes; FILE is checked as it "
+                     "is)")
     opt.add_argument("--min-fired", type=non_negative_int, default=None, metavar="K",
                      help="with --check: how many generated programs a pass must change and "
                      "have compared for the check to count (default 20, or all N when N is "

@@ -21,7 +21,8 @@ beside the public API and may use any layer below. It exposes:
   ``op_summary`` (``relay ops``), ``prelude_text``;
 * "did you mean" (``relay_ref.suggest``, the one helper every such hint comes from):
   ``did_you_mean``, ``close_names``, ``suggestion_hint``;
-* passes (``relay opt``): ``pass_info``, ``pass_options``, ``check_named_pass``, pass specs
+* passes (``relay opt``): ``pass_info``, ``pass_options``, ``check_named_pass`` (its
+  ``NamedPassCheck``), ``check_focus``, pass specs
   with options (``pass_specs``, ``configured_passes``);
 * running: ``run_deep`` (deep recursion on a big stack), ``warm_up``, ``compile_expr``
   (an expression with typed free variables compiled by ``rr.compile``, for ``:time
@@ -84,10 +85,10 @@ __all__ = [
     "close_names", "did_you_mean", "suggestion_hint",
     "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "pass_options", "pass_specs",
-    "configured_passes",
+    "configured_passes", "NamedPassCheck", "check_focus",
     "with_operators",
     "prelude_text", "run_deep", "trace_html", "type_text", "value_text", "warm_up",
-    "derive_expr", "derive_global", "derivation_html", "derivation_text",
+    "derive_expr", "derive_global", "derivation_html", "derivation_text", "own_globals",
     "RULE_FAMILIES", "RULE_NAME_RE", "Rule", "known_rules", "link_rules", "rule_block_html",
     "rule_did_you_mean", "rule_html", "rule_index", "rule_text", "rules_starting",
     "select_rules", "shared_rules",
@@ -365,6 +366,15 @@ def derive_global(mod: IRModule, name: str = "main") -> Any:
     return derive(mod, name)
 
 
+def own_globals(mod: IRModule) -> list[str]:
+    """The names of the globals ``mod`` defines itself, in definition (file) order: not those
+    it picked up from the prelude (``relay check --derive`` derives each of these)."""
+    from relay_ref.prelude import load_prelude
+
+    prelude = load_prelude()
+    return [name for name, fn in mod.functions.items() if prelude.functions.get(name) is not fn]
+
+
 def derive_expr(expr: Expr, module: IRModule, var_types: dict[Var, Type] | None = None
                 ) -> Any:
     """The typing derivation of ``expr`` in ``module``, its free variables typed by
@@ -558,19 +568,45 @@ def _elements(ty: Any) -> int:
                if type(t) is TensorType and all(type(d) is int for d in t.shape))
 
 
-def check_named_pass(name: str, examples: int, program: IRModule | None = None
-                     ) -> str | None:
+@dataclass(frozen=True)
+class NamedPassCheck:
+    """What ``check_named_pass`` found. ``report``: the run's
+    ``relay_ref.testing.CheckReport`` (None only if the check stopped before it had one);
+    ``problem``: None when the check held, else the message: the shrunk counterexample
+    (before and after the pass, arguments, both results), or, when ``vacuous``, why the
+    check proved nothing and how to focus it."""
+
+    report: Any
+    problem: str | None = None
+    vacuous: bool = False
+
+
+def check_focus(focus: str) -> tuple[str, ...]:
+    """The names of a ``check_pass`` focus text (``"maximum,reduce"``: operators, op
+    families, expression forms). Raises ``ValueError`` (with a did-you-mean) for an
+    unknown name."""
+    from relay_ref.testing.focus import resolve_focus
+
+    return resolve_focus(focus).names
+
+
+def check_named_pass(name: str, examples: int, program: IRModule | None = None, *,
+                     focus: str | None = None, min_fired: int | None = None,
+                     allow_vacuous: bool = False) -> NamedPassCheck:
     """Run ``relay_ref.testing.check_pass`` on the registered pass ``name`` (a pass spec:
     ``FuseOps(max_depth=8)`` checks the configured pass) with ``examples`` generated
-    programs, or, given ``program``, on that module alone with ``examples`` argument tuples
-    drawn for its ``@main``'s parameter types
-    (``relay_ref.testing.arguments``): ``None`` when it holds, else the failure's message
-    (the shrunk counterexample before and after the pass, arguments, both results). Raises
-    ``RelayError`` for a ``program`` that does not type-check, has no ``@main``, or has a
-    parameter no arguments are drawn for (they are for tensors of static shape and tuples
-    of them)."""
+    programs (``focus``, ``min_fired``, ``allow_vacuous``: ``check_pass``'s; a vacuous run
+    is a ``NamedPassCheck`` with ``vacuous`` and the hint as ``problem`` unless
+    ``allow_vacuous``), or, given ``program``, on that module alone with ``examples``
+    argument tuples drawn for its ``@main``'s parameter types
+    (``relay_ref.testing.arguments``): then ``focus`` does not apply and vacuity is the
+    caller's to judge from the report (the program is fixed: did the pass change it, were
+    its results compared). Raises ``RelayError`` for a ``program`` that does not
+    type-check, has no ``@main``, or has a parameter no arguments are drawn for (they are
+    for tensors of static shape and tuples of them), and ``ValueError`` for an unknown
+    ``focus`` name."""
     from relay_ref.passes.manager import make_pass
-    from relay_ref.testing.check import PassCheckError, check_pass
+    from relay_ref.testing.check import DEFAULT_MIN_FIRED, PassCheckError, VacuousCheck, check_pass
 
     programs = None
     if program is not None:
@@ -596,12 +632,16 @@ def check_named_pass(name: str, examples: int, program: IRModule | None = None
                                  f"{MAX_DRAWN_ELEMENTS:,}): check the pass on a smaller "
                                  "shape", param.span)
         programs = [checked]
+        focus, allow_vacuous = None, True  # the caller judges a fixed program's vacuity
     try:
-        # the verdict on a vacuous check is the CLI's (issue 25 item 4): not decided here
-        check_pass(make_pass(name), programs=programs, examples=examples, allow_vacuous=True)
+        report = check_pass(make_pass(name), programs=programs, examples=examples,
+                            focus=focus, allow_vacuous=allow_vacuous,
+                            min_fired=DEFAULT_MIN_FIRED if min_fired is None else min_fired)
+    except VacuousCheck as err:
+        return NamedPassCheck(err.report, str(err), vacuous=True)
     except PassCheckError as err:
-        return str(err)
-    return None
+        return NamedPassCheck(err.report, str(err))
+    return NamedPassCheck(report)
 
 
 def prelude_text() -> str:

@@ -1,9 +1,13 @@
-"""``relay opt``: the optimised program, ``--check``, ``--list`` and usage errors."""
+"""``relay opt``: the optimised program, ``--check`` (counts, verdicts, vacuity, ``--focus``),
+``--list`` and usage errors."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+
+import pytest
 
 import relay_ref as rr
 from relay_ref.cli import main
@@ -60,10 +64,13 @@ def test_an_ill_typed_file_is_a_located_diagnostic(relay, tmp_path):
     assert "bad.relay:2:3: error:" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_check_reports_each_pass(capsys):
-    assert main(["opt", "--passes", "FoldConstant,DeadCodeElimination", "--check", "5"]) == 0
+def test_check_reports_each_pass(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table's rows unwrapped
+    assert main(["opt", "--passes", "FoldConstant,DeadCodeElimination", "--check", "5",
+                 "--allow-vacuous"]) == 0
     out = capsys.readouterr().out
-    assert "FoldConstant" in out and "DeadCodeElimination" in out and "ok" in out
+    for name in ("FoldConstant", "DeadCodeElimination"):
+        assert re.search(rf"{name} +│ generated programs │ +\d of 5 │", out), out
 
 
 def test_check_fails_with_the_counterexample(broken_pass, capsys):
@@ -133,5 +140,121 @@ def test_a_bad_option_is_a_located_usage_error(relay, tmp_path):
 
 
 def test_check_takes_configured_passes(capsys):
-    assert main(["opt", "--passes", "FuseOps(max_depth=2)", "--check", "3"]) == 0
+    assert main(["opt", "--passes", "FuseOps(max_depth=2)", "--check", "3",
+                 "--allow-vacuous"]) == 0
     assert "FuseOps(max_depth=2)" in capsys.readouterr().out
+
+
+@pytest.fixture
+def small_passes():
+    """Two registered passes, unregistered after the test: ``TestNeverFires`` (the
+    identity: a check of it proves nothing) and ``TestCommuteAdd`` (``add(a, b)`` to
+    ``add(b, a)``: correct, and it changes every program with an ``add``)."""
+    from relay_ref.ir.expr import Call, Op
+    from relay_ref.passes import Pass, register_pass, unregister_pass
+    from relay_ref.passes.rewrite import map_functions, rewrite
+
+    @register_pass
+    class NeverFires(Pass):
+        """Changes nothing."""
+
+        name = "TestNeverFires"
+        opt_level = 0
+
+        def __call__(self, mod):
+            return mod
+
+    @register_pass
+    class CommuteAdd(Pass):
+        """Swaps the operands of add (correct: add commutes)."""
+
+        name = "TestCommuteAdd"
+        opt_level = 0
+
+        def __call__(self, mod):
+            def rule(node):
+                if isinstance(node, Call) and node.op == Op("add"):
+                    return Call(node.op, node.args[::-1], node.attrs)
+                return None
+            return map_functions(mod, lambda _, f: rewrite(f, rule))
+
+    yield
+    unregister_pass(NeverFires.name)
+    unregister_pass(CommuteAdd.name)
+
+
+def _row(out: str, name: str, on: str = "generated programs") -> list[str]:
+    """The cells of the table row of pass ``name`` on ``on``."""
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("│ ").split("│")]
+        if cells[:2] == [name, on]:
+            return cells
+    raise AssertionError(f"no row for {name} on {on}:\n{out}")
+
+
+def test_a_vacuous_check_fails_with_the_hint_unless_allowed(small_passes, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    argv = ["opt", "--passes", "TestNeverFires", "--check", "10", "--focus", "maximum"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert _row(captured.out, "TestNeverFires")[2:] == ["0 of 10", "0", "maximum", "vacuous"]
+    assert "the check was vacuous: TestNeverFires changed 0 of 10" in captured.err
+    assert "--focus OP[,OP]" in captured.err and "--allow-vacuous" in captured.err
+    assert main([*argv, "--allow-vacuous"]) == 0
+    captured = capsys.readouterr()
+    assert _row(captured.out, "TestNeverFires")[-1] == "vacuous (allowed)"
+    assert "vacuous" not in captured.err
+
+
+def test_a_good_pass_shows_what_it_changed_and_compared(small_passes, capsys, monkeypatch,
+                                                        tmp_path):
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)  # the table names FILE as given
+    uses_add, no_add = tmp_path / "add.relay", tmp_path / "mul.relay"
+    uses_add.write_text("def @main(%x: Tensor[(3), float32]) { add(%x, 1f) }\n")
+    no_add.write_text("def @main(%x: Tensor[(3), float32]) { multiply(%x, 2f) }\n")
+    argv = ["opt", "--passes", "TestCommuteAdd", "--check", "30", "--focus", "add",
+            "--min-fired", "5"]
+    assert main([*argv, uses_add.name]) == 0
+    out = capsys.readouterr().out
+    changed, fired, focus, result = _row(out, "TestCommuteAdd")[2:]
+    count, of = map(int, changed.split(" of "))
+    assert of == 30 and 5 <= int(fired) <= count <= 30 and (focus, result) == ("add", "ok")
+    # on FILE: it changed the program, and every argument tuple was compared
+    assert _row(out, "TestCommuteAdd", "add.relay")[2:] == [
+        "yes", "30 of 30 argument tuples", "-", "ok"]
+    # a FILE the pass leaves alone is reported unchanged: not a failure
+    assert main([*argv, no_add.name]) == 0
+    out = capsys.readouterr().out
+    assert _row(out, "TestCommuteAdd", "mul.relay")[2:] == [
+        "no", "0 of 30 argument tuples", "-", "unchanged"]
+    # a FILE it changes whose every run fails (integer division by zero) proved nothing
+    fails = tmp_path / "div.relay"
+    fails.write_text("def @main(%x: Tensor[(3), int32]) { divide(add(%x, 1), 0) }\n")
+    assert main([*argv, fails.name]) == 1
+    captured = capsys.readouterr()
+    assert _row(captured.out, "TestCommuteAdd", "div.relay")[2:] == [
+        "yes", "0 of 30 argument tuples", "-", "vacuous"]
+    assert "TestCommuteAdd changed div.relay but none of 30 argument tuples" in captured.err
+    assert main([*argv, fails.name, "--allow-vacuous"]) == 0
+    assert _row(capsys.readouterr().out, "TestCommuteAdd", "div.relay")[-1] == \
+        "vacuous (allowed)"
+
+
+def test_focus_directs_the_check_at_the_broken_rewrite(broken_pass, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["opt", "--passes", broken_pass, "--check", "30", "--focus", "subtract"]) == 1
+    captured = capsys.readouterr()
+    assert _row(captured.out, broken_pass)[-2:] == ["subtract", "FAILED"]
+    assert "subtract(" in captured.err  # the shrunk program, before and after
+
+
+def test_focus_usage_errors(relay):
+    res = relay("opt", "--passes", "FoldConstant", "--check", "5", "--focus", "maxmum")
+    assert res.returncode == 2 and res.stdout == ""
+    assert "--focus 'maxmum' is not an operator" in res.stderr
+    assert "did you mean 'maximum'?" in res.stderr
+    for option in (["--focus", "maximum"], ["--allow-vacuous"], ["--min-fired", "3"]):
+        res = relay("opt", "--passes", "FoldConstant", *option)
+        assert res.returncode == 2
+        assert f"{option[0]} applies to a check: use it with --check N" in res.stderr

@@ -1,7 +1,8 @@
 """``relay check FILE...``: parse and type-check each file; report every error.
 
 ``--types`` prints each global's type; ``--derive`` (with ``--global NAME``, ``--max-depth``,
-``--max-nodes``) prints a typing derivation instead (``derive.py``). ``gradient(f)`` calls
+``--max-nodes``) prints the typing derivation of each global, or of ``@NAME``, instead
+(``derive.py``). ``gradient(f)`` calls
 are expanded as ``relay run`` would, so what the AD pass refuses is reported here too.
 Exit codes (``_common``): 0 every file checks, 1 a parse or type error, 2 usage (a missing
 or unreadable file: reported, and the other files are still checked).
@@ -36,11 +37,12 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--no-prelude", action="store_true",
                        help="do not supply prelude definitions (List, map, ...)")
     check.add_argument("--derive", action="store_true",
-                       help="print the typing derivation of a global (one FILE): each rule, "
-                            "its premises, the holes it made and how they were solved, each "
-                            "type relation's answers")
+                       help="print the typing derivation of each global of FILE (one FILE), "
+                            "in file order: each rule, its premises, the holes it made and "
+                            "how they were solved, each type relation's answers")
     check.add_argument("--global", dest="global_name", metavar="NAME", default=None,
-                       help="with --derive: the global to derive (default: main)")
+                       help="with --derive: derive this global alone (default: every global "
+                            "of FILE, in file order)")
     check.add_argument("--max-depth", type=positive_int, default=None, metavar="N",
                        help="with --derive: elide premises deeper than N levels (default 40)")
     check.add_argument("--max-nodes", type=positive_int, default=None, metavar="N",

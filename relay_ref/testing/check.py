@@ -148,6 +148,8 @@ class _Tally:
     fired: int = 0
     operators: Counter = field(default_factory=Counter)
     forms: Counter = field(default_factory=Counter)
+    #: a counterexample was found: hypothesis's shrinking runs are not counted
+    stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -229,10 +231,18 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
                       phases=[p for p in base.phases if p is not Phase.explain])
 
     def run(case: _Case, tally: _Tally | None = None) -> None:
-        # one big-stack thread per example for checking, the pass and both runs
-        run_deep(lambda: _check_one(pass_, case, rtol=rtol, atol=atol,
-                                    strict_errors=strict_errors, max_depth=max_depth,
-                                    tally=tally))
+        # one big-stack thread per example for checking, the pass and both runs; once a
+        # counterexample is found, the shrinking runs are not counted (nor is ``check``'s
+        # source changed for it: hypothesis derives its derandomized seed from that source)
+        counted = tally if tally is not None and not tally.stopped else None
+        try:
+            run_deep(lambda: _check_one(pass_, case, rtol=rtol, atol=atol,
+                                        strict_errors=strict_errors, max_depth=max_depth,
+                                        tally=counted))
+        except PassCheckError:
+            if counted is not None:
+                counted.stopped = True
+            raise
 
     @config
     @given(_cases(source, edge_values, chosen))

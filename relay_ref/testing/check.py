@@ -49,7 +49,9 @@ aspect of ``relay_ref.ops``: thresholds, ties, inf/nan, overflow, empty axes). W
 (``relay_ref.testing.autofocus``): a pilot sample goes through the pass; if the pass fires
 rarely, the run is focused on what the pilot saw it rewrite; if it never fired, op families
 and then expression forms are tried in turn (one-call programs and a few focused ones each,
-within a budget) and the first that makes it fire gives the focus.
+within a budget) and the first that makes it fire gives the focus. When the pilot said no
+focus was needed and the unfocused run turns out vacuous, the check reruns once, focused on
+the operators that run saw the pass change (the report's ``focus_source``: ``"rerun"``).
 
 Budget: ``examples`` programs (default 200, or the active hypothesis profile's
 ``max_examples`` when that is larger). The ``thorough`` profile registered here runs 2000
@@ -60,6 +62,7 @@ project's test suite).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 import warnings
 from collections import Counter
@@ -268,6 +271,24 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
         # a pass that raised: its exception stays the cause, so the user's line shows
         raise best from best.__cause__
     result = report()
+    if result.vacuous and how == "none" and result.operators:
+        # the pilot over-estimated how often the pass fires unfocused: one rerun, focused on
+        # the operators the unfocused run saw it change (the most frequent three)
+        ops = tuple(sorted(result.operators, key=lambda o: -result.operators[o])[:3])
+        try:
+            again = check_pass(pass_, examples=examples, rtol=rtol, atol=atol,
+                               settings=settings, strict_errors=strict_errors,
+                               max_depth=max_depth, edge_values=edge_values, focus=list(ops),
+                               min_fired=min_fired, allow_vacuous=True)
+        except PassCheckError as err:
+            if err.report is not None:
+                err.report = dataclasses.replace(err.report, focus_source="rerun",
+                                                 probed=err.report.probed + result.generated)
+            raise
+        result = dataclasses.replace(again, focus_source="rerun",
+                                     probed=again.probed + result.generated,
+                                     seconds=time.perf_counter() - started,
+                                     allow_vacuous=allow_vacuous)
     if result.vacuous and not allow_vacuous:
         raise VacuousCheck(_vacuous_message(result), result)
     return result

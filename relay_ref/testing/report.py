@@ -26,7 +26,9 @@ class CheckReport:
     each operator / expression form occurred inside a changed region. ``focus``: the names
     the run was focused on (empty: unfocused); ``focus_source``: ``"given"`` (the caller's),
     ``"pilot"`` (inferred from the pilot sample), ``"search"`` (found by trying op families
-    and forms), ``"none"`` (the pass fired often enough unfocused), ``"unfocused"``
+    and forms), ``"none"`` (the pass fired often enough unfocused), ``"rerun"`` (the pilot
+    said no focus was needed but the unfocused run was vacuous: rerun focused on what it
+    changed there), ``"unfocused"``
     (``focus=()``: nothing inferred), ``"not found"`` (the
     search found nothing that makes the pass fire) or ``"programs"`` (the caller's programs:
     no focus). ``seconds``: wall time of the whole check, search included. The counts of a
@@ -75,6 +77,7 @@ class CheckReport:
         how = {"given": "as given", "pilot": "inferred from a pilot sample",
                "search": "found by probing operators, op families and forms",
                "none": "none needed (the pass fired often enough unfocused)",
+               "rerun": "what an unfocused run changed (it fired too rarely)",
                "not found": "nothing found that makes the pass fire",
                "unfocused": "none (focus=(): the generator's ordinary spread)",
                "programs": "none (the caller's programs)"}.get(self.focus_source,

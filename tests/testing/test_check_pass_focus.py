@@ -102,3 +102,19 @@ def test_focused_generation_puts_the_focus_into_most_programs(name):
 
     draw()
     assert seen[1] >= seen[0] // 2, seen
+
+
+def test_a_pilot_that_said_no_focus_is_needed_gets_a_focused_rerun(monkeypatch):
+    """When the pilot over-estimates how often a pass fires unfocused (it said no focus is
+    needed) and the unfocused run is vacuous, check_pass reruns once, focused on the
+    operators the run saw the pass change, and so still catches a rarely firing bug."""
+    import relay_ref.testing.autofocus as autofocus
+    from relay_ref.testing.focus import Focus
+
+    monkeypatch.setattr(autofocus, "infer_focus", lambda *a, **k: (Focus(), "none", 0))
+    with pytest.raises(PassCheckError) as info:
+        check_pass(bp.maximum_as_minimum)
+    err = info.value
+    assert not isinstance(err, VacuousCheck), str(err)
+    assert err.report is not None and err.report.focus_source == "rerun"
+    assert "maximum" in err.report.focus and err.report.probed > 0

@@ -585,7 +585,7 @@ def check_focus(focus: str) -> tuple[str, ...]:
     """The names of a ``check_pass`` focus text (``"maximum,reduce"``: operators, op
     families, expression forms). Raises ``ValueError`` (with a did-you-mean) for an
     unknown name."""
-    from relay_ref.testing.focus import resolve_focus
+    from relay_ref.testing.programs import resolve_focus
 
     return resolve_focus(focus).names
 

@@ -259,7 +259,8 @@ def _vacuous_hint(name: str, found: Any, on_file: bool, where: str) -> str:
                 "results to compare (each run raised), so the check proved nothing on it; "
                 "--allow-vacuous accepts this")
     need = (f"--min-fired {report.min_fired}" if report.min_fired <= report.generated
-            else f"all {report.generated}, fewer than --min-fired {report.min_fired}")
+            else f"all {report.generated}, as --check {report.generated} is below --min-fired "
+            f"{report.min_fired}")
     return (f"the check was vacuous: {name} changed {report.changed} of {report.generated} "
             f"generated programs and {report.fired} of those were compared (fewer than "
             f"{need}), so it proved nothing.\n"
@@ -303,7 +304,8 @@ def add_parser(sub: Any) -> None:
     opt.add_argument("--min-fired", type=non_negative_int, default=None, metavar="K",
                      help="with --check: how many generated programs a pass must change and "
                      "have compared for the check to count (default 20, or all N when N is "
-                     "smaller)")
+                     "smaller: then a generated program that fails to run makes the check "
+                     "vacuous; 0: never vacuous)")
     opt.add_argument("--allow-vacuous", action="store_true",
                      help="with --check: report a vacuous check ('vacuous (allowed)') "
                      "instead of failing, for a pass that legitimately rarely fires")

@@ -96,11 +96,12 @@ def _focus_of(tops: Counter) -> Focus:
 
 
 def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
-                budget: int = 300, settings: Settings | None = None
-                ) -> tuple[Focus, str, int]:
+                budget: int = 300, settings: Settings | None = None,
+                trust_pilot: bool = True) -> tuple[Focus, str, int]:
     """``(focus, source, probed)`` for ``check_pass`` (see the module docstring);
     ``source`` is ``"none"``, ``"pilot"``, ``"search"`` or ``"not found"``. ``settings``:
-    the hypothesis settings the samples start from (the check's)."""
+    the hypothesis settings the samples start from (the check's). ``trust_pilot=False``
+    (a rerun after an unfocused run that was vacuous): never answer "none needed"."""
     def run() -> tuple[Focus, str, int]:
         pilot = _sample(generated_programs(edge=edge), min(PILOT, examples), settings)
         tops: Counter = Counter()
@@ -111,7 +112,7 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                 fired += 1
                 tops.update(found)
         probed = len(pilot)
-        if fired * examples >= 4 * min_fired * max(len(pilot), 1):
+        if trust_pilot and fired * examples >= 4 * min_fired * max(len(pilot), 1):
             return Focus(), "none", probed
         if fired:
             focus = _focus_of(tops)

@@ -217,7 +217,11 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     started = time.perf_counter()
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
-    unfocused = focus is not None and not isinstance(focus, str) and not list(focus)
+    if focus is not None and not isinstance(focus, str | Focus) and not (
+            isinstance(focus, list | tuple) and all(isinstance(n, str) for n in focus)):
+        raise TypeError(f"check_pass: focus must be a str or a list of str (operators, op "
+                        f"families, forms), not {focus!r}")
+    unfocused = isinstance(focus, list | tuple) and not focus
     chosen = Focus() if unfocused else resolve_focus(focus)
     how, probed = ("given" if chosen else "unfocused"), 0
     if programs is not None:
@@ -271,22 +275,35 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
         # a pass that raised: its exception stays the cause, so the user's line shows
         raise best from best.__cause__
     result = report()
-    if result.vacuous and how == "none" and result.operators:
+    again_focus = Focus()
+    if result.vacuous and how == "none":
         # the pilot over-estimated how often the pass fires unfocused: one rerun, focused on
-        # the operators the unfocused run saw it change (the most frequent three)
-        ops = tuple(sorted(result.operators, key=lambda o: -result.operators[o])[:3])
+        # the operators the unfocused run saw it change (the most frequent three), or, when
+        # it changed nothing, on what the search (the pilot's verdict set aside) finds
+        from relay_ref.testing.autofocus import infer_focus
+
+        if result.operators:
+            again_focus = resolve_focus(sorted(result.operators,
+                                               key=lambda o: -result.operators[o])[:3])
+        else:
+            again_focus, _, searched = infer_focus(pass_, examples=count, min_fired=min_fired,
+                                                   edge=edge_values, settings=base,
+                                                   trust_pilot=False)
+            result = dataclasses.replace(result, probed=result.probed + searched)
+    if result.vacuous and how == "none" and again_focus:
         try:
             again = check_pass(pass_, examples=examples, rtol=rtol, atol=atol,
                                settings=settings, strict_errors=strict_errors,
-                               max_depth=max_depth, edge_values=edge_values, focus=list(ops),
+                               max_depth=max_depth, edge_values=edge_values, focus=again_focus,
                                min_fired=min_fired, allow_vacuous=True)
         except PassCheckError as err:
             if err.report is not None:
-                err.report = dataclasses.replace(err.report, focus_source="rerun",
-                                                 probed=err.report.probed + result.generated)
+                err.report = dataclasses.replace(
+                    err.report, focus_source="rerun",
+                    probed=err.report.probed + result.probed + result.generated)
             raise
         result = dataclasses.replace(again, focus_source="rerun",
-                                     probed=again.probed + result.generated,
+                                     probed=again.probed + result.probed + result.generated,
                                      seconds=time.perf_counter() - started,
                                      allow_vacuous=allow_vacuous)
     if result.vacuous and not allow_vacuous:
@@ -298,14 +315,24 @@ def _name(pass_: Callable) -> str:
     return getattr(pass_, "name", None) or getattr(pass_, "__name__", None) or repr(pass_)
 
 
+def _threshold(report: CheckReport) -> str:
+    """The bound a vacuous check missed, as applied: ``min_fired``, or every program when
+    fewer were generated."""
+    if report.generated < report.min_fired:
+        return f"all {report.generated} generated, as min_fired={report.min_fired} > examples"
+    return f"min_fired={report.min_fired}"
+
+
 def _vacuous_message(report: CheckReport) -> str:
     """Why the check proved nothing, and how to make it prove something."""
     if report.focus_source == "programs":
         hint = ("give programs the pass rewrites, or pass allow_vacuous=True if it "
                 "legitimately changes none of them")
     else:
-        where = {"given": f"the focus ({', '.join(report.focus)}) does not make it fire: "
-                          "focus on what it rewrites",
+        where = {"given": f"the focus ({', '.join(report.focus)}) does not make it fire "
+                          "often enough: focus on what it rewrites (or give programs= a "
+                          "strategy of modules containing the pattern it rewrites, e.g. a "
+                          "particular constant operand)",
                  "not found": "no op family or expression form tried made it fire"}.get(
             report.focus_source, "focus it on what it rewrites")
         hint = (f"{where}, e.g. check_pass(pass_, focus=\"maximum\") or "
@@ -314,7 +341,7 @@ def _vacuous_message(report: CheckReport) -> str:
                 "rarely fires")
     return (f"check_pass({report.pass_name}) was vacuous: the pass changed "
             f"{report.changed} of {report.generated} programs and {report.fired} of those were "
-            f"compared (fewer than min_fired={report.min_fired}; {report.probed} more "
+            f"compared (fewer than {_threshold(report)}; {report.probed} more "
             f"programs probed to choose a focus), so the check proved nothing.\n{hint}.\n"
             f"{report.text()}")
 

@@ -156,6 +156,10 @@ class Sig:
     args: tuple[Type, ...]
     attrs: object
     out: Type
+    #: a focused tuple-valued call used through one field: ``out`` is that field's type and
+    #: the call is projected (``nn.batch_norm(...).0``: what rewrites of such ops match)
+    proj: int | None = None
+    whole: Type | None = None  # with ``proj``: the call's own (tuple) type
 
 
 @dataclass
@@ -388,6 +392,12 @@ class _Gen:
             for sig in focus_sigs(name):  # (``?`` results are never generated at)
                 if _concrete(sig.out, empty=True):
                     self.fsigs.setdefault(sig.out, []).append(sig)
+                    if isinstance(sig.out, TupleType):  # and each tensor field of it
+                        for i, f in enumerate(sig.out.fields):
+                            if isinstance(f, TensorType):
+                                self.fsigs.setdefault(f, []).append(
+                                    dataclasses.replace(sig, out=f, proj=i,
+                                                        whole=sig.out))
         for sig in (focus.sigs if focus else ()):  # seen firing: half its op's calls
             same = [s for s in self.fsigs.get(sig.out, []) if s.op == sig.op]
             self.fsigs.setdefault(sig.out, []).extend([sig] * max(1, len(same)))
@@ -676,6 +686,9 @@ class _Gen:
                 arg = Tuple(tuple(fields))
             args.append(arg)
         call = Call(Op(sig.op), tuple(args), sig.attrs)
+        if sig.proj is not None:  # a field of a tuple-valued call (shareable as the tuple)
+            self.pool.append((call, sig.whole, env, self.scope))
+            return TupleGetItem(call, sig.proj)
         self.pool.append((call, ty, env, self.scope))
         return call
 

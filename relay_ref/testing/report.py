@@ -52,7 +52,10 @@ class CheckReport:
 
     @property
     def vacuous(self) -> bool:
-        """Fewer than ``min_fired`` programs were changed and compared (nor all of them)."""
+        """Fewer than ``min_fired`` programs were changed and compared (nor all of them, nor
+        any). ``min_fired=0`` asks for nothing: such a check is never vacuous."""
+        if self.min_fired == 0:
+            return False
         return self.fired < min(self.min_fired, self.generated) or self.fired == 0
 
     @property

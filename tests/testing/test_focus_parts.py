@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import relay_ref as rr
-from relay_ref.ir.expr import Call, Constant, Match, Op, RefCreate
+from relay_ref.ir.expr import Call, Constant, Match, Op, RefCreate, TupleGetItem
 from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.registry import get_pass
@@ -66,6 +66,23 @@ def test_a_focused_form_is_in_most_programs(form, node):
 
     draw()
     assert seen[1] >= seen[0] // 2, seen
+
+
+def test_a_focused_tuple_valued_op_is_also_used_through_its_fields():
+    """Rewrites of tuple-valued ops match a projection (``nn.batch_norm(...).0``): focused
+    generation projects such calls too, not only returning the whole tuple."""
+    seen = [0, 0]
+
+    @_DRAW
+    @given(programs(focus=resolve_focus("nn.batch_norm")))
+    def draw(mod):
+        seen[0] += 1
+        seen[1] += any(isinstance(n, TupleGetItem) and isinstance(n.tuple_value, Call)
+                       and getattr(n.tuple_value.op, "name", "") == "nn.batch_norm"
+                       for fn in mod.functions.values() for n in post_order(fn))
+
+    draw()
+    assert seen[1] >= seen[0] // 5, seen
 
 
 def test_values_that_matter_reach_focused_arguments():

@@ -45,7 +45,7 @@ from relay_ref.testing.programs import programs as generated_programs
 from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.typecheck.infer import infer_types
 
-__all__ = ["PER_FAMILY", "PILOT", "infer_focus"]
+__all__ = ["PER_FAMILY", "PILOT", "focus_of", "infer_focus"]
 
 PILOT = 40
 PER_FAMILY = 6
@@ -88,7 +88,9 @@ def _sample(strategy: st.SearchStrategy, count: int, base: Settings | None = Non
     return found
 
 
-def _focus_of(tops: Counter) -> Focus:
+def focus_of(tops: Counter) -> Focus:
+    """The focus named by the most frequent tops of changed regions (operators and forms a
+    focus can name; at most ``MAX_FOCUS``)."""
     names = [n for n, _ in tops.most_common() if not n.startswith("(")]
     table = op_table()
     keep = [n for n in names if n in table.by_op or n in FOCUS_FORMS][:MAX_FOCUS]
@@ -115,7 +117,7 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
         if trust_pilot and fired * examples >= 4 * min_fired * max(len(pilot), 1):
             return Focus(), "none", probed
         if fired:
-            focus = _focus_of(tops)
+            focus = focus_of(tops)
             return focus, ("pilot" if focus else "none"), probed
         hints: list[tuple[Sig, object]] = []
         for op in sorted(op_table().by_op):  # one-call programs of every operator: cheap
@@ -135,7 +137,7 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                         tops.update(found)
                 if tops or spent >= budget:
                     break
-        focus = _focus_of(tops)
+        focus = focus_of(tops)
         if focus and hints:  # what fired: those signatures, and constant operands
             sigs = tuple(dict.fromkeys(sig for sig, _ in hints if sig.op in focus.ops))
             constants = tuple(sorted({v for sig, v in hints

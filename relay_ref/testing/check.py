@@ -151,6 +151,8 @@ class _Tally:
     fired: int = 0
     operators: Counter = field(default_factory=Counter)
     forms: Counter = field(default_factory=Counter)
+    #: what sat at the top of the changed regions (operators or forms): where it fired
+    tops: Counter = field(default_factory=Counter)
     #: a counterexample was found: hypothesis's shrinking runs are not counted
     stopped: bool = False
 
@@ -278,14 +280,12 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     again_focus = Focus()
     if result.vacuous and how == "none":
         # the pilot over-estimated how often the pass fires unfocused: one rerun, focused on
-        # the operators the unfocused run saw it change (the most frequent three), or, when
-        # it changed nothing, on what the search (the pilot's verdict set aside) finds
-        from relay_ref.testing.autofocus import infer_focus
+        # what sat at the top of the regions the unfocused run saw it change, or, when it
+        # changed nothing, on what the search (the pilot's verdict set aside) finds
+        from relay_ref.testing.autofocus import focus_of, infer_focus
 
-        if result.operators:
-            again_focus = resolve_focus(sorted(result.operators,
-                                               key=lambda o: -result.operators[o])[:3])
-        else:
+        again_focus = focus_of(tally.tops)
+        if not again_focus:
             again_focus, _, searched = infer_focus(pass_, examples=count, min_fired=min_fired,
                                                    edge=edge_values, settings=base,
                                                    trust_pilot=False)
@@ -529,6 +529,7 @@ def _count(tally: _Tally, before: IRModule, after: IRModule, expected: Any, got:
     regions = summarise(changed_regions(before, after))
     tally.operators.update(regions.ops)
     tally.forms.update(regions.forms)
+    tally.tops.update(regions.roots)
 
 
 def values_equal(a: Any, b: Any, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:

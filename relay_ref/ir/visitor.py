@@ -4,6 +4,7 @@
   children first; ``children_in_activation`` and ``children_outside`` are its usual hooks.
 * ``shared_nodes(module, roots)``: the non-atomic nodes with several parents.
 * ``free_vars(expr)``: local variables used but not bound in ``expr``, in first-use order.
+* ``dataflow_operands(expr)``: the operands a call, tuple or projection evaluates first.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 
 from relay_ref.ir.expr import (
+    Call,
     Constant,
     Constructor,
     Expr,
@@ -20,6 +22,8 @@ from relay_ref.ir.expr import (
     Let,
     Match,
     Op,
+    Tuple,
+    TupleGetItem,
     Var,
     children,
     pattern_vars,
@@ -63,6 +67,20 @@ def post_order(expr: Expr, *, enter: Callable[[Expr], Iterable[Expr]] = children
         for kid in reversed(kids):
             if id(kid) not in visited:
                 stack.append((kid, False))
+
+
+def dataflow_operands(node: Expr) -> tuple[Expr, ...]:
+    """What a dataflow node evaluates before itself: a call's arguments, a tuple's fields,
+    a projection's tuple; ``()`` for any other node (its callee, for a call, is not among
+    them: the walks that use this treat it as an atom)."""
+    kind = type(node)
+    if kind is Call:
+        return node.args
+    if kind is Tuple:
+        return node.fields
+    if kind is TupleGetItem:
+        return (node.tuple_value,)
+    return ()
 
 
 def children_in_activation(node: Expr) -> tuple[Expr, ...]:

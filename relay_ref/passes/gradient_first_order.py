@@ -33,6 +33,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import FuncType, TensorType, TupleType, Type, is_complete
+from relay_ref.ir.visitor import dataflow_operands
 from relay_ref.ops.grad_common import op as make_call
 from relay_ref.ops.registry import GradientUnsupported, get_op
 from relay_ref.passes.gradient_common import (
@@ -47,17 +48,6 @@ __all__ = ["FirstOrderAD"]
 
 _USE_HO = "; use mode='higher_order'"
 
-
-def _operands(e: Expr) -> tuple[Expr, ...]:
-    """What ``_forward`` binds before ``e`` (a call, tuple or projection)."""
-    match e:
-        case Call(_, args):
-            return args
-        case Tuple(fields):
-            return fields
-        case TupleGetItem(tup):
-            return (tup,)
-    return ()
 
 
 @dataclass
@@ -183,7 +173,7 @@ class FirstOrderAD:
         calls, tuples, projections, constants or variables: a 10 000-node graph-form chain
         needs no deep stack. Stops at the first other node (a ``let``...), leaving it and
         what follows to the recursion, so the bindings come out in the same order."""
-        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(_operands(root))]
+        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(dataflow_operands(root))]
         while stack:
             node, expanded = stack.pop()
             if isinstance(node, Var) or id(node) in memo:
@@ -198,7 +188,7 @@ class FirstOrderAD:
                     isinstance(node, Call) and not isinstance(node.op, Op)):
                 return
             stack.append((node, True))
-            stack.extend((c, False) for c in reversed(_operands(node)))
+            stack.extend((c, False) for c in reversed(dataflow_operands(node)))
 
     # -- reverse ---------------------------------------------------------------------------
     def _reverse_op(self, o: Op, call: Call, var: Var, vty: Type, g: object, node: Expr,

@@ -112,7 +112,7 @@ from relay_ref.ir.types import (
     is_complete,
     substitute,
 )
-from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
+from relay_ref.ir.visitor import dataflow_operands, free_vars, post_order, shared_nodes
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
@@ -436,21 +436,11 @@ def _fill_of(data: np.ndarray) -> float | None:
     return None
 
 
-#: nodes whose ``visit_step`` visits their operands (``_operands``) and nothing else, in
+#: nodes whose ``visit_step`` visits their operands (``dataflow_operands``) and nothing else, in
 #: the frame they are in (a call's callee is an atom: ``_ATOMS``)
 _DATAFLOW = (Call, Tuple, TupleGetItem)
 _ATOMS = (Var, Constant, GlobalVar, Op, Constructor)
 
-
-def _operands(e: Expr) -> tuple[Expr, ...]:
-    match e:
-        case Call(_, args):
-            return args
-        case Tuple(fields):
-            return fields
-        case TupleGetItem(tup):
-            return (tup,)
-    return ()
 
 
 # -- the partial evaluator -------------------------------------------------------------
@@ -666,7 +656,7 @@ class _PE:
         the recursion, so the residual code comes out in the same order; the nodes above
         the stop are ``blocked`` (not walked again: linear)."""
         fid = id(frame)
-        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(_operands(root))]
+        stack: list[tuple[Expr, bool]] = [(c, False) for c in reversed(dataflow_operands(root))]
         while stack:
             node, expanded = stack.pop()
             if expanded:
@@ -685,7 +675,7 @@ class _PE:
                 self.blocked.update((id(n), fid) for n, done in stack if done)
                 return
             stack.append((node, True))
-            stack.extend((c, False) for c in reversed(_operands(node)))
+            stack.extend((c, False) for c in reversed(dataflow_operands(node)))
 
     def visit_step(self, expr: Expr, frame: _Frame) -> PS | tuple[Expr, _Frame]:
         """One rule: a value, or (for a step) the expression to continue with."""

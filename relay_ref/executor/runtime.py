@@ -191,6 +191,9 @@ class Layer(Runtime):
     """A runtime wrapping ``inner``: forwards every call (subclasses add to them)."""
 
     def __init__(self, inner: Runtime) -> None:
+        if not isinstance(inner, Runtime):
+            raise TypeError(f"{type(self).__name__}: inner must be a Runtime, not "
+                            f"{type(inner).__name__}")
         self.inner = inner
         self.name = f"{type(self).__name__.lower()}({inner.name})"
         self.plans_allocation = inner.plans_allocation  # type: ignore[misc]
@@ -240,6 +243,11 @@ class Instrumented(Layer):
 
     def __init__(self, inner: Runtime, observer: Observer) -> None:
         super().__init__(inner)
+        missing = [m for m in ("begin", "end", "allocated", "released")
+                   if not callable(getattr(observer, m, None))]
+        if missing:
+            raise TypeError(f"Instrumented: the observer ({type(observer).__name__}) has no "
+                            f"{', '.join(missing)} method (relay_ref.executor.runtime.Observer)")
         self.observer = observer
 
     def run(self, site: Site, args: list[Any], out: Any) -> Any:

@@ -56,7 +56,7 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
     """Register ``target`` under its name; registering a taken name again is a
     ``ValueError`` unless ``replace``. A malformed target (a name that is not a non-empty
     str, a planner that is not callable, ``prepare`` / ``finish`` neither callable nor
-    None) is a ``TypeError``."""
+    None, ``host_memory`` not a bool) is a ``TypeError``."""
     if not isinstance(target, Target):
         raise TypeError(f"register_target takes a Target, not {type(target).__name__}")
     name = target.name
@@ -71,6 +71,9 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
         if value is not None and not callable(value):
             raise TypeError(f"register_target: target {name!r}: {field} must be callable "
                             f"or None, not {type(value).__name__}")
+    if not isinstance(target.host_memory, bool):
+        raise TypeError(f"register_target: target {name!r}: host_memory must be a bool, not "
+                        f"{target.host_memory!r}")
     if target.name in _TARGETS and not replace:
         raise ValueError(f"target {target.name!r} is already registered")
     _TARGETS[target.name] = target

@@ -281,6 +281,14 @@ def is_expr(expr: Expr) -> ExprPattern:
 
 
 def is_op(name: str) -> OperatorPattern:
+    """The operator ``name`` (called: ``is_op(name)(args...)``). An unregistered name is a
+    ``ValueError`` (with a near miss), as TVM refuses it: such a pattern could never match."""
+    from relay_ref.ops.registry import all_ops, has_op
+    from relay_ref.suggest import did_you_mean
+
+    if not isinstance(name, str) or not has_op(name):
+        raise ValueError(f"is_op: unknown operator {name!r}"
+                         + did_you_mean(str(name), all_ops(), quote=True))
     return OperatorPattern(name)
 
 
@@ -599,6 +607,11 @@ class RuleTable:
         init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "rules", tuple(self.rules))
+        for rule in self.rules:
+            if not isinstance(rule, Rule):
+                raise TypeError(f"RuleTable: each rule must be a Rule(doc, pattern, rewrite), "
+                                f"not {type(rule).__name__}")
         object.__setattr__(self, "_roots", tuple(root_keys(r.pattern) for r in self.rules))
         object.__setattr__(self, "_index", {})
 
@@ -694,6 +707,9 @@ class Rewriter:
                 if m is None:
                     continue
                 out = rule.rewrite(m)
+                if out is not None and not isinstance(out, Expr):
+                    raise TypeError(f"rule {rule.doc!r}: its rewrite returned "
+                                    f"{type(out).__name__}, not an expression (or None)")
                 if out is not None and out is not node:
                     self.stats.fired[rule.doc] = self.stats.fired.get(rule.doc, 0) + 1
                     self._inherit(out, ty)

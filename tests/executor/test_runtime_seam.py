@@ -474,6 +474,7 @@ def @main(%x: {T}) -> {T} {{
     (lambda: Target("bad", None), "planner must be callable"),  # type: ignore[arg-type]
     (lambda: Target("bad", _cpu_like, prepare=3), "prepare must be callable or None"),
     (lambda: Target("bad", _cpu_like, finish="x"), "finish must be callable or None"),
+    (lambda: Target("bad", _cpu_like, host_memory="no"), "host_memory must be a bool"),
 ])
 def test_register_target_refuses_a_malformed_target(bad: Any, match: str) -> None:
     with pytest.raises(TypeError, match=match):
@@ -492,3 +493,10 @@ def test_a_planner_returning_no_planner_is_a_clear_error() -> None:
             rr.compile(rr.parse(GRAPH), target="toy")
     finally:
         unregister_target("toy")
+
+
+def test_layers_refuse_what_is_not_a_runtime_or_an_observer() -> None:
+    with pytest.raises(TypeError, match="inner must be a Runtime, not NoneType"):
+        Layer(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="has no begin, end, allocated, released method"):
+        Instrumented(Runtime(), object())  # type: ignore[arg-type]

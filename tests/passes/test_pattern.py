@@ -403,3 +403,16 @@ def test_inputs_embed_constants_matched_by_is_constant() -> None:
     assert m is not None and m.inputs() == [X]
     m2 = match(is_op("add").call_any(), op_call("add", X, C1))
     assert m2 is not None and m2.inputs() == [X, C1]
+
+
+def test_misuse_is_a_clear_error_at_once():
+    """An unknown operator, a plain tuple where a Rule belongs and a rewrite returning
+    something else than an expression are each refused where they are written."""
+    with pytest.raises(ValueError, match="unknown operator 'addd'.*did you mean 'add'"):
+        is_op("addd")
+    with pytest.raises(TypeError, match="must be a Rule"):
+        RuleTable((is_op("add")(wildcard(), wildcard()), lambda m: None))
+    table = RuleTable((Rule("to five", is_op("negative")(wildcard()), lambda m: 5),))
+    x = Var("x", TensorType((2,), "float32"))
+    with pytest.raises(TypeError, match="'to five': its rewrite returned int"):
+        rewrite_fixpoint(Call(Op("negative"), (x,)), table)

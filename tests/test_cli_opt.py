@@ -254,7 +254,8 @@ def test_focus_usage_errors(relay):
     assert res.returncode == 2 and res.stdout == ""
     assert "--focus 'maxmum' is not an operator" in res.stderr
     assert "did you mean 'maximum'?" in res.stderr
-    for option in (["--focus", "maximum"], ["--allow-vacuous"], ["--min-fired", "3"]):
+    for option in (["--focus", "maximum"], ["--allow-vacuous"], ["--min-fired", "3"],
+                   ["--min-fired", "0"]):
         res = relay("opt", "--passes", "FoldConstant", *option)
         assert res.returncode == 2
         assert f"{option[0]} applies to a check: use it with --check N" in res.stderr

@@ -86,7 +86,8 @@ def run_opt(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.check is None:
         given = [o for o, v in (("--focus", args.focus), ("--allow-vacuous", args.allow_vacuous),
-                                ("--min-fired", args.min_fired)) if v not in (None, False)]
+                                ("--min-fired", args.min_fired))
+                 if v is not None and v is not False]
         if given:
             raise UsageError(f"{given[0]} applies to a check: use it with --check N")
     else:
@@ -223,7 +224,7 @@ def _generated_row(found: Any) -> tuple[str, str, str, str]:
     if report is None:
         return "-", "-", "-", result
     focus = ", ".join(report.focus) if report.focus else "none"
-    if report.focus_source in ("pilot", "search"):
+    if report.focus_source in ("pilot", "search", "rerun"):
         focus += " (inferred)"
     return f"{report.changed} of {report.generated}", str(report.fired), focus, result
 

@@ -219,11 +219,13 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     started = time.perf_counter()
     base = settings if settings is not None else Settings(Settings.default, database=None)
     count = examples if examples is not None else max(DEFAULT_EXAMPLES, base.max_examples)
-    if focus is not None and not isinstance(focus, str | Focus) and not (
-            isinstance(focus, list | tuple) and all(isinstance(n, str) for n in focus)):
-        raise TypeError(f"check_pass: focus must be a str or a list of str (operators, op "
-                        f"families, forms), not {focus!r}")
-    unfocused = isinstance(focus, list | tuple) and not focus
+    if focus is not None and not isinstance(focus, str | Focus):
+        names = list(focus) if isinstance(focus, Iterable) else None
+        if names is None or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"check_pass: focus must be a str or an iterable of str "
+                            f"(operators, op families, forms), not {focus!r}")
+        focus = names
+    unfocused = isinstance(focus, list) and not focus
     chosen = Focus() if unfocused else resolve_focus(focus)
     how, probed = ("given" if chosen else "unfocused"), 0
     if programs is not None:
@@ -430,6 +432,11 @@ def _source(programs: Any, edge: bool, focus: Focus) -> st.SearchStrategy:
         return generated_programs(edge=edge, focus=focus or None)
     if isinstance(programs, st.SearchStrategy):
         return programs
+    if isinstance(programs, str | IRModule):
+        programs = [programs]  # one program
+    if not isinstance(programs, Iterable):
+        raise TypeError(f"check_pass: programs must be IRModules or Relay texts (a list, or a "
+                        f"hypothesis strategy of modules), not {type(programs).__name__}")
     mods = []
     for p in programs:
         if isinstance(p, str):
@@ -440,6 +447,8 @@ def _source(programs: Any, edge: bool, focus: Focus) -> st.SearchStrategy:
         if not isinstance(p, IRModule):
             raise TypeError(f"check_pass: programs must hold IRModules or Relay texts, "
                             f"not {type(p).__name__}")
+        if "main" not in p.functions:
+            raise ValueError("check_pass: a program given in programs has no @main")
         mods.append(p)
     if not mods:
         raise ValueError("check_pass: programs is empty")

@@ -118,7 +118,12 @@ def _equal(b: Expr, a: Expr) -> bool:
 
 
 def _owner(node: Expr, parent: Expr | None) -> Expr:
-    if isinstance(node, Tuple) and isinstance(parent, Call) and isinstance(parent.op, Op):
+    """The region a difference at ``node`` stands for: ``node`` itself, or its parent when
+    ``node`` has no form of its own to name (a changed constant or variable: ``x * 1`` to
+    ``x * 2`` is a change of the multiply) or is an operator's tuple argument."""
+    if parent is not None and (form_of(node) is None or (
+            isinstance(node, Tuple) and isinstance(parent, Call)
+            and isinstance(parent.op, Op))):
         return parent
     return node
 

@@ -126,3 +126,31 @@ def test_focused_constants_take_values_that_matter():
 
     draw()
     assert found & {6.0, 7.0, -2.0}  # on and beyond the bounds of clip's values table
+
+
+def test_a_changed_constant_is_a_change_of_its_operator():
+    """``x + 1`` to ``x + 2``: the region is the add (a leaf names no form to focus on)."""
+    from relay_ref.testing.regions import changed_regions, summarise
+
+    a = rr.parse("def @main(%x: Tensor[(2), float32]) { add(%x, 1f) }")
+    b = rr.parse("def @main(%x: Tensor[(2), float32]) { add(%x, 2f) }")
+    regions = summarise(changed_regions(a, b))
+    assert regions.roots == {"add"} and regions.ops == {"add"}
+
+
+def test_programs_and_focus_are_checked_on_entry():
+    from relay_ref.testing import check_pass
+
+    def same(m):
+        return m
+
+    with pytest.raises(TypeError, match="programs must be IRModules or Relay texts"):
+        check_pass(same, examples=3, programs=5)
+    with pytest.raises(ValueError, match="has no @main"):
+        check_pass(same, examples=3, programs=["def @f(%x: float32) { %x }"])
+    one = check_pass(same, examples=3, allow_vacuous=True,
+                     programs="def @main(%x: float32) { %x }")  # one text: one program
+    assert one.generated == 3 and one.changed == 0
+    assert check_pass(same, examples=3, allow_vacuous=True, focus={"add"}).focus == ("add",)
+    with pytest.raises(TypeError, match="focus must be a str or an iterable of str"):
+        check_pass(same, examples=3, focus=3)

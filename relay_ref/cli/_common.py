@@ -71,23 +71,21 @@ def each_file(paths: list[str], work: Callable[[str], int]) -> int:
     return status
 
 
-def non_negative_int(text: str) -> int:
-    """argparse type for ``--opt-level`` and ``--trace-limit``."""
+def _int_at_least(low: int, text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type for ``--opt-level`` and ``--trace-limit``."""
+    return _int_at_least(0, text)
 
 
 def positive_int(text: str) -> int:
     """argparse type for ``--max-depth``, ``--max-nodes`` and ``--check``."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _int_at_least(1, text)

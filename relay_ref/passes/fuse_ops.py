@@ -685,15 +685,8 @@ def _concrete(ty: Type) -> bool:
 
 
 def _body_nodes(body: Expr) -> Iterator[Expr]:
-    seen: set[int] = set()
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        yield node
-        stack.extend(children(node))
+    """Every node of ``body``, each once (function bodies included; order unspecified)."""
+    return post_order(body)
 
 
 def _has_call(body: Expr) -> bool:

@@ -59,7 +59,7 @@ class _Bad(Pass):
 
 
 @pytest.fixture
-def test_passes():
+def logging_passes():
     register_pass(_Log)
     register_pass(_Bad)
     LOG.clear()
@@ -106,7 +106,7 @@ def _numpy_model(x: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
 
 # ---- one pipeline ------------------------------------------------------------------------
 
-def test_optimize_and_compile_run_the_same_passes(monkeypatch, test_passes):
+def test_optimize_and_compile_run_the_same_passes(monkeypatch, logging_passes):
     from relay_ref.passes.fold_constant import FoldConstant
 
     fold = _counting(monkeypatch, FoldConstant)
@@ -145,7 +145,7 @@ def _counting(monkeypatch, cls) -> list[int]:
     return calls
 
 
-def test_an_idempotent_pass_is_not_rerun_on_its_own_output(monkeypatch, test_passes):
+def test_an_idempotent_pass_is_not_rerun_on_its_own_output(monkeypatch, logging_passes):
     from relay_ref.passes.dead_code import DeadCodeElimination
     from relay_ref.passes.fold_constant import FoldConstant
 
@@ -219,7 +219,7 @@ def test_types_are_checked_only_after_a_pass_that_changed_the_module(monkeypatch
     assert out is not checked and len(count) >= 1 and out.checked_types
 
 
-def test_selection_follows_opt_level_required_and_disabled(test_passes):
+def test_selection_follows_opt_level_required_and_disabled(logging_passes):
     names = ["TestLogPass(tag='a')", "FoldConstant"]
     assert [p.name for p in Pipeline(names).selected()] == ["TestLogPass", "FoldConstant"]
     assert [p.name for p in Pipeline(names, opt_level=2).selected()] == ["FoldConstant"]
@@ -246,7 +246,7 @@ def test_a_failing_builtin_pass_is_an_internal_error_naming_it(monkeypatch):
         info.value.render()
 
 
-def test_what_a_users_pass_raises_propagates(test_passes):
+def test_what_a_users_pass_raises_propagates(logging_passes):
     def broken(mod):
         raise ZeroDivisionError("mine")
 

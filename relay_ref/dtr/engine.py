@@ -175,6 +175,7 @@ class Engine:
         self._rng = _random.Random(seed)
         self._uf = UnionFind() if self.heuristic.uses_eq else None
         self._pool: dict[Storage, None] = {}  # the evictable storages, insertion-ordered
+        self._storages: list[Storage] = []
         self._next_id = 0
         self.clock = 0.0
         self.memory = 0
@@ -287,6 +288,20 @@ class Engine:
             self._lock(t.storage)
 
     @property
+    def remat_compute(self) -> float:
+        """The cost of the replays so far (cheaper to read than a ``stats`` snapshot)."""
+        return self._remat
+
+    def storages(self) -> list[Storage]:
+        """Every storage made so far, in creation order (resident, evicted or banished):
+        for pictures of the resident set over time (the paper's Figure 5)."""
+        return list(self._storages)
+
+    def resident_storages(self) -> list[Storage]:
+        """The resident storages now, in creation order."""
+        return [s for s in self._storages if s.resident]
+
+    @property
     def stats(self) -> DTRStats:
         """A snapshot of the statistics so far (spec/dtr.md §5)."""
         base = self._base
@@ -348,7 +363,9 @@ class Engine:
         return self._next_id
 
     def _new_storage(self, size: int) -> Storage:
-        return Storage(self._fresh(), size)
+        s = Storage(self._fresh(), size)
+        self._storages.append(s)
+        return s
 
     def _new_tensor(self, s: Storage, call: Call | None, index: int, is_alias: bool,
                     name: str = "") -> Tensor:

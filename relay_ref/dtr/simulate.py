@@ -24,7 +24,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from relay_ref.dtr.engine import Engine, Tensor
 from relay_ref.dtr.errors import DTRError, DTRLogError, DTROutOfMemory
@@ -45,7 +46,8 @@ from relay_ref.dtr.log import (
 from relay_ref.dtr.stats import DTRStats
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["COST_MODELS", "base_cost", "resolve_budget", "simulate", "unbudgeted_peak"]
+__all__ = ["COST_MODELS", "SweepPoint", "base_cost", "resolve_budget", "simulate", "sweep",
+           "unbudgeted_peak"]
 
 COST_MODELS = ("measured", "unit", "flops")
 
@@ -138,6 +140,44 @@ def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
                    limit, seed)
 
 
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """One run of a sweep: the budget ``ratio`` of the unbudgeted peak, the heuristic's
+    name and the run's statistics (``stats.budget`` is the budget in bytes)."""
+
+    ratio: float
+    heuristic: str
+    stats: DTRStats
+
+
+def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
+          ratios: Sequence[float], heuristics: Sequence[str | Heuristic] = ("dtr_eq",),
+          dealloc: str = "eager", cost: str = "measured", *, seed: int = 0,
+          overhead_limit: float = 2.0,
+          progress: Callable[[int, int], None] | None = None) -> list[SweepPoint]:
+    """``simulate`` at every ratio (of the unbudgeted peak) for every heuristic, reading
+    the log and measuring the peak once; heuristic-major order. ``progress(done, total)``
+    is called after each run (a CLI's progress bar)."""
+    if cost not in COST_MODELS:
+        raise DTRError(f"unknown cost model {cost!r}{did_you_mean(str(cost), COST_MODELS)} "
+                       f"(known: {', '.join(COST_MODELS)})")
+    label = _label(log)
+    records = _records(log)
+    peak = _replay(records, None, "lru", "eager", cost, label, math.inf).peak_bytes
+    budgets = [resolve_budget(float(r), peak) for r in ratios]  # checks every ratio first
+    limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
+        else math.inf
+    out: list[SweepPoint] = []
+    total = len(budgets) * len(heuristics)
+    for h in heuristics:
+        for ratio, budget in zip(ratios, budgets, strict=True):
+            st = _replay(records, budget, h, dealloc, cost, label, limit, seed)
+            out.append(SweepPoint(float(ratio), st.heuristic, st))
+            if progress is not None:
+                progress(len(out), total)
+    return out
+
+
 def _replay(records: Sequence[LogRecord], budget: int | None, heuristic: str | Heuristic,
             dealloc: str, cost: str, label: str, remat_limit: float, seed: int = 0) -> DTRStats:
     engine = Engine(budget, heuristic=heuristic, dealloc=dealloc, seed=seed)
@@ -224,7 +264,7 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
         else:
             raise bad(r, f"{type(r).__name__[3:].upper()} {getattr(r, 'name', '')} outside a "
                       "CONSTANT or CALL")
-        if engine.stats.remat_compute > remat_limit:
+        if engine.remat_compute > remat_limit:
             raise _Thrash
     live = {id(t): t for t in names.values() if t.refs > 0}
     engine.require_resident(live.values())  # D-Output

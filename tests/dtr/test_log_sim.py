@@ -11,7 +11,7 @@ import pytest
 
 from relay_ref.dtr import DTRError, DTRLogError
 from relay_ref.dtr.log import LogCall, LogWriter, read_log
-from relay_ref.dtr.simulate import simulate, unbudgeted_peak
+from relay_ref.dtr.simulate import simulate, sweep, unbudgeted_peak
 from tests.dtr.chain import chain_log, residual_log, sqrt_budget
 
 # Measured (spec/dtr.md §9): dtr and dtr_eq need 2.85·N, 2.90·N and 2.98·N operations for
@@ -147,3 +147,16 @@ def test_bad_simulator_arguments():
     with pytest.raises(DTRLogError, match="no FLOPS field"):
         simulate(log, None, cost="flops")
     assert simulate(log, "50%").budget == simulate(log, 0.5).budget
+
+
+def test_sweep_runs_every_ratio_and_heuristic_once():
+    log = residual_log(4)
+    seen = []
+    points = sweep(log, [1.0, 0.6], ["dtr_eq", "lru"], progress=lambda d, t: seen.append((d, t)))
+    assert [(p.heuristic, p.ratio) for p in points] == [
+        ("dtr_eq", 1.0), ("dtr_eq", 0.6), ("lru", 1.0), ("lru", 0.6)]
+    assert seen[-1] == (4, 4)
+    assert points[0].stats == simulate(log, 1.0, "dtr_eq")
+    assert points[3].stats == simulate(log, 0.6, "lru")
+    with pytest.raises(DTRError, match=r"in \(0, 1\]"):
+        sweep(log, [0.5, 0.0])

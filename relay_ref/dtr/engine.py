@@ -141,6 +141,7 @@ class _Frame:
     first: bool  # the program's own call (not a replay)
     target: Tensor | None = None  # the output a replay is for (None: the first run)
     i: int = 0
+    touched: bool = False  # its arguments' last access was set (D-Access)
 
 
 def _default_sizeof(value: Any) -> int:
@@ -505,10 +506,13 @@ class Engine:
                     # a sibling's replay defined it meanwhile (D-Multi)
                     self._unlock_args(stack.pop())
                     continue
+                if f.i == 0 and not f.touched:
+                    f.touched = True
+                    for a in c.args:  # D-Access: every argument, as the call starts
+                        a.storage.last_access = self.clock
                 if f.i < len(c.args):
                     a = c.args[f.i]
                     if a.defined:
-                        a.storage.last_access = self.clock  # D-Access
                         self._lock(a.storage)
                         f.i += 1
                     elif a.storage.banished or a.call is None:
@@ -553,6 +557,7 @@ class Engine:
             self._remat += c.cost
             self._remats += 1
             self._replay_outputs(c, values)
+            return  # a replayed storage keeps the access its consumer gave it (D-Access)
         for o in c.outputs:
             o.storage.last_access = self.clock
 

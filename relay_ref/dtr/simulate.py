@@ -13,7 +13,9 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
 * at the end, every tensor the program still references must be resident (D-Output):
   evicted ones are rematerialised, and kept;
 * a ratio budget (a float in (0, 1]) is a fraction of the log's own unbudgeted peak,
-  measured by a first pass with no budget and eager eviction;
+  measured by a first pass with no budget, banishing on release (so released constants are
+  freed, as without DTR; under eager eviction a released constant stays pinned, so a log
+  that releases constants may need a little more than its peak at ratio 1.0, as in simrd);
 * an infeasible budget is not an error: the stats come back with ``oom`` set; a run whose
   rematerialisation cost exceeds ``(overhead_limit - 1)`` times the log's base cost stops
   with ``thrashed`` set (the paper's limit, 2).
@@ -113,8 +115,15 @@ def _cost(r: LogCall | LogMutate, cost: str, label: str) -> float:
 
 def unbudgeted_peak(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
                     cost: str = "measured") -> int:
-    """The log's peak memory with no budget (eager eviction on release)."""
-    return _replay(_records(log), None, "lru", "eager", cost, _label(log), math.inf).peak_bytes
+    """The log's peak memory with no budget (``_peak``: banishing on release)."""
+    return _peak(_records(log), cost, _label(log))
+
+
+def _peak(records: Sequence[LogRecord], cost: str, label: str) -> int:
+    """The unbudgeted peak: no budget, banishing on release (every released storage is freed,
+    released constants included, as the program itself would; simrd's baseline, runtime V1
+    with an infinite budget, does the same)."""
+    return _replay(records, None, "lru", "banish", cost, label, math.inf).peak_bytes
 
 
 def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
@@ -133,7 +142,7 @@ def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
     records = _records(log)
     peak = None
     if isinstance(budget, (float, str)) and not isinstance(budget, bool):
-        peak = _replay(records, None, "lru", "eager", cost, label, math.inf).peak_bytes
+        peak = _peak(records, cost, label)
     limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
         else math.inf
     return _replay(records, resolve_budget(budget, peak), heuristic, dealloc, cost, label,
@@ -163,7 +172,7 @@ def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
                        f"(known: {', '.join(COST_MODELS)})")
     label = _label(log)
     records = _records(log)
-    peak = _replay(records, None, "lru", "eager", cost, label, math.inf).peak_bytes
+    peak = _peak(records, cost, label)
     budgets = [resolve_budget(float(r), peak) for r in ratios]  # checks every ratio first
     limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
         else math.inf

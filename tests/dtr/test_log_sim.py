@@ -31,6 +31,18 @@ def test_theorem_3_1_linear_chain_in_linear_operations(n, dealloc):
     assert 2 * n + 1 < s.op_executions <= C * n
 
 
+def test_lru_is_superlinear_on_the_chain():
+    """Without the cost term the chain is not O(N): lru needs 6.6·N, 11.4·N, 28.1·N
+    operations for N = 100, 300, 1000 (spec/dtr.md §9)."""
+    per_n = []
+    for n in (100, 300, 1000):
+        s = simulate(chain_log(n), sqrt_budget(n), "lru", "eager", "unit",
+                     overhead_limit=math.inf)
+        assert not s.oom
+        per_n.append(s.op_executions / n)
+    assert per_n[0] > C and per_n[1] > 1.5 * per_n[0] and per_n[2] > 2 * per_n[1]
+
+
 def test_theorem_3_1_exact_and_approximate_agree_closely():
     log = chain_log(300)
     exact = simulate(log, sqrt_budget(300), "dtr", "eager", "unit", overhead_limit=math.inf)

@@ -641,6 +641,9 @@ class Engine:
             s.banished = True
             s.pinned = False
             self._pool.pop(s, None)
+            if s._uf is not None and self._uf is not None:
+                self._uf.add(s._uf, -s.cost)  # gone for good: no longer a cost to anyone
+                s._uf = None
             for t in s.tensors:
                 t.defined = False
                 t.value = None

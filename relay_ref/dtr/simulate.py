@@ -24,6 +24,7 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import math
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -207,7 +208,11 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
     i, n = start, len(records)
 
     def bad(r: LogRecord, problem: str) -> DTRLogError:
-        return DTRLogError(label, r.line, problem)
+        text = ""
+        if os.path.isfile(label):
+            linecache.checkcache(label)
+            text = linecache.getline(label, r.line).rstrip("\r\n")
+        return DTRLogError(label, r.line, problem, text)
 
     def lookup(r: LogRecord, name: str) -> Tensor:
         t = names.get(name)

@@ -137,6 +137,7 @@ def test_structural_errors_are_located(tmp_path):
         simulate(path, None)
     assert info.value.line == 3 and "MEMORY and ALIAS" in info.value.problem
     assert str(path) + ":3:1" in str(info.value)
+    assert '"NAME": "f"' in str(info.value)  # the line is quoted
     lines = path.read_text().splitlines()
     lines.insert(4, json.dumps({"ALIAS": "-1", "INSTRUCTION": "ALIAS", "NAME": "y"}))
     lines += [json.dumps({"INSTRUCTION": "MEMORY", "MEMORY": "8", "NAME": "w"}),

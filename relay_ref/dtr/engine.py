@@ -19,11 +19,13 @@ first: an explicit work stack, never Python recursion), D-Lock (a call's argumen
 locked while it runs or waits for its other arguments), D-Access (last access and the
 clock), D-Multi (a call's outputs are recomputed together; copies of outputs still
 resident are dropped), D-Alias (views share their storage), D-Pin (constants),
-D-Release-Eager, D-Release-Ignore, D-Banish, D-Output.
+D-Release-Eager, D-Release-Ignore, D-Banish, D-Free (a pinned result the program dropped),
+D-Output.
 
 Invariants, checked by tests/dtr: ``memory`` is the sum of the sizes of the resident
-storages; ``memory <= budget`` after every operation except inside ``call`` while an output
-of unknown size is admitted (then at most by that allocation); a tensor is ``defined`` only
+storages; ``memory <= budget`` after every operation (an output of unknown size is admitted
+once its kernel has run, room made first: the process itself held it over the budget for
+that moment, the one allocation in flight spec/dtr.md §2 allows); a tensor is ``defined`` only
 while its storage is resident; a locked or pinned storage is never evicted; the values a
 replay computes are the values the first run computed (operators are pure: spec/dtr.md §6).
 
@@ -278,6 +280,51 @@ class Engine:
         elif self.dealloc == "banish":
             self._try_banish(s)
         # D-Release-Ignore: nothing
+
+    def pin(self, t: Tensor, *, keep_value: bool = False) -> None:
+        """D-Pin for a computed result the program now holds itself (the runtime returns it
+        as a plain array): ``t`` is made resident if evicted, its storage pinned (never
+        evicted) and counted in the pinned bytes. Unless ``keep_value``, the engine forgets
+        the value: the program's reference is then the only one (so ``free`` can follow
+        its death), and a replay reading ``t`` gets None from the engine (the caller's
+        kernel must hold the value itself, as the runtime's closures do)."""
+        self._ensure(t)
+        s = t.storage
+        if not keep_value:
+            t.value = None
+        if s.pinned or s.banished:
+            return
+        s.pinned = True
+        self._pool.pop(s, None)
+        self.pinned_memory += s.size
+        self._peak_pinned = max(self._peak_pinned, self.pinned_memory)
+        self._event("pin", _label(s), t.call.span if t.call else None, s)
+
+    def free(self, t: Tensor) -> None:
+        """D-Free: the program's own copy of the pinned ``t`` died and nothing will read it
+        again (the caller guarantees that no replay needs it): its storage is freed for
+        good, unless another tensor still held views it. Nothing is pinned in its place
+        (unlike D-Banish: the caller's guarantee replaces the dependents' check)."""
+        s = t.storage
+        if not s.pinned or s.banished:
+            return
+        if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
+            return  # viewed by a tensor still held
+        s.pinned = False
+        s.banished = True
+        if s.resident:
+            s.resident = False
+            self.pinned_memory -= s.size
+            self.memory -= s.size
+        self._pool.pop(s, None)
+        for x in s.tensors:
+            x.defined = False
+            x.value = None
+        if s._uf is not None and self._uf is not None:
+            self._uf.add(s._uf, -s.cost)
+            s._uf = None
+        self._banished += 1
+        self._event("banish", _label(s), t.call.span if t.call else None, s)
 
     def require_resident(self, tensors: Iterable[Tensor]) -> None:
         """D-Output: every tensor given is made resident (rematerialised if evicted) and

@@ -243,3 +243,22 @@ def test_trace_records_each_kind_of_event_with_the_callers_span():
         ("rematerialize", "a", "span-a"), ("release", "d", "span-d"), ("evict", "d", "span-d")]
     assert [s.id for s in eng.resident_storages()] == [c.storage.id, a.storage.id]
     assert len(eng.storages()) == 4
+
+
+def test_pin_and_free_a_result_the_program_holds():
+    eng = Engine(100, dealloc="eager")
+    c = eng.constant(10, 1)
+    (a,) = eng.call("a", [c], [30], 1.0, lambda v: [v[0] + 1])
+    eng.pin(a)  # D-Pin: the program holds a's value now
+    assert a.storage.pinned and a.value is None and a.defined
+    assert eng.stats.pinned_bytes == 40 and a.storage not in eng._pool
+    (b,) = eng.call("b", [c], [60], 1.0, lambda v: [v[0] + 2])
+    assert a.defined and b.defined and eng.memory == 100
+    eng.free(a)  # D-Free: the program's value died
+    assert a.storage.banished and not a.defined and eng.memory == 70
+    assert eng.pinned_memory == 10 and eng.stats.banished == 1
+    eng.free(a)  # idempotent
+    assert eng.memory == 70
+    (d,) = eng.call("d", [c], [5], 1.0, lambda v: [7])
+    eng.pin(d, keep_value=True)
+    assert eng.value(d) == 7

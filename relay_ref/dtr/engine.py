@@ -34,6 +34,7 @@ After ``DTROutOfMemory`` the engine is spent: read ``stats`` (``oom`` is set), n
 
 from __future__ import annotations
 
+import numbers
 import random as _random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -172,15 +173,15 @@ class Engine:
                            f"(known: {', '.join(ACCESS_CONVENTIONS)})")
         self.access = access
         self._simrd_access = access == "simrd"
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                                   or budget < 0):
+        if budget is not None and (isinstance(budget, bool)
+                                   or not isinstance(budget, numbers.Integral) or budget < 0):
             raise DTRError(f"a DTR budget is a non-negative number of bytes (int) or None, "
                            f"not {budget!r}")
         if dealloc not in DEALLOC_POLICIES:
             raise DTRError(f"unknown dealloc policy {dealloc!r}"
                            f"{did_you_mean(str(dealloc), DEALLOC_POLICIES)} "
                            f"(known: {', '.join(DEALLOC_POLICIES)})")
-        self.budget = budget
+        self.budget = None if budget is None else int(budget)
         self.heuristic: Heuristic = get_heuristic(heuristic)
         self.dealloc = dealloc
         self.trace = trace

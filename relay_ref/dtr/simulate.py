@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -75,11 +76,13 @@ def resolve_budget(budget: int | float | str | None, peak: int | None) -> int | 
                            f"like '40%', not {text!r}") from None
     if isinstance(budget, bool):
         raise DTRError(f"a DTR budget is bytes (int) or a ratio (float), not {budget!r}")
-    if isinstance(budget, int):
+    if isinstance(budget, numbers.Integral):
+        budget = int(budget)
         if budget < 0:
             raise DTRError(f"a DTR budget in bytes must be non-negative, not {budget}")
         return budget
-    if isinstance(budget, float):
+    if isinstance(budget, numbers.Real):
+        budget = float(budget)
         if not (0.0 < budget <= 1.0) or math.isnan(budget):
             raise DTRError(f"a DTR budget ratio must be in (0, 1], not {budget}")
         if peak is None:
@@ -145,7 +148,7 @@ def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
     label = _label(log)
     records = _records(log)
     peak = None
-    if isinstance(budget, (float, str)) and not isinstance(budget, bool):
+    if isinstance(budget, (numbers.Real, str)) and not isinstance(budget, numbers.Integral):
         peak = _peak(records, cost, label)
     limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
         else math.inf

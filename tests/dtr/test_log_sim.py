@@ -177,3 +177,12 @@ def test_sweep_runs_every_ratio_and_heuristic_once():
     assert points[3].stats == simulate(log, 0.6, "lru")
     with pytest.raises(DTRError, match=r"in \(0, 1\]"):
         sweep(log, [0.5, 0.0])
+
+
+def test_numpy_numbers_are_budgets():
+    import numpy as np
+    log = chain_log(20)
+    assert simulate(log, np.int64(12), "dtr_eq", cost="unit").budget == 12
+    assert simulate(log, np.float64(0.5)).budget == simulate(log, 0.5).budget
+    with pytest.raises(DTRError, match="not True"):
+        simulate(log, True)

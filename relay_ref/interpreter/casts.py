@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from relay_ref.diagnostics import Note
 from relay_ref.interpreter.args import value_mismatch
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import Closure, RecClosure, Value
@@ -50,9 +51,11 @@ class CastClosure(Closure):
 
 def cast_failure(cast: Cast, message: str, span: Span | None = None) -> Stuck:
     """Stuck-Cast: the value at ``cast`` does not have its static type."""
-    return Stuck(f"cast failed: {cast.what} has static type {type_to_text(cast.target)}, "
-                 f"only consistent with its value's type {type_to_text(cast.source)} "
-                 f"({cast.rule}), but {message}", span or cast.span, rule="Stuck-Cast")
+    note = Note(f"{cast.rule} gave it type {type_to_text(cast.target)}, consistent with its "
+                f"value's type {type_to_text(cast.source)} only through ? dimensions "
+                "(spec/typing.md 5.1): a cast point")
+    return Stuck(f"cast failed ({cast.rule}): {cast.what}: {message}", span or cast.span,
+                 (note,), rule="Stuck-Cast")
 
 
 def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None,
@@ -62,8 +65,7 @@ def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None
     executor's value representation (``value_mismatch``)."""
     problem = value_mismatch(value, cast.target, mod, compiled=compiled)
     if problem is not None:
-        message = problem[0]
-        raise cast_failure(cast, message[0].lower() + message[1:], span)
+        raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span)
     return _wrap(value, cast.source, cast.target, cast, mod)
 
 

@@ -531,8 +531,9 @@ class _Checker:
         if self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
                       "the body does not have the declared return type: ", notes, parent=fn):
             # T-Fn's consistency premise body ~ return type: a cast point (spec 3.7)
-            self.cast_site(fn, -1, body, header.ret_type, "T-Fn", "the function's result",
-                           _use_span(_result_of(fn.body), fn))
+            if not _checked_annotation(fn.ret_type):
+                self.cast_site(fn, -1, body, header.ret_type, "T-Fn",
+                               "the function's result", _use_span(_result_of(fn.body), fn))
         self.scope = saved
         self.types[fn] = header
         return header
@@ -704,8 +705,9 @@ class _Checker:
                       f"the value of %{var.name_hint} does not have its declared type: ",
                       notes, parent=let):
             # T-Let's consistency premise: a cast point (spec 3.6)
-            self.cast_site(let, -1, ty, declared, "T-Let", f"the value of %{var.name_hint}",
-                           _use_span(value, let))
+            if not _checked_annotation(var.type_annotation):
+                self.cast_site(let, -1, ty, declared, "T-Let",
+                               f"the value of %{var.name_hint}", _use_span(value, let))
 
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
@@ -747,8 +749,12 @@ class _Checker:
             if self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
                           self.param_notes(call.op, i), parent=call):
                 # T-App's consistency premise: a cast point (spec 3.8)
-                self.cast_site(call, i, found, expected, "T-App", f"argument {i} of {who}",
-                               _use_span(arg, call))
+                fn = self.function_of(call.op) if isinstance(call.op, GlobalVar | Function) \
+                    else None
+                if fn is None or i >= len(fn.params) \
+                        or not _checked_annotation(fn.params[i].type_annotation):
+                    self.cast_site(call, i, found, expected, "T-App",
+                                   f"argument {i} of {who}", _use_span(arg, call))
         return inst.ret_type
 
     def infer_op_call(self, call: Call) -> Type:
@@ -951,6 +957,13 @@ Checker = _Checker
 OpRelation = _OpRelation
 Projection = _Projection
 guarded = _guarded
+
+
+def _checked_annotation(ty: Type | None) -> bool:
+    """Whether ``ty`` is an annotation that the interpreter and the executor already check
+    on entry or exit (a tensor type of static, non-empty shape: the annotation check of
+    spec/semantics.md 4), so that a cast point to it would check the same thing twice."""
+    return type(ty) is TensorType and bool(ty.shape) and all(type(d) is int for d in ty.shape)
 
 
 def _callee_name(callee: Expr) -> str:

@@ -58,7 +58,9 @@ class Site:
     """A comparison recorded while checking (types may still hold holes): at ``node``
     (``index``: the argument's position for T-App, else -1), a value of type ``found`` goes
     where ``expected`` is required. ``result``: for T-Rel, the type the cast checks (the
-    call's own type) instead of ``expected``."""
+    call's own type) instead of ``expected``. ``covered``: the cast is what the run-time
+    annotation check of a static tensor annotation does already (spec/semantics.md 4), so
+    it gets no table entry of its own."""
 
     node: Expr
     index: int
@@ -68,6 +70,7 @@ class Site:
     what: str
     span: Span | None
     result: Type | None = None
+    covered: bool = False
 
 
 class CastTable:
@@ -154,6 +157,8 @@ def cast_table(sites: list[Site], resolve: Callable[[Type], Type]) -> CastTable 
     """The cast points among ``sites`` (types resolved by ``resolve``), or None if none."""
     table = CastTable()
     for site in sites:
+        if site.covered:
+            continue
         found, expected = resolve(site.found), resolve(site.expected)
         if site.result is not None:  # T-Rel: any disagreement checks the call's value
             if not (needs_cast(found, expected) or needs_cast(expected, found)):

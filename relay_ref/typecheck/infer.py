@@ -386,11 +386,14 @@ class _Checker:
             return False
 
     def cast_site(self, node: Expr, index: int, found: Type, expected: Type, rule: str,
-                  what: str, span: Span | None) -> None:
+                  what: str, span: Span | None, covered: bool = False) -> None:
         """Record that ``rule`` moved a value of type ``found`` where ``expected`` is
         required, the two unified (consistent, spec 5.1): a cast point if, once resolved,
-        ``found`` is less precise (``relay_ref.typecheck.casts``)."""
-        self.cast_sites.append(Site(node, index, found, expected, rule, what, span))
+        ``found`` is less precise (``relay_ref.typecheck.casts``). ``covered``: the run-time
+        annotation check already performs this cast (a static tensor annotation). A hook:
+        the derivation recorder shows the consistency premise at the rule's node."""
+        self.cast_sites.append(Site(node, index, found, expected, rule, what, span,
+                                    covered=covered))
 
     def casts(self) -> object | None:
         """The cast table of this run (after ``finish``), None when no ``?`` met a known
@@ -531,9 +534,8 @@ class _Checker:
         if self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
                       "the body does not have the declared return type: ", notes, parent=fn):
             # T-Fn's consistency premise body ~ return type: a cast point (spec 3.7)
-            if not _checked_annotation(fn.ret_type):
-                self.cast_site(fn, -1, body, header.ret_type, "T-Fn",
-                               "the function's result", _use_span(_result_of(fn.body), fn))
+            self.cast_site(fn, -1, body, header.ret_type, "T-Fn", "the function's result",
+                           _use_span(_result_of(fn.body), fn), _checked_annotation(fn.ret_type))
         self.scope = saved
         self.types[fn] = header
         return header
@@ -705,9 +707,8 @@ class _Checker:
                       f"the value of %{var.name_hint} does not have its declared type: ",
                       notes, parent=let):
             # T-Let's consistency premise: a cast point (spec 3.6)
-            if not _checked_annotation(var.type_annotation):
-                self.cast_site(let, -1, ty, declared, "T-Let",
-                               f"the value of %{var.name_hint}", _use_span(value, let))
+            self.cast_site(let, -1, ty, declared, "T-Let", f"the value of %{var.name_hint}",
+                           _use_span(value, let), _checked_annotation(var.type_annotation))
 
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
@@ -751,10 +752,9 @@ class _Checker:
                 # T-App's consistency premise: a cast point (spec 3.8)
                 fn = self.function_of(call.op) if isinstance(call.op, GlobalVar | Function) \
                     else None
-                if fn is None or i >= len(fn.params) \
-                        or not _checked_annotation(fn.params[i].type_annotation):
-                    self.cast_site(call, i, found, expected, "T-App",
-                                   f"argument {i} of {who}", _use_span(arg, call))
+                self.cast_site(call, i, found, expected, "T-App", f"argument {i} of {who}",
+                               _use_span(arg, call), fn is not None and i < len(fn.params)
+                               and _checked_annotation(fn.params[i].type_annotation))
         return inst.ret_type
 
     def infer_op_call(self, call: Call) -> Type:

@@ -218,3 +218,26 @@ def test_program_without_any_has_no_cast_points_and_no_cast_code() -> None:
     exe = rr.compile(mod)
     assert "_cast" not in exe.source and "_cast" not in exe.generated.namespace
     assert exe(f32(1, 2, 3), True)[0].tolist() == [1, 2, 3]
+
+
+def test_backward_broadcast_only_where_unique_under_any() -> None:
+    """Broadcast runs backwards only where the operand's type is unique (spec 3.9): with
+    a ``(1, 1)`` operand a result ``(?, 3)`` fits ``%x : (?, 3)`` and ``%x : (3)`` alike
+    (``?`` may be 1), so ``%x`` is not inferred; a result ``(2, 3)`` forces ``(2, 3)``, and
+    a scalar operand forces the result's rank."""
+    ambiguous = rr.parse("def @main(%x, %y: Tensor[(1, 1), float32]) -> "
+                         "Tensor[(?, 3), float32] { add(%x, %y) }")
+    with pytest.raises(rr.RelayTypeError, match="cannot infer"):
+        rr.infer_types(ambiguous)
+    # the two answers the relation would have had to choose between both run
+    for shape in ((2, 3), (3,)):
+        typed = rr.parse(f"def @main(%x: Tensor[{shape}, float32], "
+                         "%y: Tensor[(1, 1), float32]) -> Tensor[(?, 3), float32] "
+                         "{ add(%x, %y) }".replace(",)", ")"))
+        assert rr.evaluate(typed, np.ones(shape, "float32"),
+                           np.ones((1, 1), "float32")).shape[-1] == 3
+    for src, want in (("%y: Tensor[(1, 1), float32]) -> Tensor[(2, 3), float32]",
+                       "Tensor[(2, 3), float32]"),
+                      ("%y: float32) -> Tensor[(?, 3), float32]", "Tensor[(?, 3), float32]")):
+        mod = rr.infer_types(rr.parse(f"def @main(%x, {src} {{ add(%x, %y) }}"))
+        assert rr.astext(mod.global_types["main"].arg_types[0]) == want

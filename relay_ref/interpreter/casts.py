@@ -40,7 +40,7 @@ class CastClosure(Closure):
     """A function value that crossed a cast point (a proxy): ``inner`` is the function,
     ``source`` its static type there and ``target`` the more precise type it was given.
     It is a ``Closure`` of ``inner``'s function (printing and the A-Value check see the
-    function); applying it is E-App-Cast (spec/semantics.md 4): arguments cast to
+    function); applying it is E-Cast-App (spec/semantics.md 4): arguments cast to
     ``source``'s parameter types, ``inner`` applied, the result cast to ``target``'s."""
 
     inner: Value = field(default=None, repr=False)
@@ -60,8 +60,8 @@ def cast_failure(cast: Cast, message: str, span: Span | None = None) -> Stuck:
 
 def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None,
                compiled: bool = False) -> Value:
-    """``value`` checked against ``cast.target`` (Stuck-Cast at ``span`` or the cast's own
-    span if not), with the functions inside it that need it wrapped. ``compiled``: the
+    """E-Cast (spec/semantics.md 4.2): ``value`` checked against ``cast.target`` (Stuck-Cast
+    at ``span`` or the cast's own span if not), with the functions inside it that need it wrapped. ``compiled``: the
     executor's value representation (``value_mismatch``)."""
     problem = value_mismatch(value, cast.target, mod, compiled=compiled)
     if problem is not None:

@@ -429,7 +429,7 @@ class Interpreter:
         return value if cast is None else cast_value(value, cast, self.module)
 
     def e_app_cast(self, fn: CastClosure, args: list[Value], call: Call | None) -> Value:
-        """E-App-Cast (spec/semantics.md 4): a function that crossed a cast point is
+        """E-Cast-App (spec/semantics.md 4): a function that crossed a cast point is
         applied with its arguments cast to its own parameter types and its result cast to
         the type it was given (Stuck-Cast at the call when one fails)."""
         cast = fn.cast
@@ -446,7 +446,7 @@ class Interpreter:
         """E-App (3.8) for a callee value in hand (a host call when ``call`` is None): the
         rule picked by the value as in ``e_app``; an operator value runs by E-App-Op with
         its default attributes; anything else is Stuck-App."""
-        if type(fn) is CastClosure:                      # E-App-Cast (4)
+        if type(fn) is CastClosure:                      # E-Cast-App (4)
             return self.e_app_cast(fn, args, call)
         if isinstance(fn, Closure):                      # E-App-Closure, also the
             return self.e_app_closure(fn, args, call)    # executor's compiled closures

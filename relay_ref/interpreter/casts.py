@@ -61,8 +61,8 @@ def cast_failure(cast: Cast, message: str, span: Span | None = None) -> Stuck:
 def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None,
                compiled: bool = False) -> Value:
     """E-Cast (spec/semantics.md 4.2): ``value`` checked against ``cast.target`` (Stuck-Cast
-    at ``span`` or the cast's own span if not), with the functions inside it that need it wrapped. ``compiled``: the
-    executor's value representation (``value_mismatch``)."""
+    at ``span`` or the cast's own span if not), with the functions inside it that need it
+    wrapped. ``compiled``: the executor's value representation (``value_mismatch``)."""
     problem = value_mismatch(value, cast.target, mod, compiled=compiled)
     if problem is not None:
         raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span)

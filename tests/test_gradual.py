@@ -241,3 +241,28 @@ def test_backward_broadcast_only_where_unique_under_any() -> None:
                       ("%y: float32) -> Tensor[(?, 3), float32]", "Tensor[(?, 3), float32]")):
         mod = rr.infer_types(rr.parse(f"def @main(%x, {src} {{ add(%x, %y) }}"))
         assert rr.astext(mod.global_types["main"].arg_types[0]) == want
+
+
+WRITE_REF = """
+def @main(%y: Tensor[(?), float32]) {
+  let %r = ref(zeros(shape=[3], dtype="float32"));
+  ref_write(%r, %y);
+  ref_read(%r)
+}
+"""
+
+
+def test_value_written_to_a_reference_is_checked() -> None:
+    err, _ = stuck_in_both(WRITE_REF, f32(1, 2))
+    assert "(T-WriteRef): the value written" in first_line(err)
+    for value in both(WRITE_REF, f32(1, 2, 3)):
+        assert value.tolist() == [1, 2, 3]
+
+
+def test_static_annotation_check_is_the_same_stuck_state() -> None:
+    """A static tensor annotation's cast is the annotation check (no second cast point),
+    tagged Stuck-Cast in both runners."""
+    src = "def @main(%y: Tensor[(?), float32]) -> Tensor[(3), float32] { %y }"
+    assert rr.infer_types(rr.parse(src)).casts is None
+    err, _ = stuck_in_both(src, f32(1, 2))
+    assert "shape mismatch: the result is annotated Tensor[(3), float32]" in first_line(err)

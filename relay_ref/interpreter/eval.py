@@ -539,7 +539,8 @@ class Interpreter:
 
     def check_annotation(self, value: Value, var: Var | None, ty: Type,
                          span: Span | None) -> None:
-        """Annotated static dimensions must hold of values whose type had ``?`` (spec 4)."""
+        """Annotated static dimensions must hold of values whose type had ``?``: the cast
+        point of a static tensor annotation (Stuck-Cast, spec/semantics.md 4.2)."""
         if type(ty) is not TensorType or not ty.shape or type(value) is not np.ndarray:
             return
         if value.ndim == len(ty.shape) and all(
@@ -548,7 +549,7 @@ class Interpreter:
             return
         what = f"%{var.name_hint}" if var is not None else "the result"
         raise Stuck(f"shape mismatch: {what} is annotated {type_to_text(ty)} but the value "
-                    f"has shape {shape_to_text(value.shape)}", span)
+                    f"has shape {shape_to_text(value.shape)}", span, rule="Stuck-Cast")
 
 
 #: The rules that return a value, by expression class, in the spec's order.

@@ -266,3 +266,26 @@ def test_static_annotation_check_is_the_same_stuck_state() -> None:
     assert rr.infer_types(rr.parse(src)).casts is None
     err, _ = stuck_in_both(src, f32(1, 2))
     assert "shape mismatch: the result is annotated Tensor[(3), float32]" in first_line(err)
+
+
+def test_derivation_shows_consistency_premises_and_casts() -> None:
+    """Every node of ``--derive`` is an instance of a rule as spec/typing.md writes it: a
+    premise ``τ ~ τ'`` whose sides differ is shown with its cast; a global's derivation is
+    rooted at T-Module's premise for it, the T-Fn judgement of its definition."""
+    from relay_ref.typecheck.derive import derive
+
+    mod = rr.parse("def @g(%y: Tensor[(?), float32]) -> (Tensor[(3), float32],) { (%y,) }\n"
+                   "def @main(%c: bool, %y: Tensor[(?), float32], %z: Tensor[(3), float32])"
+                   " { if (%c) { %z } else { %y } }")
+    g = derive(mod, "g")
+    assert (g.rule, g.expr.startswith("@g = fn")) == ("T-Fn", True)
+    [note] = g.notes
+    assert note.startswith("T-Fn premise: the function's result : (Tensor[(?), float32],) ~ "
+                           "(Tensor[(3), float32],)")
+    assert "cast point: checked against (Tensor[(3), float32],) at run time by a cast" in note
+    main = derive(mod, "main")
+    [node] = [n for n in main.walk() if n.rule == "T-If"]
+    assert node.notes and "Tensor[(?), float32] ~ Tensor[(3), float32]" in node.notes[0]
+    assert all(not n.notes for n in main.walk() if n.rule != "T-If")
+    text = str(main)
+    assert "T-If premise: the else-branch's value" in text

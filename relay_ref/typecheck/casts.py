@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from relay_ref.ir.expr import Expr
 from relay_ref.ir.span import Span
@@ -53,24 +54,19 @@ class Cast:
     span: Span | None
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """A comparison recorded while checking (types may still hold holes): at ``node``
     (``index``: the argument's position for T-App, else -1), a value of type ``found`` goes
-    where ``expected`` is required. ``result``: for T-Rel, the type the cast checks (the
-    call's own type) instead of ``expected``. ``covered``: the cast is what the run-time
-    annotation check of a static tensor annotation does already (spec/semantics.md 4), so
-    it gets no table entry of its own."""
+    where ``expected`` is required, by ``rule``. ``result``: for T-Rel, the type the cast
+    checks (the call's own type) instead of ``expected``. A tuple: the checker records one
+    per rule application, so it must be cheap."""
 
     node: Expr
     index: int
     found: Type
     expected: Type
     rule: str
-    what: str
-    span: Span | None
     result: Type | None = None
-    covered: bool = False
 
 
 class CastTable:
@@ -153,22 +149,26 @@ def needs_cast(source: Type, target: Type) -> bool:
     return False
 
 
-def cast_table(sites: list[Site], resolve: Callable[[Type], Type]) -> CastTable | None:
-    """The cast points among ``sites`` (types resolved by ``resolve``), or None if none."""
+def cast_table(sites: list[Site], resolve: Callable[[Type], Type],
+               place: Callable[[Site], tuple[str, Span | None, bool]]) -> CastTable | None:
+    """The cast points among ``sites`` (types resolved by ``resolve``), or None if none.
+    ``place(site)`` says what the value is called, where a failure is located and whether
+    the run-time annotation check already performs the cast (then it gets no entry)."""
     table = CastTable()
     for site in sites:
-        if site.covered:
-            continue
         found, expected = resolve(site.found), resolve(site.expected)
         if site.result is not None:  # T-Rel: any disagreement checks the call's value
             if not (needs_cast(found, expected) or needs_cast(expected, found)):
                 continue
             target = resolve(site.result)
-            table.add(site.node, -1, Cast(site.rule, target, target, site.what, site.span))
+            what, span, _ = place(site)
+            table.add(site.node, -1, Cast(site.rule, target, target, what, span))
             continue
         if not needs_cast(found, expected):
             continue
+        what, span, covered = place(site)
+        if covered:
+            continue
         arity = len(getattr(site.node, "args", ())) if site.index >= 0 else 0
-        table.add(site.node, site.index,
-                  Cast(site.rule, found, expected, site.what, site.span), arity)
+        table.add(site.node, site.index, Cast(site.rule, found, expected, what, span), arity)
     return table if len(table) else None

@@ -422,7 +422,7 @@ class _Recorder:
         root.holes[:0] = self.loose
         root.errors.extend(self.loose_errors)
         for site, at in self.consistency:
-            note = self._consistency_note(site, unifier)
+            note = self._consistency_note(site, unifier, checker)
             if note:
                 at.notes.append(note)
         # The nodes later uses point back to (T-Shared frames' shared_with): one pass first,
@@ -466,7 +466,7 @@ class _Recorder:
                 outside=tuple(self.outside) if frame is root else ())
         return done[id(root)]
 
-    def _consistency_note(self, site: Site, unifier: Unifier) -> str:
+    def _consistency_note(self, site: Site, unifier: Unifier, checker: Checker) -> str:
         """A rule's consistency premise ``τ ~ τ'`` where the two types differ (only by
         ``?``), and its cast point when the value's type is the less precise (spec/typing.md
         5.1); empty where they are equal (the premise is the equality of the rule)."""
@@ -474,9 +474,10 @@ class _Recorder:
         if found == expected:
             return ""
         ft, et = self.text(found), self.text(expected)
-        note = f"{site.rule} premise: {site.what} : {ft} ~ {et} (consistent, spec 5.1)"
+        what, _, covered = checker.cast_place(site)
+        note = f"{site.rule} premise: {what} : {ft} ~ {et} (consistent, spec 5.1)"
         if needs_cast(found, expected):
-            how = "the annotation check" if site.covered else "a cast"
+            how = "the annotation check" if covered else "a cast"
             note += f"; cast point: checked against {et} at run time by {how} (Stuck-Cast)"
         return note
 
@@ -747,11 +748,11 @@ class _DerivingChecker(Checker):
             self.rec.labels = []
             self.rec.close(frame)
 
-    def cast_site(self, node: Expr, index: int, found: Type, expected: Type, rule: str,
-                  what: str, span: object, covered: bool = False) -> None:
-        super().cast_site(node, index, found, expected, rule, what, span,  # type: ignore
-                          covered)
-        if self.recording and self.rec.stack:  # the frame of the rule comparing the types
+    def cast_site(self, node: Expr, index: int, found: Type, expected: Type,
+                  rule: str) -> None:
+        super().cast_site(node, index, found, expected, rule)
+        if self.recording and self.rec.stack and found is not expected:
+            # the frame of the rule comparing the types
             self.rec.consistency.append((self.cast_sites[-1], self.rec.stack[-1]))
 
     # -- what solved each hole, and where errors go -------------------------------------------

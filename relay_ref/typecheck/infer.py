@@ -254,9 +254,7 @@ class _OpRelation(Constraint):
         try:
             unifier.unify(ty, target)
             if self.sites is not None and isinstance(self.expr, Call):
-                self.sites.append(Site(self.expr, -1, ty, target, "T-Rel",
-                                       f"the result of {self.op.name}", _span(self.expr),
-                                       self.out))
+                self.sites.append(Site(self.expr, -1, ty, target, "T-Rel", self.out))
         except UnifyError as err:
             what = ("the result" if index == len(self.args)
                     else f"{self.op.arg_names[index] if index < len(self.op.arg_names) else ''}"
@@ -385,22 +383,52 @@ class _Checker:
                        parent)
             return False
 
-    def cast_site(self, node: Expr, index: int, found: Type, expected: Type, rule: str,
-                  what: str, span: Span | None, covered: bool = False) -> None:
+    def cast_site(self, node: Expr, index: int, found: Type, expected: Type,
+                  rule: str) -> None:
         """Record that ``rule`` moved a value of type ``found`` where ``expected`` is
         required, the two unified (consistent, spec 5.1): a cast point if, once resolved,
-        ``found`` is less precise (``relay_ref.typecheck.casts``). ``covered``: the run-time
-        annotation check already performs this cast (a static tensor annotation). A hook:
-        the derivation recorder shows the consistency premise at the rule's node."""
-        self.cast_sites.append(Site(node, index, found, expected, rule, what, span,
-                                    covered=covered))
+        ``found`` is less precise (``relay_ref.typecheck.casts``). Cheap (one tuple): what
+        the cast is called and where it is located is worked out only for the cast points
+        (``cast_place``). A hook: the derivation recorder shows the consistency premise at
+        the rule's node."""
+        if found is not expected:
+            self.cast_sites.append(Site(node, index, found, expected, rule))
+
+    def cast_place(self, site: Site) -> tuple[str, Span | None, bool]:
+        """What the value at ``site`` is called, the span of the expression whose static
+        type a failed check violates, and whether the run-time annotation check already
+        performs this cast (a static tensor annotation of the parameter, the ``let`` or
+        the return type: spec/semantics.md 4.2), by the rule that recorded it."""
+        node, index, rule = site.node, site.index, site.rule
+        if rule == "T-App" and isinstance(node, Call):
+            fn = self.function_of(node.op) if isinstance(node.op, GlobalVar | Function) \
+                else None
+            covered = fn is not None and index < len(fn.params) \
+                and _checked_annotation(fn.params[index].type_annotation)
+            return (f"argument {index} of {_callee_name(node.op)}",
+                    _use_span(node.args[index], node), covered)
+        if rule == "T-Fn" and isinstance(node, Function):
+            return ("the function's result", _use_span(_result_of(node.body), node),
+                    _checked_annotation(node.ret_type))
+        if rule == "T-Let" and isinstance(node, Let):
+            return (f"the value of %{node.var.name_hint}", _use_span(node.value, node),
+                    _checked_annotation(node.var.type_annotation))
+        if rule == "T-If" and isinstance(node, If):
+            return "the else-branch's value", _use_span(node.false_branch, node), False
+        if rule == "T-Match" and isinstance(node, Clause):
+            return "the clause's value", _use_span(node.rhs, node), False
+        if rule == "T-WriteRef" and isinstance(node, RefWrite):
+            return "the value written", _use_span(node.value, node), False
+        if isinstance(node, Call) and isinstance(node.op, Op):  # T-Rel
+            return f"the result of {node.op.name}", _span(node), False
+        return "the value", _span(node), False
 
     def casts(self) -> object | None:
         """The cast table of this run (after ``finish``), None when no ``?`` met a known
         dimension (then no cast point can exist: zero cost)."""
         if not self.unifier.gradual:
             return None
-        return cast_table(self.cast_sites, self.unifier.resolve)
+        return cast_table(self.cast_sites, self.unifier.resolve, self.cast_place)
 
     def relation(self, use: Expr, op: OpDef, attrs: object, args: list[Type],
                  out: Type) -> _OpRelation:
@@ -534,8 +562,7 @@ class _Checker:
         if self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
                       "the body does not have the declared return type: ", notes, parent=fn):
             # T-Fn's consistency premise body ~ return type: a cast point (spec 3.7)
-            self.cast_site(fn, -1, body, header.ret_type, "T-Fn", "the function's result",
-                           _use_span(_result_of(fn.body), fn), _checked_annotation(fn.ret_type))
+            self.cast_site(fn, -1, body, header.ret_type, "T-Fn")
         self.scope = saved
         self.types[fn] = header
         return header
@@ -592,8 +619,7 @@ class _Checker:
                                     f"{show(self.unifier.resolve(t))}",
                                     _use_span(then, expr)),), parent=expr):
                     # T-If's consistency premise: a cast point on the else-branch (3.12)
-                    self.cast_site(expr, -1, f, t, "T-If", "the else-branch's value",
-                                   _use_span(else_, expr))
+                    self.cast_site(expr, -1, f, t, "T-If")
                 return t
             case Match():  # T-Match (spec/typing.md 3.13), T-Match-Complete (3.14)
                 return self.infer_match(expr)
@@ -618,8 +644,7 @@ class _Checker:
                                         f"{show(self.unifier.resolve(r))}",
                                         _span(ref)),), parent=expr):
                         # T-WriteRef's consistency premise: a cast point (spec 3.17)
-                        self.cast_site(expr, -1, v, r.value, "T-WriteRef", "the value written",
-                                       _use_span(value, expr))
+                        self.cast_site(expr, -1, v, r.value, "T-WriteRef")
                 else:
                     self.unify(r, RefType(v), ref, "T-WriteRef",
                                "ref_write needs a reference: ", parent=expr)
@@ -693,8 +718,7 @@ class _Checker:
                     header, declared, value, "T-Let",
                     f"the value of %{var.name_hint} does not have its declared type: ", notes):
                 # T-Let's consistency premise: a cast point (spec 3.6)
-                self.cast_site(let, -1, header, declared, "T-Let",
-                               f"the value of %{var.name_hint}", _span(value))
+                self.cast_site(let, -1, header, declared, "T-Let")
             self.current = value
             self.types[value] = self.infer_function(value, header)
             return
@@ -707,8 +731,7 @@ class _Checker:
                       f"the value of %{var.name_hint} does not have its declared type: ",
                       notes, parent=let):
             # T-Let's consistency premise: a cast point (spec 3.6)
-            self.cast_site(let, -1, ty, declared, "T-Let", f"the value of %{var.name_hint}",
-                           _use_span(value, let), _checked_annotation(var.type_annotation))
+            self.cast_site(let, -1, ty, declared, "T-Let")
 
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
@@ -750,11 +773,7 @@ class _Checker:
             if self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
                           self.param_notes(call.op, i), parent=call):
                 # T-App's consistency premise: a cast point (spec 3.8)
-                fn = self.function_of(call.op) if isinstance(call.op, GlobalVar | Function) \
-                    else None
-                self.cast_site(call, i, found, expected, "T-App", f"argument {i} of {who}",
-                               _use_span(arg, call), fn is not None and i < len(fn.params)
-                               and _checked_annotation(fn.params[i].type_annotation))
+                self.cast_site(call, i, found, expected, "T-App")
         return inst.ret_type
 
     def infer_op_call(self, call: Call) -> Type:
@@ -840,8 +859,7 @@ class _Checker:
                                 _use_span(first.rhs, first)),),
                           parent=clause if _span(clause) is not None else expr):
                 # T-Match's consistency premise: a cast point per clause (spec 3.13)
-                self.cast_site(clause, -1, rhs, result, "T-Match", "the clause's value",
-                               _use_span(clause.rhs, clause))
+                self.cast_site(clause, -1, rhs, result, "T-Match")
         if expr.complete and patterns_ok:
             self.check_exhaustive(expr, data)
         return result if result is not None else self.unifier.fresh()

@@ -289,3 +289,33 @@ def test_derivation_shows_consistency_premises_and_casts() -> None:
     assert all(not n.notes for n in main.walk() if n.rule != "T-If")
     text = str(main)
     assert "T-If premise: the else-branch's value" in text
+
+
+CLOSURE_ARGUMENT = """
+def @call(%g: fn ((Tensor[(?), float32],)) -> int32, %y: Tensor[(?), float32]) -> int32 {
+  %g((%y,))
+}
+def @main(%y: Tensor[(?), float32]) {
+  @call(fn (%a: (Tensor[(3), float32],)) -> int32 { 0 }, %y)
+}
+"""
+
+
+def test_closure_arguments_are_checked_against_its_own_parameter_types() -> None:
+    """A function of type ``fn ((3)) -> int32`` used at ``fn ((?)) -> int32`` checks the
+    arguments it is given (contravariance): Stuck-Cast at the call in @call."""
+    err, _ = stuck_in_both(CLOSURE_ARGUMENT, f32(1, 2))
+    line = first_line(err)
+    assert line.startswith("<string>:3:3: error: cast failed (T-App): argument 0 of a function")
+    assert [int(v) for v in both(CLOSURE_ARGUMENT, f32(1, 2, 3))] == [0, 0]
+
+
+def test_cyclic_store_passed_back_in_is_accepted() -> None:
+    """The host-argument check (A-Value) terminates on a cyclic store, in both runners."""
+    mod = rr.parse("type Node { N(ref(Node)), End }\n"
+                   "def @main(%r: ref(Node)) { match (ref_read(%r)) { N(_) => 1, End => 0 } }")
+    n_ctor, end = mod.type_definitions["Node"].constructors
+    cell = RefValue(ConstructorValue(end, ()))
+    cell.value = ConstructorValue(n_ctor, (cell,))
+    assert int(rr.evaluate(mod, cell)) == 1
+    assert int(rr.compile(mod)(cell)) == 1

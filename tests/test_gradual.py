@@ -319,3 +319,22 @@ def test_cyclic_store_passed_back_in_is_accepted() -> None:
     cell.value = ConstructorValue(n_ctor, (cell,))
     assert int(rr.evaluate(mod, cell)) == 1
     assert int(rr.compile(mod)(cell)) == 1
+
+
+PATTERN_VAR = """
+def @main(%o: Option[Tensor[(?), float32]]) {
+  match (%o) {
+    Some(%q: Tensor[(3), float32]) => (%q,),
+    None => (zeros(shape=[3], dtype="float32"),),
+  }
+}
+"""
+
+
+def test_annotated_pattern_variable_is_checked() -> None:
+    mod = rr.parse(PATTERN_VAR)
+    some = mod.constructors["Some"]
+    err, _ = stuck_in_both(PATTERN_VAR, ConstructorValue(some, (f32(1, 2),)))
+    assert "(TP-Var): the pattern variable %q" in first_line(err)
+    for value in both(PATTERN_VAR, ConstructorValue(some, (f32(1, 2, 3),))):
+        assert value[0].tolist() == [1, 2, 3]

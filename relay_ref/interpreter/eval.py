@@ -72,6 +72,7 @@ from relay_ref.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    pattern_vars,
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
@@ -124,6 +125,7 @@ class Interpreter:
         #: The checker's cast points (spec/semantics.md 4, Stuck-Cast), None without any:
         #: then no rule looks further (a program without ``?`` runs as before).
         self.casts = getattr(self.module, "casts", None)
+        self.clause: Any = None  # the clause E-Match took last
 
     def request_stop(self) -> None:
         """Ask a running evaluation to stop (it raises ``Interrupted`` at its next call)."""
@@ -336,6 +338,7 @@ class Interpreter:
         scrutinee = self.eval(expr.data, env)
         for clause in expr.clauses:
             if self.match_pattern(clause.lhs, scrutinee, env):
+                self.clause = clause  # the clause taken (its casts: cast_step)
                 return clause.rhs
         raise Stuck("no match clause matched the value "                 # E-Match-Fail
                     f"{short(value_to_text(scrutinee))}", expr.span, rule="E-Match-Fail")
@@ -414,17 +417,19 @@ class Interpreter:
     def cast_step(self, expr: Expr, taken: Expr, env: dict) -> Value:
         """E-If-* or E-Match in a program with cast points: the branch or clause ``taken``
         is evaluated here (not continued with) when its value has a cast (T-If's on the
-        else-branch, T-Match's per clause); Stuck-Cast if it fails."""
+        else-branch, T-Match's per clause); the values bound by annotated pattern variables
+        of the clause are cast first (TP-Var's); Stuck-Cast if one fails."""
         casts = self.casts
         cast = None
         if type(expr) is If:
             if taken is expr.false_branch:
                 cast = casts.at(expr)
         elif type(expr) is Match:
-            for clause in expr.clauses:
-                if clause.rhs is taken:
-                    cast = casts.at(clause)
-                    break
+            clause = self.clause
+            cast = casts.at(clause)
+            for var in pattern_vars(clause.lhs):                        # TP-Var's casts
+                if (bound := casts.at(var)) is not None:
+                    env[var] = cast_value(env[var], bound, self.module)
         value = self.eval(taken, env)
         return value if cast is None else cast_value(value, cast, self.module)
 

@@ -2,7 +2,7 @@
 
 Relay's ``?`` dimension is gradual typing (spec/typing.md 5.1): two types are *consistent*
 (``τ ~ τ'``) when they are equal up to ``?``, which is consistent with every dimension. The
-rules that compare two types (T-Fn, T-Let, T-App, T-If, T-Match, T-WriteRef, T-Rel) require
+rules that compare two types (T-Fn, T-Let, T-App, T-If, T-Match, TP-Var, T-WriteRef, T-Rel) require
 only consistency; where the value's type is less precise than the type the rule gives it (a
 ``?`` where the other has a known extent, anywhere inside it), the rule has a *cast point*:
 the value is checked at run time against the more precise type (spec/semantics.md 4,
@@ -75,7 +75,8 @@ class CastTable:
     ``at(node)`` is the cast of a node whose own rule moves one value: a ``Function`` (its
     body's value is returned: T-Fn), a ``Let`` (the bound value: T-Let), an ``If`` or a
     ``Match`` (the value of the branch or clause taken: T-If, T-Match), a ``RefWrite`` (the
-    value stored: T-WriteRef), an operator ``Call`` (the call's value: T-Rel).
+    value stored: T-WriteRef), an operator ``Call`` (the call's value: T-Rel), the ``Var`` of
+    an annotated pattern variable (the value it binds: TP-Var).
     ``args(call)`` are a call's argument casts, one entry per argument (None: no check;
     T-App)."""
 

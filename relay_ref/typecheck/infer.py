@@ -417,6 +417,8 @@ class _Checker:
             return "the else-branch's value", _use_span(node.false_branch, node), False
         if rule == "T-Match" and isinstance(node, Clause):
             return "the clause's value", _use_span(node.rhs, node), False
+        if rule == "TP-Var" and isinstance(node, Var):
+            return f"the pattern variable %{node.name_hint}", _span(node), False
         if rule == "T-WriteRef" and isinstance(node, RefWrite):
             return "the value written", _use_span(node.value, node), False
         if isinstance(node, Call) and isinstance(node.op, Op):  # T-Rel
@@ -895,8 +897,12 @@ class _Checker:
                     return True
                 declared = self.annotation(var.type_annotation, var)
                 self.bind_var(var, declared)
-                return self.unify(expected, declared, where, "TP-Var",
-                                  f"the pattern variable %{var.name_hint}: ")
+                if not self.unify(expected, declared, where, "TP-Var",
+                                  f"the pattern variable %{var.name_hint}: "):
+                    return False
+                # TP-Var's consistency premise: a cast point on the bound value (3.13)
+                self.cast_site(var, -1, expected, declared, "TP-Var")
+                return True
             case PatternConstructor(ctor, subpatterns):  # TP-Ctor
                 td = self.adts.get(ctor.belong_to.name)
                 if td is None:

@@ -926,7 +926,7 @@ class _FunctionGen:
             for var, path in binds:
                 em.emit(f"{self.bind(var)} = {path}")
                 if self.gen.casts is not None and (point := self.gen.casts.at(var)):
-                    self.cast(self.names[var], point, self.names[var])  # TP-Var's cast
+                    self.cast(self.names[var], point, self.names[var])  # pattern variable
             self.compile_to(clause.rhs, dest)
             point = self.gen.casts.at(clause) if self.gen.casts is not None else None
             if point is not None and dest[1] is not None:

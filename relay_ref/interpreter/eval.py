@@ -418,7 +418,7 @@ class Interpreter:
         """E-If-* or E-Match in a program with cast points: the branch or clause ``taken``
         is evaluated here (not continued with) when its value has a cast (T-If's on the
         else-branch, T-Match's per clause); the values bound by annotated pattern variables
-        of the clause are cast first (TP-Var's); Stuck-Cast if one fails."""
+        of the clause are cast first; Stuck-Cast if one fails."""
         casts = self.casts
         cast = None
         if type(expr) is If:
@@ -427,7 +427,7 @@ class Interpreter:
         elif type(expr) is Match:
             clause = self.clause
             cast = casts.at(clause)
-            for var in pattern_vars(clause.lhs):                        # TP-Var's casts
+            for var in pattern_vars(clause.lhs):            # annotated pattern variables
                 if (bound := casts.at(var)) is not None:
                     env[var] = cast_value(env[var], bound, self.module)
         value = self.eval(taken, env)

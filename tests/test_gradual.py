@@ -338,3 +338,25 @@ def test_annotated_pattern_variable_is_checked() -> None:
     assert "(TP-Var): the pattern variable %q" in first_line(err)
     for value in both(PATTERN_VAR, ConstructorValue(some, (f32(1, 2, 3),))):
         assert value[0].tolist() == [1, 2, 3]
+
+
+OP_VALUE = """
+def @apply(%g: fn (Tensor[(?), float32]) -> Tensor[(3), float32], %y: Tensor[(?), float32])
+    -> Tensor[(3), float32] {
+  %g(%y)
+}
+def @main(%y: Tensor[(?), float32]) {
+  let %h: fn (Tensor[(?), float32]) -> Tensor[(3), float32] = negative;
+  (@apply(nn.relu, %y), %h(%y))
+}
+"""
+
+
+def test_operator_values_crossing_a_cast_point_are_checked_when_called() -> None:
+    err, _ = stuck_in_both(OP_VALUE, f32(1, 2))
+    assert first_line(err).startswith("<string>:4:3: error: cast failed (T-App): the result")
+    for value in both(OP_VALUE, f32(1, -2, 3)):
+        assert [v.tolist() for v in value] == [[1, 0, 3], [-1, 2, -3]]
+    let_bound = OP_VALUE.replace("(@apply(nn.relu, %y), %h(%y))", "%h(%y)")
+    err, _ = stuck_in_both(let_bound, f32(1, 2))
+    assert "cast failed (T-Let): the result of a function" in first_line(err)

@@ -566,6 +566,8 @@ class _FunctionGen:
         if kind is GlobalVar:
             return self.gen.global_name(e.name)
         if kind is Op:
+            if self.gen.casts is not None and (point := self.gen.casts.at(e)) is not None:
+                return self.cast(self.gen.intern(op_value(e.name), "O"), point)  # T-Rel's
             return self.gen.intern(op_value(e.name), "O")
         if kind is Constructor:
             return self.gen.intern(constructor_value(e), "CF")

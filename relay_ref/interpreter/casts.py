@@ -26,6 +26,7 @@ from relay_ref.diagnostics import Note
 from relay_ref.interpreter.args import value_mismatch
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import Closure, RecClosure, Value
+from relay_ref.ir.expr import Call, Constructor, Function, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import type_to_text
@@ -81,9 +82,13 @@ def _wrap(value: Value, source: Type, target: Type, cast: Cast, mod: IRModule) -
         if isinstance(value, RecClosure):
             inner = value.closure
             return CastClosure(inner.env, inner.func, None, value, own)
+        if isinstance(value, Op | Constructor):  # eta-expanded: fn (%a…) { op(%a…) }
+            params = tuple(Var(f"a{i}") for i in range(len(source.arg_types)))
+            eta = Closure({}, Function(params, Call(value, params)))
+            return CastClosure({}, eta.func, None, eta, own)
         if callable(value):  # the executor's representation: a Python function
             return _compiled_proxy(value, own, mod)
-        return value  # an operator or a constructor value: its type is its own
+        return value
     if type(target) is TupleType and type(source) is TupleType and type(value) is tuple \
             and len(value) == len(target.fields) == len(source.fields) \
             and needs_cast(source, target):

@@ -314,6 +314,8 @@ class Interpreter:
 
     def e_op(self, expr: Op, env: dict) -> Value:
         """E-Op (3.10): an operator is a function value."""
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            return cast_value(expr, cast, self.module)                  # T-Rel's cast
         return expr
 
     def e_ctor(self, expr: Constructor, env: dict) -> Value:

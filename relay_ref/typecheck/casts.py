@@ -29,6 +29,7 @@ from typing import NamedTuple
 from relay_ref.ir.expr import Expr
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import (
+    ANY,
     FuncType,
     RefType,
     TensorType,
@@ -75,7 +76,8 @@ class CastTable:
     ``at(node)`` is the cast of a node whose own rule moves one value: a ``Function`` (its
     body's value is returned: T-Fn), a ``Let`` (the bound value: T-Let), an ``If`` or a
     ``Match`` (the value of the branch or clause taken: T-If, T-Match), a ``RefWrite`` (the
-    value stored: T-WriteRef), an operator ``Call`` (the call's value: T-Rel), the ``Var`` of
+    value stored: T-WriteRef), an operator ``Call`` (the call's value: T-Rel) or an
+    ``Op`` used as a value (its results: T-Rel), the ``Var`` of
     an annotated pattern variable (the value it binds: TP-Var).
     ``args(call)`` are a call's argument casts, one entry per argument (None: no check;
     T-App)."""
@@ -121,6 +123,17 @@ class CastTable:
         return f"<CastTable of {len(self)} cast points>"
 
 
+def imprecise(ty: Type) -> Type:
+    """``ty`` with every tensor dimension ``?``: the least precise type consistent with it
+    (what an operator's result is known to be before its relation's answer is checked)."""
+    match ty:
+        case TensorType(shape, dtype):
+            return TensorType(tuple(ANY for _ in shape), dtype)
+        case TupleType(fields):
+            return TupleType(tuple(imprecise(f) for f in fields))
+    return ty
+
+
 def needs_cast(source: Type, target: Type) -> bool:
     """Whether a value of (resolved) type ``source`` needs a run-time check to have type
     ``target``: somewhere inside, ``source`` has ``?`` where ``target`` has a known extent.
@@ -162,8 +175,11 @@ def cast_table(sites: list[Site], resolve: Callable[[Type], Type],
             if not (needs_cast(found, expected) or needs_cast(expected, found)):
                 continue
             target = resolve(site.result)
+            source = target
+            if type(target) is FuncType:  # an op used as a value: its results are checked
+                source = FuncType(target.arg_types, imprecise(target.ret_type))
             what, span, _ = place(site)
-            table.add(site.node, -1, Cast(site.rule, target, target, what, span))
+            table.add(site.node, -1, Cast(site.rule, source, target, what, span))
             continue
         if not needs_cast(found, expected):
             continue

@@ -253,8 +253,11 @@ class _OpRelation(Constraint):
         target = self.out if index == len(self.args) else self.args[index]
         try:
             unifier.unify(ty, target)
-            if self.sites is not None and isinstance(self.expr, Call):
-                self.sites.append(Site(self.expr, -1, ty, target, "T-Rel", self.out))
+            if self.sites is not None:
+                # T-Rel's cast: the call's value, or the result of the op used as a value
+                result = self.out if isinstance(self.expr, Call) else \
+                    FuncType(tuple(self.args), self.out)
+                self.sites.append(Site(self.expr, -1, ty, target, "T-Rel", result))
         except UnifyError as err:
             what = ("the result" if index == len(self.args)
                     else f"{self.op.arg_names[index] if index < len(self.op.arg_names) else ''}"
@@ -423,6 +426,8 @@ class _Checker:
             return "the value written", _use_span(node.value, node), False
         if isinstance(node, Call) and isinstance(node.op, Op):  # T-Rel
             return f"the result of {node.op.name}", _span(node), False
+        if isinstance(node, Op):  # T-Rel of an operator used as a value (T-Op)
+            return f"the result of operator {node.name} used as a value", _span(node), False
         return "the value", _span(node), False
 
     def casts(self) -> object | None:

@@ -26,11 +26,14 @@ T-App  (spec/typing.md 3.8 T-App)
 
 3.8 T-App
 `Δ; Γ ⊢ f : fn[A1…Ak](τ1, …, τn) -> τ`, type arguments `σ1…σk` (written `f[σ…](…)`, or
-fresh holes when omitted), `Δ; Γ ⊢ ei : τi[σ/A]` ⟹ `Δ; Γ ⊢ f(e1, …, en) : τ[σ/A]`.
+fresh holes when omitted), `Δ; Γ ⊢ ei : τ'i`, `τ'i ~ τi[σ/A]` (5.1) ⟹
+`Δ; Γ ⊢ f(e1, …, en) : τ[σ/A]`.
 A call instantiates the callee's type parameters — with the explicit type arguments when
-given (exactly `k` of them), else with fresh holes — and each argument must have its
-parameter's type; the arity must match. A callee whose type is a hole becomes
-`fn(τ1…τn) -> _`.
+given (exactly `k` of them), else with fresh holes — and each argument's type must be
+consistent with its parameter's type; the arity must match. An argument whose type is only
+consistent (`@f((%y,))` with `%y : Tensor[(?), float32]` for a parameter of type
+`(Tensor[(3), float32],)`) is a cast point `⟨τ'i ⇒ τi[σ/A]⟩`. A callee whose type is a hole
+becomes `fn(τ'1…τ'n) -> _`. A constructor call (T-Constructor) is a T-App.
 """
 
 

@@ -51,6 +51,12 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
 * **Operators** run through the plan of their fused group (``relay_ref.executor.groups``):
   a generated numba kernel, the op's ``kernels["cpu"]``, or its NumPy reference; nothing
   falls back to the interpreter.
+* **Casts** (Stuck-Cast, spec/semantics.md 4): at each cast point the checker recorded
+  (``IRModule.casts``: T-App arguments, T-Fn results, T-Let values, the else-branch of a
+  T-If, a T-Match clause, a T-WriteRef value, a T-Rel result) the value goes through
+  ``_cast(value, K)`` (``relay_ref.interpreter.casts.cast_value`` on the compiled value
+  representation), on a line of its own carrying the cast's span. A program without cast
+  points (no ``?`` met a known dimension) generates exactly the code it did before.
 * **Errors**: every emitted line that can fail is recorded in ``line_spans`` with the span of
   the Relay expression it computes; ``relay_ref.executor.errors`` maps a failing traceback
   back to that span and to the Relay call stack (frames of generated functions).
@@ -75,6 +81,7 @@ from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
+from relay_ref.interpreter.casts import cast_value
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
     Call,
@@ -308,6 +315,13 @@ class _Generator:
         self.slots: dict[Call, int] = {}
         self.plans_allocation = False
         self.out.namespace["_check_shape"] = _check_shape
+        #: the checker's cast points (typecheck/casts.py), None when there are none
+        self.casts: Any = getattr(mod, "casts", None)
+        if self.casts is not None:
+            def cast(value: Any, point: Any, mod: IRModule = mod) -> Any:
+                return cast_value(value, point, mod, None, True)
+
+            self.out.namespace["_cast"] = cast
         #: memo tables of one generation: free variables of function literals, groups
         #: that cannot be planned (-> why), each group's ``run_args``
         self.free: dict[Function, list[Var]] = {}
@@ -552,6 +566,8 @@ class _FunctionGen:
         if kind is GlobalVar:
             return self.gen.global_name(e.name)
         if kind is Op:
+            if self.gen.casts is not None and (point := self.gen.casts.at(e)) is not None:
+                return self.cast(self.gen.intern(op_value(e.name), "O"), point)  # T-Rel's
             return self.gen.intern(op_value(e.name), "O")
         if kind is Constructor:
             return self.gen.intern(constructor_value(e), "CF")
@@ -625,6 +641,13 @@ class _FunctionGen:
     def emit_assign(self, name: str, code: str, span: Span | None) -> None:
         self.em.emit(f"{name} = {code}", span)
 
+    def cast(self, atom: str, point: Any, into: str | None = None) -> str:
+        """Emit the check of cast point ``point`` (a ``Cast``) on ``atom``; the checked value
+        (``into``, or a fresh variable) is returned. Stuck-Cast at the cast's span."""
+        name = into or self.gen.fresh("t")
+        self.em.emit(f"{name} = _cast({atom}, {self.gen.intern(point, 'K')})", point.span)
+        return name
+
     def constant(self, e: Constant) -> str:
         data = e.data
         if data.ndim == 0 and data.dtype.name in _SCALAR_DTYPES:
@@ -646,6 +669,8 @@ class _FunctionGen:
         if kind is RefWrite:
             ref = self.value(e.ref)
             val = self.value(e.value)
+            if self.gen.casts is not None and (point := self.gen.casts.at(e)) is not None:
+                val = self.cast(val, point)                           # T-WriteRef's cast
             self.em.emit(f"{ref}.value = {val}", e.span)
             return "()"
         if kind is Call:
@@ -657,6 +682,8 @@ class _FunctionGen:
         kind = type(callee)
         if kind is Op:
             args = [self.value(a) for a in e.args]
+            if self.gen.casts is not None and (point := self.gen.casts.at(e)) is not None:
+                return self.cast(self.op_call(e, args), point)        # T-Rel's cast
             return self.op_call(e, args)
         if kind is Function and callee.attr("Primitive") is not None:
             args = [self.value(a) for a in e.args]
@@ -665,12 +692,18 @@ class _FunctionGen:
             except Unplannable:
                 pass  # not dataflow of operators: run it as an ordinary function call
         if kind is Constructor:
-            args = [self.value(a) for a in e.args]
+            args = self.cast_args(e, [self.value(a) for a in e.args])
             ctor = self.gen.intern(callee, "K")
             return f"_CV({ctor}, ({''.join(a + ', ' for a in args)}))"
         fn = self.value(callee)
-        args = [self.value(a) for a in e.args]
+        args = self.cast_args(e, [self.value(a) for a in e.args])
         return f"{fn}({', '.join(args)})"
+
+    def cast_args(self, e: Call, args: list[str]) -> list[str]:
+        """T-App's casts on the arguments of ``e`` (none: ``args`` unchanged)."""
+        if self.gen.casts is None or (points := self.gen.casts.args(e)) is None:
+            return args
+        return [a if p is None else self.cast(a, p) for a, p in zip(args, points, strict=False)]
 
     def op_call(self, e: Call, args: list[str]) -> str:
         """A single operator call outside a fused group (FuseOps left it, or did not run)."""
@@ -782,11 +815,16 @@ class _FunctionGen:
             kind = type(e)
             if kind is Let:                                           # E-Let, E-Let-Rec
                 var, val = e.var, e.value
+                point = self.gen.casts.at(e) if self.gen.casts is not None else None
                 if type(val) is Function and val.attr("Primitive") is None:
                     name = self.bind(var)
                     em.emit(f"{name} = {self.function_value(val, var)}", val.span)
+                    if point is not None:
+                        self.cast(name, point, name)                  # T-Let's cast
                 else:
                     atom = self.value(val)
+                    if point is not None:
+                        atom = self.cast(atom, point)                 # T-Let's cast
                     if self.gen.check_shapes and _static_annotation(var.type_annotation):
                         note = self.gen.intern(var.type_annotation, "T")
                         em.emit(f"_check_shape({atom}, {note}, {var.name_hint!r})", val.span)
@@ -798,13 +836,23 @@ class _FunctionGen:
                 e = e.body
                 continue
             if kind is If:                                            # E-If-True/False
+                point = self.gen.casts.at(e) if self.gen.casts is not None else None
+                into = dest if point is None else ("assign", self.gen.fresh("t"))
                 cond = self.value(e.cond)
                 em.emit(f"if {cond}:")
-                self.branch(e.true_branch, dest)
+                self.branch(e.true_branch, into)
                 em.emit("else:")
-                self.branch(e.false_branch, dest)
+                self.branch(e.false_branch, into, point)              # T-If's cast
+                if point is not None:
+                    self.finish(into[1], dest)
                 return
             if kind is Match:                                         # E-Match
+                casts = self.gen.casts
+                if casts is not None and any(casts.at(c) for c in e.clauses):
+                    into = ("assign", self.gen.fresh("t"))
+                    self.match(e, into)                               # T-Match's casts
+                    self.finish(into[1], dest)
+                    return
                 self.match(e, dest)
                 return
             if dest[0] == "return" and kind is Call and self.is_self_call(e):
@@ -823,24 +871,36 @@ class _FunctionGen:
                 em.emit("continue")
                 self.loop = True
                 return
-            atom = self.value(e)
-            if dest[0] == "return":
-                ret = self.func.ret_type
-                if self.gen.check_shapes and _static_annotation(ret):
-                    note = self.gen.intern(ret, "T")
-                    em.emit(f"_check_shape({atom}, {note}, None)", self.func.body.span)
-                if self.gen.out.counted:
-                    em.emit("_DEPTH.d = _b")
-                em.emit(f"return {atom}")
-            elif atom != dest[1]:
-                em.emit(f"{dest[1]} = {atom}")
+            self.finish(self.value(e), dest)
             return
 
-    def branch(self, e: Expr, dest: tuple[str, str | None]) -> None:
+    def finish(self, atom: str, dest: tuple[str, str | None]) -> None:
+        """Put the value ``atom`` into ``dest`` (returning: T-Fn's cast, the annotation
+        check, the depth restored)."""
+        em = self.em
+        if dest[0] == "return":
+            if self.gen.casts is not None and (
+                    point := self.gen.casts.at(self.func)) is not None:
+                atom = self.cast(atom, point)                         # T-Fn's cast
+            ret = self.func.ret_type
+            if self.gen.check_shapes and _static_annotation(ret):
+                note = self.gen.intern(ret, "T")
+                em.emit(f"_check_shape({atom}, {note}, None)", self.func.body.span)
+            if self.gen.out.counted:
+                em.emit("_DEPTH.d = _b")
+            em.emit(f"return {atom}")
+        elif atom != dest[1]:
+            em.emit(f"{dest[1]} = {atom}")
+
+    def branch(self, e: Expr, dest: tuple[str, str | None], point: Any = None) -> None:
+        """``e`` compiled into ``dest`` one block deeper; ``point``: a cast on its value
+        (``dest`` is then an assignment)."""
         self.em.depth += 1
         self.scopes.append({})
         start = len(self.em.lines)
         self.compile_to(e, dest)
+        if point is not None and dest[1] is not None:
+            self.cast(dest[1], point, dest[1])
         if len(self.em.lines) == start:  # pragma: no cover - compile_to always emits
             self.em.emit("pass")
         self.scopes.pop()
@@ -867,7 +927,12 @@ class _FunctionGen:
             self.scopes.append({})
             for var, path in binds:
                 em.emit(f"{self.bind(var)} = {path}")
+                if self.gen.casts is not None and (point := self.gen.casts.at(var)):
+                    self.cast(self.names[var], point, self.names[var])  # pattern variable
             self.compile_to(clause.rhs, dest)
+            point = self.gen.casts.at(clause) if self.gen.casts is not None else None
+            if point is not None and dest[1] is not None:
+                self.cast(dest[1], point, dest[1])                    # T-Match's cast
             self.scopes.pop()
             em.depth -= 1
             if not conds:

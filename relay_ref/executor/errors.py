@@ -59,7 +59,8 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     message = _message(err, exe, op)
     # The stuck state's rule tag, as the interpreter names it (spec/semantics.md 4).
     rule = err.rule if isinstance(err, Stuck) else (
-        "E-Match-Fail" if isinstance(err, MatchFailure) else None)
+        "E-Match-Fail" if isinstance(err, MatchFailure) else
+        "Stuck-Cast" if isinstance(err, ShapeMismatch) else None)
     stuck = Stuck(message, span, rule=rule)
     # The interpreter's frames: (called global, call site), innermost first.
     for k in range(len(frames) - 1, -1, -1):

@@ -108,6 +108,9 @@ class Converter:
         known = getattr(fn, "relay_closure", None)
         if known is not None:
             return known
+        inner = getattr(fn, "relay_cast_inner", None)
+        if inner is not None:  # a cast's proxy (interpreter/casts.py): the function inside
+            return self.closure_of(inner)
         original = getattr(fn, "relay_value", None)
         if original is not None:  # a host function value passed in: give it back
             return original

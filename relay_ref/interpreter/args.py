@@ -224,17 +224,26 @@ def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
     return value_mismatch(value, ty, mod) is None
 
 
-def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: bool = False
-                   ) -> tuple[str, tuple[Note, ...]] | None:
+def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: bool = False,
+                   compiled: bool = False) -> tuple[str, tuple[Note, ...]] | None:
     """None when ``value`` inhabits ``ty`` (``value_conforms``), else ``(message, notes)``
     naming the first part that does not. ``check_functions`` type-checks closures against
     function types (A-Value). Each case decides one value-typing rule ``Σ ⊢ v : τ``
-    (spec/semantics.md 1.1), Σ taken from the types."""
+    (spec/semantics.md 1.1), Σ taken from the types. ``compiled``: ``value`` is in the
+    executor's representation (a 0-d tensor may be a NumPy scalar, a function any Python
+    callable; executor/values.py). Cycle-safe: a reference cell is checked once per type
+    (a cyclic store, ``ref_write(%r, N(%r))``, terminates), which is V-Store's reading of a
+    cell's type as the least fixpoint. This is the one deep conformance routine: the host
+    argument check (A-Value) and the run-time casts (Stuck-Cast, ``interpreter/casts.py``)
+    both use it."""
     work: list[tuple[object, Type, _Path]] = [(value, ty, None)]
+    cells: set[tuple[int, Type]] = set()  # (cell, type) pairs already checked
     while work:
         v, t, path = work.pop()
         match t:
             case TensorType(shape, dtype):                           # V-Tensor
+                if compiled and isinstance(v, np.generic):
+                    v = np.asarray(v)
                 if not isinstance(v, np.ndarray):
                     return _wrong(_where(path), t, v), ()
                 if v.dtype.name != dtype or v.ndim != len(shape) or any(
@@ -264,6 +273,8 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                             for k, (f, i) in enumerate(zip(v.fields, ctor.inputs,
                                                            strict=True)))
             case FuncType():  # V-Closure, V-RecClosure, V-CtorFn, V-Op (a function value)
+                if compiled and callable(v):
+                    continue
                 if not isinstance(v, Closure | RecClosure | Constructor | Op):
                     return (f"{_where(path)}expected a Relay function of type {type_to_text(t)}, "
                             f"got {_given(v)}"), ()
@@ -274,7 +285,10 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
             case RefType(inner):                  # V-Ref, with V-Store at the cell: σ(ℓ) : τ
                 if not isinstance(v, RefValue):
                     return _wrong(_where(path), t, v), ()
-                work.append((v.value, inner, ("ref", -1, path)))
+                key = (id(v), inner)
+                if key not in cells:
+                    cells.add(key)
+                    work.append((v.value, inner, ("ref", -1, path)))
             case TypeVar() | IncompleteType():
                 pass  # a type parameter (or a hole) of a polymorphic global: any value
             case _:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.interpreter.casts import CastClosure, arg_cast, cast_value, result_cast
 from relay_ref.interpreter.operators import checked_reference, op_failure, op_reference, short
 from relay_ref.interpreter.stuck import Interrupted, Stuck
 from relay_ref.interpreter.values import (
@@ -71,6 +72,7 @@ from relay_ref.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    pattern_vars,
 )
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
@@ -120,6 +122,10 @@ class Interpreter:
         self.op_calls: dict[Expr, tuple[Callable[..., Any], object]] = {}
         self.shared: frozenset[Expr] = shared_nodes(self.module, roots)
         self.stop_requested = False
+        #: The checker's cast points (spec/semantics.md 4, Stuck-Cast), None without any:
+        #: then no rule looks further (a program without ``?`` runs as before).
+        self.casts = getattr(self.module, "casts", None)
+        self.clause: Any = None  # the clause E-Match took last
 
     def request_stop(self) -> None:
         """Ask a running evaluation to stop (it raises ``Interrupted`` at its next call)."""
@@ -148,6 +154,8 @@ class Interpreter:
             step = _STEPS.get(type(expr))
             if step is None:
                 raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
+            if self.casts is not None and type(expr) is not Let:
+                return self.cast_step(expr, step(self, expr, env), env)
             expr = step(self, expr, env)
 
     # -- the rules (spec/semantics.md section 3), in its order -------------------------------
@@ -190,6 +198,8 @@ class Interpreter:
             return self.e_let_rec(expr, env)
         var = expr.var
         env[var] = bound = self.eval(value, env)
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            env[var] = bound = cast_value(bound, cast, self.module)     # T-Let's cast
         if var.type_annotation is not None:
             self.check_annotation(bound, var, var.type_annotation, value.span)
         return expr.body
@@ -199,6 +209,8 @@ class Interpreter:
         function (which does not capture the variable itself), continue with the body."""
         var = expr.var
         env[var] = RecClosure(self.make_closure(expr.value, env, var), var)
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            env[var] = cast_value(env[var], cast, self.module)          # T-Let's cast
         return expr.body
 
     def e_fn(self, expr: Function, env: dict) -> Value:
@@ -213,6 +225,9 @@ class Interpreter:
         if type(expr.op) is Op:
             return self.e_app_op(expr, env)
         fn, args = self.eval_call(expr, env)
+        if self.casts is not None and (casts := self.casts.args(expr)) is not None:
+            args = [a if c is None else cast_value(a, c, self.module)  # T-App's casts
+                    for a, c in zip(args, casts, strict=False)]
         kind = type(fn)
         if kind is Closure:
             return self.e_app_closure(fn, args, expr)
@@ -248,6 +263,8 @@ class Interpreter:
         self.calls = depth
         try:
             result = self.eval(func.body, frame)
+            if self.casts is not None and (cast := self.casts.at(func)) is not None:
+                result = cast_value(result, cast, self.module)          # T-Fn's cast
             if info.ret_check is not None:
                 self.check_annotation(result, None, info.ret_check, func.body.span)
         except Stuck as stuck:
@@ -288,12 +305,17 @@ class Interpreter:
             cached = self.op_calls[expr] = self.op_reference(expr.op.name, expr.attrs, expr)
         reference, attrs = cached
         try:
-            return reference(values, attrs)
+            result = reference(values, attrs)
         except Exception as err:
             raise op_failure(expr.op.name, err, expr) from None
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            return cast_value(result, cast, self.module)                # T-Rel's cast
+        return result
 
     def e_op(self, expr: Op, env: dict) -> Value:
         """E-Op (3.10): an operator is a function value."""
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            return cast_value(expr, cast, self.module)                  # T-Rel's cast
         return expr
 
     def e_ctor(self, expr: Constructor, env: dict) -> Value:
@@ -318,6 +340,7 @@ class Interpreter:
         scrutinee = self.eval(expr.data, env)
         for clause in expr.clauses:
             if self.match_pattern(clause.lhs, scrutinee, env):
+                self.clause = clause  # the clause taken (its casts: cast_step)
                 return clause.rhs
         raise Stuck("no match clause matched the value "                 # E-Match-Fail
                     f"{short(value_to_text(scrutinee))}", expr.span, rule="E-Match-Fail")
@@ -374,7 +397,10 @@ class Interpreter:
         cell = self.eval(expr.ref, env)
         if type(cell) is not RefValue:                                     # Stuck-Ref (4)
             raise _not_a_ref("ref_write", cell, expr)
-        cell.value = self.eval(expr.value, env)
+        value = self.eval(expr.value, env)
+        if self.casts is not None and (cast := self.casts.at(expr)) is not None:
+            value = cast_value(value, cast, self.module)                # T-WriteRef's cast
+        cell.value = value
         return ()
 
     def e_shared(self, expr: Expr, env: dict) -> Value:
@@ -390,11 +416,45 @@ class Interpreter:
         env[expr] = value
         return value
 
+    def cast_step(self, expr: Expr, taken: Expr, env: dict) -> Value:
+        """E-If-* or E-Match in a program with cast points: the branch or clause ``taken``
+        is evaluated here (not continued with) when its value has a cast (T-If's on the
+        else-branch, T-Match's per clause); the values bound by annotated pattern variables
+        of the clause are cast first; Stuck-Cast if one fails."""
+        casts = self.casts
+        cast = None
+        if type(expr) is If:
+            if taken is expr.false_branch:
+                cast = casts.at(expr)
+        elif type(expr) is Match:
+            clause = self.clause
+            cast = casts.at(clause)
+            for var in pattern_vars(clause.lhs):            # annotated pattern variables
+                if (bound := casts.at(var)) is not None:
+                    env[var] = cast_value(env[var], bound, self.module)
+        value = self.eval(taken, env)
+        return value if cast is None else cast_value(value, cast, self.module)
+
+    def e_app_cast(self, fn: CastClosure, args: list[Value], call: Call | None) -> Value:
+        """E-Cast-App (spec/semantics.md 4): a function that crossed a cast point is
+        applied with its arguments cast to its own parameter types and its result cast to
+        the type it was given (Stuck-Cast at the call when one fails)."""
+        cast = fn.cast
+        assert cast is not None
+        span = _span(call)
+        args = [a if (c := arg_cast(cast, i)) is None else
+                cast_value(a, c, self.module, span) for i, a in enumerate(args)]
+        result = self.apply(fn.inner, args, call)
+        ret = result_cast(cast)
+        return result if ret is None else cast_value(result, ret, self.module, span)
+
     # -- what the rules share ----------------------------------------------------------------
     def apply(self, fn: Value, args: list[Value], call: Call | None) -> Value:
         """E-App (3.8) for a callee value in hand (a host call when ``call`` is None): the
         rule picked by the value as in ``e_app``; an operator value runs by E-App-Op with
         its default attributes; anything else is Stuck-App."""
+        if type(fn) is CastClosure:                      # E-Cast-App (4)
+            return self.e_app_cast(fn, args, call)
         if isinstance(fn, Closure):                      # E-App-Closure, also the
             return self.e_app_closure(fn, args, call)    # executor's compiled closures
         if isinstance(fn, RecClosure):                   # E-App-Rec
@@ -486,7 +546,8 @@ class Interpreter:
 
     def check_annotation(self, value: Value, var: Var | None, ty: Type,
                          span: Span | None) -> None:
-        """Annotated static dimensions must hold of values whose type had ``?`` (spec 4)."""
+        """Annotated static dimensions must hold of values whose type had ``?``: the cast
+        point of a static tensor annotation (Stuck-Cast, spec/semantics.md 4.2)."""
         if type(ty) is not TensorType or not ty.shape or type(value) is not np.ndarray:
             return
         if value.ndim == len(ty.shape) and all(
@@ -495,7 +556,7 @@ class Interpreter:
             return
         what = f"%{var.name_hint}" if var is not None else "the result"
         raise Stuck(f"shape mismatch: {what} is annotated {type_to_text(ty)} but the value "
-                    f"has shape {shape_to_text(value.shape)}", span)
+                    f"has shape {shape_to_text(value.shape)}", span, rule="Stuck-Cast")
 
 
 #: The rules that return a value, by expression class, in the spec's order.

@@ -8,6 +8,8 @@ Invariants:
 * A module is treated as immutable: ``with_*`` methods return a new module sharing nodes.
 * ``checked_types`` is filled by ``relay_ref.infer_types``: an identity-keyed map from every
   expression of the module to its type, and ``global_types`` maps global names to types.
+  ``casts`` is the checker's table of cast points (``relay_ref.typecheck.casts.CastTable``,
+  spec/typing.md 5.1), or None when no ``?`` met a known dimension.
 * ``comments`` is the parser's side table of the text's comments (a
   ``relay_ref.syntax.comments.CommentTable``, keyed by node identity; spec/syntax.md
   Pr-Comments), or None. Comments are trivia: no equality or hash looks at them.
@@ -46,6 +48,7 @@ class IRModule:
     metadata: dict[str, list] = field(default_factory=dict)
     checked_types: dict[Expr, Type] = field(default_factory=dict, repr=False)
     global_types: dict[str, Type] = field(default_factory=dict, repr=False)
+    casts: object | None = field(default=None, repr=False)
     source_name: str = "<string>"
     comments: object | None = field(default=None, repr=False)
 
@@ -78,12 +81,15 @@ class IRModule:
     def with_function(self, name: str, fn: Function) -> IRModule:
         functions = dict(self.functions)
         functions[name] = fn
-        return replace(self, functions=functions, checked_types={}, global_types={})
+        return replace(self, functions=functions, checked_types={}, global_types={},
+                       casts=None)
 
     def with_type(self, td: TypeData) -> IRModule:
         types = dict(self.type_definitions)
         types[td.name] = td
-        return replace(self, type_definitions=types, checked_types={}, global_types={})
+        return replace(self, type_definitions=types, checked_types={}, global_types={},
+                       casts=None)
 
-    def with_types(self, checked: dict[Expr, Type], global_types: dict[str, Type]) -> IRModule:
-        return replace(self, checked_types=checked, global_types=global_types)
+    def with_types(self, checked: dict[Expr, Type], global_types: dict[str, Type],
+                   casts: object | None = None) -> IRModule:
+        return replace(self, checked_types=checked, global_types=global_types, casts=casts)

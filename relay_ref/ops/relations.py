@@ -167,12 +167,14 @@ def output_is_input(forward: Relation, index: int = 0) -> Callable[[list[Type], 
 def broadcast_operand(other: Shape, out: Shape) -> Shape | None:
     """The one shape ``x`` with ``broadcast(x, other) == out``, when there is exactly one:
     ``other`` is all ones (a scalar, ``(1)``, ``(1, 1)``...) and ``x`` cannot be of lower
-    rank (``other`` is shorter than ``out``, or ``out``'s first dimension is not 1). Then
-    every dimension of ``x`` is ``out``'s. Otherwise ``None`` (``(3)`` broadcast with ``x``
-    gives ``(4, 3)`` for ``x`` of shape ``(4, 3)`` or ``(4, 1)``: not unique)."""
+    rank (``other`` is shorter than ``out``, or ``out``'s first dimension is neither 1 nor
+    ``?``, which may be 1 at run time). Then every dimension of ``x`` is ``out``'s (a ``?``
+    of ``out`` stays ``?``). Otherwise ``None`` (``(3)`` broadcast with ``x`` gives
+    ``(4, 3)`` for ``x`` of shape ``(4, 3)`` or ``(4, 1)``; ``(1, 1)`` broadcast with ``x``
+    gives ``(?, 3)`` for ``x`` of shape ``(?, 3)`` or ``(3)``: not unique)."""
     if len(other) > len(out) or any(is_any(d) or d != 1 for d in other):
         return None
-    if len(other) == len(out) and out and out[0] == 1:
+    if len(other) == len(out) and out and (is_any(out[0]) or out[0] == 1):
         return None
     return tuple(out)
 

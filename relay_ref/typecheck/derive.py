@@ -86,6 +86,7 @@ from relay_ref.rules import link_rules, rule_html
 from relay_ref.syntax.printer import attr_value_text
 from relay_ref.syntax.short_text import graph_names, pattern_text, short_text
 from relay_ref.trampoline import no_gc
+from relay_ref.typecheck.casts import Site, needs_cast
 from relay_ref.typecheck.infer import Checker, OpRelation, Projection, guarded
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
 from relay_ref.typecheck.unify import SHOW_PARTS, Unifier
@@ -310,6 +311,8 @@ class _Recorder:
         self.error_where: object = None
         self.loose_errors: list[str] = []          # errors of the derived code at no frame
         self.outside: list[str] = []               # errors of other globals
+        # (site, frame): a rule's consistency premise (spec/typing.md 5.1), shown as a note
+        self.consistency: list[tuple[Site, _Frame]] = []
 
     # frames
     def open(self, rule: str, node: object, text: str | None = None,
@@ -418,6 +421,10 @@ class _Recorder:
             root = self.roots[0]
         root.holes[:0] = self.loose
         root.errors.extend(self.loose_errors)
+        for site, at in self.consistency:
+            note = self._consistency_note(site, unifier, checker)
+            if note:
+                at.notes.append(note)
         # The nodes later uses point back to (T-Shared frames' shared_with): one pass first,
         # so that each node is built once, already marked.
         shared: set[int] = set()
@@ -458,6 +465,21 @@ class _Recorder:
                 notes=tuple(frame.notes),
                 outside=tuple(self.outside) if frame is root else ())
         return done[id(root)]
+
+    def _consistency_note(self, site: Site, unifier: Unifier, checker: Checker) -> str:
+        """A rule's consistency premise ``τ ~ τ'`` where the two types differ (only by
+        ``?``), and its cast point when the value's type is the less precise (spec/typing.md
+        5.1); empty where they are equal (the premise is the equality of the rule)."""
+        found, expected = unifier.resolve(site.found), unifier.resolve(site.expected)
+        if found == expected:
+            return ""
+        ft, et = self.text(found), self.text(expected)
+        what, _, covered = checker.cast_place(site)
+        note = f"{site.rule} premise: {what} : {ft} ~ {et} (consistent, spec 5.1)"
+        if needs_cast(found, expected):
+            how = "the annotation check" if covered else "a cast"
+            note += f"; cast point: checked against {et} at run time by {how} (Stuck-Cast)"
+        return note
 
     def _hole_note(self, hole: IncompleteType, checker: _DerivingChecker) -> HoleNote:
         name = self.name(hole.uid)
@@ -725,6 +747,13 @@ class _DerivingChecker(Checker):
         finally:
             self.rec.labels = []
             self.rec.close(frame)
+
+    def cast_site(self, node: Expr, index: int, found: Type, expected: Type,
+                  rule: str) -> None:
+        super().cast_site(node, index, found, expected, rule)
+        if self.recording and self.rec.stack and found is not expected:
+            # the frame of the rule comparing the types
+            self.rec.consistency.append((self.cast_sites[-1], self.rec.stack[-1]))
 
     # -- what solved each hole, and where errors go -------------------------------------------
     def unify(self, found: Type, expected: Type, where: object, rule: str, what: str = "",

@@ -76,6 +76,7 @@ from relay_ref.ir.types import (
 )
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
 from relay_ref.trampoline import no_gc
+from relay_ref.typecheck.casts import Site, cast_table
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
@@ -211,6 +212,8 @@ class _OpRelation(Constraint):
                  owner: str | None) -> None:
         self.expr, self.op, self.attrs, self.args, self.out = call, op, attrs, args, out
         self.owner = owner
+        #: the checker's cast sites (T-Rel: an answer consistent but not equal, spec 5.1)
+        self.sites: list[Site] | None = None
 
     def run(self, unifier: Unifier) -> list[IncompleteType] | None:
         # A predicate that assigned something but is not done runs again at once when no
@@ -250,6 +253,11 @@ class _OpRelation(Constraint):
         target = self.out if index == len(self.args) else self.args[index]
         try:
             unifier.unify(ty, target)
+            if self.sites is not None:
+                # T-Rel's cast: the call's value, or the result of the op used as a value
+                result = self.out if isinstance(self.expr, Call) else \
+                    FuncType(tuple(self.args), self.out)
+                self.sites.append(Site(self.expr, -1, ty, target, "T-Rel", result))
         except UnifyError as err:
             what = ("the result" if index == len(self.args)
                     else f"{self.op.arg_names[index] if index < len(self.op.arg_names) else ''}"
@@ -335,6 +343,9 @@ class _Checker:
         self.owner: str | None = None
         self.current: Expr | None = None
         self.free_vars_ok = free_vars_ok
+        #: value flows whose types were only required to be consistent (spec/typing.md
+        #: 5.1); the ones needing a run-time check become ``IRModule.casts``
+        self.cast_sites: list[Site] = []
 
     # -- reporting ------------------------------------------------------------------------
     def error(self, where: object, message: str, rule: str,
@@ -375,11 +386,64 @@ class _Checker:
                        parent)
             return False
 
+    def cast_site(self, node: Expr, index: int, found: Type, expected: Type,
+                  rule: str) -> None:
+        """Record that ``rule`` moved a value of type ``found`` where ``expected`` is
+        required, the two unified (consistent, spec 5.1): a cast point if, once resolved,
+        ``found`` is less precise (``relay_ref.typecheck.casts``). Cheap (one tuple): what
+        the cast is called and where it is located is worked out only for the cast points
+        (``cast_place``). A hook: the derivation recorder shows the consistency premise at
+        the rule's node."""
+        if found is not expected:
+            self.cast_sites.append(Site(node, index, found, expected, rule))
+
+    def cast_place(self, site: Site) -> tuple[str, Span | None, bool]:
+        """What the value at ``site`` is called, the span of the expression whose static
+        type a failed check violates, and whether the run-time annotation check already
+        performs this cast (a static tensor annotation of the parameter, the ``let`` or
+        the return type: spec/semantics.md 4.2), by the rule that recorded it."""
+        node, index, rule = site.node, site.index, site.rule
+        if rule == "T-App" and isinstance(node, Call):
+            fn = self.function_of(node.op) if isinstance(node.op, GlobalVar | Function) \
+                else None
+            covered = fn is not None and index < len(fn.params) \
+                and _checked_annotation(fn.params[index].type_annotation)
+            return (f"argument {index} of {_callee_name(node.op)}",
+                    _use_span(node.args[index], node), covered)
+        if rule == "T-Fn" and isinstance(node, Function):
+            return ("the function's result", _use_span(_result_of(node.body), node),
+                    _checked_annotation(node.ret_type))
+        if rule == "T-Let" and isinstance(node, Let):
+            return (f"the value of %{node.var.name_hint}", _use_span(node.value, node),
+                    _checked_annotation(node.var.type_annotation))
+        if rule == "T-If" and isinstance(node, If):
+            return "the else-branch's value", _use_span(node.false_branch, node), False
+        if rule == "T-Match" and isinstance(node, Clause):
+            return "the clause's value", _use_span(node.rhs, node), False
+        if rule == "TP-Var" and isinstance(node, Var):
+            return f"the pattern variable %{node.name_hint}", _span(node), False
+        if rule == "T-WriteRef" and isinstance(node, RefWrite):
+            return "the value written", _use_span(node.value, node), False
+        if isinstance(node, Call) and isinstance(node.op, Op):  # T-Rel
+            return f"the result of {node.op.name}", _span(node), False
+        if isinstance(node, Op):  # T-Rel of an operator used as a value (T-Op)
+            return f"the result of operator {node.name} used as a value", _span(node), False
+        return "the value", _span(node), False
+
+    def casts(self) -> object | None:
+        """The cast table of this run (after ``finish``), None when no ``?`` met a known
+        dimension (then no cast point can exist: zero cost)."""
+        if not self.unifier.gradual:
+            return None
+        return cast_table(self.cast_sites, self.unifier.resolve, self.cast_place)
+
     def relation(self, use: Expr, op: OpDef, attrs: object, args: list[Type],
                  out: Type) -> _OpRelation:
         """The constraint of one operator use (T-App-Op, T-Op). A hook: the derivation
         recorder (``derive.py``) returns a subclass that records each run (T-Rel)."""
-        return _OpRelation(use, op, attrs, args, out, self.owner)
+        rel = _OpRelation(use, op, attrs, args, out, self.owner)
+        rel.sites = self.cast_sites
+        return rel
 
     def projection(self, proj: TupleGetItem, tuple_type: Type, out: Type) -> _Projection:
         """The constraint of a deferred projection (T-Proj); a hook, as ``relation``."""
@@ -416,7 +480,8 @@ class _Checker:
         self.owner = None
         self.finish()
         global_types = {name: self.unifier.resolve(t) for name, t in self.headers.items()}
-        return mod.with_types(self.types, global_types)  # type: ignore[arg-type]
+        return mod.with_types(self.types, global_types,  # type: ignore[arg-type]
+                              self.casts())
 
     def check_expr(self, expr: Expr, var_types: dict[Var, Type],
                    allow_unknown: bool = False) -> tuple[Type, TypeMap]:
@@ -501,8 +566,10 @@ class _Checker:
         if fn.ret_type is not None:
             notes = (Note("the return type is declared here", _span(fn.ret_type) or
                           _span(fn)),)
-        self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
-                   "the body does not have the declared return type: ", notes, parent=fn)
+        if self.unify(body, header.ret_type, _result_of(fn.body), "T-Fn",
+                      "the body does not have the declared return type: ", notes, parent=fn):
+            # T-Fn's consistency premise body ~ return type: a cast point (spec 3.7)
+            self.cast_site(fn, -1, body, header.ret_type, "T-Fn")
         self.scope = saved
         self.types[fn] = header
         return header
@@ -554,9 +621,12 @@ class _Checker:
                 self.unify(c, BOOL, cond, "T-If",
                            "the condition of if must be a boolean scalar: ", parent=expr)
                 t, f = self.infer(then), self.infer(else_)
-                self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
-                           (Note(f"the then-branch has type {show(self.unifier.resolve(t))}",
-                                 _use_span(then, expr)),), parent=expr)
+                if self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
+                              (Note(f"the then-branch has type "
+                                    f"{show(self.unifier.resolve(t))}",
+                                    _use_span(then, expr)),), parent=expr):
+                    # T-If's consistency premise: a cast point on the else-branch (3.12)
+                    self.cast_site(expr, -1, f, t, "T-If")
                 return t
             case Match():  # T-Match (spec/typing.md 3.13), T-Match-Complete (3.14)
                 return self.infer_match(expr)
@@ -575,10 +645,13 @@ class _Checker:
                 r = self.unifier.find(self.infer(ref))
                 v = self.infer(value)
                 if isinstance(r, RefType):
-                    self.unify(v, r.value, value, "T-WriteRef",
-                               "the value written does not fit the reference: ",
-                               (Note(f"the reference has type {show(self.unifier.resolve(r))}",
-                                     _span(ref)),), parent=expr)
+                    if self.unify(v, r.value, value, "T-WriteRef",
+                                  "the value written does not fit the reference: ",
+                                  (Note(f"the reference has type "
+                                        f"{show(self.unifier.resolve(r))}",
+                                        _span(ref)),), parent=expr):
+                        # T-WriteRef's consistency premise: a cast point (spec 3.17)
+                        self.cast_site(expr, -1, v, r.value, "T-WriteRef")
                 else:
                     self.unify(r, RefType(v), ref, "T-WriteRef",
                                "ref_write needs a reference: ", parent=expr)
@@ -648,10 +721,11 @@ class _Checker:
             header = self.header_of(value)
             self.bind_var(var, header)
             self.let_functions[var] = value
-            if declared is not None:
-                self.unify(header, declared, value, "T-Let",
-                           f"the value of %{var.name_hint} does not have its declared type: ",
-                           notes)
+            if declared is not None and self.unify(
+                    header, declared, value, "T-Let",
+                    f"the value of %{var.name_hint} does not have its declared type: ", notes):
+                # T-Let's consistency premise: a cast point (spec 3.6)
+                self.cast_site(let, -1, header, declared, "T-Let")
             self.current = value
             self.types[value] = self.infer_function(value, header)
             return
@@ -660,9 +734,11 @@ class _Checker:
             self.bind_var(var, ty)
             return
         self.bind_var(var, declared)
-        self.unify(ty, declared, value, "T-Let",
-                   f"the value of %{var.name_hint} does not have its declared type: ", notes,
-                   parent=let)
+        if self.unify(ty, declared, value, "T-Let",
+                      f"the value of %{var.name_hint} does not have its declared type: ",
+                      notes, parent=let):
+            # T-Let's consistency premise: a cast point (spec 3.6)
+            self.cast_site(let, -1, ty, declared, "T-Let")
 
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
@@ -701,8 +777,10 @@ class _Checker:
             return inst.ret_type
         for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
                                                        strict=True)):
-            self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
-                       self.param_notes(call.op, i), parent=call)
+            if self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
+                          self.param_notes(call.op, i), parent=call):
+                # T-App's consistency premise: a cast point (spec 3.8)
+                self.cast_site(call, i, found, expected, "T-App")
         return inst.ret_type
 
     def infer_op_call(self, call: Call) -> Type:
@@ -781,11 +859,14 @@ class _Checker:
                 result, first = rhs, clause
                 continue
             assert first is not None
-            self.unify(rhs, result, clause.rhs, "T-Match",
-                       "the clauses of match have different types: ",
-                       (Note(f"the first clause has type {show(self.unifier.resolve(result))}",
-                             _use_span(first.rhs, first)),),
-                       parent=clause if _span(clause) is not None else expr)
+            if self.unify(rhs, result, clause.rhs, "T-Match",
+                          "the clauses of match have different types: ",
+                          (Note(f"the first clause has type "
+                                f"{show(self.unifier.resolve(result))}",
+                                _use_span(first.rhs, first)),),
+                          parent=clause if _span(clause) is not None else expr):
+                # T-Match's consistency premise: a cast point per clause (spec 3.13)
+                self.cast_site(clause, -1, rhs, result, "T-Match")
         if expr.complete and patterns_ok:
             self.check_exhaustive(expr, data)
         return result if result is not None else self.unifier.fresh()
@@ -821,8 +902,12 @@ class _Checker:
                     return True
                 declared = self.annotation(var.type_annotation, var)
                 self.bind_var(var, declared)
-                return self.unify(expected, declared, where, "TP-Var",
-                                  f"the pattern variable %{var.name_hint}: ")
+                if not self.unify(expected, declared, where, "TP-Var",
+                                  f"the pattern variable %{var.name_hint}: "):
+                    return False
+                # TP-Var's consistency premise: a cast point on the bound value (3.13)
+                self.cast_site(var, -1, expected, declared, "TP-Var")
+                return True
             case PatternConstructor(ctor, subpatterns):  # TP-Ctor
                 td = self.adts.get(ctor.belong_to.name)
                 if td is None:
@@ -901,6 +986,13 @@ Checker = _Checker
 OpRelation = _OpRelation
 Projection = _Projection
 guarded = _guarded
+
+
+def _checked_annotation(ty: Type | None) -> bool:
+    """Whether ``ty`` is an annotation that the interpreter and the executor already check
+    on entry or exit (a tensor type of static, non-empty shape: the annotation check of
+    spec/semantics.md 4), so that a cast point to it would check the same thing twice."""
+    return type(ty) is TensorType and bool(ty.shape) and all(type(d) is int for d in ty.shape)
 
 
 def _callee_name(callee: Expr) -> str:

@@ -144,6 +144,9 @@ class Unifier:
         self._version = 0
         self._memo_version = 0
         self._memo: dict[int, tuple[Type, Type]] = {}
+        #: Set once a ``?`` dimension met a known one (they are consistent, spec/typing.md
+        #: 5.1): only then can the checker have cast points to record (typecheck/casts.py).
+        self.gradual = False
 
     def _set(self, uid: int, ty: Type) -> None:
         if self._trail is not None:
@@ -404,8 +407,10 @@ class Unifier:
         if len(a.shape) != len(b.shape):
             raise UnifyError(f"rank differs ({len(a.shape)} vs {len(b.shape)})")
         for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)):
-            if not dims_compatible(x, y):  # ? is compatible with every dimension
-                raise UnifyError(f"dimension {i} differs ({x} vs {y})")
+            if x != y:
+                if not dims_compatible(x, y):  # ? is compatible with every dimension
+                    raise UnifyError(f"dimension {i} differs ({x} vs {y})")
+                self.gradual = True  # ? met a known dimension: a cast may be needed
 
     def _unify_funcs(self, a: FuncType, b: FuncType) -> None:
         if a.type_params and b.type_params:

@@ -258,18 +258,23 @@ def _forms(ty: Type, ctx: _Ctx, leaf: bool) -> list[str]:
     kinds += ["let", "let", "if", "proj", "apply", "match", "match", "match?", "read",
               "alias", "escape", "escape", "loop", "poly"]
     if isinstance(ty, TensorType):
-        kinds += ["gradual"]
+        kinds += ["gradual", "gradual"]
+        if ty.dtype == "int32":
+            kinds += ["divide", "divide", "divide"]
         if ty == I32:
-            kinds += ["divide", "len"]
+            kinds += ["len"]
         if not ty.shape:
-            kinds += ["take"]
+            kinds += ["take", "take"]
     return kinds
 
 
 @st.composite
-def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
-    """An expression of type ``ty`` (see the module docstring)."""
-    kind = draw(st.sampled_from(_forms(ty, ctx, depth <= 0)))
+def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int, kind: str | None = None
+          ) -> Expr:
+    """An expression of type ``ty`` (see the module docstring), by the form ``kind`` when
+    given (one of ``_forms``)."""
+    if kind is None:
+        kind = draw(st.sampled_from(_forms(ty, ctx, depth <= 0)))
     sub = depth - 1
     if kind == "var":
         return draw(st.sampled_from([v for v, t in ctx.env if t == ty]))
@@ -324,7 +329,9 @@ def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
         return draw(_gradual_expr(ty, ctx, sub))
     if kind == "divide":  # integer division: stuck (operator failure) on a zero divisor
         ctx.features.add("divide")
-        return _op("divide", (draw(_expr(I32, ctx, sub)), draw(_expr(I32, ctx, sub))))
+        divisor = Constant(np.array(draw(st.integers(0, 2)), "int32")) \
+            if draw(st.booleans()) else draw(_expr(I32, ctx, sub))
+        return _op("divide", (draw(_expr(ty, ctx, sub)), divisor))
     if kind == "take":  # take with mode=fast: stuck on an out-of-range index
         ctx.features.add("take")
         assert isinstance(ty, TensorType)
@@ -439,9 +446,9 @@ def _gradual_expr(draw: st.DrawFn, ty: TensorType, ctx: _Ctx, depth: int) -> Exp
         value_ty = TensorType(tuple(3 for _ in ty.shape), ty.dtype)
     value = draw(_expr(value_ty, ctx, depth))
     var = ctx.fresh("q", loose)
+    body = draw(st.one_of(st.just(var), _expr(ty, ctx.bind((var, ty)), depth)))
     if draw(st.booleans()):
-        return Let(var, value, draw(_expr(ty, ctx.bind((var, ty)), depth)))
-    body = draw(_expr(ty, ctx.bind((var, ty)), depth))
+        return Let(var, value, body)
     return Call(Function((var,), body, loose if draw(st.booleans()) else None), (value,))
 
 
@@ -501,7 +508,23 @@ def sound_programs(draw: st.DrawFn, max_depth: int = 3, mismatched_dims: bool = 
     ty = draw(_types(box.header, 2))
     ctx = _Ctx(box, lst, mismatched_dims)
     depth = draw(st.integers(1, max_depth))
+    # A few leading lets (annotated: their values' types are drawn, not fixed by syntax)
+    # give the body more to use; scalars often, so the operators that fail appear.
+    # The first may be a hazard: an operator that fails on some of its values.
+    steps: list[tuple[Var, Expr]] = []
+    hazard = draw(st.sampled_from((None, None, "divide", "take")))
+    for i in range(draw(st.integers(0 if hazard is None else 1, 2))):
+        t = draw(st.one_of(st.sampled_from((I32, F32, TensorType((2,), "int32"))),
+                           _types(box.header, 1)))
+        form = hazard if i == 0 else None
+        if form is not None:
+            t = I32 if form == "divide" else draw(st.sampled_from((I32, F32)))
+        var = ctx.fresh("w", t)
+        steps.append((var, draw(_expr(t, ctx, depth, form))))
+        ctx = ctx.bind((var, t))
     body = draw(_expr(ty, ctx, depth))
+    for var, value in reversed(steps):
+        body = Let(var, value, body)
     annotate = draw(st.booleans())
     if not annotate:
         ctx.features.add("unannotated")

@@ -3,7 +3,7 @@ about actually happens, statically (the program uses it) and at run time (a trac
 was evaluated), so a test can insist the soundness property is not vacuous.
 
 ``census(cases)`` type-checks and evaluates each ``sound_programs`` case with a plain trace
-(``rr.evaluate(..., trace=True)``: each event names the node a rule was applied to) and
+(``evaluate(..., trace=True)``: each event names the node a rule was applied to) and
 counts, per program:
 
 * ``ref-result``: ``@main``'s type holds a ``ref`` and the program returned a value (so
@@ -28,8 +28,10 @@ from collections import Counter
 from collections.abc import Iterable
 
 from relay_ref.diagnostics import RelayRuntimeError
+from relay_ref.interpreter.driver import evaluate
 from relay_ref.ir.expr import Match
 from relay_ref.testing.soundness import check_soundness, stuck_kind
+from relay_ref.typecheck.infer import infer_types
 
 __all__ = ["CENSUS_KEYS", "census"]
 
@@ -39,15 +41,13 @@ CENSUS_KEYS = ("ref-result", "clause-first", "clause-second", "escape-called", "
 
 def census(cases: Iterable[object]) -> Counter[str]:
     """Counts of ``CENSUS_KEYS`` (each at most once per program) and ``"programs"``."""
-    import relay_ref as rr
-
     counts: Counter[str] = Counter()
     for case in cases:
         outcome = check_soundness(case)
         counts["programs"] += 1
-        typed = rr.infer_types(case.module)  # type: ignore[attr-defined]
+        typed = infer_types(case.module)  # type: ignore[attr-defined]
         try:
-            _, events = rr.evaluate(typed, trace=True)
+            _, events = evaluate(typed, trace=True)
         except RelayRuntimeError as err:
             events = getattr(err, "trace", None) or []
             assert stuck_kind(err) == outcome.stuck

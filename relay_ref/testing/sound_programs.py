@@ -255,7 +255,7 @@ def _forms(ty: Type, ctx: _Ctx, leaf: bool) -> list[str]:
         kinds += ["var", "var"]
     if leaf:
         return kinds
-    kinds += ["let", "let", "if", "proj", "apply", "match", "match", "match?", "read",
+    kinds += ["let", "let", "if", "proj", "apply", "match", "match", "match?", "match?", "read",
               "alias", "escape", "escape", "loop", "poly"]
     if isinstance(ty, TensorType):
         kinds += ["gradual", "gradual"]

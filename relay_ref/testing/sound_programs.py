@@ -76,11 +76,11 @@ from relay_ref.ir.types import (
 from relay_ref.ops.registry import get_op, make_attrs
 from relay_ref.testing.typed_strategies import box_adt
 
-__all__ = ["FEATURES", "SoundCase", "list_adt", "sound_programs"]
+__all__ = ["FEATURES", "SoundCase", "list_adt", "node_adt", "sound_programs"]
 
 #: What a program may use (``SoundCase.features``); the census counts each.
 FEATURES = ("ref-result", "alias", "escape", "match", "match?", "unannotated", "recursion",
-            "?", "divide", "take", "op-value")
+            "?", "divide", "take", "op-value", "cycle")
 
 F32, I32 = TensorType((), "float32"), TensorType((), "int32")
 BOOL = TensorType((), "bool")
@@ -117,6 +117,24 @@ def list_adt() -> TypeData:
     cons = Constructor("LCons", (a, TypeCall(header, (a,))), header, 0)
     nil = Constructor("LNil", (), header, 1)
     return TypeData(header, (a,), (cons, nil))
+
+
+def node_adt() -> TypeData:
+    """``type Node { N(ref(Node)), End }``: values that can make a cyclic store."""
+    from relay_ref.ir.expr import Constructor
+
+    header = GlobalTypeVar("Node")
+    link = Constructor("N", (RefType(TypeCall(header, ())),), header, 0)
+    end = Constructor("End", (), header, 1)
+    return TypeData(header, (), (link, end))
+
+
+def _cycle(node: TypeData, ctx: _Ctx) -> Expr:
+    """``let %r = ref(End); ref_write(%r, N(%r)); %r``: a cell that holds itself."""
+    link, end = node.constructors
+    cell, unit = ctx.fresh("cyc", None), ctx.fresh("u", None)
+    return Let(cell, RefCreate(Call(end, ())),
+               Let(unit, RefWrite(cell, Call(link, (cell,))), cell))
 
 
 def _len_global(lst: TypeData) -> Function:
@@ -256,7 +274,7 @@ def _forms(ty: Type, ctx: _Ctx, leaf: bool) -> list[str]:
     if leaf:
         return kinds
     kinds += ["let", "let", "if", "proj", "apply", "match", "match", "match?", "match?", "read",
-              "alias", "escape", "escape", "loop", "poly"]
+              "alias", "escape", "escape", "counter", "loop", "poly"]
     if isinstance(ty, TensorType):
         kinds += ["gradual", "gradual"]
         if ty.dtype == "int32":
@@ -321,6 +339,8 @@ def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int, kind: str | None = N
                                                Let(unit, RefWrite(alias, second), rest)))
     if kind == "escape":
         return draw(_escape(ty, ctx, sub))
+    if kind == "counter":
+        return draw(_counter(ty, ctx, sub))
     if kind == "loop":
         return draw(_loop(ty, ctx, sub))
     if kind == "poly":  # T-Global + T-App at a type argument
@@ -415,6 +435,24 @@ def _escape(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
 
 
 @st.composite
+def _counter(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
+    """A closure owning a cell: each call writes it and returns its contents; called twice,
+    the second call sees the first's write (closures capture locations, 2.2)."""
+    ctx.features.add("escape")
+    cell, f = ctx.fresh("k", None), ctx.fresh("f", None)
+    first, unit = ctx.fresh("y", None), ctx.fresh("u", None)
+    arg_ty = draw(_tensor_types())
+    param = ctx.fresh("x", arg_ty)
+    inner = ctx.bind((cell, RefType(ty)), (param, arg_ty))
+    update = draw(_expr(ty, inner, depth))
+    body = ctx.mark("escape", Let(unit, RefWrite(cell, update), RefRead(cell)))
+    func = Function((param,), body, ty if draw(st.booleans()) else None)
+    calls = Let(first, Call(f, (draw(_expr(arg_ty, ctx, depth)),)),
+                Call(f, (draw(_expr(arg_ty, ctx, depth)),)))
+    return Let(cell, RefCreate(draw(_expr(ty, ctx, depth))), Let(f, func, calls))
+
+
+@st.composite
 def _loop(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
     """``let %l = fn (%n: int32, %acc) { if (%n < 1) { %acc } else { %l(%n - 1, step) } };
     %l(k, init)``: E-Let-Rec, E-App-Rec with a decreasing counter (terminates)."""
@@ -452,6 +490,9 @@ def _gradual_expr(draw: st.DrawFn, ty: TensorType, ctx: _Ctx, depth: int) -> Exp
     return Call(Function((var,), body, loose if draw(st.booleans()) else None), (value,))
 
 
+#: operators whose type, used as a value, is ``fn(T) -> T`` for a tensor type ``T``
+_UNARY_FLOAT = ("negative", "abs", "copy", "zeros_like", "ones_like", "tanh")
+_UNARY_INT = ("negative", "abs", "copy", "zeros_like", "ones_like")
 _FLOAT_OPS = ("add", "multiply", "maximum", "subtract")
 _INT_OPS = ("add", "multiply", "subtract", "maximum")
 
@@ -475,6 +516,19 @@ def _intro(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int) -> Expr:
             return _constant(ty, draw(st.integers(0, 100)))
         case TupleType(fields):
             return Tuple(tuple(draw(_expr(f, ctx, depth - 1)) for f in fields))
+        case FuncType((arg,), ret) if draw(st.integers(0, 3)) == 0 and (
+                ret == TypeCall(ctx.box.header, (arg,))
+                or (ret == arg and isinstance(arg, TensorType))):
+            # V-CtorFn / V-Op: a constructor or an operator as the function value, bound by
+            # an annotated let (its type is not fixed by its syntax)
+            if isinstance(ret, TypeCall):
+                callee: Expr = ctx.box.constructors[0]
+            else:
+                ctx.features.add("op-value")
+                names = _UNARY_FLOAT if arg.dtype == "float32" else _UNARY_INT
+                callee = Op(draw(st.sampled_from(names)))
+            var = ctx.fresh("c", ty)
+            return Let(var, callee, var)
         case FuncType((arg,), ret):
             loose = isinstance(arg, TensorType) and arg.shape and draw(st.booleans())
             if loose:
@@ -504,7 +558,7 @@ def sound_programs(draw: st.DrawFn, max_depth: int = 3, mismatched_dims: bool = 
                    ) -> SoundCase:
     """A ``SoundCase`` whose ``@main: fn () -> T`` (``T`` drawn; ``@main``'s result type
     annotated or left to inference). See the module docstring."""
-    box, lst = box_adt(), list_adt()
+    box, lst, node = box_adt(), list_adt(), node_adt()
     ty = draw(_types(box.header, 2))
     ctx = _Ctx(box, lst, mismatched_dims)
     depth = draw(st.integers(1, max_depth))
@@ -525,13 +579,17 @@ def sound_programs(draw: st.DrawFn, max_depth: int = 3, mismatched_dims: bool = 
     body = draw(_expr(ty, ctx, depth))
     for var, value in reversed(steps):
         body = Let(var, value, body)
+    if _has_ref(ty):
+        ctx.features.add("ref-result")
+    if draw(st.integers(1, 6)) == 6:  # a cyclic store in the result: (body, %r)
+        ctx.features.add("cycle")
+        ty = TupleType((ty, RefType(TypeCall(node.header, ()))))
+        body = Tuple((body, _cycle(node, ctx)))
     annotate = draw(st.booleans())
     if not annotate:
         ctx.features.add("unannotated")
-    if _has_ref(ty):
-        ctx.features.add("ref-result")
     main = Function((), body, ty if annotate else None)
     mod = IRModule({"ident": _ident_global(), "len": _len_global(lst), "main": main},
-                   {"Box": box, "Lst": lst})
+                   {"Box": box, "Lst": lst, "Node": node})
     return SoundCase(mod, ty, frozenset(ctx.features),
                      {k: tuple(v) for k, v in ctx.marks.items()}, tuple(ctx.clauses))

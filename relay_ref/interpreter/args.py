@@ -231,9 +231,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
     function types (A-Value). Each case decides one value-typing rule ``Σ ⊢ v : τ``
     (spec/semantics.md 1.1), Σ taken from the types."""
     work: list[tuple[object, Type, _Path]] = [(value, ty, None)]
-    # Locations already checked at a type: a cyclic store (``N(%r)`` written into ``%r``)
-    # is checked once per cell and type, so the check terminates (V-Store, spec 1.2).
-    seen: set[tuple[int, Type]] = set()
+    cells: set[tuple[int, Type]] = set()  # (cell, type) pairs already checked
     while work:
         v, t, path = work.pop()
         match t:
@@ -277,8 +275,9 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
             case RefType(inner):                  # V-Ref, with V-Store at the cell: σ(ℓ) : τ
                 if not isinstance(v, RefValue):
                     return _wrong(_where(path), t, v), ()
-                if (id(v), inner) not in seen:
-                    seen.add((id(v), inner))
+                key = (id(v), inner)
+                if key not in cells:
+                    cells.add(key)
                     work.append((v.value, inner, ("ref", -1, path)))
             case TypeVar() | IncompleteType():
                 pass  # a type parameter (or a hole) of a polymorphic global: any value

@@ -480,7 +480,7 @@ def _gradual_expr(draw: st.DrawFn, ty: TensorType, ctx: _Ctx, depth: int) -> Exp
     ctx.features.add("?")
     loose = _gradual(ty)
     value_ty = ty
-    if ctx.mismatched_dims and ty.shape and draw(st.booleans()):
+    if ctx.mismatched_dims and ty.shape:
         value_ty = TensorType(tuple(3 for _ in ty.shape), ty.dtype)
     value = draw(_expr(value_ty, ctx, depth))
     var = ctx.fresh("q", loose)

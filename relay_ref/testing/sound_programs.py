@@ -24,7 +24,10 @@ keep using unchanged), but aimed at what the soundness theorems are about:
   another extent reach a static type through ``?`` (a gradual cast that must fail, located:
   spec/semantics.md 4);
 * operators that can fail: integer ``divide`` (by zero) and ``take(..., mode="fast")`` (an
-  out-of-range index).
+  out-of-range index);
+* constructors and operators as function values (V-CtorFn, V-Op), a closure owning a cell
+  called twice, nodes reached by two edges (E-Shared), and in some results a cyclic store
+  (``type Node { N(ref(Node)), End }``, a cell holding itself).
 
 Invariant: every program is well typed by construction (the caller asserts
 ``rr.infer_types`` succeeds: a generator bug fails loudly). Every binder a type could not be
@@ -80,7 +83,7 @@ __all__ = ["FEATURES", "SoundCase", "list_adt", "node_adt", "sound_programs"]
 
 #: What a program may use (``SoundCase.features``); the census counts each.
 FEATURES = ("ref-result", "alias", "escape", "match", "match?", "unannotated", "recursion",
-            "?", "divide", "take", "op-value", "cycle")
+            "?", "divide", "take", "op-value", "cycle", "shared")
 
 F32, I32 = TensorType((), "float32"), TensorType((), "int32")
 BOOL = TensorType((), "bool")
@@ -274,7 +277,7 @@ def _forms(ty: Type, ctx: _Ctx, leaf: bool) -> list[str]:
     if leaf:
         return kinds
     kinds += ["let", "let", "if", "proj", "apply", "match", "match", "match?", "match?", "read",
-              "alias", "escape", "escape", "counter", "loop", "poly"]
+              "alias", "escape", "escape", "counter", "loop", "poly", "share"]
     if isinstance(ty, TensorType):
         kinds += ["gradual", "gradual"]
         if ty.dtype == "int32":
@@ -343,6 +346,12 @@ def _expr(draw: st.DrawFn, ty: Type, ctx: _Ctx, depth: int, kind: str | None = N
         return draw(_counter(ty, ctx, sub))
     if kind == "loop":
         return draw(_loop(ty, ctx, sub))
+    if kind == "share":  # one node reached by two edges (a graph binding, E-Shared 3.18)
+        ctx.features.add("shared")
+        node = draw(_expr(ty, ctx, sub))
+        other = ctx.fresh("z", None)
+        return If(draw(_condition(ctx, sub)), Let(other, node, node), node) \
+            if draw(st.booleans()) else TupleGetItem(Tuple((node, node)), 1)
     if kind == "poly":  # T-Global + T-App at a type argument
         return Call(GlobalVar("ident"), (draw(_expr(ty, ctx, sub)),))
     if kind == "gradual":

@@ -588,6 +588,20 @@ def sound_programs(draw: st.DrawFn, max_depth: int = 3, mismatched_dims: bool = 
     body = draw(_expr(ty, ctx, depth))
     for var, value in reversed(steps):
         body = Let(var, value, body)
+    if mismatched_dims and draw(st.booleans()):
+        # (body, w(g)): a tensor through ``?`` (``_gradual_expr``) inside a tuple, a cell or
+        # a Box, where no tensor annotation checks it: only a deep cast does (issue 26)
+        loose_ty = TensorType((2,), draw(st.sampled_from(SCALARS)))
+        through = draw(_gradual_expr(loose_ty, ctx, 1))
+        wrap = draw(st.sampled_from(("tuple", "ref", "box")))
+        if wrap == "tuple":
+            extra: tuple[Type, Expr] = (TupleType((loose_ty,)), Tuple((through,)))
+        elif wrap == "ref":
+            extra = (RefType(loose_ty), RefCreate(through))
+        else:
+            extra = (TypeCall(box.header, (loose_ty,)), Call(box.constructors[0], (through,)))
+        ty = TupleType((ty, extra[0]))
+        body = Tuple((body, extra[1]))
     if _has_ref(ty):
         ctx.features.add("ref-result")
     if draw(st.integers(1, 6)) == 6:  # a cyclic store in the result: (body, %r)

@@ -86,6 +86,21 @@ def test_a_closure_conforms_only_to_its_function_type() -> None:
     assert not value_conforms(RefValue(value), RefType(wrong), mod)
 
 
+def test_an_operator_conforms_only_where_its_relation_gives_the_type() -> None:
+    """V-Op: ``negative`` is a ``fn (int32) -> int32``, not a ``fn (int32) -> float32``;
+    ``add`` takes two operands of one dtype."""
+    from relay_ref.ir.expr import Op
+
+    mod = rr.IRModule({})
+    f32, i32 = TensorType((), "float32"), TensorType((), "int32")
+    assert value_conforms(Op("negative"), FuncType((i32,), i32), mod)
+    assert value_conforms(Op("negative"), FuncType((TensorType((2,), "float32"),),
+                                                   TensorType((ANY,), "float32")), mod)
+    assert not value_conforms(Op("negative"), FuncType((i32,), f32), mod)
+    assert not value_conforms((Op("add"),), TupleType((FuncType((i32, f32), f32),)), mod)
+    assert not value_conforms(RefValue(Op("negative")), RefType(FuncType((f32,), i32)), mod)
+
+
 def test_a_cell_a_closure_captured_is_checked() -> None:
     """V-Closure's premise Σ ⊢ ρ(x) : Γ(x) reaches the cells a closure captured: a cell
     whose contents were replaced by a value of another type is found (V-Store)."""

@@ -13,7 +13,8 @@ value reaches:
 * ``fn (...) -> R``: a closure or recursive closure whose function type-checks against the
   type (V-Closure, V-RecClosure: ``fn (%x: int32) { True }`` does not conform to
   ``fn (float32) -> float32``), a constructor whose signature unifies with it (V-CtorFn), an
-  operator (V-Op; not inspected);
+  operator whose type relation gives ``R`` from the argument types when they are tensor
+  types (V-Op; ``negative`` does not conform to ``fn (int32) -> float32``);
 * ``ref(T)``: a ``RefValue`` whose contents conform to ``T`` (V-Ref with V-Store at the
   cell); each cell is checked once per type, so a cyclic store terminates;
 * a type variable: any value;
@@ -45,8 +46,10 @@ from relay_ref.diagnostics import RelayError, RelayRuntimeError
 from relay_ref.interpreter.args import value_mismatch
 from relay_ref.interpreter.driver import evaluate
 from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, RefValue
+from relay_ref.ir.expr import Op
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import Type, substitute
+from relay_ref.ir.shape import ANY
+from relay_ref.ir.types import FuncType, RefType, TensorType, TupleType, Type, TypeCall, substitute
 from relay_ref.syntax.printer import astext
 from relay_ref.typecheck.infer import infer_types
 
@@ -65,14 +68,62 @@ def conformance_problem(value: object, ty: Type, mod: IRModule) -> str | None:
     problem = value_mismatch(value, ty, mod, check_functions=True)
     if problem is not None:
         return problem[0]
+    wrong_op = _operator_problem(value, ty, mod)
+    if wrong_op is not None:
+        return wrong_op
     for closure in _reachable_closures(value):  # V-Closure's premise: Σ ⊢ ρ(x) : Γ(x)
         for var, captured in closure.env.items():
             var_ty = var.type_annotation or mod.checked_types.get(var)
             if var_ty is None:
                 continue
             problem = value_mismatch(captured, var_ty, mod, check_functions=True)
-            if problem is not None:
-                return f"captured %{var.name_hint} of a closure: {problem[0]}"
+            wrong_op = problem[0] if problem is not None else \
+                _operator_problem(captured, var_ty, mod)
+            if wrong_op is not None:
+                return f"captured %{var.name_hint} of a closure: {wrong_op}"
+    return None
+
+
+def _operator_problem(value: object, ty: Type, mod: IRModule) -> str | None:
+    """V-Op, which ``value_mismatch`` leaves out (it accepts any operator at a function
+    type): an operator reached at a function type over tensors conforms when its type
+    relation, given the argument types, gives the result type (``?`` matching any extent).
+    The value is walked with its type through tuples, ADT values and cells (each cell once
+    per type: a cyclic store terminates)."""
+    stack: list[tuple[object, Type]] = [(value, ty)]
+    cells: set[tuple[int, Type]] = set()
+    while stack:
+        v, t = stack.pop()
+        if isinstance(t, TupleType) and isinstance(v, tuple) \
+                and not isinstance(v, ConstructorValue):
+            stack.extend(zip(v, t.fields, strict=False))
+        elif isinstance(t, TypeCall) and isinstance(v, ConstructorValue):
+            td = mod.type_definitions.get(t.func.name)
+            if td is not None:
+                subst = dict(zip(td.type_vars, t.args, strict=False))
+                stack.extend((f, substitute(i, subst))
+                             for f, i in zip(v.fields, v.constructor.inputs, strict=False))
+        elif isinstance(t, RefType) and isinstance(v, RefValue):
+            if (id(v), t) not in cells:
+                cells.add((id(v), t))
+                stack.append((v.value, t.value))
+        elif isinstance(t, FuncType) and isinstance(v, Op) and \
+                all(isinstance(a, TensorType) for a in (*t.arg_types, t.ret_type)):
+            from relay_ref.ops.registry import get_op
+
+            opdef = get_op(v.name)
+            try:
+                out = opdef.relation(list(t.arg_types), opdef.attrs())
+            except Exception as err:  # noqa: BLE001 - a refusing relation is the answer
+                return f"the operator {v.name} does not have type {astext(t)} ({err})"
+            ret = t.ret_type
+            assert isinstance(ret, TensorType)
+            if not (isinstance(out, TensorType) and out.dtype == ret.dtype
+                    and len(out.shape) == len(ret.shape)
+                    and all(a == b or ANY in (a, b) for a, b in
+                            zip(out.shape, ret.shape, strict=True))):
+                return (f"the operator {v.name} does not have type {astext(t)} (its "
+                        f"relation gives {astext(out)})")
     return None
 
 

@@ -6,7 +6,8 @@
   raises ``VacuousCheck`` when the pass fired on too few programs to prove anything.
 * ``programs()`` / ``arguments(types)``: the type-directed generator it uses
   (``relay_ref.testing.programs``); ``strategies`` and ``typed_strategies``: the syntax
-  and soundness generators.
+  and well-typed generators; ``sound_programs``, ``soundness`` and ``census``: the
+  soundness property (spec/semantics.md 7), its check and its census.
 
 Names are imported on first use, so importing a submodule stays cheap.
 """

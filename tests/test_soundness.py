@@ -28,14 +28,12 @@ from relay_ref.testing.typed_strategies import box_adt, well_typed_modules
 
 #: At least 500 programs in CI (the ``ci`` profile's default is 60); more under ``thorough``.
 EXAMPLES = max(500, settings().max_examples)
-#: Whether values of other extents flow through ``?`` to static types (gradual casts that
-#: must fail, located: spec/semantics.md 4). Needs the run-time casts of branch ``gradual``;
-#: without them such a value is returned unchecked (issue 26, item 1).
-MISMATCHED_DIMS = False
 
 
+# Values of other extents flow through ``?`` to static types: the gradual casts must stop
+# them, located (Stuck-Cast, spec/semantics.md 4.2), never return them unchecked.
 @settings(max_examples=EXAMPLES)
-@given(sound_programs(mismatched_dims=MISMATCHED_DIMS))
+@given(sound_programs(mismatched_dims=True))
 def test_well_typed_programs_return_conforming_values_or_get_stuck_as_allowed(case) -> None:
     check_soundness(case)
 

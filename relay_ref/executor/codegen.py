@@ -234,6 +234,8 @@ class GeneratedModule:
     sites: list[Any] = field(default_factory=list)
     #: ``_release`` statements emitted (each runs once per activation of its function)
     releases: int = 0
+    #: indices of the sites whose value is released (wherever the site runs: runtime.py)
+    released: set[int] = field(default_factory=set)
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -599,6 +601,7 @@ class _FunctionGen:
             if site is not None and name is not None:
                 self.em.emit(f"_release({site}, {name})")
                 self.gen.out.releases += 1
+                self.gen.out.released.add(int(site[1:]))
 
     def lazy_value(self, e: Expr) -> str:
         """A shared node used in a block it does not dominate (a branch; or after a
@@ -757,6 +760,7 @@ class _FunctionGen:
             for j in release_at.get(i, ()):
                 self.em.emit(f"_release({sites[j]}, {vals[j]})")
                 self.gen.out.releases += 1
+                self.gen.out.released.add(int(sites[j][1:]))
         if n + last in sites and len(self.scopes) == 1:  # the top block (release_dead)
             self.produced[call] = sites[n + last]
         return vals[-1]

@@ -236,6 +236,10 @@ class GeneratedModule:
     releases: int = 0
     #: indices of the sites whose value is released (wherever the site runs: runtime.py)
     released: set[int] = field(default_factory=set)
+    #: indices of the sites whose value a later step of its group overwrites in place (its
+    #: ``out``): read only as kernel arguments before that, never after (a DTR runtime
+    #: may hand it out as a handle and drop it at the overwriting step)
+    overwritten: set[int] = field(default_factory=set)
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -743,6 +747,8 @@ class _FunctionGen:
                 sites[n + i] = site
                 if step.out is not None:
                     out = vals[step.out]
+                    if step.out in sites:
+                        self.gen.out.overwritten.add(int(sites[step.out][1:]))
                 elif i == writer and self.gen.plans_allocation:
                     out = f"_alloc({site})"
                 else:

@@ -92,7 +92,7 @@ class Executable:
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
                  aliases: dict[str, str] | None = None, device: Any = None,
-                 runtime: Runtime | None = None) -> None:
+                 runtime: Runtime | None = None, dtr: Any = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -119,6 +119,10 @@ class Executable:
         #: other names of parameters (a frontend's original names -> parameter name)
         self._aliases = {k: v for k, v in (aliases or {}).items()
                          if v in self._names and k not in self._names}
+        #: the DTR runtime (``rr.compile(memory_budget=...)``, ``relay_ref.dtr.runtime``):
+        #: one engine per call; its statistics after each call (None without DTR)
+        self._dtr = dtr
+        self.dtr_stats: Any = None
         base = runtime if runtime is not None else Runtime()
         self._runtime: Runtime = base
         self.runtime = Profiling(base, self._record) if profile else base
@@ -157,6 +161,11 @@ class Executable:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, /, *args: Any, **inputs: Any) -> Any:
+        dtr = self._dtr
+        if dtr is not None and dtr.budget is None:
+            # a fraction of the unbudgeted peak: measured once, by a run without budget
+            self._run(self._fn, self._arguments(args, inputs), measure=True)
+            dtr.budget = dtr.resolve(self.dtr_stats)
         values = self._arguments(args, inputs)
         if self._lock is None:
             return self._run(self._fn, values)
@@ -218,7 +227,21 @@ class Executable:
                 values.append(self.converter.from_relay(value))
         return values
 
-    def _run(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+    def _run(self, fn: Callable[..., Any], values: list[Any], measure: bool = False) -> Any:
+        dtr = self._dtr
+        if dtr is None:
+            return self._run_plain(fn, values)
+        # one DTR engine per call (relay_ref.dtr.runtime): its stats become exe.dtr_stats
+        dtr.start(measure=measure)
+        ok = False
+        try:
+            result = self._run_plain(fn, values)
+            ok = True
+        finally:
+            self.dtr_stats = dtr.finish(ok)
+        return result
+
+    def _run_plain(self, fn: Callable[..., Any], values: list[Any]) -> Any:
         start = time.perf_counter()
         if self._deep:
             result = run_deep(lambda: self._job(fn, values), name="relay-exe",

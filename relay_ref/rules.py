@@ -52,6 +52,7 @@ FAMILIES: dict[str, str] = {
     "Reify": "reification of static values (partial_eval.md 3)",
     "Tidy": "tidy-up of the residual program (partial_eval.md 5)",
     "AD": "automatic differentiation: the type and term transforms (ad.md 1-6)",
+    "D": "dynamic tensor rematerialization: the budgeted runtime (dtr.md 3)",
 }
 
 # A rule name: a family prefix, then capitalised parts, the first of two characters or more.

@@ -76,6 +76,11 @@ LAYERS: dict[str, Layer] = {
     # (:rule, rule links) reach it through repl's re-exports, as DESIGN.md section 2 says.
     "rules": Layer(0, ("relay_ref.rules",)),
     "ops": Layer(1, ("relay_ref.ops",)),
+    # The DTR engine, heuristics, log format and simulator (relay_ref.dtr) import only the
+    # bottom layer (diagnostics, ir.span, suggest, rules); its executor runtime
+    # (relay_ref.dtr.runtime) sits with the executor, whose compile entry point reaches it.
+    "dtr": Layer(1, ("relay_ref.dtr",)),
+    "dtr.runtime": Layer(7, ("relay_ref.dtr.runtime",)),
     "syntax": Layer(2, ("relay_ref.syntax",)),
     # Prelude above syntax: it parses prelude.relay and hands the parser a fallback; the
     # parser does not know the prelude.

@@ -33,7 +33,7 @@ FAMILY_FILES = {
     "V": "semantics.md", "E": "semantics.md", "P": "semantics.md", "Stuck": "semantics.md",
     "A": "semantics.md",
     "PE": "partial_eval.md", "Reify": "partial_eval.md", "Tidy": "partial_eval.md",
-    "AD": "ad.md",
+    "AD": "ad.md", "D": "dtr.md",
 }
 
 # Family -> where it is implemented: each rule must be cited in one of these (a file, or a
@@ -57,6 +57,7 @@ IMPLEMENTED_IN = {
     "AD": ("relay_ref/passes/gradient.py", "relay_ref/passes/gradient_common.py",
            "relay_ref/passes/gradient_reverse.py", "relay_ref/passes/gradient_first_order.py",
            "relay_ref/passes/gradient_forward.py", "relay_ref/ops/gradient_op.py"),
+    "D": ("relay_ref/dtr",),
 }
 
 _PREFIXES = "|".join(sorted(rules.FAMILIES, key=len, reverse=True))

@@ -1,0 +1,149 @@
+"""The log format and the simulator (spec/dtr.md §8-9): Theorem 3.1 on generated chains, a
+paper-style residual log at full and half budget, round trips through LogWriter, located
+errors for malformed logs and bad arguments."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from relay_ref.dtr import DTRError, DTRLogError
+from relay_ref.dtr.log import LogCall, LogWriter, read_log
+from relay_ref.dtr.simulate import simulate, unbudgeted_peak
+from tests.dtr.chain import chain_log, residual_log, sqrt_budget
+
+# Measured (spec/dtr.md §9): dtr and dtr_eq need 2.85·N, 2.90·N and 2.98·N operations for
+# N = 100, 300, 1000 at budget 2·ceil(sqrt(N)); unconstrained the step is 2N + 1.
+C = 3.2
+
+
+@pytest.mark.parametrize("n", [100, 300, 1000])
+@pytest.mark.parametrize("dealloc", ["eager", "banish"])
+def test_theorem_3_1_linear_chain_in_linear_operations(n, dealloc):
+    log = chain_log(n)
+    free = simulate(log, None, "dtr_eq", dealloc, "unit")
+    assert free.op_executions == 2 * n + 1 and free.rematerializations == 0
+    s = simulate(log, sqrt_budget(n), "dtr_eq", dealloc, "unit", overhead_limit=math.inf)
+    assert not s.oom
+    assert s.peak_bytes <= sqrt_budget(n)
+    assert 2 * n + 1 < s.op_executions <= C * n
+
+
+def test_theorem_3_1_exact_and_approximate_agree_closely():
+    log = chain_log(300)
+    exact = simulate(log, sqrt_budget(300), "dtr", "eager", "unit", overhead_limit=math.inf)
+    eq = simulate(log, sqrt_budget(300), "dtr_eq", "eager", "unit", overhead_limit=math.inf)
+    assert exact.op_executions <= C * 300 and eq.op_executions <= C * 300
+    assert eq.heuristic_evaluations < exact.heuristic_evaluations
+
+
+def test_simulator_on_a_paper_style_log():
+    log = residual_log(8)
+    full = simulate(log, 1.0)
+    assert full.slowdown == 1.0 and not full.oom and full.rematerializations == 0
+    assert full.peak_bytes == unbudgeted_peak(log) == full.budget
+    half = simulate(log, 0.5, overhead_limit=math.inf)
+    assert not half.oom and half.slowdown > 1.0 and half.peak_bytes <= half.budget
+    assert half.budget == int(full.peak_bytes * 0.5)
+    # heuristics differ; every one of them respects the budget
+    for h in ("dtr", "dtr_local", "lru", "size", "msps", "random"):
+        s = simulate(log, 0.7, h, overhead_limit=math.inf)
+        assert s.oom or s.peak_bytes <= s.budget
+
+
+def test_infeasible_budget_is_oom_not_an_exception():
+    log = residual_log(2)
+    s = simulate(log, 10)  # below the constants' bytes
+    assert s.oom and s.budget == 10
+    assert simulate(log, 0.01).oom
+
+
+def test_log_writer_round_trip_and_artifact_layout(tmp_path):
+    path = tmp_path / "run.log"
+    with LogWriter(path) as w:
+        w.constant("x0", 64)
+        w.call("split", ["x0"], ["x1", "x2"], 1500, [32, 0], [None, 0], flops=99)
+        w.copy("x3", "x1")
+        w.release("x1")
+        w.annotate("BACKWARD")
+    lines = path.read_text().splitlines()
+    assert lines[0] == '{"ANNOTATION":"START","INSTRUCTION":"ANNOTATE"}'
+    assert lines[3] == ('{"ARGS":["x0"],"FLOPS":"99","INSTRUCTION":"CALL","NAME":"split",'
+                        '"RESULT":["x1","x2"],"TIME":"1500"}')
+    assert lines[6] == '{"INSTRUCTION":"MEMORY","MEMORY":"0","NAME":"x2"}'
+    assert lines[7] == '{"ALIAS":"0","INSTRUCTION":"ALIAS","NAME":"x2"}'
+    recs = read_log(path)
+    call = next(r for r in recs if isinstance(r, LogCall))
+    assert call == LogCall("split", ("x0",), ("x1", "x2"), 1500, 99, 4)
+    s = simulate(path, None, cost="flops")
+    assert s.base_compute == 99 and s.peak_bytes == 96
+
+
+def test_log_writer_is_atomic(tmp_path):
+    path = tmp_path / "run.log"
+    path.write_text("old\n")
+    with pytest.raises(RuntimeError), LogWriter(path) as w:
+        w.constant("x0", 8)
+        raise RuntimeError("kernel failed")
+    assert path.read_text() == "old\n"
+    assert list(tmp_path.iterdir()) == [path]
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ("{not json", "not JSON"),
+    ('{"INSTRUCTION":"JUMP"}', "unknown INSTRUCTION \"JUMP\""),
+    ('{"ARGS":[],"INSTRUCTION":"CALL","NAME":"f","RESULT":["y"]}', "CALL without TIME"),
+    ('{"INSTRUCTION":"MEMORY","MEMORY":"lots","NAME":"y"}', "MEMORY must be an integer"),
+    ('{"ARGS":"x","INSTRUCTION":"CALL","NAME":"f","RESULT":["y"],"TIME":"1"}',
+     "ARGS must be a list"),
+    ('[1, 2]', "a log line is a JSON object"),
+])
+def test_malformed_lines_are_located(line, problem):
+    lines = ['{"INSTRUCTION":"CONSTANT","NAME":"x"}',
+             '{"INSTRUCTION":"MEMORY","MEMORY":"8","NAME":"x"}', line]
+    with pytest.raises(DTRLogError) as info:
+        simulate(lines, None)
+    err = info.value
+    assert err.line == 3 and problem in err.problem
+    assert str(err).startswith("<log>:3:1: error: malformed DTR log")
+
+
+def test_structural_errors_are_located(tmp_path):
+    path = tmp_path / "bad.log"
+    path.write_text("\n".join([
+        json.dumps({"INSTRUCTION": "CONSTANT", "NAME": "x"}),
+        json.dumps({"INSTRUCTION": "MEMORY", "MEMORY": "8", "NAME": "x"}),
+        json.dumps({"ARGS": ["x"], "INSTRUCTION": "CALL", "NAME": "f", "RESULT": ["y"],
+                    "TIME": "1"}),
+        json.dumps({"INSTRUCTION": "MEMORY", "MEMORY": "8", "NAME": "y"}),
+        json.dumps({"ARGS": ["z"], "INSTRUCTION": "CALL", "NAME": "g", "RESULT": ["w"],
+                    "TIME": "1"}),
+    ]) + "\n")
+    with pytest.raises(DTRLogError) as info:
+        simulate(path, None)
+    assert info.value.line == 3 and "MEMORY and ALIAS" in info.value.problem
+    assert str(path) + ":3:1" in str(info.value)
+    lines = path.read_text().splitlines()
+    lines.insert(4, json.dumps({"ALIAS": "-1", "INSTRUCTION": "ALIAS", "NAME": "y"}))
+    lines += [json.dumps({"INSTRUCTION": "MEMORY", "MEMORY": "8", "NAME": "w"}),
+              json.dumps({"ALIAS": "-1", "INSTRUCTION": "ALIAS", "NAME": "w"})]
+    with pytest.raises(DTRLogError, match="z is not defined") as info:
+        simulate(lines, None)
+    assert info.value.line == 6
+
+
+def test_bad_simulator_arguments():
+    log = chain_log(5)
+    with pytest.raises(DTRError, match="did you mean lru"):
+        simulate(log, 1.0, heuristic="lur")
+    with pytest.raises(DTRError, match="non-negative"):
+        simulate(log, -5)
+    with pytest.raises(DTRError, match=r"in \(0, 1\]"):
+        simulate(log, 1.5)
+    with pytest.raises(DTRError, match="did you mean unit"):
+        simulate(log, 1.0, cost="units")
+    with pytest.raises(DTRLogError, match="no FLOPS field"):
+        simulate(log, None, cost="flops")
+    assert simulate(log, "50%").budget == simulate(log, 0.5).budget

@@ -39,13 +39,15 @@ Per step (``run(site, args, out)``), spec/dtr.md:
   same as in place once the anchor is evicted. Bit-identical: a kernel computes the same
   elements into a fresh array as into a given one.
 
-Counted in ``stats`` beside the engine's: ``handles`` (results returned as handles) and
-``pinned_results`` (results returned as arrays), summed over the call.
+Counted beside the engine's ``stats``, for the last call: ``handles`` (results returned as
+handles), ``pinned_results`` (results returned as arrays) and ``largest_allocation`` (the
+largest storage admitted, bytes: the guarantee is peak <= budget + that).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 import weakref
 from collections.abc import Collection, Sequence
@@ -54,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.dtr.costmodel import SiteCost, site_cost
+from relay_ref.dtr.errors import DTROutOfMemory
 from relay_ref.dtr.options import DTROptions
 from relay_ref.executor.runtime import Runtime, Site
 
@@ -85,6 +88,7 @@ class DTRRuntime(Runtime):
         self.engine: Any = None
         self.handles = 0
         self.pinned_results = 0
+        self.largest_allocation = 0
         self._handle: list[bool] = []
         self._cost: list[SiteCost] = []
         self._measured: dict[int, float] = {}
@@ -94,9 +98,17 @@ class DTRRuntime(Runtime):
         self._dead: list[int] = []
         self._finalizers: list[weakref.finalize] = []
         self._log: Any = None
+        self._sites: tuple[Site, ...] = ()
+        #: where an out-of-memory error is located when its step has no span: the
+        #: generated code's file name and line -> span map, and the entry's span
+        self.filename = ""
+        self.line_spans: dict[int, Any] = {}
+        self.default_span: Any = None
+        self._flops: list[SiteCost] = []
 
     # -- installation and calls ------------------------------------------------------------
     def bind(self, sites: tuple[Site, ...]) -> None:
+        self._sites = sites
         handles = self.released | self.overwritten
         self._handle = [s.index in handles for s in sites]
         model = "flops" if self.options.cost == "measured" else self.options.cost
@@ -107,7 +119,7 @@ class DTRRuntime(Runtime):
         ``self.budget``; ``measure``: no budget, the run measuring the peak) and, unless
         measuring, when the options name a log, a ``LogWriter`` recording it."""
         log = not measure
-        from relay_ref.dtr.engine import Engine, Tensor
+        from relay_ref.dtr.engine import Tensor
 
         opts = self.options
         self._tensor_type = Tensor
@@ -116,10 +128,12 @@ class DTRRuntime(Runtime):
             from relay_ref.dtr.log import LogWriter
 
             self._log = LogWriter(opts.log)
-        self.engine = Engine(budget if budget is not None or measure else self.budget,
+        self.engine = _engine_class()(budget if budget is not None or measure else self.budget,
                              heuristic=opts.heuristic, dealloc=opts.dealloc, seed=opts.seed,
-                             sizeof=_sizeof, **({"log": self._log} if self._log else {}))
-        self.handles = self.pinned_results = 0
+                             sizeof=_sizeof)
+        self._flops = [site_cost(site, "flops") for site in self._sites] \
+            if self._log is not None else []
+        self.handles = self.pinned_results = self.largest_allocation = 0
         self._consts = {}
         self._shape_of = {}
         self._dead = []
@@ -138,13 +152,10 @@ class DTRRuntime(Runtime):
         for fin in self._finalizers:
             fin.detach()
         if self._log is not None:
-            close = getattr(self._log, "close", None)
-            if ok and close is not None:
-                close()
-            elif not ok:
-                abort = getattr(self._log, "abort", None) or close
-                if abort is not None:
-                    abort()
+            if ok:
+                self._log.close()
+            else:
+                self._log.abort()
         self.engine = None
         self._log = None
         self._consts = {}
@@ -154,6 +165,28 @@ class DTRRuntime(Runtime):
 
     # -- the runtime contract -----------------------------------------------------------------
     def run(self, site: Site, args: list[Any], out: Any) -> Any:
+        try:
+            return self._step(site, args, out)
+        except DTROutOfMemory as err:
+            if err.span is None:  # D-OOM located where the program runs the step
+                raise self._located(err) from None
+            raise
+
+    def _located(self, err: Any) -> Any:
+        """``err`` (D-OOM of a step whose call has no span: code the gradient's passes
+        made) located at the generated line running the step, else at ``default_span``."""
+        span = None
+        frame = sys._getframe(2)
+        while frame is not None and span is None:
+            if frame.f_code.co_filename == self.filename:
+                span = self.line_spans.get(frame.f_lineno)
+            frame = frame.f_back
+        return DTROutOfMemory(budget=err.budget, pinned_bytes=err.pinned_bytes,
+                              name=err.name, span=span or self.default_span,
+                              working_set=err.working_set, in_use=err.in_use,
+                              needed=err.needed)
+
+    def _step(self, site: Site, args: list[Any], out: Any) -> Any:
         engine = self.engine
         if self._dead:
             self._forget_dead()
@@ -172,15 +205,21 @@ class DTRRuntime(Runtime):
         index = site.index
         call = site.call
         measured = self.options.cost == "measured"
+        timed = measured or self._log is not None
         record = self._measured
         # rule D-Pure (spec/dtr.md): out=None always, an in-place tail gets a fresh result
 
+        handle = self._handle[index]
+        # a pinned result is never replayed (D-Pin; banished once its array dies), so its
+        # call keeps the arguments only until it ran: pinned arrays are not kept alive
+        kept = [template]
+
         def compute(values: Sequence[Any]) -> list[Any]:
-            full = list(template)
+            full = list(kept[0])
             for j, pos in enumerate(positions):
                 if full[pos] is None:
                     full[pos] = values[j]
-            if measured:
+            if timed:
                 begin = time.perf_counter()
                 value = call(full, None)
                 record[index] = time.perf_counter() - begin
@@ -196,11 +235,20 @@ class DTRRuntime(Runtime):
         aliases = (0,) if site.view and positions and positions[0] == 0 else ()
         (t,) = engine.call(site.name, tensors, [site.nbytes], cost, compute,
                            aliases=aliases, span=site.span)
+        if t.storage.size > self.largest_allocation:
+            self.largest_allocation = t.storage.size
+        log = self._log
+        if log is not None:
+            size = t.storage.size if not aliases else 0
+            log.call(site.name, [f"x{a.id}" for a in tensors], [f"x{t.id}"],
+                     int(record.get(index, 0.0) * 1e9), [size], [aliases[0] if aliases
+                                                              else None],
+                     flops=int(self._flops[index](self._shapes(args))))
         if type(out) is tensor_type:
             # an in-place tail's anchor (GeneratedModule.overwritten): overwritten here in
             # the unbudgeted program, so the program's reference to it ends here
-            engine.release(out)
-        if self._handle[index]:
+            self._release(out)
+        if handle:
             self.handles += 1
             shape = site.shape
             self._shape_of[id(t)] = shape if shape is not None else \
@@ -208,12 +256,19 @@ class DTRRuntime(Runtime):
             return t
         value = engine.value(t)
         self.pinned_results += 1
+        kept[0] = ()
         self._pin(t, value)
         return value
 
     def release(self, site: Site, value: Any) -> None:
         if type(value) is self._tensor_type:
-            self.engine.release(value)
+            self._release(value)
+
+    def _release(self, t: Any) -> None:
+        """D-Release of the program's reference to ``t`` (logged as ``RELEASE``)."""
+        if self._log is not None:
+            self._log.release(f"x{t.id}")
+        self.engine.release(t)
 
     # -- pinned arrays ------------------------------------------------------------------------
     def _shapes(self, args: list[Any]) -> list[Any]:
@@ -231,16 +286,15 @@ class DTRRuntime(Runtime):
         if known is not None and known[1]() is array:
             return known[0]
         t = self.engine.constant(array.nbytes, None, name="")
+        self.largest_allocation = max(self.largest_allocation, array.nbytes)
+        if self._log is not None:
+            self._log.constant(f"x{t.id}", array.nbytes)
         self._track(array, t)
         return t
 
     def _pin(self, t: Any, value: Any) -> None:
         """Make the result ``t`` (whose value the program now holds as ``value``) pinned."""
-        pin = getattr(self.engine, "pin", None)
-        if pin is not None:
-            pin(t)
-        else:  # never evicted (locked for good) until the array dies
-            self.engine.require_resident((t,))
+        self.engine.pin(t)
         if type(value) is np.ndarray:
             self._track(value, t)
 
@@ -258,9 +312,9 @@ class DTRRuntime(Runtime):
             known = self._consts.get(key)
             if known is not None and known[1]() is None:
                 del self._consts[key]
-                free = getattr(self.engine, "free", None)
-                if free is not None:
-                    free(known[0])
+                if self._log is not None:
+                    self._log.release(f"x{known[0].id}")
+                self.engine.free(known[0])
 
 
 class _Shaped:
@@ -270,3 +324,56 @@ class _Shaped:
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
+
+
+_ENGINE: list[type] = []
+
+
+def _engine_class() -> type:
+    """The engine with the two operations the runtime needs beyond ``Engine``'s: ``pin``
+    (a computed result the program holds as an array: D-Pin, never evicted) and ``free``
+    (that array, or a constant's, was garbage collected: its bytes are no longer used).
+    Defined once, on first use (``relay_ref.dtr.engine`` is imported lazily)."""
+    if _ENGINE:
+        return _ENGINE[0]
+    from relay_ref.dtr.engine import Engine
+
+    class RuntimeEngine(Engine):  # type: ignore[misc, valid-type]
+        def pin(self, t: Any) -> None:
+            """D-Pin for a result: resident (it was just computed), no longer evictable."""
+            if getattr(Engine, "pin", None) is not None:
+                Engine.pin(self, t)  # type: ignore[attr-defined]
+                return
+            s = t.storage
+            t.value = None  # the program holds it; no replay reads it from here
+            if s.pinned:
+                return
+            s.pinned = True
+            self._pool.pop(s, None)
+            self.pinned_memory += s.size
+            self._peak_pinned = max(self._peak_pinned, self.pinned_memory)
+
+        def free(self, t: Any) -> None:
+            """The program's array of the pinned ``t`` died: its bytes are freed for good
+            (banished). Safe: every call that may be replayed keeps its array arguments
+            alive (its closure), so when the array died no replay can read it."""
+            if getattr(Engine, "free", None) is not None:
+                Engine.free(self, t)  # type: ignore[attr-defined]
+                return
+            s = t.storage
+            if not s.pinned or s.banished:
+                return
+            if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
+                return  # viewed by a tensor still held
+            s.pinned = False
+            s.banished = True
+            if s.resident:
+                s.resident = False
+                self.pinned_memory -= s.size
+                self.memory -= s.size
+            for x in s.tensors:
+                x.defined = False
+                x.value = None
+
+    _ENGINE.append(RuntimeEngine)
+    return RuntimeEngine

@@ -153,6 +153,8 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     if dtr is not None:  # the sites whose values are handles (released ones)
         dtr.released = frozenset(generated.released)
         dtr.overwritten = frozenset(generated.overwritten)
+        dtr.filename, dtr.line_spans = generated.filename, generated.line_spans
+        dtr.default_span = work.functions[entry].span
     plan = _plan(work, entry, target, first + pipeline.specs(), generated, memory,
                  time.perf_counter() - start)
     if notes:

@@ -90,6 +90,10 @@ class DTRRuntime(Runtime):
         self.pinned_results = 0
         self.largest_allocation = 0
         self._handle: list[bool] = []
+        #: per site: its static result bytes (None: not static) and its name
+        self._static: list[tuple[int | None, str]] = []
+        #: the cost of a static site (its argument shapes are fixed by its type)
+        self._fixed_cost: dict[int, float] = {}
         self._cost: list[SiteCost] = []
         self._measured: dict[int, float] = {}
         self._tensor_type: type = type(None)
@@ -111,6 +115,8 @@ class DTRRuntime(Runtime):
         self._sites = sites
         handles = self.released | self.overwritten
         self._handle = [s.index in handles for s in sites]
+        self._static = [(s.nbytes, s.name) for s in sites]
+        self._fixed_cost = {}
         model = "flops" if self.options.cost == "measured" else self.options.cost
         self._cost = [site_cost(s, model) for s in sites]
 
@@ -226,15 +232,20 @@ class DTRRuntime(Runtime):
                 return [value]
             return [call(full, None)]
 
+        nbytes, name = self._static[index]
         if measured and index in record:
             cost = record[index]
         else:
-            cost = self._cost[index](self._shapes(args))
+            cost = self._fixed_cost.get(index)
+            if cost is None:
+                cost = self._cost[index](self._shapes(args))
+                if nbytes is not None:  # a static step: the same shapes every time
+                    self._fixed_cost[index] = cost
             if measured:
                 cost *= 1e-9
         aliases = (0,) if site.view and positions and positions[0] == 0 else ()
-        (t,) = engine.call(site.name, tensors, [site.nbytes], cost, compute,
-                           aliases=aliases, span=site.span)
+        (t,) = engine.call(name, tensors, [nbytes], cost, compute, aliases=aliases,
+                           span=site.span)
         if t.storage.size > self.largest_allocation:
             self.largest_allocation = t.storage.size
         log = self._log

@@ -37,7 +37,7 @@ from tests.dtr.dtr_models import MODELS, leaves
 #: sweep at 0.1 steps; the TreeLSTM's higher-order gradient keeps every value in closures
 #: and reference cells, all pinned by the executor's liveness rule: nothing to evict
 #: but what the program already dropped)
-LOWEST = {"mlp": 0.5, "cnn": 0.8, "resnet": 0.5, "attention": 0.8, "treelstm": 1.0}
+LOWEST = {"mlp": 0.5, "cnn": 0.8, "resnet": 0.4, "attention": 0.8, "treelstm": 1.0}
 _CACHE: dict[str, tuple[Any, list[Any], list[np.ndarray]]] = {}
 
 
@@ -101,18 +101,16 @@ def test_a_budget_in_bytes_and_as_a_percentage_are_the_same_run() -> None:
     assert again is not a and again.budget == a.budget and again.evictions == a.evictions
 
 
-@pytest.mark.parametrize("heuristic", ["dtr", "lru", "size", "msps", "random",
+@pytest.mark.parametrize("heuristic", ["dtr", "dtr_local", "lru", "size", "msps", "random",
                                        "ablation(s=1,m=0,c=eq)"])
 @pytest.mark.parametrize("dealloc", ["eager", "banish", "ignore"])
 def test_every_heuristic_and_dealloc_policy_keeps_the_values(heuristic: str,
                                                               dealloc: str) -> None:
+    # at 0.9 of the peak every combination is feasible (a sweep; banish reaches least far)
     mod, args, want = _model("mlp")
-    exe = rr.compile(mod, memory_budget=0.8, heuristic=heuristic, dealloc=dealloc)
-    try:
-        stats = _check_run(exe, want, args)
-    except rr.RelayRuntimeError as err:  # some policies reach less far: located, never wrong
-        assert "out of memory" in str(err) and err.span is not None
-        return
+    exe = rr.compile(mod, memory_budget=0.9, heuristic=heuristic, dealloc=dealloc)
+    stats = _check_run(exe, want, args)
+    assert stats.evictions > 0
     assert stats.heuristic.startswith(heuristic.split("(")[0]) and stats.dealloc == dealloc
 
 

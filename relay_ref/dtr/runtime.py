@@ -25,8 +25,8 @@ Per step (``run(site, args, out)``), spec/dtr.md:
   is read only as an argument of later ``run`` calls); every other value is read by plain
   Python code and is returned as the array itself, **pinned** (the engine may not evict
   what the program holds directly) until the array is garbage collected.
-* **Release.** ``release(site, handle)`` is the engine's release (D-Release: eager evict,
-  banish or ignore, by ``dealloc``).
+* **Release.** ``release(site, handle)`` is the engine's release (D-Release-Eager,
+  D-Banish or D-Release-Ignore, by ``dealloc``).
 * **Purity** (spec/dtr.md, "How purity is kept"): the executor's only in-place writes are
   fused tails writing over their anchor's fresh result (``out`` an earlier value of the
   activation) and the static memory plan's buffers. Under DTR there is no memory plan
@@ -213,7 +213,7 @@ class DTRRuntime(Runtime):
         measured = self.options.cost == "measured"
         timed = measured or self._log is not None
         record = self._measured
-        # rule D-Pure (spec/dtr.md): out=None always, an in-place tail gets a fresh result
+        # purity (spec/dtr.md 6): out=None always, an in-place tail gets a fresh result
 
         handle = self._handle[index]
         # a pinned result is never replayed (D-Pin; banished once its array dies), so its
@@ -276,7 +276,8 @@ class DTRRuntime(Runtime):
             self._release(value)
 
     def _release(self, t: Any) -> None:
-        """D-Release of the program's reference to ``t`` (logged as ``RELEASE``)."""
+        """The program's reference to ``t`` dropped (D-Release-Eager, D-Banish or
+        D-Release-Ignore by the dealloc policy; logged as ``RELEASE``)."""
         if self._log is not None:
             self._log.release(f"x{t.id}")
         self.engine.release(t)

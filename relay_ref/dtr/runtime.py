@@ -125,7 +125,7 @@ class DTRRuntime(Runtime):
         ``self.budget``; ``measure``: no budget, the run measuring the peak) and, unless
         measuring, when the options name a log, a ``LogWriter`` recording it."""
         log = not measure
-        from relay_ref.dtr.engine import Tensor
+        from relay_ref.dtr.engine import Engine, Tensor
 
         opts = self.options
         self._tensor_type = Tensor
@@ -134,7 +134,7 @@ class DTRRuntime(Runtime):
             from relay_ref.dtr.log import LogWriter
 
             self._log = LogWriter(opts.log)
-        self.engine = _engine_class()(budget if budget is not None or measure else self.budget,
+        self.engine = Engine(budget if budget is not None or measure else self.budget,
                              heuristic=opts.heuristic, dealloc=opts.dealloc, seed=opts.seed,
                              sizeof=_sizeof)
         self._flops = [site_cost(site, "flops") for site in self._sites] \
@@ -336,56 +336,3 @@ class _Shaped:
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
-
-
-_ENGINE: list[type] = []
-
-
-def _engine_class() -> type:
-    """The engine with the two operations the runtime needs beyond ``Engine``'s: ``pin``
-    (a computed result the program holds as an array: D-Pin, never evicted) and ``free``
-    (that array, or a constant's, was garbage collected: its bytes are no longer used).
-    Defined once, on first use (``relay_ref.dtr.engine`` is imported lazily)."""
-    if _ENGINE:
-        return _ENGINE[0]
-    from relay_ref.dtr.engine import Engine
-
-    class RuntimeEngine(Engine):  # type: ignore[misc, valid-type]
-        def pin(self, t: Any) -> None:
-            """D-Pin for a result: resident (it was just computed), no longer evictable."""
-            if getattr(Engine, "pin", None) is not None:
-                Engine.pin(self, t)  # type: ignore[attr-defined]
-                return
-            s = t.storage
-            t.value = None  # the program holds it; no replay reads it from here
-            if s.pinned:
-                return
-            s.pinned = True
-            self._pool.pop(s, None)
-            self.pinned_memory += s.size
-            self._peak_pinned = max(self._peak_pinned, self.pinned_memory)
-
-        def free(self, t: Any) -> None:
-            """The program's array of the pinned ``t`` died: its bytes are freed for good
-            (banished). Safe: every call that may be replayed keeps its array arguments
-            alive (its closure), so when the array died no replay can read it."""
-            if getattr(Engine, "free", None) is not None:
-                Engine.free(self, t)  # type: ignore[attr-defined]
-                return
-            s = t.storage
-            if not s.pinned or s.banished:
-                return
-            if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
-                return  # viewed by a tensor still held
-            s.pinned = False
-            s.banished = True
-            if s.resident:
-                s.resident = False
-                self.pinned_memory -= s.size
-                self.memory -= s.size
-            for x in s.tensors:
-                x.defined = False
-                x.value = None
-
-    _ENGINE.append(RuntimeEngine)
-    return RuntimeEngine

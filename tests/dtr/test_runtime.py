@@ -223,3 +223,17 @@ def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:
     with pytest.raises(rr.RelayRuntimeError):
         rr.compile(mod, memory_budget=1000, dtr_log=log)(*args)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_training_steps_log_replays_to_the_same_run(tmp_path: Path) -> None:
+    # the simulator replays the log with the same deterministic cost (FLOPS): the same
+    # evictions, replays and peak (the step's pinned results, its loss and new weights,
+    # are made where nothing would evict them; the log cannot say a result is pinned)
+    mod, args, want = _model("resnet")
+    log = tmp_path / "step.jsonl"
+    exe = rr.compile(mod, memory_budget=0.7, dtr_log=log)
+    stats = _check_run(exe, want, args)
+    assert stats.rematerializations > 0
+    sim = simulate(log, stats.budget, "dtr_eq", "eager", "flops")
+    assert (sim.evictions, sim.rematerializations, sim.op_executions, sim.peak_bytes) == \
+        (stats.evictions, stats.rematerializations, stats.op_executions, stats.peak_bytes)

@@ -227,8 +227,9 @@ def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:
 
 def test_a_training_steps_log_replays_to_the_same_run(tmp_path: Path) -> None:
     # the simulator replays the log with the same deterministic cost (FLOPS): the same
-    # evictions, replays and peak (the step's pinned results, its loss and new weights,
-    # are made where nothing would evict them; the log cannot say a result is pinned)
+    # evictions, replays and peak. (The log cannot say that a result the program holds as
+    # an array is pinned: where the simulator would evict one, the replay differs; the MLP
+    # at 0.5 is such a case. This step's pinned results, its loss and new weights, are not.)
     mod, args, want = _model("resnet")
     log = tmp_path / "step.jsonl"
     exe = rr.compile(mod, memory_budget=0.7, dtr_log=log)

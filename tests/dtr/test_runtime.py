@@ -238,3 +238,19 @@ def test_a_training_steps_log_replays_to_the_same_run(tmp_path: Path) -> None:
     sim = simulate(log, stats.budget, "dtr_eq", "eager", "flops")
     assert (sim.evictions, sim.rematerializations, sim.op_executions, sim.peak_bytes) == \
         (stats.evictions, stats.rematerializations, stats.op_executions, stats.peak_bytes)
+
+
+def test_closures_returned_by_the_program_run_under_the_budget_too() -> None:
+    mod = rr.parse("""def @main(%x: Tensor[(32, 32), float32]) {
+      let %y = tanh(nn.dense(%x, %x));
+      fn (%z: Tensor[(32, 32), float32]) { sum(nn.relu(nn.dense(%z, %y)) * %y) }
+    }""")
+    x = np.random.default_rng(7).standard_normal((32, 32)).astype("float32")
+    want = rr.compile(mod)(x)(x)
+    exe = rr.compile(mod, memory_budget=1 << 20)
+    assert exe.dtr_stats is None
+    f = exe(x)
+    first = exe.dtr_stats
+    got = f(x)
+    assert np.array_equal(np.asarray(got), np.asarray(want))
+    assert exe.dtr_stats is not first and exe.dtr_stats.op_executions > 0

@@ -4,9 +4,8 @@ spec/dtr.md §2 and §6).
 * Training steps (an MLP, a small CNN with batch norm, a residual network, an attention
   block, all through ``gradient(@loss)``; a recursive TreeLSTM-style model over a tree ADT
   through ``rr.gradient``'s higher-order mode) give **bit-identical** results with and
-  without a budget, at budgets down to the lowest feasible ratio (found by a sweep of
-  0.1 steps with the engine of this commit, recorded in ``LOWEST``: a change of the
-  heuristics may move them); every run's peak is at most the budget plus the largest
+  without a budget, at every ratio of a sweep in 0.1 steps down to the lowest feasible one
+  (which must reach ``REACHES``); every run's peak is at most the budget plus the largest
   single allocation; the lowest budgets evict and rematerialise (so the comparison means
   something); a quarter of the peak is out of memory, located at a Relay expression.
 * Theorem 3.1 through ``rr.gradient``: a chain of N relu/tanh layers on one unit-size
@@ -35,11 +34,13 @@ from relay_ref.dtr.runtime import DTRRuntime
 from relay_ref.dtr.simulate import simulate
 from tests.dtr.dtr_models import MODELS, leaves
 
-#: the lowest feasible budget ratio of each model's step with dtr_eq and eager eviction (a
-#: sweep at 0.1 steps; the TreeLSTM's higher-order gradient keeps every value in closures
-#: and reference cells, all pinned by the executor's liveness rule: nothing to evict
-#: but what the program already dropped)
-LOWEST = {"mlp": 0.5, "cnn": 0.8, "resnet": 0.5, "attention": 0.8, "treelstm": 1.0}
+#: a budget ratio each model's step must reach with dtr_eq and eager eviction (the lowest
+#: feasible one, found by the test's sweep, is at most this: measured with the engine of
+#: this commit mlp 0.5-0.6, cnn 0.8, resnet 0.5, attention 0.8, treelstm 1.0; the
+#: TreeLSTM's higher-order gradient keeps every value in closures and reference cells, all
+#: pinned by the executor's liveness rule: nothing to evict but what the program dropped)
+REACHES = {"mlp": 0.6, "cnn": 0.8, "resnet": 0.6, "attention": 0.8, "treelstm": 1.0}
+SWEEP = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 _CACHE: dict[str, tuple[Any, list[Any], list[np.ndarray]]] = {}
 
 
@@ -72,16 +73,21 @@ def _check_run(exe: Any, want: list[np.ndarray], args: list[Any]) -> Any:
 def test_training_steps_are_bit_identical_down_to_the_lowest_feasible_budget(name: str
                                                                             ) -> None:
     mod, args, want = _model(name)
-    lowest = LOWEST[name]
-    ratios = sorted({1.0, round((1.0 + lowest) / 2, 2), lowest}, reverse=True)
-    for ratio in ratios:
+    lowest, stats = None, None
+    for ratio in SWEEP:  # down to the first infeasible ratio
         exe = rr.compile(mod, memory_budget=ratio)
-        stats = _check_run(exe, want, args)
+        try:
+            stats = _check_run(exe, want, args)
+        except rr.RelayRuntimeError as err:
+            assert "out of memory" in str(err) and err.span is not None
+            break
+        lowest = ratio
         assert stats.evictions > 0  # eager eviction of dropped values at least
         assert exe.runtime.handles > 0
+    assert lowest is not None and lowest <= REACHES[name]
     if lowest < 1.0:  # the lowest budget rematerialises
         assert stats.rematerializations > 0 and stats.slowdown > 1.0
-    # far below the lowest: out of memory, located at the Relay call that could not run
+    # far below: out of memory, located at the Relay call that could not run
     exe = rr.compile(mod, memory_budget=0.25)
     with pytest.raises(rr.RelayRuntimeError) as info:
         exe(*args)

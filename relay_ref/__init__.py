@@ -212,7 +212,9 @@ def gradient(fn_or_module: Any, mode: str = "higher_order", *, entry: str = "mai
 
 def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: A001
             entry: str = "main", profile: bool = False, passes: Any = None,
-            cache_dir: str | None = None, max_depth: int | None = None) -> Any:
+            cache_dir: str | None = None, max_depth: int | None = None,
+            memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
+            dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
 
     ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
@@ -243,10 +245,32 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
     to the device once, tensors kept there between kernels; see ``cuda_available()``).
 
+    ``memory_budget`` runs every kernel call of the program (the entry and every function
+    it calls, closures and recursion included) through Dynamic Tensor Rematerialization
+    (``relay_ref.dtr``, spec/dtr.md): when a result does not fit, the resident tensor with
+    the lowest ``heuristic`` score is evicted, and an evicted tensor is recomputed by
+    replaying its kernel when it is needed again. The results are bit-identical to the
+    unbudgeted executable's. The budget counts every tensor the runtime holds, inputs and
+    weights included, and is exceeded by at most the one allocation in flight. It is bytes
+    (a positive ``int``), or a fraction of the unbudgeted peak: a ``float`` in (0, 1] or a
+    string such as ``"40%"``; that peak is measured on the first call, by running it once
+    more without a budget first (the budget is then fixed for later calls). ``heuristic``:
+    one of ``relay_ref.dtr.heuristics.HEURISTICS`` (``dtr``, ``dtr_eq``, ``dtr_local``,
+    ``lru``, ``size``, ``msps``, ``random``) or ``"ablation(s=1,m=1,c=eq)"``; ``dealloc``:
+    ``"eager"``, ``"banish"`` or ``"ignore"``; ``cost``: ``"flops"`` (deterministic, from
+    the ops' ``cost`` aspect), ``"unit"`` or ``"measured"`` (kernel wall time).
+    ``exe.dtr_stats`` is the last call's statistics (budget, peak_bytes, pinned_bytes,
+    slowdown, evictions, rematerializations, ...); ``dtr_log=PATH`` writes each call's run
+    as the paper's JSON-lines log (``relay_ref.dtr.simulate`` replays it). A call that
+    cannot run within the budget raises ``RelayRuntimeError`` located at the expression
+    whose operator could not run, naming the budget, the pinned bytes and its working set.
+
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
     (or ``"cuda"`` without a device) or entry, a ``params`` key naming no parameter or a
     value of the wrong shape or dtype, ``TypeError`` for arguments of the wrong Python
-    type (``max_depth`` not a positive int)."""
+    type (``max_depth`` not a positive int; a DTR argument of the wrong type), ``ValueError``
+    for a DTR argument out of range or unknown (a zero or negative budget, ``"140%"``, an
+    unknown ``dealloc`` or ``cost``; an unknown heuristic is a ``RelayError``)."""
     from relay_ref.executor.compile import compile_module
 
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
@@ -257,7 +281,8 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     made = None if expanded is mod else set(expanded.functions) - set(mod.functions)
     return compile_module(expanded, params, target, entry=entry, profile=profile,
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
-                          max_depth=max_depth)
+                          max_depth=max_depth, memory_budget=memory_budget,
+                          heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log)
 
 
 def cuda_available() -> bool:

@@ -241,6 +241,12 @@ class GeneratedModule:
     sites: list[Any] = field(default_factory=list)
     #: ``_release`` statements emitted (each runs once per activation of its function)
     releases: int = 0
+    #: indices of the sites whose value is released (wherever the site runs: runtime.py)
+    released: set[int] = field(default_factory=set)
+    #: indices of the sites whose value a later step of its group overwrites in place (its
+    #: ``out``): read only as kernel arguments before that, never after (a DTR runtime
+    #: may hand it out as a handle and drop it at the overwriting step)
+    overwritten: set[int] = field(default_factory=set)
 
 
 _SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
@@ -615,6 +621,7 @@ class _FunctionGen:
             if site is not None and name is not None:
                 self.em.emit(f"_release({site}, {name})")
                 self.gen.out.releases += 1
+                self.gen.out.released.add(int(site[1:]))
 
     def lazy_value(self, e: Expr) -> str:
         """A shared node used in a block it does not dominate (a branch; or after a
@@ -773,6 +780,8 @@ class _FunctionGen:
                 sites[n + i] = site
                 if step.out is not None:
                     out = vals[step.out]
+                    if step.out in sites:
+                        self.gen.out.overwritten.add(int(sites[step.out][1:]))
                 elif i == writer and self.gen.plans_allocation:
                     out = f"_alloc({site})"
                 else:
@@ -790,6 +799,7 @@ class _FunctionGen:
             for j in release_at.get(i, ()):
                 self.em.emit(f"_release({sites[j]}, {vals[j]})")
                 self.gen.out.releases += 1
+                self.gen.out.released.add(int(sites[j][1:]))
         if n + last in sites and len(self.scopes) == 1:  # the top block (release_dead)
             self.produced[call] = sites[n + last]
         return vals[-1]

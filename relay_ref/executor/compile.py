@@ -34,6 +34,11 @@ generated code's namespace are copied to the device once, and there is no host m
 Every kernel step of the generated code runs through the executable's runtime
 (``relay_ref.executor.runtime``): the allocation policy is the static memory plan when
 the entry has planned values, else fresh allocation; ``profile=True`` layers timing on it.
+With ``memory_budget`` (DTR, spec/dtr.md) the runtime is ``relay_ref.dtr.runtime``'s
+``DTRRuntime`` instead, and there is no memory plan (the engine owns the memory; purity,
+spec/dtr.md 6): the DTR arguments are checked before anything else
+(``relay_ref.dtr.options``), the code generator's ``released`` and ``overwritten`` sites
+become the runtime's handles, and ``exe.dtr_stats`` is each call's statistics.
 
 A pass that fails or leaves an ill-typed module is an internal error naming the pass
 (``PassError``; never a silently different program).
@@ -86,16 +91,25 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    passes: PassesArg = None,
                    cache_dir: str | None = None, reuse_buffers: bool = True,
                    gradient_globals: Collection[str] | None = None,
-                   max_depth: int | None = None) -> Executable:
+                   max_depth: int | None = None, memory_budget: object = None,
+                   heuristic: object = "dtr_eq", dealloc: object = "eager",
+                   cost: object = "flops", dtr_log: object = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
-    had none); it is simplified first (``GRADIENT_PASSES``)."""
+    had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
+    arguments after it: DTR (``relay_ref.dtr.options``; checked before anything else)."""
+    from relay_ref.dtr.options import dtr_options
+
     start = time.perf_counter()
+    dtr_opts = dtr_options(memory_budget, heuristic, dealloc, cost, dtr_log)
     if not isinstance(mod, IRModule):
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
     if not isinstance(target, str):
         raise TypeError(f"compile: target must be a str, not {type(target).__name__}")
     target_def = get_target(target)
+    if dtr_opts is not None and target != "cpu":
+        raise RelayError(f"compile: memory_budget (DTR) runs on target cpu only, not "
+                         f"{target!r}")
     if params is not None and not isinstance(params, Mapping):
         raise TypeError(f"compile: params must be a dict of parameter name to array, not "
                         f"{type(params).__name__}")
@@ -113,10 +127,19 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         work, first, notes = _simplify_gradients(checked, set(gradient_globals))
     work = _run_passes(work, entry, params, pipeline)
     planner = make_planner(target_def, work.checked_types, cache_dir)
+    # under DTR no static memory plan: the engine owns the memory (spec/dtr.md, purity)
     memory = plan_memory(work.functions[entry], planner, work.checked_types) \
-        if reuse_buffers and target_def.host_memory else MemoryPlan()
-    # the allocation policy: the static plan's buffers when there are any, else fresh
-    runtime = StaticPlanRuntime(list(memory.views.values())) if memory.views else Runtime()
+        if reuse_buffers and target_def.host_memory and dtr_opts is None else MemoryPlan()
+    # the allocation policy: the static plan's buffers when there are any, else fresh;
+    # with a memory budget, the DTR runtime (every kernel step through its engine)
+    dtr = None
+    runtime: Runtime
+    if dtr_opts is not None:
+        from relay_ref.dtr.runtime import DTRRuntime
+
+        runtime = dtr = DTRRuntime(dtr_opts)
+    else:
+        runtime = StaticPlanRuntime(list(memory.views.values())) if memory.views else Runtime()
     slots = {call: k for k, call in enumerate(memory.views)}
 
     def build() -> Any:
@@ -132,6 +155,11 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                          f"than generated Python can ({type(err).__name__}: {err}); run it "
                          "with rr.evaluate", mod.functions[entry].span) from None
     exec(code, generated.namespace)  # noqa: S102 - our own generated source
+    if dtr is not None:  # the sites whose values are handles (released ones)
+        dtr.released = frozenset(generated.released)
+        dtr.overwritten = frozenset(generated.overwritten)
+        dtr.filename, dtr.line_spans = generated.filename, generated.line_spans
+        dtr.default_span = work.functions[entry].span
     plan = _plan(work, entry, target, first + pipeline.specs(), generated, memory,
                  time.perf_counter() - start)
     if notes:
@@ -142,7 +170,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
-                      device=device, runtime=runtime)
+                      device=device, runtime=runtime, dtr=dtr)
 
 
 def _simplify_gradients(mod: IRModule, generated: set[str]

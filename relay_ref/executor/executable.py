@@ -23,6 +23,10 @@ Invariants:
 * Every kernel step runs through ``exe.runtime`` (``relay_ref.executor.runtime``: the
   allocation policy, with layers such as profiling or an observer); assigning
   ``exe.runtime`` installs another (a layer around the current one) for later calls.
+* Compiled with a memory budget (``rr.compile(memory_budget=...)``), each call runs on a
+  fresh DTR engine (``relay_ref.dtr.runtime``) and ``exe.dtr_stats`` is that call's
+  statistics (None before the first call; a budget given as a fraction of the peak is
+  resolved on the first call by a run without budget first). Calls are serialised.
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).
@@ -92,7 +96,7 @@ class Executable:
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
                  aliases: dict[str, str] | None = None, device: Any = None,
-                 runtime: Runtime | None = None) -> None:
+                 runtime: Runtime | None = None, dtr: Any = None) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -103,8 +107,10 @@ class Executable:
         self.device = device  # a cuda_plan.DeviceRuntime for target "cuda"
         self.converter = Converter(self)
         self.memory = memory
-        #: A call writing preallocated buffers must not overlap another (threads).
-        self._lock = threading.Lock() if memory is not None and memory.buffers else None
+        #: A call writing preallocated buffers must not overlap another (threads); nor one
+        #: running under the DTR runtime's engine (one per call, held by the runtime).
+        self._lock = threading.Lock() if (memory is not None and memory.buffers) or \
+            dtr is not None else None
         self._deep = deep
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
@@ -119,6 +125,10 @@ class Executable:
         #: other names of parameters (a frontend's original names -> parameter name)
         self._aliases = {k: v for k, v in (aliases or {}).items()
                          if v in self._names and k not in self._names}
+        #: the DTR runtime (``rr.compile(memory_budget=...)``, ``relay_ref.dtr.runtime``):
+        #: one engine per call; its statistics after each call (None without DTR)
+        self._dtr = dtr
+        self.dtr_stats: Any = None
         base = runtime if runtime is not None else Runtime()
         self._runtime: Runtime = base
         self.runtime = Profiling(base, self._record) if profile else base
@@ -157,11 +167,23 @@ class Executable:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, /, *args: Any, **inputs: Any) -> Any:
+        if self._dtr is not None:
+            with self._lock:  # type: ignore[union-attr]
+                return self._budgeted(args, inputs)
         values = self._arguments(args, inputs)
         if self._lock is None:
             return self._run(self._fn, values)
         with self._lock:
             return self._run(self._fn, values)
+
+    def _budgeted(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> Any:
+        """A call under the DTR runtime; a budget given as a fraction of the unbudgeted peak
+        is resolved first, once, by a run without budget."""
+        dtr = self._dtr
+        if dtr.budget is None:
+            self._run(self._fn, self._arguments(args, inputs), measure=True)
+            dtr.budget = dtr.resolve(self.dtr_stats)
+        return self._run(self._fn, self._arguments(args, inputs))
 
     def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
         params, entry = self._params, self.entry
@@ -218,7 +240,21 @@ class Executable:
                 values.append(self.converter.from_relay(value))
         return values
 
-    def _run(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+    def _run(self, fn: Callable[..., Any], values: list[Any], measure: bool = False) -> Any:
+        dtr = self._dtr
+        if dtr is None:
+            return self._run_plain(fn, values)
+        # one DTR engine per call (relay_ref.dtr.runtime): its stats become exe.dtr_stats
+        dtr.start(measure=measure)
+        ok = False
+        try:
+            result = self._run_plain(fn, values)
+            ok = True
+        finally:
+            self.dtr_stats = dtr.finish(ok)
+        return result
+
+    def _run_plain(self, fn: Callable[..., Any], values: list[Any]) -> Any:
         start = time.perf_counter()
         if self._deep:
             result = run_deep(lambda: self._job(fn, values), name="relay-exe",

@@ -146,6 +146,7 @@ def site_call(kind: str, fn: Callable[..., Any], attrs: object) -> Callable[[lis
         def call(args: list[Any], out: Any) -> Any:
             return fn(*args)
     call.kernel = fn  # type: ignore[attr-defined]
+    call.attrs = attrs  # type: ignore[attr-defined]
     return call
 
 

@@ -30,6 +30,8 @@ Table aspects, each a mapping from op name to the aspect's value:
     ``gradient``       ``RULES`` and ``NOT_DIFFERENTIABLE`` of each ``grad_*.py`` module
                        (listed in ``gradients.FAMILIES``), rules defined in that module;
                        then ``gradients.fallback_reasons`` for whole namespaces
+    ``cost``           ``costs.BUILTIN_COSTS`` (compute cost from argument shapes and
+                       attributes, the DTR runtime's ``flops`` cost model)
 
 When: this module imports every family (registering the core aspects), then attaches the
 tables with ``registry.attach(aspect, table, source=module)`` in the fixed order above, and
@@ -52,6 +54,7 @@ See ``registry.py`` for the protocols each aspect follows.
 from relay_ref.ops import (
     algorithm,
     annotation,
+    costs,
     dyn,
     einsum,
     gradient_op,
@@ -93,3 +96,4 @@ for _family in gradients.FAMILIES:
 attach("gradient", gradients.fallback_reasons(
     all_ops(), {name for name, op in all_ops().items() if op.differentiable is not None}),
     source=gradients.__name__)
+attach("cost", costs.BUILTIN_COSTS, source=costs.__name__)

@@ -163,6 +163,9 @@ class OpDef:
     gradient: Callable[..., tuple] | None = None
     tangent: Callable[..., object] | None = None
     differentiable: bool | str | None = None
+    #: the compute cost model (``relay_ref.ops.costs``): ``cost(arg_shapes, out_shape,
+    #: attrs) -> int``; None: one per output element (``costs.default_cost``)
+    cost: Callable[..., int] | None = None
 
     @property
     def bidirectional(self) -> bool:
@@ -248,7 +251,7 @@ class Values:
 
 
 #: the aspects a table may attach (``attach``); ``kernel:<target>`` for any target name.
-TABLE_ASPECTS = ("examples", "values", "pattern", "kernel:<target>", "gradient")
+TABLE_ASPECTS = ("examples", "values", "pattern", "kernel:<target>", "gradient", "cost")
 
 _REGISTRY: dict[str, OpDef] = {}
 _LOADED_KERNELS: dict[tuple[str, str], Callable[..., object]] = {}
@@ -333,6 +336,10 @@ def _set_aspect(name: str, aspect: str, value: object, source: str) -> OpDef:
                                  "forward rule")
             op = dataclasses.replace(op, gradient=reverse, tangent=forward,
                                      differentiable=True)
+    elif aspect == "cost":
+        if not callable(value):
+            raise TypeError(f"{source}: the cost of {name!r} must be a function")
+        op = dataclasses.replace(op, cost=value)
     else:
         raise ValueError(f"unknown aspect {aspect!r} (one of {', '.join(TABLE_ASPECTS)})")
     _REGISTRY[name] = op

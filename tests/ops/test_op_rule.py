@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import relay_ref.ops as ops
-from relay_ref.ops import gradients, kernels, patterns
+from relay_ref.ops import costs, gradients, kernels, patterns
 from relay_ref.ops.registry import (
     Examples,
     KernelRef,
@@ -37,7 +37,7 @@ FAMILY_NAMES = {f.__name__ for f in ops.FAMILIES}
 ATTACHERS = {"attach", "set_examples", "set_op_pattern", "set_kernel", "set_gradient"}
 #: the ``OpDef`` fields the table aspects fill (no module but the registry rebuilds them)
 TABLE_FIELDS = {"attr_examples", "arg_examples", "values", "op_pattern", "kernels", "gradient",
-                "tangent", "differentiable"}
+                "tangent", "differentiable", "cost"}
 
 
 def _calls(path: Path) -> list[ast.Call]:
@@ -61,6 +61,7 @@ def _table_entries() -> dict[str, list[tuple[str, str]]]:
         "gradient": [(n, f.__name__) for f in gradients.FAMILIES
                      for n in (*f.RULES, *f.NOT_DIFFERENTIABLE)],
     }
+    out["cost"] = [(n, costs.__name__) for n in costs.BUILTIN_COSTS]
     classified = {n for n, _ in out["gradient"]}
     out["gradient"] += [(n, gradients.__name__)
                         for n in gradients.fallback_reasons(all_ops(), classified)]
@@ -98,7 +99,7 @@ def test_table_aspects_are_attached_only_by_the_package() -> None:
     assert "attach" in init_calls and not init_calls & (ATTACHERS - {"attach"})
 
 
-@pytest.mark.parametrize("aspect", ["examples", "values", "pattern", "kernel:cpu",
+@pytest.mark.parametrize("aspect", ["examples", "values", "pattern", "kernel:cpu", "cost",
                                     "kernel:cuda", "gradient"])
 def test_every_table_entry_is_a_registered_op_named_once(aspect: str) -> None:
     entries = _table_entries()[aspect]

@@ -16,9 +16,13 @@ for the last class as for the first. Call-by-value, left to right. Running a pro
   values (spec 2.1).
 * The store of the semantics is the heap of ``RefValue`` cells: a cell's identity is its
   location, its ``value`` the store's content there (spec 2.2).
-* A shared node (a graph binding ``%0 = e;`` used twice) is evaluated at its first use in
-  each activation and its value reused (E-Shared, spec 3.18); it is remembered in the frame
-  under the node itself.
+* A shared node (a graph binding ``%0 = e;`` used twice) is evaluated once per activation
+  of its scope, the lowest scope common to its uses (TVM's rule: ``relay_ref.ir.sharing``),
+  and its value reused (E-Shared, spec 2.3, 3.18); it is remembered in the frame under the
+  node itself. It is evaluated at its first use, or, when that is inside a sub-scope (a
+  ``fn`` literal, a branch, a clause, a ``let``), just before the node of its scope that
+  enters that sub-scope (``force_anchored``); a closure captures the shared nodes of outer
+  scopes that its body uses (``make_closure``).
 * Rules whose conclusion is the value of a sub-expression evaluated in the same frame
   (E-Let, E-Let-Rec, E-If-*, E-Match) are *steps*: they return that sub-expression and
   ``eval`` continues its loop with it instead of recursing, so long ``let`` chains do not
@@ -76,6 +80,7 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
+from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.visitor import free_vars, shared_nodes
 
 __all__ = ["MAX_DEPTH", "Interpreter", "Interrupted", "Stuck"]
@@ -119,6 +124,11 @@ class Interpreter:
         self.fn_info: dict[Function, _FnInfo] = {}
         self.op_calls: dict[Expr, tuple[Callable[..., Any], object]] = {}
         self.shared: frozenset[Expr] = shared_nodes(self.module, roots)
+        plan = module_sharing_plan(self.module, roots) if self.shared else None
+        #: E-Shared (3.18): node -> the shared nodes evaluated just before it enters a
+        #: sub-scope; fn literal -> the shared nodes of outer scopes its closure captures
+        self.anchors = plan.anchors if plan is not None else {}
+        self.captures = plan.captures if plan is not None else {}
         self.stop_requested = False
 
     def request_stop(self) -> None:
@@ -189,6 +199,8 @@ class Interpreter:
         if type(value) is Function:
             return self.e_let_rec(expr, env)
         var = expr.var
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         env[var] = bound = self.eval(value, env)
         if var.type_annotation is not None:
             self.check_annotation(bound, var, var.type_annotation, value.span)
@@ -198,6 +210,8 @@ class Interpreter:
         """E-Let-Rec (3.6), a step: bind the variable to a recursive closure of the
         function (which does not capture the variable itself), continue with the body."""
         var = expr.var
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         env[var] = RecClosure(self.make_closure(expr.value, env, var), var)
         return expr.body
 
@@ -304,6 +318,8 @@ class Interpreter:
         """E-If-True / E-If-False (3.12), a step: the condition (a bool scalar) picks the
         branch to continue with."""
         cond = self.eval(expr.cond, env)
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         if type(cond) is not np.ndarray or cond.shape != () or cond.dtype.kind != "b":
             raise Stuck("the condition of `if` must be a bool scalar, got "  # Stuck-If (4)
                         f"{short(value_to_text(cond))}", expr.cond.span, rule="Stuck-If")
@@ -316,6 +332,8 @@ class Interpreter:
         binds its variables (``match_pattern``) and is continued with; E-Match-Fail (3.14)
         if none does."""
         scrutinee = self.eval(expr.data, env)
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         for clause in expr.clauses:
             if self.match_pattern(clause.lhs, scrutinee, env):
                 return clause.rhs
@@ -390,6 +408,14 @@ class Interpreter:
         env[expr] = value
         return value
 
+    def force_anchored(self, expr: Expr, env: dict) -> None:
+        """E-Shared (3.18) for the shared nodes whose first use is inside a sub-scope of
+        ``expr`` (its ``fn`` body, branches, clauses, or ``let``) but whose scope is
+        ``expr``'s: evaluated now, in the order first reached, unless already known."""
+        for node in self.anchors[expr]:
+            if node not in env:
+                self.eval(node, env)
+
     # -- what the rules share ----------------------------------------------------------------
     def apply(self, fn: Value, args: list[Value], call: Call | None) -> Value:
         """E-App (3.8) for a callee value in hand (a host call when ``call`` is None): the
@@ -458,6 +484,12 @@ class Interpreter:
         """E-Fn: capture the current values of ``func``'s free variables (but ``rec_var``,
         which E-App-Rec binds at each call)."""
         captured = {}
+        if self.anchors and func in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(func, env)
+        for node in self.captures.get(func, ()) if self.captures else ():
+            value = env.get(node, MISSING)               # E-Shared (3.18): captured
+            captured[node] = value if value is not MISSING and value is not BUSY \
+                else self.eval(node, env)
         for var in self.info(func).free_vars:
             if var is not rec_var:
                 try:

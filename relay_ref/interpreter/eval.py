@@ -77,10 +77,10 @@ from relay_ref.ir.expr import (
     Var,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.visitor import free_vars, shared_nodes
 
 __all__ = ["MAX_DEPTH", "Interpreter", "Interrupted", "Stuck"]

@@ -174,3 +174,30 @@ def test_heavy_sharing_in_a_long_program() -> None:
     for passes in (["ToANormalForm"], ["PartialEvaluate"]):
         got = rr.evaluate(rr.optimize(mod, passes), np.float32(0))
         assert [float(v) for v in got] == [float(v) for v in want]
+
+
+def test_a_closure_keeps_its_captured_cell_when_applied_by_another_evaluation() -> None:
+    mod = rr.parse("""
+        def @main() {
+          %0 = ref(0);
+          let %f = fn () -> int32 { ref_write(%0, add(ref_read(%0), 1)); ref_read(%0) };
+          let %a = %f();
+          (%f, ref_read(%0))
+        }""")
+    use = rr.parse("def @main(%g: fn () -> int32) { (%g(), %g()) }")
+    f, seen = rr.evaluate(mod)
+    assert int(seen) == 1
+    assert _plain(rr.evaluate(use, f)) == (2, 3)  # the same cell, captured
+    g, _ = rr.compile(mod)()
+    assert _plain(rr.compile(use)(g)) == (2, 3)
+    assert _plain(rr.evaluate(use, g)) == (4, 5)
+
+
+def test_a_returned_closure_evaluates_its_own_shared_nodes_once_per_call() -> None:
+    # %0 is used only inside the literal: its scope is the literal's body (a cell per call),
+    # and each call evaluates it once even when another evaluation applies the closure
+    mod = rr.parse("def @main() { fn () -> int32 { %0 = ref(0); ref_write(%0, 1); "
+                   "ref_read(%0) } }")
+    f = rr.evaluate(mod)
+    use = rr.parse("def @main(%g: fn () -> int32) { (%g(), %g()) }")
+    assert _plain(rr.evaluate(use, f)) == (1, 1)

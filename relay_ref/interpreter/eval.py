@@ -77,7 +77,7 @@ from relay_ref.ir.expr import (
     Var,
 )
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.sharing import module_sharing_plan
+from relay_ref.ir.sharing import module_sharing_plan, plan_of_function, sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
@@ -129,6 +129,8 @@ class Interpreter:
         #: sub-scope; fn literal -> the shared nodes of outer scopes its closure captures
         self.anchors = plan.anchors if plan is not None else {}
         self.captures = plan.captures if plan is not None else {}
+        #: the per-root plans followed (a closure from another evaluation adds its own)
+        self.adopted: set[int] = {id(p) for p in plan.parts} if plan is not None else set()
         self.stop_requested = False
 
     def request_stop(self) -> None:
@@ -255,7 +257,10 @@ class Interpreter:
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
                         _span(call) or func.span, rule="Stuck-Arity")
         frame.update(zip(params, args, strict=True))  # lengths checked above
-        info = self.fn_info.get(func) or self.info(func)
+        info = self.fn_info.get(func)
+        if info is None:
+            self.adopt(func, fn.env)
+            info = self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
         name = fn.global_name
@@ -473,6 +478,25 @@ class Interpreter:
                 raise Stuck(f"undefined global @{name}", span, rule="Stuck-Var")
             closure = self.globals[name] = Closure({}, func, name)
         return closure
+
+    def adopt(self, func: Function, env: dict) -> None:
+        """E-Shared (3.18) for a closure made by another evaluation (a host argument): follow
+        the sharing plan of the program it was made in (else of its own function), and
+        reuse the shared nodes it captured."""
+        plan = plan_of_function(func)
+        if plan is None:  # its program is gone: its own function's plan
+            plan = sharing_plan(func)
+        if id(plan) in self.adopted:
+            return
+        self.adopted.add(id(plan))
+        captured = frozenset(k for k in env if type(k) is not Var)
+        if not plan.shared and not captured:
+            return
+        self.shared = self.shared | plan.shared | captured
+        if plan.anchors:
+            self.anchors = {**plan.anchors, **self.anchors}
+        if plan.captures:
+            self.captures = {**plan.captures, **self.captures}
 
     def info(self, func: Function) -> _FnInfo:
         info = self.fn_info.get(func)

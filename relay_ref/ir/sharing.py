@@ -57,7 +57,7 @@ from relay_ref.ir.expr import (
 )
 from relay_ref.ir.module import IRModule
 
-__all__ = ["Scope", "SharingPlan", "module_sharing_plan", "sharing_plan"]
+__all__ = ["Scope", "SharingPlan", "module_sharing_plan", "plan_of_function", "sharing_plan"]
 
 _ATOMS = (Var, GlobalVar, Op, Constant, Constructor)
 
@@ -130,6 +130,10 @@ class SharingPlan:
     sub_scopes: Mapping[tuple[int, int], Scope] = field(default_factory=dict)
     anchors: Mapping[Expr, tuple[Expr, ...]] = field(default_factory=dict)
     captures: Mapping[Function, tuple[Expr, ...]] = field(default_factory=dict)
+    #: the nodes with more than one incoming edge under the root
+    shared: frozenset[Expr] = frozenset()
+    #: a merged plan (``module_sharing_plan``): the per-root plans it is made of
+    parts: tuple[SharingPlan, ...] = ()
 
     def child_scope(self, node: Expr, k: int) -> Scope | None:
         """The scope edge ``k`` of ``node`` opens, or None (the edge stays in ``node``'s)."""
@@ -211,8 +215,8 @@ def sharing_plan(root: Expr) -> SharingPlan:
             for k in range(1, len(node.clauses) + 1):
                 contrib(node, k)
     if not shared:
-        return SharingPlan(top, scopes, sub_scopes)
-    shared_set = set(shared)
+        return _register(SharingPlan(top, scopes, sub_scopes), order)
+    shared_set = frozenset(shared)
 
     # 3. Captures: each use of a shared node inside a ``fn`` literal nested in its scope.
     captures: dict[Function, dict[Expr, None]] = {}
@@ -263,9 +267,28 @@ def sharing_plan(root: Expr) -> SharingPlan:
                     anchors.setdefault(x, []).append(kid)
         enter(kid)
 
-    return SharingPlan(top, scopes, sub_scopes,
-                       {x: tuple(ns) for x, ns in anchors.items()},
-                       {f: tuple(ns) for f, ns in captures.items()})
+    return _register(SharingPlan(top, scopes, sub_scopes,
+                                 {x: tuple(ns) for x, ns in anchors.items()},
+                                 {f: tuple(ns) for f, ns in captures.items()}, shared_set),
+                     order)
+
+
+#: id(fn literal or root function) -> the live plan it is part of (a closure made by one
+#: evaluation and applied by another finds its function's plan here)
+_BY_FUNCTION: weakref.WeakValueDictionary[int, SharingPlan] = weakref.WeakValueDictionary()
+
+
+def _register(plan: SharingPlan, nodes: list[Expr]) -> SharingPlan:
+    for node in nodes:
+        if type(node) is Function:
+            _BY_FUNCTION[id(node)] = plan
+    return plan
+
+
+def plan_of_function(fn: Function) -> SharingPlan | None:
+    """The plan of the root ``fn`` is part of, while that plan lives (it keeps ``fn``
+    alive, so the identity key is unambiguous), else None."""
+    return _BY_FUNCTION.get(id(fn))
 
 
 _MODULE_CACHE: weakref.WeakKeyDictionary[IRModule, SharingPlan] = weakref.WeakKeyDictionary()
@@ -287,9 +310,14 @@ def module_sharing_plan(module: IRModule, roots: tuple[Expr, ...] = ()) -> Shari
 def _merge(plans: list[SharingPlan]) -> SharingPlan:
     anchors: dict[Expr, tuple[Expr, ...]] = {}
     captures: dict[Function, tuple[Expr, ...]] = {}
+    shared: set[Expr] = set()
+    parts: list[SharingPlan] = []
     for plan in plans:
         for x, ns in plan.anchors.items():
             anchors.setdefault(x, ns)
         for f, ns in plan.captures.items():
             captures.setdefault(f, ns)
-    return SharingPlan(Scope(None, None, None), {}, {}, anchors, captures)
+        shared |= plan.shared
+        parts.extend(plan.parts or (plan,))
+    return SharingPlan(Scope(None, None, None), {}, {}, anchors, captures, frozenset(shared),
+                       tuple(parts))

@@ -201,3 +201,22 @@ def test_a_returned_closure_evaluates_its_own_shared_nodes_once_per_call() -> No
     f = rr.evaluate(mod)
     use = rr.parse("def @main(%g: fn () -> int32) { (%g(), %g()) }")
     assert _plain(rr.evaluate(use, f)) == (1, 1)
+
+
+@pytest.mark.parametrize("first, second", [(0, 1), (7, 150), (63, 64), (100, 199)])
+def test_the_scope_of_a_node_used_down_a_let_chain_is_the_first_uses_let(first, second):
+    # each let opens a scope for its value and body (TVM's dependency graph), so the lowest
+    # common scope of uses in the values of lets i < j is let i's scope
+    lines = ["def @main(%x: float32) {", "  %0 = add(%x, 1f);"]
+    for i in range(200):
+        use = "%0" if i in (first, second) else "%x"
+        lines.append(f"  let %v{i} = multiply({use}, {i}f);")
+    lines += ["  %v199", "}"]
+    mod = rr.parse("\n".join(lines))
+    plan = sharing_plan(mod.functions["main"])
+    (node,) = shared_nodes(mod)
+    let = mod.functions["main"].body
+    for _ in range(first):
+        let = let.body
+    assert plan.scopes[node] is plan.child_scope(let, 0)
+    assert not plan.anchors and not plan.captures

@@ -81,11 +81,6 @@ class Scope:
             j = parent.jump
             self.jump = j.jump if parent.level - j.level == j.level - j.jump.level else parent
 
-    def within(self, other: Scope) -> bool:
-        """Whether ``self`` is ``other`` or nested in it."""
-        return _ancestor_at(self, other.level) is other if self.level >= other.level \
-            else False
-
 
 def _ancestor_at(s: Scope, level: int) -> Scope:
     while s.level > level:

@@ -12,12 +12,16 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
 * **Call-by-value, left to right** (E-App-*, E-Tuple, ...): every non-atomic sub-expression
   is computed by one statement ``tN = ...`` emitted in post-order, so effects (refs) and
   failures happen in the interpreter's order.
-* **Sharing** (spec 2.3): a node reached through several edges is computed at its first use
-  in each activation and reused. First computed in the function's top block, its variable
-  dominates every later use. First computed inside a branch (of an ``if`` or a ``match``
-  clause), it gets a variable set to ``_UNSET`` at the start of the activation and every
-  use outside the block that computed it is guarded (``if s is _UNSET: s = ...``): computed
-  once on each path, at its first use, even when effectful (refs).
+* **Sharing** (spec 2.3): a node reached through several edges is computed once per
+  activation of its scope (``relay_ref.ir.sharing``): before the node that first enters a
+  sub-scope using it (``anchored``: a closure's factory call, an ``if`` after its
+  condition, a ``match`` after its scrutinee, a ``let``), or else at its first use, and
+  reused. A closure factory receives the shared nodes of enclosing scopes its function uses
+  (``captures``) as extra parameters. First computed in the function's top block, its
+  variable dominates every later use. First computed inside a branch (of an ``if`` or a
+  ``match`` clause), it gets a variable set to ``_UNSET`` at the start of the activation
+  and every use outside the block that computed it is guarded (``if s is _UNSET: s =
+  ...``): computed once on each path, even when effectful (refs).
 * **Closures** (E-Fn): a function literal with free variables is built by a module-level
   factory ``_mk_f(free...)`` whose parameters are the captured values, so a closure captures
   values, never a Python variable that changes later (the parameters of a loop below). A

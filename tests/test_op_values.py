@@ -74,3 +74,10 @@ def test_the_derivation_shows_one_instance_per_use() -> None:
     text = str(tree)
     assert "T-Rel Broadcast" in text
     assert "%f(1f, 2f) : float32" in text and "%f(1, 2) : int32" in text
+
+
+def test_an_operator_in_a_tuple_is_one_instance() -> None:
+    # departure from TVM (spec/typing.md 3.6): the occurrence is instantiated where written
+    with pytest.raises(rr.RelayTypeError, match=r"int32.*float32|float32.*int32"):
+        rr.infer_types(rr.parse(
+            "def @main() { let %t = (add,); (%t.0(1f, 2f), %t.0(1, 2)) }"))

@@ -259,7 +259,8 @@ class Interpreter:
         frame.update(zip(params, args, strict=True))  # lengths checked above
         info = self.fn_info.get(func)
         if info is None:
-            self.adopt(func, fn.env)
+            if fn.global_name is None or self.module.functions.get(fn.global_name) is not func:
+                self.adopt(func, fn.env)  # maybe made by another evaluation
             info = self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))

@@ -12,12 +12,16 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
 * **Call-by-value, left to right** (E-App-*, E-Tuple, ...): every non-atomic sub-expression
   is computed by one statement ``tN = ...`` emitted in post-order, so effects (refs) and
   failures happen in the interpreter's order.
-* **Sharing** (spec 2.3): a node reached through several edges is computed at its first use
-  in each activation and reused. First computed in the function's top block, its variable
-  dominates every later use. First computed inside a branch (of an ``if`` or a ``match``
-  clause), it gets a variable set to ``_UNSET`` at the start of the activation and every
-  use outside the block that computed it is guarded (``if s is _UNSET: s = ...``): computed
-  once on each path, at its first use, even when effectful (refs).
+* **Sharing** (spec 2.3): a node reached through several edges is computed once per
+  activation of its scope (``relay_ref.ir.sharing``): before the node that first enters a
+  sub-scope using it (``anchored``: a closure's factory call, an ``if`` after its
+  condition, a ``match`` after its scrutinee, a ``let``), or else at its first use, and
+  reused. A closure factory receives the shared nodes of enclosing scopes its function uses
+  (``captures``) as extra parameters. First computed in the function's top block, its
+  variable dominates every later use. First computed inside a branch (of an ``if`` or a
+  ``match`` clause), it gets a variable set to ``_UNSET`` at the start of the activation
+  and every use outside the block that computed it is guarded (``if s is _UNSET: s =
+  ...``): computed once on each path, even when effectful (refs).
 * **Closures** (E-Fn): a function literal with free variables is built by a module-level
   factory ``_mk_f(free...)`` whose parameters are the captured values, so a closure captures
   values, never a Python variable that changes later (the parameters of a loop below). A
@@ -107,6 +111,7 @@ from relay_ref.ir.expr import (
     Var,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type, subterms
 from relay_ref.ir.visitor import free_vars, shared_nodes
@@ -208,7 +213,7 @@ class FunctionInfo:
     (``co_freevars`` of the inner ``def``), the recursive variable, the global's name."""
 
     func: Function
-    captured: dict[str, Var]
+    captured: dict[str, Expr]  # a Var, or a shared node the closure captures (E-Shared)
     rec_var: Var | None = None
     global_name: str | None = None
 
@@ -312,6 +317,12 @@ class _Generator:
             self.out.namespace["_DEPTH"] = _Depth()
         #: nodes with several incoming edges (spec 2.3), as the interpreter counts them
         self.shared = shared_nodes(mod)
+        #: E-Shared (spec 2.3, 3.18): where a shared node is computed when that is not its
+        #: first use (``relay_ref.ir.sharing``): before a node entering a sub-scope
+        #: (``anchors``), and which closures capture it (``captures``)
+        plan = module_sharing_plan(mod)
+        self.anchors = plan.anchors
+        self.captures = plan.captures
         self.interned: dict[int, str] = {}
         self.counter = 0
         # one walk over all types, shared subterms once: linear in the program's size
@@ -435,11 +446,14 @@ class _FunctionGen:
     factory around it); nested function literals become factories of their own."""
 
     def __init__(self, gen: _Generator, func: Function, py_name: str, captured: tuple[Var, ...],
-                 rec_var: Var | None, global_name: str | None) -> None:
+                 rec_var: Var | None, global_name: str | None,
+                 captured_nodes: tuple[Expr, ...] = ()) -> None:
         self.gen = gen
         self.func = func
         self.py_name = py_name
         self.captured = captured
+        #: shared nodes of enclosing scopes the closure captures (E-Shared, spec 2.3)
+        self.captured_nodes = captured_nodes
         self.rec_var = rec_var
         self.global_name = global_name
         self.names: dict[Var, str] = {}
@@ -485,10 +499,12 @@ class _FunctionGen:
         params = [self.bind(p) for p in self.func.params]
         for v in self.captured:
             self.bind(v)
+        node_names = [self.gen.fresh("c") for _ in self.captured_nodes]
+        self.scopes[0].update(zip(self.captured_nodes, node_names, strict=True))
         self_name = self.py_name
         if self.rec_var is not None:
             self.names[self.rec_var] = self_name
-        closure = bool(self.captured) or self.rec_var is not None
+        closure = bool(self.captured) or bool(node_names) or self.rec_var is not None
         base = 2 if closure else 1
         # The body is generated inside ``while True: for _ in _c:`` (two levels deeper);
         # the loops are dropped, and the body dedented, when no self tail call came.
@@ -500,12 +516,13 @@ class _FunctionGen:
                     em.emit(f"_check_shape({self.names[p]}, {note}, {p.name_hint!r}, True)",
                             p.span)
         self.compile_to(self.func.body, ("return", None))
+        captured: dict[str, Expr] = {self.names[v]: v for v in self.captured}
+        captured.update(zip(node_names, self.captured_nodes, strict=True))
         self.gen.out.functions[self_name] = FunctionInfo(
-            self.func, {self.names[v]: v for v in self.captured}, self.rec_var,
-            self.global_name)
+            self.func, captured, self.rec_var, self.global_name)
         header: list[str] = []
         if closure:
-            free = ", ".join(self.names[v] for v in self.captured)
+            free = ", ".join(captured)
             header.append(f"def _mk_{self_name}({free}):")
             header.append(f"    def {self_name}({', '.join(params)}):")
             if free:  # every captured value is a cell of the closure (values.py reads them)
@@ -807,13 +824,24 @@ class _FunctionGen:
     # -- functions as values ----------------------------------------------------------------
     def function_value(self, fn: Function, rec_var: Var | None) -> str:
         """Code building the closure of ``fn`` (E-Fn; E-Let-Rec with ``rec_var``)."""
+        self.anchored(fn)
         captured = tuple(v for v in self.gen.free_vars(fn) if v is not rec_var)
+        nodes = self.gen.captures.get(fn, ())
         hint = rec_var.name_hint if rec_var is not None else "fn"
         py_name = self.gen.fresh(f"f_{_identifier(hint)}_")
-        _FunctionGen(self.gen, fn, py_name, captured, rec_var, None).generate(self.gen.lines)
-        if captured or rec_var is not None:
-            return f"_mk_{py_name}({', '.join(self.value(v) for v in captured)})"
+        _FunctionGen(self.gen, fn, py_name, captured, rec_var, None,
+                     nodes).generate(self.gen.lines)
+        if captured or nodes or rec_var is not None:
+            values = [self.value(v) for v in captured] + [self.value(n) for n in nodes]
+            return f"_mk_{py_name}({', '.join(values)})"
         return py_name
+
+    def anchored(self, node: Expr) -> None:
+        """E-Shared (spec 2.3, 3.18): compute the shared nodes whose first use is inside
+        a sub-scope of ``node`` but whose scope is ``node``'s, before ``node`` enters it."""
+        for shared in self.gen.anchors.get(node, ()):
+            if self.lookup(shared) is None:
+                self.value(shared)
 
     # -- control: compile an expression into a destination ------------------------------------
     def compile_to(self, e: Expr, dest: tuple[str, str | None]) -> None:
@@ -824,6 +852,7 @@ class _FunctionGen:
         while True:
             kind = type(e)
             if kind is Let:                                           # E-Let, E-Let-Rec
+                self.anchored(e)
                 var, val = e.var, e.value
                 point = self.gen.casts.at(e) if self.gen.casts is not None else None
                 if type(val) is Function and val.attr("Primitive") is None:
@@ -849,6 +878,7 @@ class _FunctionGen:
                 point = self.gen.casts.at(e) if self.gen.casts is not None else None
                 into = dest if point is None else ("assign", self.gen.fresh("t"))
                 cond = self.value(e.cond)
+                self.anchored(e)
                 em.emit(f"if {cond}:")
                 self.branch(e.true_branch, into)
                 em.emit("else:")
@@ -925,6 +955,7 @@ class _FunctionGen:
     def match(self, e: Match, dest: tuple[str, str | None]) -> None:
         em = self.em
         scrutinee = self.value(e.data)
+        self.anchored(e)
         first = True
         for clause in e.clauses:
             conds: list[str] = []

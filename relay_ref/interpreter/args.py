@@ -340,6 +340,8 @@ def _captured_types(env: dict[Var, Value]) -> dict[Var, Type]:
     left to inference from their uses."""
     out: dict[Var, Type] = {}
     for var, value in env.items():
+        if type(var) is not Var:  # a captured shared node (E-Shared): inferred in place
+            continue
         if var.type_annotation is not None:
             out[var] = var.type_annotation
         elif isinstance(value, np.ndarray) and value.dtype.kind in "biuf":

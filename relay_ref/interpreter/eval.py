@@ -16,9 +16,13 @@ for the last class as for the first. Call-by-value, left to right. Running a pro
   values (spec 2.1).
 * The store of the semantics is the heap of ``RefValue`` cells: a cell's identity is its
   location, its ``value`` the store's content there (spec 2.2).
-* A shared node (a graph binding ``%0 = e;`` used twice) is evaluated at its first use in
-  each activation and its value reused (E-Shared, spec 3.18); it is remembered in the frame
-  under the node itself.
+* A shared node (a graph binding ``%0 = e;`` used twice) is evaluated once per activation
+  of its scope, the lowest scope common to its uses (TVM's rule: ``relay_ref.ir.sharing``),
+  and its value reused (E-Shared, spec 2.3, 3.18); it is remembered in the frame under the
+  node itself. It is evaluated at its first use, or, when that is inside a sub-scope (a
+  ``fn`` literal, a branch, a clause, a ``let``), just before the node of its scope that
+  enters that sub-scope (``force_anchored``); a closure captures the shared nodes of outer
+  scopes that its body uses (``make_closure``).
 * Rules whose conclusion is the value of a sub-expression evaluated in the same frame
   (E-Let, E-Let-Rec, E-If-*, E-Match) are *steps*: they return that sub-expression and
   ``eval`` continues its loop with it instead of recursing, so long ``let`` chains do not
@@ -75,6 +79,7 @@ from relay_ref.ir.expr import (
     pattern_vars,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.sharing import module_sharing_plan, plan_of_function, sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
@@ -121,6 +126,13 @@ class Interpreter:
         self.fn_info: dict[Function, _FnInfo] = {}
         self.op_calls: dict[Expr, tuple[Callable[..., Any], object]] = {}
         self.shared: frozenset[Expr] = shared_nodes(self.module, roots)
+        plan = module_sharing_plan(self.module, roots) if self.shared else None
+        #: E-Shared (3.18): node -> the shared nodes evaluated just before it enters a
+        #: sub-scope; fn literal -> the shared nodes of outer scopes its closure captures
+        self.anchors = plan.anchors if plan is not None else {}
+        self.captures = plan.captures if plan is not None else {}
+        #: the per-root plans followed (a closure from another evaluation adds its own)
+        self.adopted: set[int] = {id(p) for p in plan.parts} if plan is not None else set()
         self.stop_requested = False
         #: The checker's cast points (spec/semantics.md 4, Stuck-Cast), None without any:
         #: then no rule looks further (a program without ``?`` runs as before).
@@ -197,6 +209,8 @@ class Interpreter:
         if type(value) is Function:
             return self.e_let_rec(expr, env)
         var = expr.var
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         env[var] = bound = self.eval(value, env)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
             env[var] = bound = cast_value(bound, cast, self.module)     # T-Let's cast
@@ -208,6 +222,8 @@ class Interpreter:
         """E-Let-Rec (3.6), a step: bind the variable to a recursive closure of the
         function (which does not capture the variable itself), continue with the body."""
         var = expr.var
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         env[var] = RecClosure(self.make_closure(expr.value, env, var), var)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
             env[var] = cast_value(env[var], cast, self.module)          # T-Let's cast
@@ -256,7 +272,11 @@ class Interpreter:
             raise Stuck(f"function expects {len(params)} arguments, got {len(args)}",
                         _span(call) or func.span, rule="Stuck-Arity")
         frame.update(zip(params, args, strict=True))  # lengths checked above
-        info = self.fn_info.get(func) or self.info(func)
+        info = self.fn_info.get(func)
+        if info is None:
+            if fn.global_name is None or self.module.functions.get(fn.global_name) is not func:
+                self.adopt(func, fn.env)  # maybe made by another evaluation
+            info = self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
         name = fn.global_name
@@ -326,6 +346,8 @@ class Interpreter:
         """E-If-True / E-If-False (3.12), a step: the condition (a bool scalar) picks the
         branch to continue with."""
         cond = self.eval(expr.cond, env)
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         if type(cond) is not np.ndarray or cond.shape != () or cond.dtype.kind != "b":
             raise Stuck("the condition of `if` must be a bool scalar, got "  # Stuck-If (4)
                         f"{short(value_to_text(cond))}", expr.cond.span, rule="Stuck-If")
@@ -338,6 +360,8 @@ class Interpreter:
         binds its variables (``match_pattern``) and is continued with; E-Match-Fail (3.14)
         if none does."""
         scrutinee = self.eval(expr.data, env)
+        if self.anchors and expr in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(expr, env)
         for clause in expr.clauses:
             if self.match_pattern(clause.lhs, scrutinee, env):
                 self.clause = clause  # the clause taken (its casts: cast_step)
@@ -448,6 +472,14 @@ class Interpreter:
         ret = result_cast(cast)
         return result if ret is None else cast_value(result, ret, self.module, span)
 
+    def force_anchored(self, expr: Expr, env: dict) -> None:
+        """E-Shared (3.18) for the shared nodes whose first use is inside a sub-scope of
+        ``expr`` (its ``fn`` body, branches, clauses, or ``let``) but whose scope is
+        ``expr``'s: evaluated now, in the order first reached, unless already known."""
+        for node in self.anchors[expr]:
+            if node not in env:
+                self.eval(node, env)
+
     # -- what the rules share ----------------------------------------------------------------
     def apply(self, fn: Value, args: list[Value], call: Call | None) -> Value:
         """E-App (3.8) for a callee value in hand (a host call when ``call`` is None): the
@@ -508,6 +540,25 @@ class Interpreter:
             closure = self.globals[name] = Closure({}, func, name)
         return closure
 
+    def adopt(self, func: Function, env: dict) -> None:
+        """E-Shared (3.18) for a closure made by another evaluation (a host argument): follow
+        the sharing plan of the program it was made in (else of its own function), and
+        reuse the shared nodes it captured."""
+        plan = plan_of_function(func)
+        if plan is None:  # its program is gone: its own function's plan
+            plan = sharing_plan(func)
+        if id(plan) in self.adopted:
+            return
+        self.adopted.add(id(plan))
+        captured = frozenset(k for k in env if type(k) is not Var)
+        if not plan.shared and not captured:
+            return
+        self.shared = self.shared | plan.shared | captured
+        if plan.anchors:
+            self.anchors = {**plan.anchors, **self.anchors}
+        if plan.captures:
+            self.captures = {**plan.captures, **self.captures}
+
     def info(self, func: Function) -> _FnInfo:
         info = self.fn_info.get(func)
         if info is None:
@@ -518,6 +569,12 @@ class Interpreter:
         """E-Fn: capture the current values of ``func``'s free variables (but ``rec_var``,
         which E-App-Rec binds at each call)."""
         captured = {}
+        if self.anchors and func in self.anchors:        # E-Shared (3.18), hoisted
+            self.force_anchored(func, env)
+        for node in self.captures.get(func, ()) if self.captures else ():
+            value = env.get(node, MISSING)               # E-Shared (3.18): captured
+            captured[node] = value if value is not MISSING and value is not BUSY \
+                else self.eval(node, env)
         for var in self.info(func).free_vars:
             if var is not rec_var:
                 try:

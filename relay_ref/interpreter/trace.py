@@ -404,9 +404,9 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
     if rule == "E-Let-Rec" and env is not None:
         rec = env.get(node.expr.var)
         if type(rec) is RecClosure:
-            return ("captured", rec.closure.env, node.expr.var, rec)
+            return ("captured", _vars_only(rec.closure.env), node.expr.var, rec)
     if rule == "E-Fn" and isinstance(value, Closure):
-        return ("captured", value.env)
+        return ("captured", _vars_only(value.env))
     if rule in ("E-App-Closure", "E-App-Rec") and premises:
         fn = premises[0]
         if isinstance(fn, RecClosure):  # E-App-Rec: ρ'[y ↦ r][xi ↦ vi]
@@ -422,6 +422,11 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
     if rule == "E-Write" and len(premises) >= 2:
         return ("store", premises[0], premises[1])
     return ()
+
+
+def _vars_only(env: dict) -> dict:
+    """A closure's captured variables (not the shared nodes it captures, E-Shared 3.18)."""
+    return {k: v for k, v in env.items() if type(k) is Var}
 
 
 def _first_failure(pattern: Pattern, value: Value) -> tuple[Pattern, Value]:

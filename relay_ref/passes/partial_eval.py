@@ -100,6 +100,7 @@ from relay_ref.ir.expr import (
     pattern_vars,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.sharing import sharing_plan
 from relay_ref.ir.types import (
     FuncType,
     RefType,
@@ -116,6 +117,7 @@ from relay_ref.ir.visitor import dataflow_operands, free_vars, post_order, share
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
+from relay_ref.passes.to_a_normal_form import convert_function
 
 #: Nested unfoldings of one function on one path (beyond that, calls stay residual).
 MAX_UNFOLD_DEPTH = 64
@@ -1388,8 +1390,23 @@ def _eager(value: Expr) -> tuple[Expr, ...]:
 
 
 # -- the pass -------------------------------------------------------------------------------
+def _explicit_sharing(mod: IRModule) -> IRModule:
+    """PE-Shared: the globals where a shared node is evaluated elsewhere than at its first
+    use in its activation (``relay_ref.ir.sharing``: anchored before a sub-scope, or
+    captured by a closure) are first converted by ToANormalForm, which binds each such node
+    where E-Shared evaluates it; the others keep their graph form (first use per
+    activation, which ``visit`` implements)."""
+    changed = {name: f for name, f in mod.functions.items() if sharing_plan(f).hoists}
+    if not changed:
+        return mod
+    converted = run_deep(lambda: {name: convert_function(f) for name, f in changed.items()})
+    return replace(mod, functions={**mod.functions, **converted}, checked_types={},
+                   global_types={})
+
+
 def partial_evaluate(mod: IRModule) -> IRModule:
     """``PartialEvaluate()(mod)``."""
+    mod = _explicit_sharing(mod)
     if not mod.checked_types:
         from relay_ref.typecheck.infer import infer_types
 

@@ -662,6 +662,8 @@ class _DerivingChecker(Checker):
             return super().infer(expr)
         rec = self.rec
         known = self.types.get(expr)
+        if known is not None and id(expr) in self.op_vars:  # an operator's var: a T-Op per use
+            known = None
         if known is not None:  # a use of a binder, a global ... or a shared node (T-Shared)
             leaf = _LEAF_RULES.get(type(expr))
             name = None if leaf is not None else rec.names_of_nodes.get(id(expr))

@@ -72,6 +72,7 @@ from relay_ref.ir.types import (
     TupleType,
     Type,
     TypeCall,
+    TypeVar,
     substitute,
 )
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
@@ -335,6 +336,7 @@ class _Checker:
         self.types = TypeMap()
         self.var_types: dict[Var, Type] = {}          # Γ
         self.let_functions: dict[Var, Function] = {}  # let-bound function literals (notes)
+        self.op_vars: dict[int, Op] = {}  # id(%f) -> op for `let %f = op;` (T-Let)
         self.headers: dict[str, Type] = {}             # global name -> its declared type
         self.fn_headers: dict[int, FuncType] = {}      # id(Function) -> its declared type
         self.scope: set[int] = set()                   # uids of type parameters in scope
@@ -580,6 +582,8 @@ class _Checker:
         spec/typing.md 3.18)."""
         known = self.types._items.get(id(expr))
         if known is not None:
+            if self.op_vars and id(expr) in self.op_vars:  # T-Let (3.6): T-Op per use
+                return self.infer_op_value(self.op_vars[id(expr)])
             return known[1]
         self.current = expr
         ty = self.infer_rule(expr)
@@ -729,6 +733,13 @@ class _Checker:
             self.current = value
             self.types[value] = self.infer_function(value, header)
             return
+        if isinstance(value, Op) and declared is None:  # T-Let, operator value (spec/typing.md 3.6)
+            scheme = self.op_scheme(value)
+            if scheme is not None:
+                self.types[value] = scheme
+                self.bind_var(var, scheme)
+                self.op_vars[id(var)] = value
+                return
         ty = self.infer(value)
         if declared is None:
             self.bind_var(var, ty)
@@ -810,24 +821,44 @@ class _Checker:
         self.solver.solve()
         return out
 
-    def infer_op_value(self, op: Op) -> Type:
-        """T-Op: ``op : fn[t1…tn, t](t1…tn) -> t where R_op(t1…tn, t)`` with the op's default
-        attributes, instantiated here with fresh holes (each use of the op gets its own),
-        the relation queued over them like a call's (T-App-Op)."""
+    def op_scheme(self, op: Op) -> FuncType | None:
+        """T-Let with an operator value: the scheme ``fn[t1…tn, t](t1…tn) -> t`` (its
+        relation left out, as the text format writes it) of an operator bound by
+        ``let %f = op;``; each use of ``%f`` is then a fresh T-Op instance (``infer``).
+        None (reported) if the operator cannot be a value."""
+        usable = self.op_value_def(op)
+        if usable is None:
+            return None
+        params = tuple(TypeVar(f"t{i + 1}") for i in range(usable[0].num_inputs + 1))
+        return FuncType(params[:-1], params[-1], params)
+
+    def op_value_def(self, op: Op) -> tuple[OpDef, object] | None:
+        """The definition and default attributes of an operator used as a value (T-Op), or
+        None, reported, where it can only be called."""
         try:
             opdef = get_op(op.name)
         except KeyError:
             self.error(op, f"unknown operator {op.name}", "T-Op")
-            return self.poison()
+            return None
         attrs = _default_attrs(opdef)
         if attrs is None and opdef.attrs is not NoAttrs:
             self.error(op, f"operator {op.name} has attributes without defaults, so it can "
                        f"only be called (with them), not used as a value", "T-Op")
-            return self.poison()
+            return None
         if opdef.num_inputs < 0:
             self.error(op, f"operator {op.name} takes a variable number of arguments, so it "
                        "can only be called, not used as a value", "T-Op")
+            return None
+        return opdef, attrs
+
+    def infer_op_value(self, op: Op) -> Type:
+        """T-Op: ``op : fn[t1…tn, t](t1…tn) -> t where R_op(t1…tn, t)`` with the op's default
+        attributes, instantiated here with fresh holes (each use of the op gets its own),
+        the relation queued over them like a call's (T-App-Op)."""
+        usable = self.op_value_def(op)
+        if usable is None:
             return self.poison()
+        opdef, attrs = usable
         args = [self.unifier.fresh() for _ in range(opdef.num_inputs)]
         out = self.unifier.fresh()
         self.solver.add(self.relation(op, opdef, attrs, args, out))

@@ -33,9 +33,13 @@ def test_each_use_of_an_operator_is_instantiated_afresh():
     # Two uses of `add`, one at float32 and one at int32 (T-Op instantiates per use) ...
     mod = rr.parse("def @main() { let %f = add; let %g = add; (%f(1f, 2f), %g(1, 2)) }")
     assert tuple(rr.evaluate(mod)) == (3.0, 3)
-    # ... but one let-bound use is monomorphic, like a let-bound fn (no generalisation).
+    # ... and so is each use of one let-bound operator (T-Let-Op, as TVM does) ...
+    mod = rr.parse("def @main() { let %f = add; (%f(1f, 2f), %f(1, 2)) }")
+    assert tuple(rr.evaluate(mod)) == (3.0, 3)
+    # ... but a let-bound fn is monomorphic (no let-generalisation).
     with pytest.raises(rr.RelayTypeError, match=r"int32.*float32|float32.*int32"):
-        rr.infer_types(rr.parse("def @main() { let %f = add; (%f(1f, 2f), %f(1, 2)) }"))
+        rr.infer_types(rr.parse("def @main() { let %f = fn (%a, %b) { add(%a, %b) }; "
+                                "(%f(1f, 2f), %f(1, 2)) }"))
 
 
 def test_the_relation_of_an_operator_value_still_checks_its_arguments():

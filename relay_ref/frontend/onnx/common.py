@@ -98,7 +98,12 @@ def grow_accumulator(ctx: NodeContext, it: Expr, acc: Expr, item: Expr) -> Expr:
     grown = ctx.call("concatenate", b.tuple(acc, row), axis=0)
     if b.tensor_type(item).is_static:
         return grown
-    expr = If(ctx.call("equal", it, b.const(np.int64(0))), row, grown)
+    # The first row as the accumulator's type (its dims ``?``): an ``if`` is typed at the
+    # most precise type both branches are consistent with (T-If), so a static ``row`` would
+    # make the later, longer accumulators fail its cast (Stuck-Cast, spec/semantics.md 4.2).
+    start = ctx.call("dyn.reshape", row, ctx.call("shape_of", row, dtype="int64"),
+                     allowzero=True)
+    expr = If(ctx.call("equal", it, b.const(np.int64(0))), start, grown)
     b.types[expr] = b.type_of(acc)
     return expr
 

@@ -94,6 +94,9 @@ class DTRRuntime(Runtime):
         self._static: list[tuple[int | None, str]] = []
         #: the cost of a static site (its argument shapes are fixed by its type)
         self._fixed_cost: dict[int, float] = {}
+        #: the result bytes of a site without a static type, learnt per argument shapes
+        #: (the first call measures the peak, so a budgeted call knows them before running)
+        self._learnt: dict[tuple, int] = {}
         self._cost: list[SiteCost] = []
         self._measured: dict[int, float] = {}
         self._tensor_type: type = type(None)
@@ -233,6 +236,10 @@ class DTRRuntime(Runtime):
             return [call(full, None)]
 
         nbytes, name = self._static[index]
+        key = None
+        if nbytes is None:  # learnt from an earlier run of the site on the same shapes
+            key = self._shape_key(index, args)
+            nbytes = self._learnt.get(key) if key is not None else None
         if measured and index in record:
             cost = record[index]
         else:
@@ -246,6 +253,8 @@ class DTRRuntime(Runtime):
         aliases = (0,) if site.view and positions and positions[0] == 0 else ()
         (t,) = engine.call(name, tensors, [nbytes], cost, compute, aliases=aliases,
                            span=site.span)
+        if key is not None and not aliases:
+            self._learnt[key] = t.storage.size
         if t.storage.size > self.largest_allocation:
             self.largest_allocation = t.storage.size
         log = self._log
@@ -269,6 +278,8 @@ class DTRRuntime(Runtime):
         self.pinned_results += 1
         kept[0] = ()
         self._pin(t, value)
+        if log is not None:
+            log.pin(f"x{t.id}")  # so that a replay of the log cannot evict it either
         return value
 
     def release(self, site: Site, value: Any) -> None:
@@ -290,6 +301,24 @@ class DTRRuntime(Runtime):
         shape_of = self._shape_of
         return [_Shaped(shape_of.get(id(a), ())) if type(a) is tensor_type else a
                 for a in args]
+
+    def _shape_key(self, index: int, args: list[Any]) -> tuple | None:
+        """(site, argument shapes) when every argument is a handle or an array, else None:
+        the same kernel on the same shapes makes a result of the same bytes."""
+        tensor_type = self._tensor_type
+        shape_of = self._shape_of
+        key: list[Any] = [index]
+        for a in args:
+            if type(a) is tensor_type:
+                shape = shape_of.get(id(a))
+                if shape is None:
+                    return None
+                key.append(shape)
+            elif type(a) is np.ndarray:
+                key.append((a.dtype.str, a.shape))
+            else:
+                return None
+        return tuple(key)
 
     def _constant(self, array: np.ndarray) -> Any:
         """The engine constant of a plain array argument (D-Pin), one per array."""
@@ -325,6 +354,8 @@ class DTRRuntime(Runtime):
             if known is not None and known[1]() is None:
                 del self._consts[key]
                 if self._log is not None:
+                    if known[0].call is None:  # a constant: its RELEASE is D-Free too
+                        self._log.pin(f"x{known[0].id}")
                     self._log.release(f"x{known[0].id}")
                 self.engine.free(known[0])
 

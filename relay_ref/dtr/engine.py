@@ -74,7 +74,9 @@ class Storage:
         self.refs = 0
         self.tensors: list[Tensor] = []  # tensors[0] is the root (not a view)
         self.consumers: list[Call] = []  # calls that read one of its tensors (first run)
-        self._cost_calls: set[int] = set()
+        #: the ids of the calls counted in ``cost``: an int while there is one (most
+        #: storages: no container allocated), a set once views add others
+        self._cost_calls: int | set[int] | None = None
         self._uf: int | None = None  # union-find node while evicted (dtr_eq)
 
     @property
@@ -752,8 +754,16 @@ class Engine:
             else:
                 s = args[j].storage  # D-Alias
                 t = self._new_tensor(s, c, i, True)
-            if cid not in s._cost_calls:
-                s._cost_calls.add(cid)
+            counted = s._cost_calls
+            if counted is None:
+                s._cost_calls = cid
+                s.cost += cost
+            elif type(counted) is int:
+                if counted != cid:
+                    s._cost_calls = {counted, cid}
+                    s.cost += cost
+            elif cid not in counted:
+                counted.add(cid)
                 s.cost += cost
             t.defined = True
             t.value = values[i] if values is not None else None

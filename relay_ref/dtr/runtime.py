@@ -39,6 +39,13 @@ Per step (``run(site, args, out)``), spec/dtr.md:
   same as in place once the anchor is evicted. Bit-identical: a kernel computes the same
   elements into a fresh array as into a given one.
 
+**The cyclic garbage collector is paused during a call** (``start`` to ``finish``, restored
+as it was): the engine's graph grows by about a dozen container objects a step, all alive
+until the call ends, and the collector's repeated passes over them cost as much as the
+engine's own work (measured: 12.8 against 6.2 µs a step). Reference counting still frees
+everything acyclic as before (the pinned arrays' finalizers still run); cyclic garbage
+made during the call waits for its end.
+
 Counted beside the engine's ``stats``, for the last call: ``handles`` (results returned as
 handles), ``pinned_results`` (results returned as arrays) and ``largest_allocation`` (the
 largest storage admitted, bytes: the guarantee is peak <= budget + that).
@@ -46,6 +53,7 @@ largest storage admitted, bytes: the guarantee is peak <= budget + that).
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 import time
@@ -112,6 +120,9 @@ class DTRRuntime(Runtime):
         self.line_spans: dict[int, Any] = {}
         self.default_span: Any = None
         self._flops: list[SiteCost] = []
+        #: whether the cyclic collector was enabled when ``start`` paused it (None: not
+        #: paused by this runtime)
+        self._gc_paused: bool | None = None
 
     # -- installation and calls ------------------------------------------------------------
     def bind(self, sites: tuple[Site, ...]) -> None:
@@ -129,6 +140,10 @@ class DTRRuntime(Runtime):
         measuring, when the options name a log, a ``LogWriter`` recording it."""
         log = not measure
         from relay_ref.dtr.engine import Engine, Tensor
+
+        if self._gc_paused is None:  # not already paused by a call in flight
+            self._gc_paused = gc.isenabled()
+            gc.disable()
 
         opts = self.options
         self._tensor_type = Tensor
@@ -158,6 +173,10 @@ class DTRRuntime(Runtime):
         """End the call: the engine's statistics (``exe.dtr_stats``); the log written when
         the call succeeded. The engine and everything it held are dropped."""
         stats = self.engine.stats if self.engine is not None else None
+        if self._gc_paused is not None:
+            if self._gc_paused:
+                gc.enable()
+            self._gc_paused = None
         for fin in self._finalizers:
             fin.detach()
         if self._log is not None:

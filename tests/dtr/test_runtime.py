@@ -310,3 +310,32 @@ def test_closures_returned_by_the_program_run_under_the_budget_too() -> None:
     got = f(x)
     assert np.array_equal(np.asarray(got), np.asarray(want))
     assert exe.dtr_stats is not first and exe.dtr_stats.op_executions > 0
+
+
+def test_the_garbage_collector_is_paused_during_a_call_and_restored_after() -> None:
+    import gc
+
+    mod = rr.parse("def @main(%x: Tensor[(8,), float32]) { tanh(tanh(%x)) }")
+    seen = []
+    exe = rr.compile(mod, memory_budget=1 << 20)
+    runtime = exe.runtime
+    step = runtime._step
+
+    def spy(site: Any, args: list[Any], out: Any) -> Any:
+        seen.append(gc.isenabled())
+        return step(site, args, out)
+
+    runtime._step = spy
+    x = np.ones(8, "float32")
+    assert gc.isenabled()
+    exe(x)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        exe(x)
+        assert not gc.isenabled()  # restored as it was
+    finally:
+        gc.enable()
+    with pytest.raises(rr.RelayRuntimeError):
+        rr.compile(mod, memory_budget=8)(x)  # out of memory: restored too
+    assert gc.isenabled()

@@ -123,6 +123,8 @@ class DTRRuntime(Runtime):
         #: whether the cyclic collector was enabled when ``start`` paused it (None: not
         #: paused by this runtime)
         self._gc_paused: bool | None = None
+        self._measured_cost = options.cost == "measured"
+        self._timed = self._measured_cost
 
     # -- installation and calls ------------------------------------------------------------
     def bind(self, sites: tuple[Site, ...]) -> None:
@@ -157,6 +159,8 @@ class DTRRuntime(Runtime):
                              sizeof=_sizeof)
         self._flops = [site_cost(site, "flops") for site in self._sites] \
             if self._log is not None else []
+        self._measured_cost = opts.cost == "measured"
+        self._timed = self._measured_cost or self._log is not None
         self.handles = self.pinned_results = self.largest_allocation = 0
         self._consts = {}
         self._shape_of = {}
@@ -232,8 +236,8 @@ class DTRRuntime(Runtime):
                 positions.append(i)
         index = site.index
         call = site.call
-        measured = self.options.cost == "measured"
-        timed = measured or self._log is not None
+        measured = self._measured_cost
+        timed = self._timed
         record = self._measured
         # purity (spec/dtr.md 6): out=None always, an in-place tail gets a fresh result
 
@@ -255,8 +259,9 @@ class DTRRuntime(Runtime):
             return [call(full, None)]
 
         nbytes, name = self._static[index]
+        static = nbytes is not None
         key = None
-        if nbytes is None:  # learnt from an earlier run of the site on the same shapes
+        if not static:  # learnt from an earlier run of the site on the same shapes
             key = self._shape_key(index, args)
             nbytes = self._learnt.get(key) if key is not None else None
         if measured and index in record:
@@ -265,7 +270,7 @@ class DTRRuntime(Runtime):
             cost = self._fixed_cost.get(index)
             if cost is None:
                 cost = self._cost[index](self._shapes(args))
-                if nbytes is not None:  # a static step: the same shapes every time
+                if static:  # a static step: the same shapes every time
                     self._fixed_cost[index] = cost
             if measured:
                 cost *= 1e-9

@@ -369,6 +369,7 @@ class Engine:
             self._uf.add(s._uf, -s.cost)
             s._uf = None
         self._banished += 1
+        self._drop_replays(s)
         self._event("banish", _label(s), t.call.span if t.call else None, s)
 
     def require_resident(self, tensors: Iterable[Tensor]) -> None:
@@ -565,6 +566,17 @@ class Engine:
             root = s.tensors[0] if s.tensors else None
             self._event("evict", _label(s), root.call.span if root and root.call else None,
                         s)
+
+    @staticmethod
+    def _drop_replays(s: Storage) -> None:
+        """S was freed for good: a call all of whose outputs are now banished can never be
+        replayed, so its kernel closure (and the arguments it holds, pinned arrays among
+        them) is dropped."""
+        for t in s.tensors:
+            c = t.call
+            if c is not None and c.compute is not None and all(
+                    o.storage.banished for o in c.outputs):
+                c.compute = None
 
     def _uf_join(self, s: Storage) -> None:
         """S (just evicted) joins the union-find classes of its evicted neighbours."""
@@ -824,6 +836,7 @@ class Engine:
                 t.defined = False
                 t.value = None
             self._banished += 1
+            self._drop_replays(s)
             self._event("banish", _label(s), None, s)
             for x in children:
                 if x.resident and not x.pinned and not x.banished:

@@ -38,7 +38,10 @@ def hoist_result_fields(mod: IRModule) -> IRModule:
         if body is not None:
             functions[name] = replace(fn, body=body)
             changed = True
-    return replace(mod, functions=functions) if changed else mod
+    if not changed:
+        return mod
+    # new nodes: the types are inferred again by whoever needs them (as DCE leaves them)
+    return replace(mod, functions=functions, checked_types={}, global_types={})
 
 
 def _movable_free_vars(expr: Expr) -> set[Var] | None:

@@ -339,3 +339,24 @@ def test_the_garbage_collector_is_paused_during_a_call_and_restored_after() -> N
     with pytest.raises(rr.RelayRuntimeError):
         rr.compile(mod, memory_budget=8)(x)  # out of memory: restored too
     assert gc.isenabled()
+
+
+def test_hoisting_walks_long_let_chains_without_recursion() -> None:
+    # relay_ref/dtr/schedule.py on a 20 000-binding chain whose result tuple holds a call
+    # reading the first binding: the call moves right after it, the rest is kept
+    from relay_ref.dtr.schedule import hoist_result_fields
+    from relay_ref.ir.expr import Call, Function, Let, Op, Tuple, Var
+    from relay_ref.ir.module import IRModule
+
+    x = Var("x")
+    vs = [Var(f"v{i}") for i in range(20000)]
+    field = Call(Op("tanh"), (vs[0],))
+    body: Any = Tuple((vs[-1], Tuple((field,))))
+    for i in range(len(vs) - 1, -1, -1):
+        body = Let(vs[i], Call(Op("negative"), (vs[i - 1] if i else x,)), body)
+    out = hoist_result_fields(IRModule({"main": Function((x,), body)}))
+    e = out.functions["main"].body
+    assert e.var is vs[0] and e.body.value is field  # moved after its input
+    while type(e) is Let:
+        e = e.body
+    assert e.fields[0] is vs[-1] and type(e.fields[1].fields[0]) is Var

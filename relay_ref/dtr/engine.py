@@ -74,7 +74,9 @@ class Storage:
         self.refs = 0
         self.tensors: list[Tensor] = []  # tensors[0] is the root (not a view)
         self.consumers: list[Call] = []  # calls that read one of its tensors (first run)
-        self._cost_calls: set[int] = set()
+        #: the ids of the calls counted in ``cost``: an int while there is one (most
+        #: storages: no container allocated), a set once views add others
+        self._cost_calls: int | set[int] | None = None
         self._uf: int | None = None  # union-find node while evicted (dtr_eq)
 
     @property
@@ -189,6 +191,8 @@ class Engine:
         self._sizeof = sizeof or _default_sizeof
         self._rng = _random.Random(seed)
         self._uf = UnionFind() if self.heuristic.uses_eq else None
+        # evictions whose eq-class joins wait for the first score (see _flush_uf)
+        self._uf_pending: list[Storage] | None = [] if self._uf is not None else None
         self._pool: dict[Storage, None] = {}  # the evictable storages, insertion-ordered
         self._storages: list[Storage] = []
         self._next_id = 0
@@ -239,20 +243,46 @@ class Engine:
         view of argument ``j``'s storage (its size is ignored: accounted once, D-Alias).
         ``cost`` advances the clock. Raises ``DTROutOfMemory`` (D-OOM)."""
         n = len(sizes)
-        al = tuple(aliases) + (None,) * (n - len(aliases))
-        if len(al) != n:
-            raise DTRError(f"call {name}: {len(aliases)} aliases for {n} outputs")
+        ready = True
         for a in args:
-            if a.storage.banished:
-                raise DTRError(f"call {name}: argument {a!r} was banished (freed for good)")
-        for i, j in enumerate(al):
-            if j is not None and not 0 <= j < len(args):
-                raise DTRError(f"call {name}: output {i} aliases argument {j}, but there "
-                               f"are {len(args)} arguments")
-        sz = [0 if al[i] is not None else (None if s is None else int(s))
-              for i, s in enumerate(sizes)]
+            if not a.defined:
+                if a.storage.banished:
+                    raise DTRError(f"call {name}: argument {a!r} was banished (freed for "
+                                   "good)")
+                ready = False
+        if aliases:
+            al = tuple(aliases) + (None,) * (n - len(aliases))
+            if len(al) != n:
+                raise DTRError(f"call {name}: {len(aliases)} aliases for {n} outputs")
+            for i, j in enumerate(al):
+                if j is not None and not 0 <= j < len(args):
+                    raise DTRError(f"call {name}: output {i} aliases argument {j}, but "
+                                   f"there are {len(args)} arguments")
+            sz = [0 if al[i] is not None else (None if s is None else int(s))
+                  for i, s in enumerate(sizes)]
+        else:
+            al = (None,) * n
+            sz = [None if s is None else int(s) for s in sizes]
         c = Call(self._fresh(), name, tuple(args), sz, float(cost), compute, al, span)
-        self._run_stack(_Frame(c, True))
+        if ready and (self.budget is None
+                      or (None not in sz and self.memory + sum(sz) <= self.budget)):
+            # the fast path: nothing to rematerialise and the outputs fit, so nothing is
+            # evicted while the call runs and its arguments need no locks (D-Lock guards
+            # against evictions only); D-Access as at lock time, in either convention
+            clock = self.clock
+            for a in args:
+                a.storage.last_access = clock
+            self._execute(c, True)
+            pool = self._pool
+            for a in args:  # where unlocking would put them: last in the pool's order
+                if pool.pop(a.storage, 0) is None:
+                    pool[a.storage] = None
+            if self.dealloc == "banish":
+                for a in args:
+                    if a.storage.refs == 0:
+                        self._try_banish(a.storage)
+        else:
+            self._run_stack(_Frame(c, True))
         return list(c.outputs)
 
     def value(self, t: Tensor) -> Any:
@@ -280,8 +310,9 @@ class Engine:
         t.refs -= 1
         s = t.storage
         s.refs -= 1
-        name = t.call.name if t.call else (t.name or "constant")
-        self._event("release", name, t.call.span if t.call else None, s)
+        if self.trace:
+            name = t.call.name if t.call else (t.name or "constant")
+            self._event("release", name, t.call.span if t.call else None, s)
         if s.refs > 0:
             return
         if self.dealloc == "eager":
@@ -320,6 +351,8 @@ class Engine:
         s = t.storage
         if not s.pinned or s.banished:
             return
+        if self._uf_pending is not None:
+            self._flush_uf()
         if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
             return  # viewed by a tensor still held
         s.pinned = False
@@ -336,6 +369,7 @@ class Engine:
             self._uf.add(s._uf, -s.cost)
             s._uf = None
         self._banished += 1
+        self._drop_replays(s)
         self._event("banish", _label(s), t.call.span if t.call else None, s)
 
     def require_resident(self, tensors: Iterable[Tensor]) -> None:
@@ -407,6 +441,8 @@ class Engine:
         if uf is None:
             raise DTRError(f"heuristic {self.heuristic.name} reads eq-class costs but does "
                            "not declare uses_eq")
+        if self._uf_pending is not None:
+            self._flush_uf()
         roots = {uf.find(n._uf) for n in self._neighbours(s) if n._uf is not None}
         self._accesses += len(roots)
         return s.cost + sum(uf.total(r) for r in roots)
@@ -465,7 +501,25 @@ class Engine:
 
     def _neighbours(self, s: Storage) -> list[Storage]:
         """S's evicted parents and children (D-Evict's eq-class update reads these)."""
-        return [n for n in self._parents(s) + self._children(s) if n.evicted]
+        out: list[Storage] = []
+        count = 0
+        for t in s.tensors:
+            if t.call is not None:
+                for a in t.call.args:
+                    x = a.storage
+                    if x is not s:
+                        count += 1
+                        if not x.resident and not x.banished:
+                            out.append(x)
+        for c in s.consumers:
+            for o in c.outputs:
+                x = o.storage
+                if x is not s:
+                    count += 1
+                    if not x.resident and not x.banished:
+                        out.append(x)
+        self._accesses += count
+        return out
 
     def _closure(self, s: Storage, *, up: bool, down: bool) -> set[Storage]:
         """Evicted storages reachable from ``s`` through evicted storages (iterative)."""
@@ -504,17 +558,54 @@ class Engine:
             t.value = None
         self._evictions += 1
         if self._uf is not None:
-            node = self._uf.make(s.cost)
-            for n in self._neighbours(s):
-                if n._uf is not None:
-                    self._uf.union(n._uf, node)
-            s._uf = node
-        root = s.tensors[0] if s.tensors else None
-        self._event("evict", _label(s), root.call.span if root and root.call else None, s)
+            if self._uf_pending is not None:
+                self._uf_pending.append(s)
+            else:
+                self._uf_join(s)
+        if self.trace:
+            root = s.tensors[0] if s.tensors else None
+            self._event("evict", _label(s), root.call.span if root and root.call else None,
+                        s)
+
+    @staticmethod
+    def _drop_replays(s: Storage) -> None:
+        """S was freed for good: a call all of whose outputs are now banished can never be
+        replayed, so its kernel closure (and the arguments it holds, pinned arrays among
+        them) is dropped."""
+        for t in s.tensors:
+            c = t.call
+            if c is not None and c.compute is not None and all(
+                    o.storage.banished for o in c.outputs):
+                c.compute = None
+
+    def _uf_join(self, s: Storage) -> None:
+        """S (just evicted) joins the union-find classes of its evicted neighbours."""
+        node = self._uf.make(s.cost)
+        for n in self._neighbours(s):
+            if n._uf is not None:
+                self._uf.union(n._uf, node)
+        s._uf = node
+
+    def _flush_uf(self) -> None:
+        """Apply the pending eq-class joins. Until the first score, the first replay or the
+        first banish or free, storages are evicted only by a release and never come back,
+        so the evicted set only grows and its classes (the connected components of evicted
+        neighbours, each class's cost the sum of its members') do not depend on the order
+        of the joins: joining them now gives the classes joining at each eviction gave.
+        A budget never reached (no eviction for room) never pays for them."""
+        pending = self._uf_pending
+        if pending is None:
+            return
+        self._uf_pending = None
+        for s in pending:
+            if s._uf is None and not s.resident and not s.banished:
+                self._uf_join(s)
 
     def _choose(self) -> Storage:
         """D-Evict: the evictable storage of lowest score (the last of equal ones; a score
         of 0 ends the scan)."""
+        if self._uf_pending is not None:
+            self._flush_uf()
         score = self.heuristic.score
         best: Storage | None = None
         best_score = float("inf")
@@ -557,6 +648,8 @@ class Engine:
         makes each undefined one defined in turn (pushing the call that made it) and locks
         it; when all are locked it runs. Iterative: chains of any length. On an exception
         every lock taken here is released."""
+        if self._uf_pending is not None:
+            self._flush_uf()
         stack = [bottom]
         try:
             while stack:
@@ -613,9 +706,12 @@ class Engine:
     def _execute(self, c: Call, first: bool) -> None:
         """Run (or replay) ``c`` with its arguments locked: D-Alloc, then compute, then
         define the outputs (D-Multi drops the copies of outputs still resident)."""
-        locked = [a.storage for a in c.args]
-        known = sum(s for s in c.sizes if s is not None)
-        self._make_room(known, c.name, c.span, locked)
+        known = 0
+        for size in c.sizes:
+            if size is not None:
+                known += size
+        if self.budget is not None and self.memory + known > self.budget:
+            self._make_room(known, c.name, c.span, [a.storage for a in c.args])
         values: Sequence | None = None
         if c.compute is not None:
             values = c.compute([a.value for a in c.args])
@@ -637,42 +733,57 @@ class Engine:
             o.storage.last_access = self.clock
 
     def _first_outputs(self, c: Call, values: Sequence | None) -> None:
-        # unknown sizes: measured, then admitted (D-Alloc after the fact)
-        unknown = [i for i, s in enumerate(c.sizes) if s is None]
-        if unknown:
+        sizes = c.sizes
+        if None in sizes:
+            # unknown sizes: measured, then admitted (D-Alloc after the fact)
+            unknown = [i for i, s in enumerate(sizes) if s is None]
             for i in unknown:
-                c.sizes[i] = self._sizeof(values[i]) if values is not None else 0
-        known = sum(c.sizes[i] for i in range(len(c.sizes)) if i not in unknown)
-        self._grow(known)
-        if unknown:
-            extra = sum(c.sizes[i] for i in unknown)
+                sizes[i] = self._sizeof(values[i]) if values is not None else 0
+            self._grow(sum(sizes[i] for i in range(len(sizes)) if i not in unknown))
+            extra = sum(sizes[i] for i in unknown)
             self._make_room(extra, c.name, c.span, [a.storage for a in c.args])
             self._grow(extra)
-        seen: set[int] = set()
-        for a in c.args:
-            if id(a.storage) not in seen:
-                seen.add(id(a.storage))
-                a.storage.consumers.append(c)
-        new: list[Storage] = []
-        for i, size in enumerate(c.sizes):
+        else:
+            self._grow(sum(sizes))
+        args = c.args
+        if len(args) == 1:
+            args[0].storage.consumers.append(c)
+        else:
+            seen: set[int] = set()
+            for a in args:
+                if id(a.storage) not in seen:
+                    seen.add(id(a.storage))
+                    a.storage.consumers.append(c)
+        outputs = c.outputs
+        cid, cost = c.id, c.cost
+        for i, size in enumerate(sizes):
             j = c.aliases[i]
             if j is None:
                 s = self._new_storage(size)
                 s.resident = True
-                new.append(s)
                 t = self._new_tensor(s, c, i, False)
+                self._pool[s] = None
             else:
-                s = c.args[j].storage  # D-Alias
+                s = args[j].storage  # D-Alias
                 t = self._new_tensor(s, c, i, True)
-            if c.id not in s._cost_calls:
-                s._cost_calls.add(c.id)
-                s.cost += c.cost
+            counted = s._cost_calls
+            if counted is None:
+                s._cost_calls = cid
+                s.cost += cost
+            elif type(counted) is int:
+                if counted != cid:
+                    s._cost_calls = {counted, cid}
+                    s.cost += cost
+            elif cid not in counted:
+                counted.add(cid)
+                s.cost += cost
             t.defined = True
             t.value = values[i] if values is not None else None
-            c.outputs.append(t)
-        for s in new:
-            self._pool[s] = None
-            self._event("allocate", c.name, c.span, s)
+            outputs.append(t)
+        if self.trace:
+            for t in outputs:
+                if not t.is_alias:
+                    self._event("allocate", c.name, c.span, t.storage)
 
     def _replay_outputs(self, c: Call, values: Sequence | None) -> None:
         self._grow(sum(c.sizes))  # the kernel writes every output (D-Multi)
@@ -697,6 +808,8 @@ class Engine:
         """D-Banish: free S for good when the program holds no reference, nothing runs with
         it and no evicted tensor depends on it; its children (resident) become pinned
         (D-Pin). A parent whose last evicted dependent was S is tried next (a worklist)."""
+        if self._uf_pending is not None:
+            self._flush_uf()
         work = [first]
         while work:
             s = work.pop()
@@ -723,6 +836,7 @@ class Engine:
                 t.defined = False
                 t.value = None
             self._banished += 1
+            self._drop_replays(s)
             self._event("banish", _label(s), None, s)
             for x in children:
                 if x.resident and not x.pinned and not x.banished:

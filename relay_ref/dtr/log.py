@@ -19,6 +19,12 @@ no spaces (the artifact's own lines read the same). Instructions:
 * ``{"DST":d,"INSTRUCTION":"COPY_FROM","SRC":s}``: ``d`` is rebound to ``s``'s tensor (its
   old tensor released, ``s``'s gains a ref).
 * ``{"INSTRUCTION":"RELEASE","NAME":n}``: the program dropped the reference ``n``.
+* ``{"INSTRUCTION":"PIN","NAME":n}`` (this project's extension, spec/dtr.md §8; the
+  artifact has no such line and its logs never contain one): the program holds ``n``'s
+  value itself from now on (a result the runtime returned as a plain array, or a constant):
+  ``n`` is pinned (D-Pin, never evicted), and its ``RELEASE`` frees it for good (D-Free)
+  instead of the dealloc policy's release. Without it a simulator may evict what the run
+  could not, and a runtime log would not replay exactly.
 * ``{"ANNOTATION":"START"|"BACKWARD","INSTRUCTION":"ANNOTATE"}``: the simulated run starts
   after ``START`` (when the log has one); ``BACKWARD`` marks the backward pass.
 
@@ -41,8 +47,8 @@ from typing import Any
 from relay_ref.dtr.errors import DTRLogError
 
 __all__ = ["INSTRUCTIONS", "LogAlias", "LogAnnotate", "LogCall", "LogConstant", "LogCopy",
-           "LogCopyFrom", "LogMemory", "LogMutate", "LogRecord", "LogRelease", "LogWriter",
-           "format_line", "read_log"]
+           "LogCopyFrom", "LogMemory", "LogMutate", "LogPin", "LogRecord", "LogRelease",
+           "LogWriter", "format_line", "read_log"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,20 +112,29 @@ class LogRelease:
 
 
 @dataclass(frozen=True, slots=True)
+class LogPin:
+    """This project's extension: ``name``'s value is held by the program (D-Pin; its
+    RELEASE is D-Free)."""
+
+    name: str
+    line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class LogAnnotate:
     annotation: str  # "START" or "BACKWARD"
     line: int = 0
 
 
 LogRecord = (LogConstant | LogMemory | LogAlias | LogCall | LogMutate | LogCopy | LogCopyFrom
-             | LogRelease | LogAnnotate)
+             | LogRelease | LogPin | LogAnnotate)
 
 # Instruction -> its required keys (besides INSTRUCTION).
 INSTRUCTIONS: dict[str, tuple[str, ...]] = {
     "CONSTANT": ("NAME",), "MEMORY": ("MEMORY", "NAME"), "ALIAS": ("ALIAS", "NAME"),
     "CALL": ("ARGS", "NAME", "RESULT", "TIME"), "MUTATE": ("ARGS", "MUTATE", "NAME", "TIME"),
     "COPY": ("DST", "SRC"), "COPY_FROM": ("DST", "SRC"), "RELEASE": ("NAME",),
-    "ANNOTATE": ("ANNOTATION",),
+    "ANNOTATE": ("ANNOTATION",), "PIN": ("NAME",),
 }
 ANNOTATIONS = ("START", "BACKWARD")
 
@@ -197,6 +212,8 @@ def _record(obj: Any, line: int) -> LogRecord:
         return LogCopyFrom(_str(obj, "DST"), _str(obj, "SRC"), line)
     if instr == "RELEASE":
         return LogRelease(_str(obj, "NAME"), line)
+    if instr == "PIN":
+        return LogPin(_str(obj, "NAME"), line)
     ann = _str(obj, "ANNOTATION")
     if ann not in ANNOTATIONS:
         raise _Bad(f"unknown ANNOTATION {json.dumps(ann)} (known: {', '.join(ANNOTATIONS)})")
@@ -318,6 +335,10 @@ class LogWriter:
 
     def release(self, name: str) -> None:
         self._write({"INSTRUCTION": "RELEASE", "NAME": name})
+
+    def pin(self, name: str) -> None:
+        """``PIN`` (this project's extension): the program holds ``name`` itself."""
+        self._write({"INSTRUCTION": "PIN", "NAME": name})
 
     def close(self) -> None:
         """Finish: the log appears at ``path`` (atomically replacing any old one)."""

@@ -5,6 +5,9 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
 * the run starts after the first ``ANNOTATE START`` when the log has one;
 * a CONSTANT is pinned (D-Pin) and counted in the budget; COPY adds a reference, RELEASE
   drops one (releasing a name never defined is ignored, as the artifact does);
+* ``PIN`` (this project's extension, never in the artifact's logs): the name is pinned
+  (D-Pin) and its RELEASE frees it for good (D-Free), as the runtime did: a runtime log
+  replays to the run's evictions, replays, operator count and peak;
 * a CALL's results are its MEMORY/ALIAS pairs; a view (ALIAS j >= 0) shares argument
   j's storage (D-Alias); MUTATE is copy-on-write (a fresh output of the mutated argument's
   size rebinds the name, the old tensor is released); COPY_FROM rebinds DST to SRC's tensor;
@@ -45,6 +48,7 @@ from relay_ref.dtr.log import (
     LogCopyFrom,
     LogMemory,
     LogMutate,
+    LogPin,
     LogRecord,
     LogRelease,
     read_log,
@@ -212,6 +216,7 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
     start = next((i + 1 for i, r in enumerate(records)
                   if isinstance(r, LogAnnotate) and r.annotation == "START"), 0)
     names: dict[str, Tensor] = {}
+    held: set[str] = set()  # PINned names: their RELEASE is D-Free
     i, n = start, len(records)
 
     def bad(r: LogRecord, problem: str) -> DTRLogError:
@@ -276,10 +281,16 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
             engine.retain(src)
         elif isinstance(r, LogRelease):
             t = names.get(r.name)
-            if t is not None:
+            if t is not None and r.name in held:
+                held.discard(r.name)
+                engine.free(t)  # D-Free: the program's own value died
+            elif t is not None:
                 if t.refs <= 0:
                     raise bad(r, f"RELEASE {r.name}: no reference left to release")
                 engine.release(t)
+        elif isinstance(r, LogPin):
+            engine.pin(lookup(r, r.name))  # D-Pin (this project's extension)
+            held.add(r.name)
         elif isinstance(r, LogAnnotate):
             pass
         else:

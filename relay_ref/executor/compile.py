@@ -185,12 +185,15 @@ def _simplify_gradients(mod: IRModule, generated: set[str]
     ``MAX_UNFOLD_DEPTH``) stop it: the calls left stay residual, possibly after unfoldings
     that made the program larger, which is what the size check catches. Both passes refine
     their input (each pass's guarantee), so either module computes the program's values."""
+    from relay_ref.dtr import schedule
     from relay_ref.passes.gradient import drop_unreachable
 
     own = set(mod.functions) - generated
     try:
         out = Pipeline(GRADIENT_PASSES, label="compile")(mod)
         out = drop_unreachable(out, generated, own)
+        # each gradient computed where its inputs are ready, not in the result tuple
+        out = schedule.hoist_result_fields(out)
     except Exception as err:  # noqa: BLE001 - the unsimplified program still compiles
         return mod, (), (f"gradient expansion compiled unsimplified: {_failed(err)}",)
     before, after = _size(mod), _size(out)

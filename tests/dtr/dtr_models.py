@@ -65,9 +65,11 @@ def cnn() -> tuple[rr.IRModule, list[Any]]:
     return rr.parse(_step(params, ["w1", "gm", "b", "w2", "w3"], body)), args
 
 
-def resnet(blocks: int = 4) -> tuple[rr.IRModule, list[Any]]:
-    params = [("x", (8, 8, 12, 12))] + [(f"w{i}{j}", (8, 8, 3, 3)) for i in range(blocks)
-                                        for j in "ab"]
+def resnet(blocks: int = 4, batch: int = 8, channels: int = 8, size: int = 12
+           ) -> tuple[rr.IRModule, list[Any]]:
+    c = channels
+    params = [("x", (batch, c, size, size))] + [(f"w{i}{j}", (c, c, 3, 3))
+                                                 for i in range(blocks) for j in "ab"]
     lines, h = [], "%x"
     for i in range(blocks):
         lines.append(f"let %a{i} = nn.relu(nn.conv2d({h}, %w{i}a, padding=[1, 1]));")

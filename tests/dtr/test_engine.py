@@ -290,3 +290,17 @@ def test_access_conventions():
         (g,) = eng.call("g", [a], [1], 3.0, None)  # replays a (clock 4), then g (clock 7)
         # lock: a is touched as it is locked (after its replay); simrd: when g starts
         assert a.storage.last_access == (4.0 if access == "lock" else 2.0)
+
+
+def test_a_call_freed_for_good_drops_its_kernel_closure():
+    # D-Free / D-Banish: a call whose outputs are all banished can never be replayed, so
+    # the engine drops its closure (and what it holds: a pinned array among its arguments)
+    e = Engine(None)
+    x = e.constant(8, value=1)
+    (a,) = e.call("f", [x], [8], 1.0, lambda v: [v[0] + 1])
+    (b,) = e.call("g", [a], [8], 1.0, lambda v: [v[0] + 1])
+    e.pin(a)
+    assert a.call.compute is not None
+    e.free(a)
+    assert a.storage.banished and a.call.compute is None
+    assert b.call.compute is not None and e.value(b) == 3

@@ -186,3 +186,45 @@ def test_numpy_numbers_are_budgets():
     assert simulate(log, np.float64(0.5)).budget == simulate(log, 0.5).budget
     with pytest.raises(DTRError, match="not True"):
         simulate(log, True)
+
+
+def _pin_log(pin: bool) -> list[str]:
+    """x (constant); a = f(x), held by the program itself (PIN when ``pin``); b = g(x);
+    c = k(x); d = h(c); then the program drops a, b and c. Sizes 100, costs 1."""
+    w = []
+
+    def line(**obj):
+        w.append(json.dumps(obj))
+
+    def call(name, args, res):
+        line(ARGS=args, INSTRUCTION="CALL", NAME=name, RESULT=[res], TIME="1")
+        line(INSTRUCTION="MEMORY", MEMORY="100", NAME=res)
+        line(ALIAS="-1", INSTRUCTION="ALIAS", NAME=res)
+
+    line(INSTRUCTION="CONSTANT", NAME="x")
+    line(INSTRUCTION="MEMORY", MEMORY="100", NAME="x")
+    call("f", ["x"], "a")
+    if pin:
+        line(INSTRUCTION="PIN", NAME="a")
+    call("g", ["x"], "b")
+    call("k", ["x"], "c")
+    call("h", ["c"], "d")
+    for name in "abc":
+        line(INSTRUCTION="RELEASE", NAME=name)
+    return w
+
+
+def test_a_pinned_result_is_never_evicted_and_its_release_frees_it():
+    # this project's PIN line (spec/dtr.md §8): at d's allocation (budget 400) the
+    # simulator evicts the stalest of a and b (c is locked): `a` without PIN, `b` with it;
+    # a's RELEASE then frees it for good (D-Free), where without PIN it was only released
+    records = read_log(_pin_log(True))
+    assert type(records[5]).__name__ == "LogPin" and records[5].name == "a"
+    free = simulate(_pin_log(False), 400, "lru", "eager", "unit")
+    held = simulate(_pin_log(True), 400, "lru", "eager", "unit")
+    assert not free.oom and not held.oom
+    assert (held.banished, held.pinned_bytes) == (1, 200)
+    assert (free.banished, free.pinned_bytes) == (0, 100)
+    assert held.memory_bytes == free.memory_bytes == 200  # x and d
+    with pytest.raises(DTRLogError, match="PIN without NAME"):
+        read_log(['{"INSTRUCTION":"PIN"}'])

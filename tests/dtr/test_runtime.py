@@ -36,10 +36,13 @@ from tests.dtr.dtr_models import MODELS, leaves
 
 #: a budget ratio each model's step must reach with dtr_eq and eager eviction (the lowest
 #: feasible one, found by the test's sweep, is at most this: measured with the engine of
-#: this commit mlp 0.5-0.6, cnn 0.8, resnet 0.5, attention 0.8, treelstm 1.0; the
-#: TreeLSTM's higher-order gradient keeps every value in closures and reference cells, all
-#: pinned by the executor's liveness rule: nothing to evict but what the program dropped)
-REACHES = {"mlp": 0.6, "cnn": 0.8, "resnet": 0.6, "attention": 0.8, "treelstm": 1.0}
+#: this commit mlp 0.8, cnn 0.7, resnet 0.4, attention 0.9, treelstm 1.0 -- of the peak of
+#: the program as compiled, whose gradients are computed where their inputs are ready
+#: (relay_ref/dtr/schedule.py): that lowers the MLP's and the attention block's peaks by
+#: 21 % and 13 %, so the same bytes are a larger ratio. The TreeLSTM's higher-order
+#: gradient keeps every value in closures and reference cells, all pinned by the executor's
+#: liveness rule: nothing to evict but what the program dropped)
+REACHES = {"mlp": 0.8, "cnn": 0.8, "resnet": 0.5, "attention": 0.9, "treelstm": 1.0}
 SWEEP = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 _CACHE: dict[str, tuple[Any, list[Any], list[np.ndarray]]] = {}
 
@@ -231,19 +234,66 @@ def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_training_steps_log_replays_to_the_same_run(tmp_path: Path) -> None:
+#: (model, budget ratio): low budgets where each step rematerialises (the MLP at 0.8 and
+#: the ResNet at 0.4 are their lowest feasible ratios)
+REPLAYS = [("mlp", 0.8), ("cnn", 0.7), ("resnet", 0.4), ("resnet", 0.6)]
+
+
+@pytest.mark.parametrize(("name", "ratio"), REPLAYS)
+def test_a_training_steps_log_replays_to_the_same_run(name: str, ratio: float,
+                                                      tmp_path: Path) -> None:
     # the simulator replays the log with the same deterministic cost (FLOPS): the same
-    # evictions, replays and peak. (The log cannot say that a result the program holds as
-    # an array is pinned: where the simulator would evict one, the replay differs; the MLP
-    # at 0.5 is such a case. This step's pinned results, its loss and new weights, are not.)
-    mod, args, want = _model("resnet")
+    # evictions, replays, operator count and peak. The log's PIN lines (this project's
+    # extension, spec/dtr.md §8) say which results the program held as arrays, so the
+    # simulator never evicts one; sizes of non-static results are known before the kernel
+    # runs from the measuring call, as the log's MEMORY lines make them known to the
+    # simulator (without either, the MLP at 0.5 and the ResNet at 0.4 diverged)
+    mod, args, want = _model(name)
     log = tmp_path / "step.jsonl"
-    exe = rr.compile(mod, memory_budget=0.7, dtr_log=log)
+    exe = rr.compile(mod, memory_budget=ratio, dtr_log=log)
     stats = _check_run(exe, want, args)
     assert stats.rematerializations > 0
+    assert any(type(r).__name__ == "LogPin" for r in read_log(log))
     sim = simulate(log, stats.budget, "dtr_eq", "eager", "flops")
     assert (sim.evictions, sim.rematerializations, sim.op_executions, sim.peak_bytes) == \
         (stats.evictions, stats.rematerializations, stats.op_executions, stats.peak_bytes)
+
+
+# -- the paper's target: 3x less memory for ~20-30 % more compute ---------------------------
+
+def test_a_resnet_step_at_a_third_of_its_peak_costs_at_most_1_3_times_the_compute() -> None:
+    # an activation-dominated ResNet-style step (8 blocks, batch 16: weights and input are
+    # 6 % of the peak, as in the paper's ResNet-32): measured slowdown at 1/3 of the peak
+    # 1.21 with dtr_eq (16 blocks: 1.17; before the gradients were scheduled, 3.3)
+    mod, args = MODELS["resnet"](8, 16, 8, 12)
+    want = leaves(rr.compile(mod)(*args))
+    exe = rr.compile(mod, memory_budget=1 / 3)
+    stats = _check_run(exe, want, args)
+    assert stats.rematerializations > 0 and stats.slowdown <= 1.3
+
+
+def test_gradients_leave_the_result_tuple_for_where_their_inputs_are_ready(monkeypatch
+                                                                         ) -> None:
+    # relay_ref/dtr/schedule.py: the same values (to rounding: the order of the pure calls
+    # changes fusion), a lower or equal unbudgeted peak, and far less recomputation under
+    # a budget (measured for the 4-block ResNet at 0.5: 1.17 against 2.74)
+    from relay_ref.dtr import schedule
+
+    mod, args, want = _model("resnet")
+    hoisted = rr.compile(mod, memory_budget=0.5)
+    a = _check_run(hoisted, want, args)
+    peak = rr.compile(mod, memory_budget=1.0)
+    _check_run(peak, want, args)
+    monkeypatch.setattr(schedule, "hoist_result_fields", lambda m: m)
+    plain = rr.compile(mod)
+    got = leaves(plain(*args))
+    assert all(np.allclose(w, g, rtol=1e-5, atol=1e-6) for w, g in zip(want, got, strict=True))
+    late = rr.compile(mod, memory_budget=0.5)
+    b = _check_run(late, got, args)
+    unscheduled = rr.compile(mod, memory_budget=1.0)
+    _check_run(unscheduled, got, args)
+    assert peak.dtr_stats.peak_bytes <= unscheduled.dtr_stats.peak_bytes
+    assert a.slowdown <= 1.25 < 2.0 <= b.slowdown
 
 
 def test_closures_returned_by_the_program_run_under_the_budget_too() -> None:
@@ -260,3 +310,53 @@ def test_closures_returned_by_the_program_run_under_the_budget_too() -> None:
     got = f(x)
     assert np.array_equal(np.asarray(got), np.asarray(want))
     assert exe.dtr_stats is not first and exe.dtr_stats.op_executions > 0
+
+
+def test_the_garbage_collector_is_paused_during_a_call_and_restored_after() -> None:
+    import gc
+
+    mod = rr.parse("def @main(%x: Tensor[(8,), float32]) { tanh(tanh(%x)) }")
+    seen = []
+    exe = rr.compile(mod, memory_budget=1 << 20)
+    runtime = exe.runtime
+    step = runtime._step
+
+    def spy(site: Any, args: list[Any], out: Any) -> Any:
+        seen.append(gc.isenabled())
+        return step(site, args, out)
+
+    runtime._step = spy
+    x = np.ones(8, "float32")
+    assert gc.isenabled()
+    exe(x)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        exe(x)
+        assert not gc.isenabled()  # restored as it was
+    finally:
+        gc.enable()
+    with pytest.raises(rr.RelayRuntimeError):
+        rr.compile(mod, memory_budget=8)(x)  # out of memory: restored too
+    assert gc.isenabled()
+
+
+def test_hoisting_walks_long_let_chains_without_recursion() -> None:
+    # relay_ref/dtr/schedule.py on a 20 000-binding chain whose result tuple holds a call
+    # reading the first binding: the call moves right after it, the rest is kept
+    from relay_ref.dtr.schedule import hoist_result_fields
+    from relay_ref.ir.expr import Call, Function, Let, Op, Tuple, Var
+    from relay_ref.ir.module import IRModule
+
+    x = Var("x")
+    vs = [Var(f"v{i}") for i in range(20000)]
+    field = Call(Op("tanh"), (vs[0],))
+    body: Any = Tuple((vs[-1], Tuple((field,))))
+    for i in range(len(vs) - 1, -1, -1):
+        body = Let(vs[i], Call(Op("negative"), (vs[i - 1] if i else x,)), body)
+    out = hoist_result_fields(IRModule({"main": Function((x,), body)}))
+    e = out.functions["main"].body
+    assert e.var is vs[0] and e.body.value is field  # moved after its input
+    while type(e) is Let:
+        e = e.body
+    assert e.fields[0] is vs[-1] and type(e.fields[1].fields[0]) is Var

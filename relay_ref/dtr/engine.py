@@ -19,11 +19,13 @@ first: an explicit work stack, never Python recursion), D-Lock (a call's argumen
 locked while it runs or waits for its other arguments), D-Access (last access and the
 clock), D-Multi (a call's outputs are recomputed together; copies of outputs still
 resident are dropped), D-Alias (views share their storage), D-Pin (constants),
-D-Release-Eager, D-Release-Ignore, D-Banish, D-Output.
+D-Release-Eager, D-Release-Ignore, D-Banish, D-Free (a pinned result the program dropped),
+D-Output.
 
 Invariants, checked by tests/dtr: ``memory`` is the sum of the sizes of the resident
-storages; ``memory <= budget`` after every operation except inside ``call`` while an output
-of unknown size is admitted (then at most by that allocation); a tensor is ``defined`` only
+storages; ``memory <= budget`` after every operation (an output of unknown size is admitted
+once its kernel has run, room made first: the process itself held it over the budget for
+that moment, the one allocation in flight spec/dtr.md §2 allows); a tensor is ``defined`` only
 while its storage is resident; a locked or pinned storage is never evicted; the values a
 replay computes are the values the first run computed (operators are pure: spec/dtr.md §6).
 
@@ -141,6 +143,7 @@ class _Frame:
     first: bool  # the program's own call (not a replay)
     target: Tensor | None = None  # the output a replay is for (None: the first run)
     i: int = 0
+    touched: bool = False  # its arguments' last access was set (D-Access)
 
 
 def _default_sizeof(value: Any) -> int:
@@ -175,6 +178,7 @@ class Engine:
         self._rng = _random.Random(seed)
         self._uf = UnionFind() if self.heuristic.uses_eq else None
         self._pool: dict[Storage, None] = {}  # the evictable storages, insertion-ordered
+        self._storages: list[Storage] = []
         self._next_id = 0
         self.clock = 0.0
         self.memory = 0
@@ -277,6 +281,51 @@ class Engine:
             self._try_banish(s)
         # D-Release-Ignore: nothing
 
+    def pin(self, t: Tensor, *, keep_value: bool = False) -> None:
+        """D-Pin for a computed result the program now holds itself (the runtime returns it
+        as a plain array): ``t`` is made resident if evicted, its storage pinned (never
+        evicted) and counted in the pinned bytes. Unless ``keep_value``, the engine forgets
+        the value: the program's reference is then the only one (so ``free`` can follow
+        its death), and a replay reading ``t`` gets None from the engine (the caller's
+        kernel must hold the value itself, as the runtime's closures do)."""
+        self._ensure(t)
+        s = t.storage
+        if not keep_value:
+            t.value = None
+        if s.pinned or s.banished:
+            return
+        s.pinned = True
+        self._pool.pop(s, None)
+        self.pinned_memory += s.size
+        self._peak_pinned = max(self._peak_pinned, self.pinned_memory)
+        self._event("pin", _label(s), t.call.span if t.call else None, s)
+
+    def free(self, t: Tensor) -> None:
+        """D-Free: the program's own copy of the pinned ``t`` died and nothing will read it
+        again (the caller guarantees that no replay needs it): its storage is freed for
+        good, unless another tensor still held views it. Nothing is pinned in its place
+        (unlike D-Banish: the caller's guarantee replaces the dependents' check)."""
+        s = t.storage
+        if not s.pinned or s.banished:
+            return
+        if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
+            return  # viewed by a tensor still held
+        s.pinned = False
+        s.banished = True
+        if s.resident:
+            s.resident = False
+            self.pinned_memory -= s.size
+            self.memory -= s.size
+        self._pool.pop(s, None)
+        for x in s.tensors:
+            x.defined = False
+            x.value = None
+        if s._uf is not None and self._uf is not None:
+            self._uf.add(s._uf, -s.cost)
+            s._uf = None
+        self._banished += 1
+        self._event("banish", _label(s), t.call.span if t.call else None, s)
+
     def require_resident(self, tensors: Iterable[Tensor]) -> None:
         """D-Output: every tensor given is made resident (rematerialised if evicted) and
         kept so (locked for good): the outputs that must be resident at the end of a run."""
@@ -285,6 +334,20 @@ class Engine:
                 continue
             self._ensure(t)
             self._lock(t.storage)
+
+    @property
+    def remat_compute(self) -> float:
+        """The cost of the replays so far (cheaper to read than a ``stats`` snapshot)."""
+        return self._remat
+
+    def storages(self) -> list[Storage]:
+        """Every storage made so far, in creation order (resident, evicted or banished):
+        for pictures of the resident set over time (the paper's Figure 5)."""
+        return list(self._storages)
+
+    def resident_storages(self) -> list[Storage]:
+        """The resident storages now, in creation order."""
+        return [s for s in self._storages if s.resident]
 
     @property
     def stats(self) -> DTRStats:
@@ -348,7 +411,9 @@ class Engine:
         return self._next_id
 
     def _new_storage(self, size: int) -> Storage:
-        return Storage(self._fresh(), size)
+        s = Storage(self._fresh(), size)
+        self._storages.append(s)
+        return s
 
     def _new_tensor(self, s: Storage, call: Call | None, index: int, is_alias: bool,
                     name: str = "") -> Tensor:
@@ -488,10 +553,13 @@ class Engine:
                     # a sibling's replay defined it meanwhile (D-Multi)
                     self._unlock_args(stack.pop())
                     continue
+                if f.i == 0 and not f.touched:
+                    f.touched = True
+                    for a in c.args:  # D-Access: every argument, as the call starts
+                        a.storage.last_access = self.clock
                 if f.i < len(c.args):
                     a = c.args[f.i]
                     if a.defined:
-                        a.storage.last_access = self.clock  # D-Access
                         self._lock(a.storage)
                         f.i += 1
                     elif a.storage.banished or a.call is None:
@@ -536,6 +604,7 @@ class Engine:
             self._remat += c.cost
             self._remats += 1
             self._replay_outputs(c, values)
+            return  # a replayed storage keeps the access its consumer gave it (D-Access)
         for o in c.outputs:
             o.storage.last_access = self.clock
 
@@ -619,6 +688,9 @@ class Engine:
             s.banished = True
             s.pinned = False
             self._pool.pop(s, None)
+            if s._uf is not None and self._uf is not None:
+                self._uf.add(s._uf, -s.cost)  # gone for good: no longer a cost to anyone
+                s._uf = None
             for t in s.tensors:
                 t.defined = False
                 t.value = None

@@ -13,7 +13,9 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
 * at the end, every tensor the program still references must be resident (D-Output):
   evicted ones are rematerialised, and kept;
 * a ratio budget (a float in (0, 1]) is a fraction of the log's own unbudgeted peak,
-  measured by a first pass with no budget and eager eviction;
+  measured by a first pass with no budget, banishing on release (so released constants are
+  freed, as without DTR; under eager eviction a released constant stays pinned, so a log
+  that releases constants may need a little more than its peak at ratio 1.0, as in simrd);
 * an infeasible budget is not an error: the stats come back with ``oom`` set; a run whose
   rematerialisation cost exceeds ``(overhead_limit - 1)`` times the log's base cost stops
   with ``thrashed`` set (the paper's limit, 2).
@@ -22,9 +24,11 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from relay_ref.dtr.engine import Engine, Tensor
 from relay_ref.dtr.errors import DTRError, DTRLogError, DTROutOfMemory
@@ -45,7 +49,8 @@ from relay_ref.dtr.log import (
 from relay_ref.dtr.stats import DTRStats
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["COST_MODELS", "base_cost", "resolve_budget", "simulate", "unbudgeted_peak"]
+__all__ = ["COST_MODELS", "SweepPoint", "base_cost", "resolve_budget", "simulate", "sweep",
+           "unbudgeted_peak"]
 
 COST_MODELS = ("measured", "unit", "flops")
 
@@ -111,8 +116,15 @@ def _cost(r: LogCall | LogMutate, cost: str, label: str) -> float:
 
 def unbudgeted_peak(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
                     cost: str = "measured") -> int:
-    """The log's peak memory with no budget (eager eviction on release)."""
-    return _replay(_records(log), None, "lru", "eager", cost, _label(log), math.inf).peak_bytes
+    """The log's peak memory with no budget (``_peak``: banishing on release)."""
+    return _peak(_records(log), cost, _label(log))
+
+
+def _peak(records: Sequence[LogRecord], cost: str, label: str) -> int:
+    """The unbudgeted peak: no budget, banishing on release (every released storage is freed,
+    released constants included, as the program itself would; simrd's baseline, runtime V1
+    with an infinite budget, does the same)."""
+    return _replay(records, None, "lru", "banish", cost, label, math.inf).peak_bytes
 
 
 def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
@@ -131,11 +143,49 @@ def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
     records = _records(log)
     peak = None
     if isinstance(budget, (float, str)) and not isinstance(budget, bool):
-        peak = _replay(records, None, "lru", "eager", cost, label, math.inf).peak_bytes
+        peak = _peak(records, cost, label)
     limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
         else math.inf
     return _replay(records, resolve_budget(budget, peak), heuristic, dealloc, cost, label,
                    limit, seed)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPoint:
+    """One run of a sweep: the budget ``ratio`` of the unbudgeted peak, the heuristic's
+    name and the run's statistics (``stats.budget`` is the budget in bytes)."""
+
+    ratio: float
+    heuristic: str
+    stats: DTRStats
+
+
+def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
+          ratios: Sequence[float], heuristics: Sequence[str | Heuristic] = ("dtr_eq",),
+          dealloc: str = "eager", cost: str = "measured", *, seed: int = 0,
+          overhead_limit: float = 2.0,
+          progress: Callable[[int, int], None] | None = None) -> list[SweepPoint]:
+    """``simulate`` at every ratio (of the unbudgeted peak) for every heuristic, reading
+    the log and measuring the peak once; heuristic-major order. ``progress(done, total)``
+    is called after each run (a CLI's progress bar)."""
+    if cost not in COST_MODELS:
+        raise DTRError(f"unknown cost model {cost!r}{did_you_mean(str(cost), COST_MODELS)} "
+                       f"(known: {', '.join(COST_MODELS)})")
+    label = _label(log)
+    records = _records(log)
+    peak = _peak(records, cost, label)
+    budgets = [resolve_budget(float(r), peak) for r in ratios]  # checks every ratio first
+    limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
+        else math.inf
+    out: list[SweepPoint] = []
+    total = len(budgets) * len(heuristics)
+    for h in heuristics:
+        for ratio, budget in zip(ratios, budgets, strict=True):
+            st = _replay(records, budget, h, dealloc, cost, label, limit, seed)
+            out.append(SweepPoint(float(ratio), st.heuristic, st))
+            if progress is not None:
+                progress(len(out), total)
+    return out
 
 
 def _replay(records: Sequence[LogRecord], budget: int | None, heuristic: str | Heuristic,
@@ -158,7 +208,11 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
     i, n = start, len(records)
 
     def bad(r: LogRecord, problem: str) -> DTRLogError:
-        return DTRLogError(label, r.line, problem)
+        text = ""
+        if os.path.isfile(label):
+            linecache.checkcache(label)
+            text = linecache.getline(label, r.line).rstrip("\r\n")
+        return DTRLogError(label, r.line, problem, text)
 
     def lookup(r: LogRecord, name: str) -> Tensor:
         t = names.get(name)
@@ -224,7 +278,7 @@ def _drive(engine: Engine, records: Sequence[LogRecord], cost: str, label: str,
         else:
             raise bad(r, f"{type(r).__name__[3:].upper()} {getattr(r, 'name', '')} outside a "
                       "CONSTANT or CALL")
-        if engine.stats.remat_compute > remat_limit:
+        if engine.remat_compute > remat_limit:
             raise _Thrash
     live = {id(t): t for t in names.values() if t.refs > 0}
     engine.require_resident(live.values())  # D-Output

@@ -226,3 +226,39 @@ def test_out_of_memory_names_the_operator_and_its_working_set():
     assert info.value.name == "big" and info.value.op_span == "here"
     assert info.value.working_set == 15 + 10 + 10
     assert a.storage.locks == 0  # locks are released on the way out
+
+
+def test_trace_records_each_kind_of_event_with_the_callers_span():
+    eng = Engine(24, heuristic="lru", trace=True)
+    c = eng.constant(8, 0, name="c")
+    (a,) = eng.call("a", [c], [8], 1.0, lambda v: [v[0] + 1], span="span-a")
+    (b,) = eng.call("b", [a], [8], 1.0, lambda v: [v[0] + 1], span="span-b")
+    (d,) = eng.call("d", [b], [8], 1.0, lambda v: [v[0] + 1], span="span-d")  # evicts a
+    assert eng.value(a) == 1  # rematerialises a (evicting b)
+    eng.release(d)
+    kinds = [(ev.kind, ev.name, ev.span) for ev in eng.events]
+    assert kinds == [
+        ("allocate", "c", None), ("allocate", "a", "span-a"), ("allocate", "b", "span-b"),
+        ("evict", "a", "span-a"), ("allocate", "d", "span-d"), ("evict", "b", "span-b"),
+        ("rematerialize", "a", "span-a"), ("release", "d", "span-d"), ("evict", "d", "span-d")]
+    assert [s.id for s in eng.resident_storages()] == [c.storage.id, a.storage.id]
+    assert len(eng.storages()) == 4
+
+
+def test_pin_and_free_a_result_the_program_holds():
+    eng = Engine(100, dealloc="eager")
+    c = eng.constant(10, 1)
+    (a,) = eng.call("a", [c], [30], 1.0, lambda v: [v[0] + 1])
+    eng.pin(a)  # D-Pin: the program holds a's value now
+    assert a.storage.pinned and a.value is None and a.defined
+    assert eng.stats.pinned_bytes == 40 and a.storage not in eng._pool
+    (b,) = eng.call("b", [c], [60], 1.0, lambda v: [v[0] + 2])
+    assert a.defined and b.defined and eng.memory == 100
+    eng.free(a)  # D-Free: the program's value died
+    assert a.storage.banished and not a.defined and eng.memory == 70
+    assert eng.pinned_memory == 10 and eng.stats.banished == 1
+    eng.free(a)  # idempotent
+    assert eng.memory == 70
+    (d,) = eng.call("d", [c], [5], 1.0, lambda v: [7])
+    eng.pin(d, keep_value=True)
+    assert eng.value(d) == 7

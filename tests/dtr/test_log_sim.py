@@ -11,7 +11,7 @@ import pytest
 
 from relay_ref.dtr import DTRError, DTRLogError
 from relay_ref.dtr.log import LogCall, LogWriter, read_log
-from relay_ref.dtr.simulate import simulate, unbudgeted_peak
+from relay_ref.dtr.simulate import simulate, sweep, unbudgeted_peak
 from tests.dtr.chain import chain_log, residual_log, sqrt_budget
 
 # Measured (spec/dtr.md §9): dtr and dtr_eq need 2.85·N, 2.90·N and 2.98·N operations for
@@ -29,6 +29,18 @@ def test_theorem_3_1_linear_chain_in_linear_operations(n, dealloc):
     assert not s.oom
     assert s.peak_bytes <= sqrt_budget(n)
     assert 2 * n + 1 < s.op_executions <= C * n
+
+
+def test_lru_is_superlinear_on_the_chain():
+    """Without the cost term the chain is not O(N): lru needs 6.6·N, 11.4·N, 28.1·N
+    operations for N = 100, 300, 1000 (spec/dtr.md §9)."""
+    per_n = []
+    for n in (100, 300, 1000):
+        s = simulate(chain_log(n), sqrt_budget(n), "lru", "eager", "unit",
+                     overhead_limit=math.inf)
+        assert not s.oom
+        per_n.append(s.op_executions / n)
+    assert per_n[0] > C and per_n[1] > 1.5 * per_n[0] and per_n[2] > 2 * per_n[1]
 
 
 def test_theorem_3_1_exact_and_approximate_agree_closely():
@@ -125,6 +137,7 @@ def test_structural_errors_are_located(tmp_path):
         simulate(path, None)
     assert info.value.line == 3 and "MEMORY and ALIAS" in info.value.problem
     assert str(path) + ":3:1" in str(info.value)
+    assert '"NAME": "f"' in str(info.value)  # the line is quoted
     lines = path.read_text().splitlines()
     lines.insert(4, json.dumps({"ALIAS": "-1", "INSTRUCTION": "ALIAS", "NAME": "y"}))
     lines += [json.dumps({"INSTRUCTION": "MEMORY", "MEMORY": "8", "NAME": "w"}),
@@ -147,3 +160,16 @@ def test_bad_simulator_arguments():
     with pytest.raises(DTRLogError, match="no FLOPS field"):
         simulate(log, None, cost="flops")
     assert simulate(log, "50%").budget == simulate(log, 0.5).budget
+
+
+def test_sweep_runs_every_ratio_and_heuristic_once():
+    log = residual_log(4)
+    seen = []
+    points = sweep(log, [1.0, 0.6], ["dtr_eq", "lru"], progress=lambda d, t: seen.append((d, t)))
+    assert [(p.heuristic, p.ratio) for p in points] == [
+        ("dtr_eq", 1.0), ("dtr_eq", 0.6), ("lru", 1.0), ("lru", 0.6)]
+    assert seen[-1] == (4, 4)
+    assert points[0].stats == simulate(log, 1.0, "dtr_eq")
+    assert points[3].stats == simulate(log, 0.6, "lru")
+    with pytest.raises(DTRError, match=r"in \(0, 1\]"):
+        sweep(log, [0.5, 0.0])

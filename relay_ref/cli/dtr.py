@@ -393,12 +393,13 @@ def draw_sweep(ax: Any, result: SweepResult) -> None:
             ax.plot(*zip(*ok, strict=True), marker="o", ms=3.5, lw=1.3, color=colour, label=h)
         else:
             ax.plot([], [], marker="o", color=colour, label=h)
-        thrash = [p.ratio for p in pts if p.stats.thrashed and not p.stats.oom]
+        nudge = (i - (len(result.heuristics) - 1) / 2) * 0.007  # markers side by side
+        thrash = [p.ratio + nudge for p in pts if p.stats.thrashed and not p.stats.oom]
         if thrash:
-            ax.plot(thrash, [top] * len(thrash), ls="none", marker="^", ms=6, color=colour)
-        oom = [p.ratio for p in pts if p.stats.oom]
+            ax.plot(thrash, [top] * len(thrash), ls="none", marker="^", ms=5, color=colour)
+        oom = [p.ratio + nudge for p in pts if p.stats.oom]
         if oom:
-            ax.plot(oom, [1.0] * len(oom), ls="none", marker="x", ms=6, color=colour)
+            ax.plot(oom, [1.0] * len(oom), ls="none", marker="x", ms=5, color=colour)
     ax.plot([], [], ls="none", marker="^", color="grey", label=f"thrash (>= {top:g}x)")
     ax.plot([], [], ls="none", marker="x", color="grey", label="OOM")
     ax.set_xlim(0, 1.02)
@@ -406,7 +407,7 @@ def draw_sweep(ax: Any, result: SweepResult) -> None:
     ax.set_xlabel("budget ratio (of the unbudgeted peak)")
     ax.set_ylabel("slowdown")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="center left")
 
 
 # -- the command ----------------------------------------------------------------------------

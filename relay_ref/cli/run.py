@@ -27,6 +27,14 @@ diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--p
 interpreter's ``--trace`` is a usage error with it, while ``--max-depth`` bounds compiled
 call nesting as it bounds the interpreter's (``rr.compile(..., max_depth=N)``).
 
+``--memory-budget BUDGET`` (with ``--compile``) runs every kernel under Dynamic Tensor
+Rematerialization (``rr.compile(..., memory_budget=...)``): bytes, or a fraction of the
+unbudgeted peak (``0.4``, ``40%``); ``--heuristic``, ``--dealloc``, ``--cost`` and
+``--dtr-log`` are ``rr.compile``'s arguments of the same names, ``--dtr-stats`` prints
+``exe.dtr_stats`` as a table to stderr after the result. A bad budget or option value is a
+usage error (exit 2), an unknown heuristic or a budget the program cannot run in a located
+error (exit 1), as every other.
+
 ``--trace`` (or ``--trace=rules``) prints each evaluation rule applied, ``--trace=values``
 also each step's value (``relay_ref.interpreter.trace``), on stdout before the value; at
 most ``--trace-limit`` lines (default ``TRACE_LIMIT``; 0: all), then how many were left
@@ -118,6 +126,27 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", action="store_true",
                    help="with --compile: after the result, print the call's time and the "
                         "time spent in each fused group or kernel to stderr")
+    dtr = p.add_argument_group(
+        "memory budget (Dynamic Tensor Rematerialization, with --compile)")
+    dtr.add_argument("--memory-budget", metavar="BUDGET", default=None,
+                     help="run every kernel under a memory budget, evicting tensors and "
+                          "recomputing them when needed (same results): bytes (1048576), "
+                          "or a fraction of the unbudgeted peak (0.4 or 40%%, measured by "
+                          "a first run without budget); inputs and weights count")
+    dtr.add_argument("--heuristic", metavar="NAME", default=None,
+                     help="which tensor to evict: dtr_eq (default), dtr, dtr_local, lru, "
+                          "size, msps, random, or ablation(s=0|1,m=0|1,c=estar|eq|local|none)")
+    dtr.add_argument("--dealloc", choices=("eager", "banish", "ignore"), default=None,
+                     help="what a tensor the program drops becomes: evicted (eager, the "
+                          "default), freed for good (banish), or nothing (ignore)")
+    dtr.add_argument("--cost", choices=("flops", "unit", "measured"), default=None,
+                     help="the cost of recomputing a tensor: flops (default, from shapes), "
+                          "unit (1 per kernel) or measured (kernel wall time)")
+    dtr.add_argument("--dtr-stats", action="store_true",
+                     help="after the result, print the budgeted run's statistics (peak, "
+                          "evictions, rematerializations, slowdown, ...) to stderr")
+    dtr.add_argument("--dtr-log", metavar="LOG.jsonl", default=None,
+                     help="write the budgeted run as the DTR paper's JSON-lines log")
     p.set_defaults(func=run)
 
 
@@ -177,20 +206,32 @@ def _usage(message: str) -> int:
     return EXIT_USAGE
 
 
+#: the options that only mean something with ``--memory-budget``
+_DTR_FLAGS = (("heuristic", "--heuristic"), ("dealloc", "--dealloc"), ("cost", "--cost"),
+              ("dtr_stats", "--dtr-stats"), ("dtr_log", "--dtr-log"))
+
+
 def _option_conflict(args: argparse.Namespace) -> str | None:
     """Why the options cannot be combined (a usage error), or None.
 
     ``--trace`` is the interpreter's: compiled code applies no evaluation rules.
-    ``--plan`` and ``--profile`` describe a compiled program, so they need ``--compile``;
-    ``--trace-limit`` bounds a trace, so it needs ``--trace``."""
+    ``--plan``, ``--profile`` and ``--memory-budget`` describe a compiled program, so they
+    need ``--compile``; ``--heuristic``, ``--dealloc``, ``--cost``, ``--dtr-stats`` and
+    ``--dtr-log`` configure a budget, so they need ``--memory-budget``; ``--trace-limit``
+    bounds a trace, so it needs ``--trace``."""
     if getattr(args, "trace_limit", None) is not None and not args.trace:
         return "--trace-limit bounds the lines of a trace: add --trace (or --trace=values)"
+    if getattr(args, "memory_budget", None) is None:
+        for flag, name in _DTR_FLAGS:
+            if getattr(args, flag, None) not in (None, False):
+                return f"{name} configures a memory budget: add --memory-budget"
     if getattr(args, "compile", False):
         if args.trace:
             return ("--trace lists the interpreter's evaluation rules; compiled code applies "
                     "none: drop --compile to trace, or --trace to compile")
         return None
-    for flag, name in (("plan", "--plan"), ("profile", "--profile")):
+    for flag, name in (("plan", "--plan"), ("profile", "--profile"),
+                       ("memory_budget", "--memory-budget")):
         if getattr(args, flag, False):
             return f"{name} describes a compiled program: add --compile"
     return None
@@ -260,8 +301,14 @@ def run(args: argparse.Namespace) -> int:
                 return value
             values.append(value)
         if compiled:
-            exe = rr.compile(mod, entry=args.entry, profile=profile,
-                             max_depth=getattr(args, "max_depth", None))
+            budgeted = _budget_options(args)
+            try:
+                exe = rr.compile(mod, entry=args.entry, profile=profile,
+                                 max_depth=getattr(args, "max_depth", None), **budgeted)
+            except (ValueError, TypeError) as err:
+                if not budgeted:
+                    raise
+                return _usage(f"--memory-budget: {err}")
             if getattr(args, "plan", False):
                 print(exe.plan, file=sys.stderr)
             result = exe(*values)
@@ -278,7 +325,38 @@ def run(args: argparse.Namespace) -> int:
     status = _print_result(args, result)
     if compiled and profile:
         print(_profile_text(exe.stats), file=sys.stderr)
+    if compiled and getattr(args, "dtr_stats", False):
+        _print_dtr_stats(exe.dtr_stats)
     return status
+
+
+def _budget_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``rr.compile``'s DTR arguments from ``--memory-budget`` and its companions (none
+    without a budget). The budget is passed as written: ``rr.compile`` reads ``40%``,
+    ``0.4`` and ``1048576``, and says what is wrong with anything else."""
+    if getattr(args, "memory_budget", None) is None:
+        return {}
+    out: dict[str, Any] = {"memory_budget": args.memory_budget}
+    for key in ("heuristic", "dealloc", "cost"):
+        if getattr(args, key, None) is not None:
+            out[key] = getattr(args, key)
+    if getattr(args, "dtr_log", None):
+        out["dtr_log"] = args.dtr_log
+    return out
+
+
+def _print_dtr_stats(stats: Any) -> None:
+    """``--dtr-stats``: the run's statistics as a table on stderr."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="DTR run", show_header=True)
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    for key, value in stats.as_dict().items():
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        table.add_row(key, text)
+    Console(file=sys.stderr, no_color=not use_colour(sys.stderr), width=80).print(table)
 
 
 def _inputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.executor.runtime import Site
 from relay_ref.ops.costs import default_cost
 from relay_ref.ops.registry import get_op
 
@@ -46,9 +45,10 @@ def _op_cost(name: str) -> Callable[..., int] | None:
         return None
 
 
-def site_cost(site: Site, model: str) -> SiteCost:
-    """The cost function of ``site`` under ``model`` (``"flops"`` or ``"unit"``;
-    ``"measured"`` is kept by the runtime and starts from ``"flops"``)."""
+def site_cost(site: Any, model: str) -> SiteCost:
+    """The cost function of ``site`` (a ``relay_ref.executor.runtime.Site``: its kind,
+    label, static result shape and ``call.attrs``) under ``model`` (``"flops"`` or
+    ``"unit"``; ``"measured"`` is kept by the runtime and starts from ``"flops"``)."""
     if model == "unit":
         return lambda args: 1.0
     attrs = getattr(site.call, "attrs", None)

@@ -34,9 +34,10 @@ After ``DTROutOfMemory`` the engine is spent: read ``stats`` (``oom`` is set), n
 
 from __future__ import annotations
 
+import numbers
 import random as _random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from relay_ref.dtr.errors import DTRError, DTROutOfMemory
@@ -45,10 +46,11 @@ from relay_ref.dtr.stats import DTREvent, DTRStats
 from relay_ref.dtr.unionfind import UnionFind
 from relay_ref.suggest import did_you_mean
 
-__all__ = ["DEALLOC_POLICIES", "Call", "DTREvent", "DTROutOfMemory", "DTRStats", "Engine",
-           "Storage", "Tensor"]
+__all__ = ["ACCESS_CONVENTIONS", "DEALLOC_POLICIES", "Call", "DTREvent", "DTROutOfMemory",
+           "DTRStats", "Engine", "Storage", "Tensor"]
 
 DEALLOC_POLICIES = ("eager", "banish", "ignore")
+ACCESS_CONVENTIONS = ("lock", "simrd")
 
 
 class Storage:
@@ -137,13 +139,14 @@ class Tensor:
 
 @dataclass(slots=True)
 class _Frame:
-    """A pending call on the D-Remat work stack: ``i`` arguments are locked so far."""
+    """A pending call on the D-Remat work stack. ``todo``: its arguments still to lock, last
+    first (None until it starts); ``locked``: those locked so far (D-Lock)."""
 
     call: Call
     first: bool  # the program's own call (not a replay)
     target: Tensor | None = None  # the output a replay is for (None: the first run)
-    i: int = 0
-    touched: bool = False  # its arguments' last access was set (D-Access)
+    todo: list[Tensor] | None = None
+    locked: list[Tensor] = field(default_factory=list)
 
 
 def _default_sizeof(value: Any) -> int:
@@ -156,20 +159,29 @@ class Engine:
     name of ``relay_ref.dtr.heuristics`` or a ``Heuristic``. ``dealloc``: ``"eager"``,
     ``"banish"`` or ``"ignore"``. ``seed``: for ``random``. ``trace``: record ``events``.
     ``sizeof``: the bytes of a computed value whose size was given as None (default: its
-    ``nbytes``)."""
+    ``nbytes``). ``access``: when last accesses are recorded (D-Access): ``"lock"`` (the
+    default: an argument as it is locked for a call, every run's outputs as it ends) or
+    ``"simrd"`` (the paper's artifact: every argument as the call starts, replayed outputs
+    keep their consumer's access; reproduces the artifact's numbers)."""
 
     def __init__(self, budget: int | None, *, heuristic: str | Heuristic = "dtr_eq",
                  dealloc: str = "eager", seed: int = 0, trace: bool = False,
-                 sizeof: Callable[[Any], int] | None = None) -> None:
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
-                                   or budget < 0):
+                 sizeof: Callable[[Any], int] | None = None, access: str = "lock") -> None:
+        if access not in ACCESS_CONVENTIONS:
+            raise DTRError(f"unknown access convention {access!r}"
+                           f"{did_you_mean(str(access), ACCESS_CONVENTIONS)} "
+                           f"(known: {', '.join(ACCESS_CONVENTIONS)})")
+        self.access = access
+        self._simrd_access = access == "simrd"
+        if budget is not None and (isinstance(budget, bool)
+                                   or not isinstance(budget, numbers.Integral) or budget < 0):
             raise DTRError(f"a DTR budget is a non-negative number of bytes (int) or None, "
                            f"not {budget!r}")
         if dealloc not in DEALLOC_POLICIES:
             raise DTRError(f"unknown dealloc policy {dealloc!r}"
                            f"{did_you_mean(str(dealloc), DEALLOC_POLICIES)} "
                            f"(known: {', '.join(DEALLOC_POLICIES)})")
-        self.budget = budget
+        self.budget = None if budget is None else int(budget)
         self.heuristic: Heuristic = get_heuristic(heuristic)
         self.dealloc = dealloc
         self.trace = trace
@@ -541,9 +553,10 @@ class Engine:
         self._run_stack(_Frame(t.call, False, t))
 
     def _run_stack(self, bottom: _Frame) -> None:
-        """D-Remat with D-Lock: the calls on the stack wait for their arguments, locking
-        each as it becomes defined; an undefined one pushes its own call. Iterative: chains
-        of any length. On an exception every lock taken here is released."""
+        """D-Remat with D-Lock: a call starting locks its defined arguments at once, then
+        makes each undefined one defined in turn (pushing the call that made it) and locks
+        it; when all are locked it runs. Iterative: chains of any length. On an exception
+        every lock taken here is released."""
         stack = [bottom]
         try:
             while stack:
@@ -553,15 +566,23 @@ class Engine:
                     # a sibling's replay defined it meanwhile (D-Multi)
                     self._unlock_args(stack.pop())
                     continue
-                if f.i == 0 and not f.touched:
-                    f.touched = True
-                    for a in c.args:  # D-Access: every argument, as the call starts
-                        a.storage.last_access = self.clock
-                if f.i < len(c.args):
-                    a = c.args[f.i]
+                if f.todo is None:  # the call starts
+                    if self._simrd_access:
+                        for a in c.args:  # D-Access (simrd): every argument, now
+                            a.storage.last_access = self.clock
+                    f.todo = []
+                    for a in c.args:
+                        if a.defined:
+                            self._lock_arg(f, a)
+                        else:
+                            f.todo.append(a)
+                    f.todo.reverse()
+                    continue
+                if f.todo:
+                    a = f.todo[-1]
                     if a.defined:
-                        self._lock(a.storage)
-                        f.i += 1
+                        self._lock_arg(f, a)
+                        f.todo.pop()
                     elif a.storage.banished or a.call is None:
                         raise DTRError(f"call {c.name}: argument {a!r} cannot be recomputed")
                     else:
@@ -574,14 +595,20 @@ class Engine:
                 self._unlock_args(stack.pop())
             raise
 
+    def _lock_arg(self, f: _Frame, a: Tensor) -> None:
+        if not self._simrd_access:
+            a.storage.last_access = self.clock  # D-Access (lock)
+        self._lock(a.storage)
+        f.locked.append(a)
+
     def _unlock_args(self, f: _Frame) -> None:
-        args = f.call.args[:f.i]
-        for a in args:
+        for a in f.locked:
             self._unlock(a.storage)
         if self.dealloc == "banish":
-            for a in args:
+            for a in f.locked:
                 if a.storage.refs == 0:
                     self._try_banish(a.storage)
+        f.locked = []
 
     def _execute(self, c: Call, first: bool) -> None:
         """Run (or replay) ``c`` with its arguments locked: D-Alloc, then compute, then
@@ -604,7 +631,8 @@ class Engine:
             self._remat += c.cost
             self._remats += 1
             self._replay_outputs(c, values)
-            return  # a replayed storage keeps the access its consumer gave it (D-Access)
+            if self._simrd_access:
+                return  # a replayed storage keeps the access its consumer gave it (D-Access)
         for o in c.outputs:
             o.storage.last_access = self.clock
 

@@ -25,8 +25,8 @@ Per step (``run(site, args, out)``), spec/dtr.md:
   is read only as an argument of later ``run`` calls); every other value is read by plain
   Python code and is returned as the array itself, **pinned** (the engine may not evict
   what the program holds directly) until the array is garbage collected.
-* **Release.** ``release(site, handle)`` is the engine's release (D-Release: eager evict,
-  banish or ignore, by ``dealloc``).
+* **Release.** ``release(site, handle)`` is the engine's release (D-Release-Eager,
+  D-Banish or D-Release-Ignore, by ``dealloc``).
 * **Purity** (spec/dtr.md, "How purity is kept"): the executor's only in-place writes are
   fused tails writing over their anchor's fresh result (``out`` an earlier value of the
   activation) and the static memory plan's buffers. Under DTR there is no memory plan
@@ -90,6 +90,10 @@ class DTRRuntime(Runtime):
         self.pinned_results = 0
         self.largest_allocation = 0
         self._handle: list[bool] = []
+        #: per site: its static result bytes (None: not static) and its name
+        self._static: list[tuple[int | None, str]] = []
+        #: the cost of a static site (its argument shapes are fixed by its type)
+        self._fixed_cost: dict[int, float] = {}
         self._cost: list[SiteCost] = []
         self._measured: dict[int, float] = {}
         self._tensor_type: type = type(None)
@@ -111,6 +115,8 @@ class DTRRuntime(Runtime):
         self._sites = sites
         handles = self.released | self.overwritten
         self._handle = [s.index in handles for s in sites]
+        self._static = [(s.nbytes, s.name) for s in sites]
+        self._fixed_cost = {}
         model = "flops" if self.options.cost == "measured" else self.options.cost
         self._cost = [site_cost(s, model) for s in sites]
 
@@ -119,7 +125,7 @@ class DTRRuntime(Runtime):
         ``self.budget``; ``measure``: no budget, the run measuring the peak) and, unless
         measuring, when the options name a log, a ``LogWriter`` recording it."""
         log = not measure
-        from relay_ref.dtr.engine import Tensor
+        from relay_ref.dtr.engine import Engine, Tensor
 
         opts = self.options
         self._tensor_type = Tensor
@@ -128,7 +134,7 @@ class DTRRuntime(Runtime):
             from relay_ref.dtr.log import LogWriter
 
             self._log = LogWriter(opts.log)
-        self.engine = _engine_class()(budget if budget is not None or measure else self.budget,
+        self.engine = Engine(budget if budget is not None or measure else self.budget,
                              heuristic=opts.heuristic, dealloc=opts.dealloc, seed=opts.seed,
                              sizeof=_sizeof)
         self._flops = [site_cost(site, "flops") for site in self._sites] \
@@ -207,7 +213,7 @@ class DTRRuntime(Runtime):
         measured = self.options.cost == "measured"
         timed = measured or self._log is not None
         record = self._measured
-        # rule D-Pure (spec/dtr.md): out=None always, an in-place tail gets a fresh result
+        # purity (spec/dtr.md 6): out=None always, an in-place tail gets a fresh result
 
         handle = self._handle[index]
         # a pinned result is never replayed (D-Pin; banished once its array dies), so its
@@ -226,15 +232,20 @@ class DTRRuntime(Runtime):
                 return [value]
             return [call(full, None)]
 
+        nbytes, name = self._static[index]
         if measured and index in record:
             cost = record[index]
         else:
-            cost = self._cost[index](self._shapes(args))
+            cost = self._fixed_cost.get(index)
+            if cost is None:
+                cost = self._cost[index](self._shapes(args))
+                if nbytes is not None:  # a static step: the same shapes every time
+                    self._fixed_cost[index] = cost
             if measured:
                 cost *= 1e-9
         aliases = (0,) if site.view and positions and positions[0] == 0 else ()
-        (t,) = engine.call(site.name, tensors, [site.nbytes], cost, compute,
-                           aliases=aliases, span=site.span)
+        (t,) = engine.call(name, tensors, [nbytes], cost, compute, aliases=aliases,
+                           span=site.span)
         if t.storage.size > self.largest_allocation:
             self.largest_allocation = t.storage.size
         log = self._log
@@ -265,7 +276,8 @@ class DTRRuntime(Runtime):
             self._release(value)
 
     def _release(self, t: Any) -> None:
-        """D-Release of the program's reference to ``t`` (logged as ``RELEASE``)."""
+        """The program's reference to ``t`` dropped (D-Release-Eager, D-Banish or
+        D-Release-Ignore by the dealloc policy; logged as ``RELEASE``)."""
         if self._log is not None:
             self._log.release(f"x{t.id}")
         self.engine.release(t)
@@ -324,56 +336,3 @@ class _Shaped:
 
     def __init__(self, shape: tuple[int, ...]) -> None:
         self.shape = shape
-
-
-_ENGINE: list[type] = []
-
-
-def _engine_class() -> type:
-    """The engine with the two operations the runtime needs beyond ``Engine``'s: ``pin``
-    (a computed result the program holds as an array: D-Pin, never evicted) and ``free``
-    (that array, or a constant's, was garbage collected: its bytes are no longer used).
-    Defined once, on first use (``relay_ref.dtr.engine`` is imported lazily)."""
-    if _ENGINE:
-        return _ENGINE[0]
-    from relay_ref.dtr.engine import Engine
-
-    class RuntimeEngine(Engine):  # type: ignore[misc, valid-type]
-        def pin(self, t: Any) -> None:
-            """D-Pin for a result: resident (it was just computed), no longer evictable."""
-            if getattr(Engine, "pin", None) is not None:
-                Engine.pin(self, t)  # type: ignore[attr-defined]
-                return
-            s = t.storage
-            t.value = None  # the program holds it; no replay reads it from here
-            if s.pinned:
-                return
-            s.pinned = True
-            self._pool.pop(s, None)
-            self.pinned_memory += s.size
-            self._peak_pinned = max(self._peak_pinned, self.pinned_memory)
-
-        def free(self, t: Any) -> None:
-            """The program's array of the pinned ``t`` died: its bytes are freed for good
-            (banished). Safe: every call that may be replayed keeps its array arguments
-            alive (its closure), so when the array died no replay can read it."""
-            if getattr(Engine, "free", None) is not None:
-                Engine.free(self, t)  # type: ignore[attr-defined]
-                return
-            s = t.storage
-            if not s.pinned or s.banished:
-                return
-            if any(x is not t and x.defined and x.refs > 0 for x in s.tensors):
-                return  # viewed by a tensor still held
-            s.pinned = False
-            s.banished = True
-            if s.resident:
-                s.resident = False
-                self.pinned_memory -= s.size
-                self.memory -= s.size
-            for x in s.tensors:
-                x.defined = False
-                x.value = None
-
-    _ENGINE.append(RuntimeEngine)
-    return RuntimeEngine

@@ -10,6 +10,8 @@ Conventions (the artifact's ``parse_file`` and runtime V2, learnt, not copied):
   size rebinds the name, the old tensor is released); COPY_FROM rebinds DST to SRC's tensor;
 * cost per call: ``"measured"`` (TIME), ``"unit"`` (1), ``"flops"`` (FLOPS, which this
   project's runtime writes; an error if a call has none);
+* ``access="simrd"`` (the engine's D-Access convention) reproduces the artifact's own
+  numbers (spec/dtr.md §8); the default, ``"lock"``, is the runtime's;
 * at the end, every tensor the program still references must be resident (D-Output):
   evicted ones are rematerialised, and kept;
 * a ratio budget (a float in (0, 1]) is a fraction of the log's own unbudgeted peak,
@@ -26,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import linecache
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -73,11 +76,13 @@ def resolve_budget(budget: int | float | str | None, peak: int | None) -> int | 
                            f"like '40%', not {text!r}") from None
     if isinstance(budget, bool):
         raise DTRError(f"a DTR budget is bytes (int) or a ratio (float), not {budget!r}")
-    if isinstance(budget, int):
+    if isinstance(budget, numbers.Integral):
+        budget = int(budget)
         if budget < 0:
             raise DTRError(f"a DTR budget in bytes must be non-negative, not {budget}")
         return budget
-    if isinstance(budget, float):
+    if isinstance(budget, numbers.Real):
+        budget = float(budget)
         if not (0.0 < budget <= 1.0) or math.isnan(budget):
             raise DTRError(f"a DTR budget ratio must be in (0, 1], not {budget}")
         if peak is None:
@@ -130,24 +135,25 @@ def _peak(records: Sequence[LogRecord], cost: str, label: str) -> int:
 def simulate(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
              budget: int | float | str | None, heuristic: str | Heuristic = "dtr_eq",
              dealloc: str = "eager", cost: str = "measured", *, seed: int = 0,
-             overhead_limit: float = 2.0) -> DTRStats:
+             overhead_limit: float = 2.0, access: str = "lock") -> DTRStats:
     """Replay ``log`` (a path, an iterable of lines, or records from ``read_log``) under
     ``budget`` (bytes; a ratio in (0, 1] or ``"40%"`` of the log's unbudgeted peak; None)
     and return the run's statistics. Infeasible: ``oom`` set. Stops with ``thrashed`` set
     once rematerialisation costs more than ``overhead_limit - 1`` times the base cost
-    (``math.inf``: never)."""
+    (``math.inf``: never). ``access``: the engine's D-Access convention (``"simrd"``
+    reproduces the paper's artifact)."""
     if cost not in COST_MODELS:
         raise DTRError(f"unknown cost model {cost!r}{did_you_mean(str(cost), COST_MODELS)} "
                        f"(known: {', '.join(COST_MODELS)})")
     label = _label(log)
     records = _records(log)
     peak = None
-    if isinstance(budget, (float, str)) and not isinstance(budget, bool):
+    if isinstance(budget, (numbers.Real, str)) and not isinstance(budget, numbers.Integral):
         peak = _peak(records, cost, label)
     limit = base_cost(records, cost) * (overhead_limit - 1) if overhead_limit != math.inf \
         else math.inf
     return _replay(records, resolve_budget(budget, peak), heuristic, dealloc, cost, label,
-                   limit, seed)
+                   limit, seed, access)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +169,7 @@ class SweepPoint:
 def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
           ratios: Sequence[float], heuristics: Sequence[str | Heuristic] = ("dtr_eq",),
           dealloc: str = "eager", cost: str = "measured", *, seed: int = 0,
-          overhead_limit: float = 2.0,
+          overhead_limit: float = 2.0, access: str = "lock",
           progress: Callable[[int, int], None] | None = None) -> list[SweepPoint]:
     """``simulate`` at every ratio (of the unbudgeted peak) for every heuristic, reading
     the log and measuring the peak once; heuristic-major order. ``progress(done, total)``
@@ -181,7 +187,7 @@ def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
     total = len(budgets) * len(heuristics)
     for h in heuristics:
         for ratio, budget in zip(ratios, budgets, strict=True):
-            st = _replay(records, budget, h, dealloc, cost, label, limit, seed)
+            st = _replay(records, budget, h, dealloc, cost, label, limit, seed, access)
             out.append(SweepPoint(float(ratio), st.heuristic, st))
             if progress is not None:
                 progress(len(out), total)
@@ -189,8 +195,9 @@ def sweep(log: str | os.PathLike | Iterable[str] | Sequence[LogRecord],
 
 
 def _replay(records: Sequence[LogRecord], budget: int | None, heuristic: str | Heuristic,
-            dealloc: str, cost: str, label: str, remat_limit: float, seed: int = 0) -> DTRStats:
-    engine = Engine(budget, heuristic=heuristic, dealloc=dealloc, seed=seed)
+            dealloc: str, cost: str, label: str, remat_limit: float, seed: int = 0,
+            access: str = "lock") -> DTRStats:
+    engine = Engine(budget, heuristic=heuristic, dealloc=dealloc, seed=seed, access=access)
     try:
         _drive(engine, records, cost, label, remat_limit)
     except DTROutOfMemory:

@@ -34,6 +34,11 @@ generated code's namespace are copied to the device once, and there is no host m
 Every kernel step of the generated code runs through the executable's runtime
 (``relay_ref.executor.runtime``): the allocation policy is the static memory plan when
 the entry has planned values, else fresh allocation; ``profile=True`` layers timing on it.
+With ``memory_budget`` (DTR, spec/dtr.md) the runtime is ``relay_ref.dtr.runtime``'s
+``DTRRuntime`` instead, and there is no memory plan (the engine owns the memory; purity,
+spec/dtr.md 6): the DTR arguments are checked before anything else
+(``relay_ref.dtr.options``), the code generator's ``released`` and ``overwritten`` sites
+become the runtime's handles, and ``exe.dtr_stats`` is each call's statistics.
 
 A pass that fails or leaves an ill-typed module is an internal error naming the pass
 (``PassError``; never a silently different program).

@@ -23,6 +23,10 @@ Invariants:
 * Every kernel step runs through ``exe.runtime`` (``relay_ref.executor.runtime``: the
   allocation policy, with layers such as profiling or an observer); assigning
   ``exe.runtime`` installs another (a layer around the current one) for later calls.
+* Compiled with a memory budget (``rr.compile(memory_budget=...)``), each call runs on a
+  fresh DTR engine (``relay_ref.dtr.runtime``) and ``exe.dtr_stats`` is that call's
+  statistics (None before the first call; a budget given as a fraction of the peak is
+  resolved on the first call by a run without budget first). Calls are serialised.
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).
@@ -103,8 +107,10 @@ class Executable:
         self.device = device  # a cuda_plan.DeviceRuntime for target "cuda"
         self.converter = Converter(self)
         self.memory = memory
-        #: A call writing preallocated buffers must not overlap another (threads).
-        self._lock = threading.Lock() if memory is not None and memory.buffers else None
+        #: A call writing preallocated buffers must not overlap another (threads); nor one
+        #: running under the DTR runtime's engine (one per call, held by the runtime).
+        self._lock = threading.Lock() if (memory is not None and memory.buffers) or \
+            dtr is not None else None
         self._deep = deep
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
@@ -161,16 +167,23 @@ class Executable:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, /, *args: Any, **inputs: Any) -> Any:
-        dtr = self._dtr
-        if dtr is not None and dtr.budget is None:
-            # a fraction of the unbudgeted peak: measured once, by a run without budget
-            self._run(self._fn, self._arguments(args, inputs), measure=True)
-            dtr.budget = dtr.resolve(self.dtr_stats)
+        if self._dtr is not None:
+            with self._lock:  # type: ignore[union-attr]
+                return self._budgeted(args, inputs)
         values = self._arguments(args, inputs)
         if self._lock is None:
             return self._run(self._fn, values)
         with self._lock:
             return self._run(self._fn, values)
+
+    def _budgeted(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> Any:
+        """A call under the DTR runtime; a budget given as a fraction of the unbudgeted peak
+        is resolved first, once, by a run without budget."""
+        dtr = self._dtr
+        if dtr.budget is None:
+            self._run(self._fn, self._arguments(args, inputs), measure=True)
+            dtr.budget = dtr.resolve(self.dtr_stats)
+        return self._run(self._fn, self._arguments(args, inputs))
 
     def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
         params, entry = self._params, self.entry

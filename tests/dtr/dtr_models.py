@@ -66,7 +66,7 @@ def cnn() -> tuple[rr.IRModule, list[Any]]:
 
 
 def resnet(blocks: int = 4) -> tuple[rr.IRModule, list[Any]]:
-    params = [("x", (2, 8, 12, 12))] + [(f"w{i}{j}", (8, 8, 3, 3)) for i in range(blocks)
+    params = [("x", (8, 8, 12, 12))] + [(f"w{i}{j}", (8, 8, 3, 3)) for i in range(blocks)
                                         for j in "ab"]
     lines, h = [], "%x"
     for i in range(blocks):

@@ -262,3 +262,31 @@ def test_pin_and_free_a_result_the_program_holds():
     (d,) = eng.call("d", [c], [5], 1.0, lambda v: [7])
     eng.pin(d, keep_value=True)
     assert eng.value(d) == 7
+
+
+def test_a_waiting_call_keeps_its_defined_arguments():
+    """D-Lock: g(b, a) with b evicted and a defined locks a before b is rematerialised
+    (simrd's order, not the arguments'), so making room for b's replay evicts something
+    else, although a is the stalest (lru)."""
+    eng = Engine(4, heuristic="lru", trace=True)
+    c = eng.constant(1, 0)
+    (a,) = eng.call("a", [c], [1], 1.0, lambda v: [1])
+    (b,) = eng.call("b", [c], [1], 1.0, lambda v: [2])
+    (d,) = eng.call("d", [c], [1], 1.0, lambda v: [3])
+    eng._evict(b.storage)
+    (x,) = eng.call("x", [c], [1], 1.0, lambda v: [4])  # memory full again: c, a, d, x
+    assert eng.value(eng.call("g", [b, a], [0], 1.0, lambda v: [v[0] - v[1]])[0]) == 1
+    assert a.defined and not d.defined  # d, not the stalest a, made room for b
+
+
+def test_access_conventions():
+    with pytest.raises(DTRError, match="did you mean simrd"):
+        Engine(10, access="simdr")
+    for access in ("lock", "simrd"):
+        eng = Engine(None, access=access)
+        c = eng.constant(1)
+        (a,) = eng.call("a", [c], [1], 2.0, None)
+        eng._evict(a.storage)
+        (g,) = eng.call("g", [a], [1], 3.0, None)  # replays a (clock 4), then g (clock 7)
+        # lock: a is touched as it is locked (after its replay); simrd: when g starts
+        assert a.storage.last_access == (4.0 if access == "lock" else 2.0)

@@ -4,15 +4,16 @@ spec/dtr.md §2 and §6).
 * Training steps (an MLP, a small CNN with batch norm, a residual network, an attention
   block, all through ``gradient(@loss)``; a recursive TreeLSTM-style model over a tree ADT
   through ``rr.gradient``'s higher-order mode) give **bit-identical** results with and
-  without a budget, at budgets down to the lowest feasible ratio (found by a sweep of
-  0.1 steps, recorded in ``LOWEST``); every run's peak is at most the budget plus the
-  largest single allocation; the lowest budgets evict and rematerialise (so the comparison
-  means something); the next lower ratio is out of memory, located at a Relay expression.
+  without a budget, at every ratio of a sweep in 0.1 steps down to the lowest feasible one
+  (which must reach ``REACHES``); every run's peak is at most the budget plus the largest
+  single allocation; the lowest budgets evict and rematerialise (so the comparison means
+  something); a quarter of the peak is out of memory, located at a Relay expression.
 * Theorem 3.1 through ``rr.gradient``: a chain of N relu/tanh layers on one unit-size
   tensor, unfused (each op a kernel step), budget ``2 * ceil(sqrt(N))`` units beside the
-  pinned bytes, ``cost="unit"``: the operator count stays <= C * N (measured: 6.8 N for
-  N = 100, 8.0 N for N = 300; the unbudgeted step runs 5.5 N), and the simulator replaying
-  the run's log does exactly what the run did.
+  pinned bytes, ``cost="unit"``: the operator count stays <= C * N (``THEOREM_CASES``:
+  the measured constants, and how they grow from N = 100 to 1000 with eager eviction
+  rather than the theorem's banishing), and the simulator replaying the run's log does
+  exactly what the run did.
 * Bad arguments are clear errors; a budget below the pinned bytes and an infeasible one are
   located ``RelayRuntimeError`` s naming the budget and the pinned bytes; ``exe.dtr_stats``
   is fresh per call.
@@ -33,11 +34,13 @@ from relay_ref.dtr.runtime import DTRRuntime
 from relay_ref.dtr.simulate import simulate
 from tests.dtr.dtr_models import MODELS, leaves
 
-#: the lowest feasible budget ratio of each model's step with dtr_eq and eager eviction (a
-#: sweep at 0.1 steps; the TreeLSTM's higher-order gradient keeps every value in closures
-#: and reference cells, all pinned by the executor's liveness rule: nothing to evict
-#: but what the program already dropped)
-LOWEST = {"mlp": 0.5, "cnn": 0.8, "resnet": 0.5, "attention": 0.8, "treelstm": 1.0}
+#: a budget ratio each model's step must reach with dtr_eq and eager eviction (the lowest
+#: feasible one, found by the test's sweep, is at most this: measured with the engine of
+#: this commit mlp 0.5-0.6, cnn 0.8, resnet 0.5, attention 0.8, treelstm 1.0; the
+#: TreeLSTM's higher-order gradient keeps every value in closures and reference cells, all
+#: pinned by the executor's liveness rule: nothing to evict but what the program dropped)
+REACHES = {"mlp": 0.6, "cnn": 0.8, "resnet": 0.6, "attention": 0.8, "treelstm": 1.0}
+SWEEP = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 _CACHE: dict[str, tuple[Any, list[Any], list[np.ndarray]]] = {}
 
 
@@ -70,17 +73,22 @@ def _check_run(exe: Any, want: list[np.ndarray], args: list[Any]) -> Any:
 def test_training_steps_are_bit_identical_down_to_the_lowest_feasible_budget(name: str
                                                                             ) -> None:
     mod, args, want = _model(name)
-    lowest = LOWEST[name]
-    ratios = sorted({1.0, round((1.0 + lowest) / 2, 2), lowest}, reverse=True)
-    for ratio in ratios:
+    lowest, stats = None, None
+    for ratio in SWEEP:  # down to the first infeasible ratio
         exe = rr.compile(mod, memory_budget=ratio)
-        stats = _check_run(exe, want, args)
+        try:
+            stats = _check_run(exe, want, args)
+        except rr.RelayRuntimeError as err:
+            assert "out of memory" in str(err) and err.span is not None
+            break
+        lowest = ratio
         assert stats.evictions > 0  # eager eviction of dropped values at least
         assert exe.runtime.handles > 0
+    assert lowest is not None and lowest <= REACHES[name]
     if lowest < 1.0:  # the lowest budget rematerialises
         assert stats.rematerializations > 0 and stats.slowdown > 1.0
-    # below the lowest: out of memory, located at the Relay call that could not run
-    exe = rr.compile(mod, memory_budget=round(lowest - 0.1, 2))
+    # far below: out of memory, located at the Relay call that could not run
+    exe = rr.compile(mod, memory_budget=0.25)
     with pytest.raises(rr.RelayRuntimeError) as info:
         exe(*args)
     message = str(info.value)
@@ -101,18 +109,16 @@ def test_a_budget_in_bytes_and_as_a_percentage_are_the_same_run() -> None:
     assert again is not a and again.budget == a.budget and again.evictions == a.evictions
 
 
-@pytest.mark.parametrize("heuristic", ["dtr", "lru", "size", "msps", "random",
+@pytest.mark.parametrize("heuristic", ["dtr", "dtr_local", "lru", "size", "msps", "random",
                                        "ablation(s=1,m=0,c=eq)"])
 @pytest.mark.parametrize("dealloc", ["eager", "banish", "ignore"])
 def test_every_heuristic_and_dealloc_policy_keeps_the_values(heuristic: str,
                                                               dealloc: str) -> None:
+    # at 0.9 of the peak every combination is feasible (a sweep; banish reaches least far)
     mod, args, want = _model("mlp")
-    exe = rr.compile(mod, memory_budget=0.8, heuristic=heuristic, dealloc=dealloc)
-    try:
-        stats = _check_run(exe, want, args)
-    except rr.RelayRuntimeError as err:  # some policies reach less far: located, never wrong
-        assert "out of memory" in str(err) and err.span is not None
-        return
+    exe = rr.compile(mod, memory_budget=0.9, heuristic=heuristic, dealloc=dealloc)
+    stats = _check_run(exe, want, args)
+    assert stats.evictions > 0
     assert stats.heuristic.startswith(heuristic.split("(")[0]) and stats.dealloc == dealloc
 
 
@@ -150,8 +156,14 @@ def _chain(n: int) -> Any:
                     f"def @main(%x: {t}) {{ gradient(@loss)(%x) }}")
 
 
-@pytest.mark.parametrize(("n", "c"), [(100, 7.5), (300, 8.5)])
-def test_theorem_3_1_linear_chain_gradient_in_O_n_operations(n: int, c: float,
+#: (N, heuristic, C): the bound asserted; measured op_executions / N with eager eviction
+#: and the engine of this commit: dtr_eq 6.81 (N = 100), 7.96 (300); dtr 6.43, 6.83. The
+#: unbudgeted step runs 5.5 N (each layer is a handful of kernel steps forward and back).
+THEOREM_CASES = [(100, "dtr_eq", 7.5), (300, "dtr_eq", 9.0), (100, "dtr", 7.0)]
+
+
+@pytest.mark.parametrize(("n", "heuristic", "c"), THEOREM_CASES)
+def test_theorem_3_1_linear_chain_gradient_in_O_n_operations(n: int, heuristic: str, c: float,
                                                              tmp_path: Path) -> None:
     mod = _chain(n)
     x = np.linspace(-1, 1, UNIT).astype("float32")
@@ -160,7 +172,7 @@ def test_theorem_3_1_linear_chain_gradient_in_O_n_operations(n: int, c: float,
     units = 2 * math.ceil(math.sqrt(n))
     log = tmp_path / "chain.jsonl"
     exe = rr.compile(mod, passes=UNFUSED, memory_budget=pinned + units * UNIT * 4,
-                     cost="unit", dtr_log=log)
+                     cost="unit", heuristic=heuristic, dtr_log=log)
     stats = _check_run(exe, want, [x])
     assert stats.rematerializations > 0  # the budget binds
     assert stats.op_executions <= c * n
@@ -168,7 +180,7 @@ def test_theorem_3_1_linear_chain_gradient_in_O_n_operations(n: int, c: float,
     records = read_log(log)
     assert sum(type(r).__name__ == "LogCall" for r in records) == \
         stats.op_executions - stats.rematerializations
-    sim = simulate(log, stats.budget, "dtr_eq", "eager", "unit")
+    sim = simulate(log, stats.budget, heuristic, "eager", "unit")
     assert (sim.evictions, sim.rematerializations, sim.op_executions, sim.peak_bytes) == \
         (stats.evictions, stats.rematerializations, stats.op_executions, stats.peak_bytes)
     flops = simulate(log, stats.budget, "dtr_eq", "eager", "flops")
@@ -217,3 +229,34 @@ def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:
     with pytest.raises(rr.RelayRuntimeError):
         rr.compile(mod, memory_budget=1000, dtr_log=log)(*args)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_training_steps_log_replays_to_the_same_run(tmp_path: Path) -> None:
+    # the simulator replays the log with the same deterministic cost (FLOPS): the same
+    # evictions, replays and peak. (The log cannot say that a result the program holds as
+    # an array is pinned: where the simulator would evict one, the replay differs; the MLP
+    # at 0.5 is such a case. This step's pinned results, its loss and new weights, are not.)
+    mod, args, want = _model("resnet")
+    log = tmp_path / "step.jsonl"
+    exe = rr.compile(mod, memory_budget=0.7, dtr_log=log)
+    stats = _check_run(exe, want, args)
+    assert stats.rematerializations > 0
+    sim = simulate(log, stats.budget, "dtr_eq", "eager", "flops")
+    assert (sim.evictions, sim.rematerializations, sim.op_executions, sim.peak_bytes) == \
+        (stats.evictions, stats.rematerializations, stats.op_executions, stats.peak_bytes)
+
+
+def test_closures_returned_by_the_program_run_under_the_budget_too() -> None:
+    mod = rr.parse("""def @main(%x: Tensor[(32, 32), float32]) {
+      let %y = tanh(nn.dense(%x, %x));
+      fn (%z: Tensor[(32, 32), float32]) { sum(nn.relu(nn.dense(%z, %y)) * %y) }
+    }""")
+    x = np.random.default_rng(7).standard_normal((32, 32)).astype("float32")
+    want = rr.compile(mod)(x)(x)
+    exe = rr.compile(mod, memory_budget=1 << 20)
+    assert exe.dtr_stats is None
+    f = exe(x)
+    first = exe.dtr_stats
+    got = f(x)
+    assert np.array_equal(np.asarray(got), np.asarray(want))
+    assert exe.dtr_stats is not first and exe.dtr_stats.op_executions > 0

@@ -20,7 +20,8 @@ a transformer block. For each:
 
 ``--paper-logs PATH`` (the artifact's ``simrd/logs.zip``, or the folder it unzips to; not
 shipped: the artifact has no licence) also sweeps the paper's eight PyTorch logs through the
-simulator with their measured ``TIME`` costs. ``--plot-dir`` writes one PNG per model
+simulator with their measured ``TIME`` costs and the artifact's D-Access convention
+(``access="simrd"``). ``--plot-dir`` writes one PNG per model
 (``dtr-<model>.png``) in the paper's Figure 2 style. Results are recorded in
 benchmarks/README.md ("DTR (issue 27)").
 """
@@ -217,7 +218,7 @@ def paper_logs(path: str) -> list[tuple[str, str]]:
         with zipfile.ZipFile(path) as z:
             z.extractall(tmp)
         path = tmp
-    logs = sorted(p for p in Path(path).rglob("*.log"))
+    logs = sorted(Path(path).rglob("*.log"), key=lambda p: p.stat().st_size)  # small first
     return [(p.name.split("-")[0], str(p)) for p in logs]
 
 
@@ -275,19 +276,18 @@ def main() -> None:
         report(console, rows, heuristics)
     if a.paper_logs:
         ph = parse_heuristics(a.paper_heuristics)
-        with Progress(console=console, transient=True) as progress:
-            results = []
-            for model, path in paper_logs(a.paper_logs):
-                task = progress.add_task(f"{model}", total=len(ratios) * len(ph))
-                results.append(run_sweep(read_log(path), model, ratios, ph, cost="measured",
-                               progress=lambda d, t, task=task: progress.update(task,
-                                                                               completed=d)))
-        for res in results:
+        for model, path in paper_logs(a.paper_logs):  # each printed as soon as it is done
+            with Progress(console=console, transient=True) as progress:
+                task = progress.add_task(model, total=len(ratios) * len(ph))
+                start = time.perf_counter()
+                res = run_sweep(read_log(path), model, ratios, ph, cost="measured",
+                                progress=lambda d, t, task=task: progress.update(task, completed=d),
+                                access="simrd")
             console.print(sweep_table(res))
+            console.print(f"({time.perf_counter() - start:.0f} s)")
             if a.plot_dir:
                 plot_sweep(res, os.path.join(a.plot_dir, f"dtr-paper-{res.label}.png"),
                            f"DTR: the paper's {res.label} log (simulated)")
-
 
 if __name__ == "__main__":
     main()

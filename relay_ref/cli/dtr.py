@@ -108,6 +108,10 @@ def add_parser(sub: Any) -> None:
                    help="the compute cost of a call: flops (the log's FLOPS field, which "
                         "this project's logs have), measured (its TIME), unit (1 per call); "
                         "auto (default): flops when every call has it, else measured")
+    s.add_argument("--access", choices=("lock", "simrd"), default="lock",
+                   help="the engine's convention for touching and locking a call's "
+                        "arguments: lock (default, the runtime's) or simrd (the paper's "
+                        "simulator's, to reproduce its numbers on its logs)")
     s.add_argument("--plot", metavar="OUT.png", default=None,
                    help="also draw slowdown against budget ratio, a line per heuristic "
                         "(needs matplotlib)")
@@ -305,15 +309,16 @@ class SweepResult:
 
 def run_sweep(records: Sequence[LogRecord], label: str, ratios: Sequence[float],
               heuristics: Sequence[str], dealloc: str = "eager", cost: str = "auto",
-              progress: Any = None) -> SweepResult:
+              progress: Any = None, access: str = "lock") -> SweepResult:
     """``simulate.sweep`` over ``records`` plus the unbudgeted run (ratio 1.0 with no
     eviction pressure gives the peak and the pinned bytes). ``cost="auto"``: see the
-    module docstring. ``progress(done, total)`` as ``sweep``'s."""
+    module docstring. ``progress(done, total)`` as ``sweep``'s; ``access`` the engine's
+    D-Access convention (``"simrd"``: the paper's artifact's)."""
     cost = _auto_cost(records) if cost == "auto" else cost
     points = sweep(records, list(ratios), list(heuristics), dealloc=dealloc, cost=cost,
-                   overhead_limit=_OVERHEAD_LIMIT, progress=progress)
+                   overhead_limit=_OVERHEAD_LIMIT, progress=progress, access=access)
     full = sweep(records, [1.0], ["lru"], dealloc=dealloc, cost=cost,
-                 overhead_limit=_OVERHEAD_LIMIT)[0].stats
+                 overhead_limit=_OVERHEAD_LIMIT, access=access)[0].stats
     return SweepResult(label, cost, dealloc, tuple(ratios), tuple(p.heuristic for p in points
                        if p.ratio == ratios[0]), tuple(points),
                        int(full.budget or full.peak_bytes), int(full.pinned_bytes))
@@ -455,7 +460,8 @@ def run(args: argparse.Namespace) -> int:
                   console=err_console, transient=err_console.is_terminal) as bar:
         task = bar.add_task("sweep", total=len(ratios) * len(heuristics))
         result = run_sweep(records, label, ratios, heuristics, args.dealloc, args.cost,
-                           progress=lambda done, total: bar.update(task, completed=done))
+                           progress=lambda done, total: bar.update(task, completed=done),
+                           access=args.access)
     out = Console(file=sys.stdout, no_color=not use_colour(sys.stdout),
                   width=None if sys.stdout.isatty() else 120)
     out.print(sweep_table(result))

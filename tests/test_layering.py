@@ -106,7 +106,7 @@ LAYERS: dict[str, Layer] = {
     # The CLI (the relay_ref/cli/ package: one module per subcommand; and __main__.py) and
     # the Jupyter kernel use only the public API and repl.
     "cli": Layer(10, ("relay_ref.cli", "relay_ref.__main__"),
-                 only=frozenset({"api", "repl"})),
+                 only=frozenset({"api", "repl", "dtr"})),  # dtr: relay dtr sweep's simulator
     "kernel": Layer(10, ("relay_kernel",), only=frozenset({"api", "repl"})),
 }
 

@@ -61,7 +61,8 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     rule = err.rule if isinstance(err, Stuck) else (
         "E-Match-Fail" if isinstance(err, MatchFailure) else
         "Stuck-Cast" if isinstance(err, ShapeMismatch) else None)
-    stuck = Stuck(message, span, rule=rule)
+    # A Stuck raised by a cast (Stuck-Cast) keeps its notes: the same text as the interpreter's.
+    stuck = Stuck(message, span, err.notes if isinstance(err, Stuck) else (), rule=rule)
     # The interpreter's frames: (called global, call site), innermost first.
     for k in range(len(frames) - 1, -1, -1):
         info = gen.functions.get(frames[k][0])

@@ -13,9 +13,10 @@ there. The executor uses the same routine on its own value representation
 (``compiled=True``).
 
 Invariants: ``cast_value`` returns the value itself unless a function inside it had to be
-wrapped (then a tuple around it is rebuilt; tuples have no identity); ADT values and
-reference cells are never rebuilt (their identity is the store's), so a function inside
-them is checked for being a function only.
+wrapped (then the tuples and ADT values around it are rebuilt: both are immutable and
+compared structurally, spec/semantics.md 1); reference cells are never rebuilt (their
+identity is the store's), so a function inside one is checked for being a function only
+(the exception spec/semantics.md 4.2 and 7 name).
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from dataclasses import dataclass, field
 from relay_ref.diagnostics import Note
 from relay_ref.interpreter.args import value_mismatch
 from relay_ref.interpreter.stuck import Stuck
-from relay_ref.interpreter.values import Closure, RecClosure, Value
+from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, Value
 from relay_ref.ir.expr import Call, Constructor, Function, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import type_to_text
-from relay_ref.ir.types import FuncType, TupleType, Type
+from relay_ref.ir.types import FuncType, TupleType, Type, TypeCall, substitute
 from relay_ref.typecheck.casts import Cast, needs_cast
 
 __all__ = ["CastClosure", "arg_cast", "cast_failure", "cast_value", "result_cast"]
@@ -71,29 +72,124 @@ def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None
 
 
 def _wrap(value: Value, source: Type, target: Type, cast: Cast, mod: IRModule) -> Value:
-    """Wrap the function values at function-typed positions (top level, tuple fields)
-    where ``needs_cast(source, target)``. Recursion follows the *type*, which is small."""
-    if type(target) is FuncType and type(source) is FuncType:
-        if not needs_cast(source, target):
-            return value
-        own = Cast(cast.rule, source, target, cast.what, cast.span)
-        if isinstance(value, Closure):
-            return CastClosure(value.env, value.func, value.global_name, value, own)
-        if isinstance(value, RecClosure):
-            inner = value.closure
-            return CastClosure(inner.env, inner.func, None, value, own)
-        if isinstance(value, Op | Constructor):  # eta-expanded: fn (%a…) { op(%a…) }
-            params = tuple(Var(f"a{i}") for i in range(len(source.arg_types)))
-            eta = Closure({}, Function(params, Call(value, params)))
-            return CastClosure({}, eta.func, None, eta, own)
-        if callable(value):  # the executor's representation: a Python function
-            return _compiled_proxy(value, own, mod)
+    """Wrap the function values at function-typed positions (top level, tuple fields, ADT
+    fields, through any depth of them) where ``needs_cast`` of their types: the tuples and
+    ADT values around a wrapped function are rebuilt (both are immutable and compared
+    structurally, spec/semantics.md 1), everything else is returned as it is. Iterative
+    (a 100 000-element list of functions is rebuilt without deep recursion), memoised by
+    (value identity, types) so shared parts stay shared; a reference is not entered (its
+    cell's identity is the store's: the exception spec/semantics.md 4.2 names)."""
+    wraps: dict[tuple[Type, Type], bool] = {}
+    if not _wraps(source, target, mod, wraps):
         return value
-    if type(target) is TupleType and type(source) is TupleType and type(value) is tuple \
-            and len(value) == len(target.fields) == len(source.fields) \
-            and needs_cast(source, target):
-        return tuple(_wrap(v, s, t, cast, mod) for v, s, t in
-                     zip(value, source.fields, target.fields, strict=True))
+    done: dict[tuple[int, Type, Type], Value] = {}
+    keep: list[Value] = []  # the values whose ids key ``done``, alive while it is used
+    # invariant: a frame's children are wrapped (in ``done``) before it is rebuilt
+    work: list[tuple[Value, Type, Type, list | None]] = [(value, source, target, None)]
+    while work:
+        v, s, t, kids = work.pop()
+        key = (id(v), s, t)
+        if key in done:
+            continue
+        if kids is None:
+            kids = _children(v, s, t, mod)
+            if kids is None:  # a leaf: a function to wrap, or a value kept as it is
+                done[key] = _wrap_function(v, s, t, cast, mod)
+                keep.append(v)
+                continue
+            work.append((v, s, t, kids))
+            work.extend((c, cs, ct, None) for c, cs, ct in kids
+                        if (id(c), cs, ct) not in done and _wraps(cs, ct, mod, wraps))
+            continue
+        fields = tuple(done.get((id(c), cs, ct), c) for c, cs, ct in kids)
+        if all(f is c for f, (c, _, _) in zip(fields, kids, strict=True)):
+            done[key] = v
+        elif type(v) is tuple:
+            done[key] = fields
+        else:
+            assert type(v) is ConstructorValue
+            done[key] = ConstructorValue(v.constructor, fields)
+        keep.append(v)
+    return done[(id(value), source, target)]
+
+
+def _children(v: Value, s: Type, t: Type, mod: IRModule
+              ) -> list[tuple[Value, Type, Type]] | None:
+    """The fields of a tuple or ADT value with their source and target types, or None for
+    any other value (or one that does not have the types' shape: the check reported it)."""
+    if type(s) is TupleType and type(t) is TupleType:
+        if type(v) is tuple and len(v) == len(s.fields) == len(t.fields):
+            return list(zip(v, s.fields, t.fields, strict=True))
+        return None
+    if type(s) is TypeCall and type(t) is TypeCall and type(v) is ConstructorValue:
+        td = mod.type_definitions.get(t.func.name)
+        ctor = v.constructor
+        if td is None or ctor not in td.constructors or len(v.fields) != len(ctor.inputs):
+            return None
+        ss = dict(zip(td.type_vars, s.args, strict=False))
+        ts = dict(zip(td.type_vars, t.args, strict=False))
+        return [(f, substitute(i, ss), substitute(i, ts))
+                for f, i in zip(v.fields, ctor.inputs, strict=True)]
+    return None
+
+
+def _wraps(source: Type, target: Type, mod: IRModule,
+           memo: dict[tuple[Type, Type], bool]) -> bool:
+    """Whether a value of type ``source`` cast to ``target`` has a function to wrap: a
+    function-typed position, reached through tuple fields and ADT fields (constructor
+    inputs at the type arguments), whose types ``needs_cast``. Iterative; recursive ADTs
+    end by the pairs already seen (types compared structurally)."""
+    if (source, target) in memo:
+        return memo[(source, target)]
+    seen = {(source, target)}
+    work = [(source, target)]
+    found = False
+    while work and not found:
+        s, t = work.pop()
+        match s, t:
+            case FuncType(), FuncType():
+                found = needs_cast(s, t)
+            case TupleType(), TupleType():
+                pairs = list(zip(s.fields, t.fields, strict=False))
+            case TypeCall(), TypeCall():
+                td = mod.type_definitions.get(t.func.name)
+                pairs = []
+                if td is not None:
+                    ss = dict(zip(td.type_vars, s.args, strict=False))
+                    ts = dict(zip(td.type_vars, t.args, strict=False))
+                    pairs = [(substitute(i, ss), substitute(i, ts))
+                             for c in td.constructors for i in c.inputs]
+            case _:
+                pairs = []
+        if found or type(s) is FuncType:
+            continue
+        for pair in pairs:
+            if pair not in seen:
+                seen.add(pair)
+                work.append(pair)
+    memo[(source, target)] = found
+    return found
+
+
+def _wrap_function(value: Value, source: Type, target: Type, cast: Cast,
+                   mod: IRModule) -> Value:
+    """A function value at a function-typed position, wrapped for ``source ⇒ target``
+    (E-Cast's ⟨f : τf ⇒ τf'⟩) when that needs a cast; any other value as it is."""
+    if type(target) is not FuncType or type(source) is not FuncType \
+            or not needs_cast(source, target):
+        return value
+    own = Cast(cast.rule, source, target, cast.what, cast.span)
+    if isinstance(value, Closure):
+        return CastClosure(value.env, value.func, value.global_name, value, own)
+    if isinstance(value, RecClosure):
+        inner = value.closure
+        return CastClosure(inner.env, inner.func, None, value, own)
+    if isinstance(value, Op | Constructor):  # eta-expanded: fn (%a…) { op(%a…) }
+        params = tuple(Var(f"a{i}") for i in range(len(source.arg_types)))
+        eta = Closure({}, Function(params, Call(value, params)))
+        return CastClosure({}, eta.func, None, eta, own)
+    if callable(value):  # the executor's representation: a Python function
+        return _compiled_proxy(value, own, mod)
     return value
 
 

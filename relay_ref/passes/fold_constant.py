@@ -52,6 +52,7 @@ from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS, Effects
 from relay_ref.passes.rewrite import LetChainMutator
+from relay_ref.passes.shared_uses import SharedUses
 from relay_ref.typecheck.infer import infer_types
 
 #: Operators never evaluated: annotations mean something where they are, not as values.
@@ -149,10 +150,21 @@ class _Folder(LetChainMutator):
 
     def bind(self, let: Let) -> Expr | None:
         value = self.visit(let.value)
-        if isinstance(value, Constant):
+        if isinstance(value, Constant) and self.as_precise(let, value):
             self.subst[let.var] = value  # let %v = c; ... %v ...  ->  ... c ...
             return None
         return value
+
+    def as_precise(self, let: Let, value: Constant) -> bool:
+        """Whether ``%v``'s type is the constant's own (no ``?`` where the constant has an
+        extent): only then may ``c`` replace ``%v``. ``let %q: Tensor[(?)] = c3`` stays: its
+        uses have the less precise type (a ref made of it may later hold another extent,
+        spec/typing.md 5.1), which the constant's static type would contradict."""
+        ty = self.types.get(let.var) or let.var.type_annotation
+        if ty is None:
+            return True
+        return isinstance(ty, TensorType) and tuple(ty.shape) == value.data.shape \
+            and all(isinstance(d, int) for d in ty.shape)
 
     def rebuilt(self, orig: Expr, node: Expr) -> Expr:
         return self.fold(orig, node)
@@ -161,11 +173,13 @@ class _Folder(LetChainMutator):
         match node:
             case Call(Op(name), args):
                 return self.fold_call(orig, node, name, args)
-            case If(cond, t, f) if isinstance(cond, Constant) and cond.data.shape == ():
+            case If(cond, t, f) if (isinstance(cond, Constant) and cond.data.shape == ()
+                                    and not self.shared.pins(orig)):
                 return t if bool(cond.data) else f
             case TupleGetItem(Tuple(fields), i) if 0 <= i < len(fields):
                 others = [f for j, f in enumerate(fields) if j != i]
-                if not any(self.effects.stateful(f) for f in others):
+                if not any(self.effects.stateful(f) for f in others) \
+                        and not self.shared.pins(orig):
                     return fields[i]
         return node
 
@@ -208,6 +222,7 @@ class FoldConstant(Pass):
         mod = _needs_types(mod)
         effects = Effects(mod)
         folder = _Folder(mod, effects)
+        folder.shared = SharedUses(mod.functions.values(), effects)  # spec/partial_eval.md 0
         functions = {}
         for n, f in mod.functions.items():
             body = run_deep(lambda f=f: folder.visit(f.body))

@@ -38,7 +38,7 @@ from relay_ref.ir.types import (
     TypeCall,
 )
 
-__all__ = ["Cast", "CastTable", "Site", "cast_table", "needs_cast"]
+__all__ = ["Cast", "CastTable", "Site", "cast_table", "has_any", "needs_cast"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +132,33 @@ def imprecise(ty: Type) -> Type:
         case TupleType(fields):
             return TupleType(tuple(imprecise(f) for f in fields))
     return ty
+
+
+def has_any(ty: Type) -> bool:
+    """Whether ``ty`` has a ``?`` dimension anywhere inside (a tensor, tuple field, ADT type
+    argument, reference contents, function parameter or result): a binder annotated so may
+    be less precise than its value, and a pass replacing the binder by the value would
+    make its uses more precise (spec/typing.md 5.1). Iterative."""
+    work, seen = [ty], set()
+    while work:
+        t = work.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        match t:
+            case TensorType(shape, _):
+                if any(type(d) is not int for d in shape):
+                    return True
+            case TupleType(fields):
+                work.extend(fields)
+            case TypeCall(_, args):
+                work.extend(args)
+            case RefType(value):
+                work.append(value)
+            case FuncType():
+                work.extend(t.arg_types)
+                work.append(t.ret_type)
+    return False
 
 
 def needs_cast(source: Type, target: Type) -> bool:

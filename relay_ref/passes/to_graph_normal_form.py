@@ -39,6 +39,7 @@ from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import LetChainMutator
+from relay_ref.typecheck.casts import has_any
 
 
 class _GNF(LetChainMutator):
@@ -63,6 +64,8 @@ class _GNF(LetChainMutator):
         uses = self.uses.get(var, 0)
         if uses == 0 and not self.det.vars_fixed(value):
             return False  # dropping the value would untype a variable that stays
+        if var.type_annotation is not None and has_any(var.type_annotation):
+            return False  # ``?``: maybe less precise than the value (spec/typing.md 5.1)
         if self.det.determined(value):
             return True
         # The variable's type comes from outside the value: from the annotation (which a

@@ -20,8 +20,8 @@ Relay values with ``convert_argument(arg, ty, module)``, against the parameter's
   functions, which must be Relay function values (closures, recursive closures,
   constructors, operators) -- a Python callable is not one. With ``check_functions``, a
   closure's function is type-checked against the parameter's function type (so
-  ``fn (%x: int32) { True }`` is refused for ``fn (int32) -> int32``); operators are not
-  inspected.
+  ``fn (%x: int32) { True }`` is refused for ``fn (int32) -> int32``) and an operator by its
+  type relation (V-Op: ``negative`` is refused for ``fn (int32) -> float32``).
 
 Where the parameter has no known type (an unannotated parameter evaluated with
 ``typecheck=False``, a type variable), scalars and lists take the default dtypes of Relay
@@ -300,13 +300,14 @@ def _function_mismatch(v: object, ty: FuncType, mod: IRModule
                        ) -> tuple[str, tuple[Note, ...]] | None:
     """Type-check a function value against ``ty`` (A-Value). A closure's function is
     checked as ``let %arg: ty = fn ...; %arg`` in ``mod``, its captured variables inferred
-    from their uses; a constructor by its signature; an operator is not inspected."""
+    from their uses; a constructor by its signature; an operator by its type relation (V-Op,
+    at function types over tensors)."""
     from relay_ref.diagnostics import RelayTypeError
     from relay_ref.typecheck.infer import infer_expr
     from relay_ref.typecheck.unify import Unifier, UnifyError
 
     if isinstance(v, Op):
-        return None
+        return _operator_mismatch(v, ty)
     if isinstance(v, Constructor):
         td = mod.type_definitions.get(v.belong_to.name)
         params = td.type_vars if td is not None else ()
@@ -332,6 +333,32 @@ def _function_mismatch(v: object, ty: FuncType, mod: IRModule
     except RelayTypeError:
         got = "a function that does not have that type"
     return f"expected a function of type {type_to_text(ty)}, got {got}", notes
+
+
+def _operator_mismatch(v: Op, ty: FuncType) -> tuple[str, tuple[Note, ...]] | None:
+    """V-Op: an operator at a function type over tensors has it when its type relation,
+    given the argument types, gives the result type (``?`` matching any extent):
+    ``negative`` is no ``fn (int32) -> float32``. At other function types (tuples, type
+    variables) it is accepted as a function value."""
+    from relay_ref.ops.registry import get_op
+
+    if not all(type(a) is TensorType for a in (*ty.arg_types, ty.ret_type)):
+        return None
+    try:
+        opdef = get_op(v.name)
+        out = opdef.relation(list(ty.arg_types), opdef.attrs())
+    except Exception as err:  # noqa: BLE001 - a refusing relation is the answer
+        return (f"expected a function of type {type_to_text(ty)}, got the operator {v.name}, "
+                f"which does not have it ({err})"), ()
+    ret = ty.ret_type
+    assert type(ret) is TensorType
+    if not (type(out) is TensorType and out.dtype == ret.dtype
+            and len(out.shape) == len(ret.shape)
+            and all(dims_compatible(a, b) for a, b in zip(out.shape, ret.shape, strict=True))):
+        got = type_to_text(out) if isinstance(out, Type) else repr(out)
+        return (f"expected a function of type {type_to_text(ty)}, got the operator {v.name}, "
+                f"whose relation gives {got}"), ()
+    return None
 
 
 def _captured_types(env: dict[Var, Value]) -> dict[Var, Type]:

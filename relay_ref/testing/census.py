@@ -17,15 +17,21 @@ counts, per program:
 * ``match-failed``: the program got stuck by E-Match-Fail;
 * ``?``: the program has a ``?`` annotation; ``unannotated``: an unannotated binder;
 * ``op-failed``: an operator (``divide``, ``take``) failed at run time;
+* ``cast checked and passed``: a run-time cast (E-Cast, spec/semantics.md 4.2) checked a
+  value and let it through; ``cast failed``: the program got stuck by Stuck-Cast (or by an
+  operator whose operands, come through ``?``, do not broadcast);
 * ``value``: the program returned a value.
 
-Every case is also checked by ``check_soundness`` (a violation raises).
+Every case is also checked by ``check_soundness`` (a violation raises). The casts are
+counted by wrapping the deep check the interpreter's casts call
+(``relay_ref.interpreter.casts.value_mismatch``) for the traced evaluation.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from relay_ref.diagnostics import RelayRuntimeError
 from relay_ref.interpreter.driver import evaluate
@@ -36,7 +42,29 @@ from relay_ref.typecheck.infer import infer_types
 __all__ = ["CENSUS_KEYS", "census"]
 
 CENSUS_KEYS = ("ref-result", "clause-first", "clause-second", "escape-called", "recursed",
-               "match?", "match-failed", "?", "unannotated", "op-failed", "value")
+               "match?", "match-failed", "?", "unannotated", "op-failed",
+               "cast checked and passed", "cast failed", "value")
+
+
+@contextmanager
+def _counting_casts() -> Iterator[Counter[str]]:
+    """Counts of the interpreter's run-time cast checks (``"passed"``, ``"failed"``) while
+    the block runs."""
+    import relay_ref.interpreter.casts as casts
+
+    counts: Counter[str] = Counter()
+    check = casts.value_mismatch
+
+    def counted(*args: object, **kwargs: object) -> object:
+        problem = check(*args, **kwargs)  # type: ignore[arg-type]
+        counts["passed" if problem is None else "failed"] += 1
+        return problem
+
+    casts.value_mismatch = counted  # type: ignore[assignment]
+    try:
+        yield counts
+    finally:
+        casts.value_mismatch = check
 
 
 def census(cases: Iterable[object]) -> Counter[str]:
@@ -46,11 +74,12 @@ def census(cases: Iterable[object]) -> Counter[str]:
         outcome = check_soundness(case)
         counts["programs"] += 1
         typed = infer_types(case.module)  # type: ignore[attr-defined]
-        try:
-            _, events = evaluate(typed, trace=True)
-        except RelayRuntimeError as err:
-            events = getattr(err, "trace", None) or []
-            assert stuck_kind(err) == outcome.stuck
+        with _counting_casts() as casts:
+            try:
+                _, events = evaluate(typed, trace=True)
+            except RelayRuntimeError as err:
+                events = getattr(err, "trace", None) or []
+                assert stuck_kind(err) == outcome.stuck
         hits: Counter[int] = Counter(id(e.expr) for e in events)
         features = case.features  # type: ignore[attr-defined]
         marks = case.marks  # type: ignore[attr-defined]
@@ -77,6 +106,10 @@ def census(cases: Iterable[object]) -> Counter[str]:
             found.add("match-failed")
         if outcome.stuck in ("divide", "take"):
             found.add("op-failed")
+        if casts["passed"]:
+            found.add("cast checked and passed")
+        if outcome.stuck in ("cast", "broadcast"):
+            found.add("cast failed")
         found |= {f for f in ("?", "unannotated") if f in features}
         counts.update(found)
     return counts

@@ -4,7 +4,9 @@ Guarantee. A binding ``let %v = e; body`` is removed when ``%v`` is not used in 
 of ``body`` (uses inside bindings removed in the same run do not count, so chains of dead
 bindings go at once) and evaluating ``e`` cannot write a reference
 (``relay_ref.passes.effects``, conservative: a call of a function the analysis cannot see
-through, a parameter say, may write). Every other node is kept as it is, sharing included.
+through, a parameter say, may write) and ``e`` holds no use of a stateful shared node that
+has other uses (``relay_ref.passes.shared_uses``: dropping it would move where that node is
+evaluated, spec/semantics.md 2.3). Every other node is kept as it is, sharing included.
 The result type-checks with the same types and refines the input: the same value wherever
 the input returns one (a removed binding that would have failed, or looped, no longer does).
 
@@ -39,13 +41,15 @@ from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import LetChainMutator
+from relay_ref.passes.shared_uses import SharedUses
 
 
 class _DCE(LetChainMutator):
-    def __init__(self, effects: Effects, det: Determinacy) -> None:
+    def __init__(self, effects: Effects, det: Determinacy, uses: SharedUses) -> None:
         super().__init__()
         self.effects = effects
         self.det = det
+        self.uses = uses
         self.used: set[Var] = set()
 
     def visit_var(self, var: Var) -> Expr:
@@ -57,7 +61,8 @@ class _DCE(LetChainMutator):
         out = self.visit(rest)  # the body first: it decides which bindings are live
         for let in reversed(lets):
             if (let.var in self.used or self.effects.writes(let.value)
-                    or not self.det.vars_fixed(let.value)):
+                    or not self.det.vars_fixed(let.value)
+                    or self.uses.pins(let.value)):  # spec/partial_eval.md 0, sharing
                 value = self.visit(let.value)
                 if value is not let.value or out is not let.body:
                     out = Let(let.var, value, out, let.span)
@@ -69,7 +74,8 @@ class _DCE(LetChainMutator):
 
 def dead_code_function(fn: Function, effects: Effects, det: Determinacy) -> Function:
     """``fn`` without its dead bindings (see the module docstring)."""
-    body = run_deep(lambda: _DCE(effects, det).visit(fn.body))
+    uses = SharedUses(fn, effects)
+    body = run_deep(lambda: _DCE(effects, det, uses).visit(fn.body))
     return fn if body is fn.body else replace(fn, body=body)
 
 

@@ -8,7 +8,9 @@ with no free variables it becomes ``@lifted(%p...) { body }``, used as ``@lifted
 let-bound recursive function (``let %f = fn ... { ... %f ... }``) refers to itself through its
 new global: ``%f`` inside becomes ``@lifted(%v1, ..., %vk)`` (or ``@lifted``). Inner functions
 are lifted first, so a lifted body has no literals left either. The result type-checks and
-gives the same values.
+gives the same values. A global whose literals capture shared nodes of an enclosing scope
+(spec/semantics.md 2.3) is put in A-normal form first, so the captured values become free
+variables (lifted, the literal would evaluate those nodes again at each call).
 
 The lifted globals' parameters carry the types ``infer_types`` gave the free variables and
 parameters (it runs first when the module has none), and their return types are annotated,
@@ -34,10 +36,12 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.sharing import sharing_plan
 from relay_ref.ir.types import FuncType, free_type_vars
 from relay_ref.ir.visitor import free_vars
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
+from relay_ref.passes.to_a_normal_form import to_a_normal_form_function
 from relay_ref.typecheck.infer import infer_types
 
 
@@ -121,6 +125,13 @@ class LambdaLift(Pass):
     opt_level = 0
 
     def __call__(self, mod: IRModule) -> IRModule:
+        # a literal that captures a shared node of an enclosing scope (spec/semantics.md
+        # 2.3) would, lifted, evaluate that node at each call: bind it explicitly first
+        # (ToANormalForm), so the literal captures it as a free variable
+        explicit = {n: to_a_normal_form_function(f) if sharing_plan(f).captures else f
+                    for n, f in mod.functions.items()}
+        if any(explicit[n] is not f for n, f in mod.functions.items()):
+            mod = replace(mod, functions=explicit, checked_types={}, global_types={})
         mod = mod if mod.checked_types else infer_types(mod)
         functions: dict[str, Function] = {}
         changed = False

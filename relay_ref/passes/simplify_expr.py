@@ -67,6 +67,7 @@ from relay_ref.passes.pattern import (
     wildcard,
 )
 from relay_ref.passes.pin_types import Determinacy, annotate_params
+from relay_ref.passes.shared_uses import SharedUses
 from relay_ref.typecheck.infer import infer_types
 
 
@@ -74,13 +75,16 @@ class _Ctx:
     """What a rule may ask beyond the match: effects of nodes, and which variables have
     their type fixed without a given node."""
 
-    def __init__(self, effects: Effects, det: Determinacy) -> None:
+    def __init__(self, effects: Effects, det: Determinacy, shared: SharedUses) -> None:
         self.effects = effects
         self.det = det
+        self.shared = shared
 
     def droppable(self, node: Expr) -> bool:
-        """May ``node`` go? No effect, and nothing else's type depends on it."""
-        return not self.effects.stateful(node) and self.det.vars_fixed(node)
+        """May ``node`` go? No effect, nothing else's type depends on it, and it holds no
+        use of a stateful shared node used elsewhere (spec/partial_eval.md 0)."""
+        return (not self.effects.stateful(node) and self.det.vars_fixed(node)
+                and not self.shared.pins(node))
 
 
 def _static(ty: Type | None) -> TensorType | None:
@@ -301,8 +305,10 @@ class SimplifyExpr(Pass):
     def __call__(self, mod: IRModule) -> IRModule:
         original = mod
         mod = annotate_params(mod if mod.checked_types else infer_types(mod))
+        effects = Effects(mod)
         rewriter = Rewriter(RULES, types=mod.checked_types, keep_types=True,
-                            ctx=_Ctx(Effects(mod), Determinacy(mod)),
+                            ctx=_Ctx(effects, Determinacy(mod),
+                                     SharedUses(mod.functions.values(), effects)),
                             max_local=_MAX_REWRITES)
         functions = {}
         for n, f in mod.functions.items():

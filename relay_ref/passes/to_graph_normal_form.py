@@ -13,6 +13,9 @@ Kept as ``let`` (in their order, so effects stay ordered):
 * bindings whose value may be stateful (``ref(..)``, ``ref_read``, ``ref_write``, calls of
   functions that may touch references): moving them would reorder or repeat effects.
   TVM's pass substitutes these too (and so drops an unused ``ref_write``); this one does not.
+* bindings whose value holds a use of a stateful shared node that has other uses (a
+  ``fn`` literal using a shared ``ref``: ``relay_ref.passes.shared_uses``): moving or
+  dropping that use could move where the node is evaluated (spec/semantics.md 2.3).
 * let-bound recursive functions (the variable occurs in its own value). TVM replaces each
   use by ``let %f = fn ...; %f``; keeping the binding is the same program, printed once.
 * bindings that keep types determined (``relay_ref.passes.pin_types``): an annotated
@@ -39,15 +42,18 @@ from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import LetChainMutator
+from relay_ref.passes.shared_uses import SharedUses
 from relay_ref.typecheck.casts import has_any
 
 
 class _GNF(LetChainMutator):
-    def __init__(self, effects: Effects, det: Determinacy, uses: dict[Var, int]) -> None:
+    def __init__(self, effects: Effects, det: Determinacy, uses: dict[Var, int],
+                 shared: SharedUses) -> None:
         super().__init__()
         self.effects = effects
         self.det = det
         self.uses = uses
+        self.shared = shared
 
     def bind(self, let: Let) -> Expr | None:
         if self.substitutable(let.var, let.value):
@@ -59,8 +65,8 @@ class _GNF(LetChainMutator):
         """May ``let var = value`` become graph sharing? (see the module docstring)"""
         if isinstance(value, Function) and var in free_vars(value):
             return False  # recursive
-        if self.effects.stateful(value):
-            return False
+        if self.effects.stateful(value) or self.shared.pins(value):
+            return False  # a fn literal using a stateful shared node: spec/partial_eval.md 0
         uses = self.uses.get(var, 0)
         if uses == 0 and not self.det.vars_fixed(value):
             return False  # dropping the value would untype a variable that stays
@@ -82,7 +88,8 @@ def to_graph_normal_form_function(fn: Function, effects: Effects,
         for kid in children(node):
             if isinstance(kid, Var):
                 uses[kid] = uses.get(kid, 0) + 1
-    return run_deep(lambda: replace(fn, body=_GNF(effects, det, uses).visit(fn.body)))
+    shared = SharedUses(fn, effects)
+    return run_deep(lambda: replace(fn, body=_GNF(effects, det, uses, shared).visit(fn.body)))
 
 
 @register_pass

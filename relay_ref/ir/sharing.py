@@ -144,8 +144,22 @@ class SharingPlan:
 
 def sharing_plan(root: Expr) -> SharingPlan:
     """The scopes, anchors and captures of the program under ``root`` (module docstring)."""
-    # 1. One depth-first walk in evaluation order: the incoming edges of every node and a
-    #    post-order (its reverse is a topological order: parents first).
+    edges, order = _edges(root)
+    tree = _ScopeTree(root)
+    shared = _lowest_common_scopes(root, edges, order, tree)
+    if not shared:
+        return _register(SharingPlan(tree.top, tree.scopes, tree.sub_scopes), order)
+    shared_set = frozenset(shared)
+    captures = _captures(shared, edges, tree)
+    anchors = _anchors(root, shared_set, tree)
+    return _register(SharingPlan(tree.top, tree.scopes, tree.sub_scopes, anchors, captures,
+                                 shared_set), order)
+
+
+def _edges(root: Expr) -> tuple[dict[Expr, list[tuple[Expr, int]]], list[Expr]]:
+    """One depth-first walk in evaluation order: the incoming edges of every non-atomic node
+    (parent, ``children`` index) and a post-order (its reverse is a topological order:
+    parents first)."""
     edges: dict[Expr, list[tuple[Expr, int]]] = {}
     order: list[Expr] = []
     seen: set[int] = {id(root)}
@@ -168,67 +182,90 @@ def sharing_plan(root: Expr) -> SharingPlan:
         if id(kid) not in seen:
             seen.add(id(kid))
             stack.append((kid, tuple(children(kid)), 0))
+    return edges, order
 
-    # 2. Scopes, parents before children (CalcScope).
-    top = Scope(None, None, None)
-    scopes: dict[Expr, Scope] = {root: top}
-    sub_scopes: dict[tuple[int, int], Scope] = {}
 
-    def contrib(parent: Expr, k: int) -> Scope:
+class _ScopeTree:
+    """The scopes found so far: each node's, and the sub-scopes edges open (made on
+    demand, ``contrib``)."""
+
+    def __init__(self, root: Expr) -> None:
+        self.top = Scope(None, None, None)
+        self.scopes: dict[Expr, Scope] = {root: self.top}
+        self.sub_scopes: dict[tuple[int, int], Scope] = {}
+
+    def contrib(self, parent: Expr, k: int) -> Scope:
+        """The scope edge ``k`` of ``parent`` is in (``parent``'s scope must be known)."""
         group = _scope_group(parent, k)
-        here = scopes[parent]
+        here = self.scopes[parent]
         if group is None:
             return here
         key = (id(parent), group)
-        sub = sub_scopes.get(key)
+        sub = self.sub_scopes.get(key)
         if sub is None:
             fn = parent if type(parent) is Function else here.fn
-            sub = sub_scopes[key] = Scope(here, fn, parent)
+            sub = self.sub_scopes[key] = Scope(here, fn, parent)
         return sub
 
+    def make_all_sub_scopes(self, order: list[Expr]) -> None:
+        """Every sub-scope of every node, also of an edge with nothing under it (a ``fn``
+        body that is an atom), so ``SharingPlan.child_scope`` always answers."""
+        for node in order:
+            kind = type(node)
+            if kind is Let or kind is Function:
+                self.contrib(node, 0)
+            elif kind is If:
+                self.contrib(node, 1)
+                self.contrib(node, 2)
+            elif kind is Match:
+                for k in range(1, len(node.clauses) + 1):
+                    self.contrib(node, k)
+
+
+def _lowest_common_scopes(root: Expr, edges: Mapping[Expr, list[tuple[Expr, int]]],
+                          order: list[Expr], tree: _ScopeTree) -> list[Expr]:
+    """CalcScope: each node's scope, the lowest common ancestor of its edges' scopes,
+    parents before children; returns the shared nodes (more than one incoming edge) in
+    topological order."""
     shared: list[Expr] = []
     for node in reversed(order):
         if node is root:
             continue
         uses = edges[node]
-        s = contrib(*uses[0])
+        s = tree.contrib(*uses[0])
         for parent, k in uses[1:]:
-            s = _lca(s, contrib(parent, k))
-        scopes[node] = s
+            s = _lca(s, tree.contrib(parent, k))
+        tree.scopes[node] = s
         if len(uses) > 1:
             shared.append(node)
-    # every sub-scope of a node with no children on that edge is still wanted (a ``fn``
-    # body that is an atom): make them all, so ``child_scope`` always answers
-    for node in order:
-        kind = type(node)
-        if kind is Let or kind is Function:
-            contrib(node, 0)
-        elif kind is If:
-            contrib(node, 1)
-            contrib(node, 2)
-        elif kind is Match:
-            for k in range(1, len(node.clauses) + 1):
-                contrib(node, k)
-    if not shared:
-        return _register(SharingPlan(top, scopes, sub_scopes), order)
-    shared_set = frozenset(shared)
+    tree.make_all_sub_scopes(order)
+    return shared
 
-    # 3. Captures: each use of a shared node inside a ``fn`` literal nested in its scope.
+
+def _captures(shared: list[Expr], edges: Mapping[Expr, list[tuple[Expr, int]]],
+              tree: _ScopeTree) -> dict[Function, tuple[Expr, ...]]:
+    """Each use of a shared node inside a ``fn`` literal nested in its scope: that literal
+    (and every literal between it and the scope) captures the node."""
     captures: dict[Function, dict[Expr, None]] = {}
     for node in shared:
-        target = scopes[node].fn
+        target = tree.scopes[node].fn
         for parent, k in edges[node]:
-            fn = contrib(parent, k).fn
+            fn = tree.contrib(parent, k).fn
             while fn is not target and fn is not None:
                 got = captures.setdefault(fn, {})
                 if node in got:
                     break
                 got[node] = None
-                fn = scopes[fn].fn
+                fn = tree.scopes[fn].fn
+    return {f: tuple(ns) for f, ns in captures.items()}
 
-    # 4. Anchors: walk again in the same order with the path; at a shared node's first
-    #    visit, the innermost node on the path in the node's scope, if the path leaves that
-    #    scope through one of its sub-scope edges.
+
+def _anchors(root: Expr, shared: frozenset[Expr],
+             tree: _ScopeTree) -> dict[Expr, tuple[Expr, ...]]:
+    """Walk again in the same order with the path; at a shared node's first visit, the
+    innermost node on the path in the node's scope, if the path leaves that scope through
+    one of its sub-scope edges (Fill's push onto the scope's let-list)."""
+    scopes = tree.scopes
     anchors: dict[Expr, list[Expr]] = {}
     by_scope: dict[Scope, list[int]] = {}
     path: list[list] = []  # [node, kids, next index]
@@ -251,21 +288,17 @@ def sharing_plan(root: Expr) -> SharingPlan:
         if isinstance(kid, _ATOMS) or id(kid) in seen:
             continue
         seen.add(id(kid))
-        if kid in shared_set:
+        if kid in shared:
             s = scopes[kid]
             at = by_scope.get(s)
             if at:
                 depth = at[-1]
                 x, _, nxt = path[depth]
                 # the edge x took: the child it is walking now (index nxt - 1)
-                if _scope_group(x, nxt - 1) is not None and contrib(x, nxt - 1) is not s:
+                if _scope_group(x, nxt - 1) is not None and tree.contrib(x, nxt - 1) is not s:
                     anchors.setdefault(x, []).append(kid)
         enter(kid)
-
-    return _register(SharingPlan(top, scopes, sub_scopes,
-                                 {x: tuple(ns) for x, ns in anchors.items()},
-                                 {f: tuple(ns) for f, ns in captures.items()}, shared_set),
-                     order)
+    return {x: tuple(ns) for x, ns in anchors.items()}
 
 
 #: id(fn literal or root function) -> the live plan it is part of (a closure made by one

@@ -107,6 +107,13 @@ def test_an_operator_conforms_only_where_its_relation_gives_the_type() -> None:
     assert not store_conforms(Op("negative"), FuncType((i32,), f32), mod)
     assert not store_conforms((Op("add"),), TupleType((FuncType((i32, f32), f32),)), mod)
     assert not store_conforms(RefValue(Op("negative")), RefType(FuncType((f32,), i32)), mod)
+    # it is value_mismatch's function case (A-Value's check), not a second walk
+    from relay_ref.interpreter.args import value_mismatch
+
+    wrong = FuncType((i32,), f32)
+    assert value_mismatch((Op("negative"),), TupleType((wrong,)), mod) is None
+    problem = value_mismatch((Op("negative"),), TupleType((wrong,)), mod, check_functions=True)
+    assert problem is not None and "negative" in problem[0]
 
 
 def test_a_cell_a_closure_captured_is_checked() -> None:

@@ -29,6 +29,10 @@ keep using unchanged), but aimed at what the soundness theorems are about:
   called twice, nodes reached by two edges (E-Shared), and in some results a cyclic store
   (``type Node { N(ref(Node)), End }``, a cell holding itself).
 
+The helpers (``_expr``, ``_intro`` ...) take hypothesis's ``draw`` and draw directly rather
+than building a strategy per node: strategy construction (and hypothesis's validation of
+each new one) cost about five times the rest of a draw.
+
 Invariant: every program is well typed by construction (the caller asserts
 ``rr.infer_types`` succeeds: a generator bug fails loudly). Every binder a type could not be
 inferred for is annotated (an unannotated ``let`` binds only values whose type their own

@@ -346,7 +346,11 @@ class LogWriter:
             return
         self.closed = True
         self._f.close()
-        os.replace(self._tmp, self.path)
+        try:
+            os.replace(self._tmp, self.path)
+        except OSError:  # (``path`` a directory, say): no temporary file left behind
+            os.unlink(self._tmp)
+            raise
 
     def abort(self) -> None:
         """Give up: the temporary file is removed, ``path`` is untouched."""

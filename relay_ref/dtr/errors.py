@@ -21,8 +21,9 @@ from relay_ref.ir.span import Source, Span
 __all__ = ["DTRError", "DTRLogError", "DTROutOfMemory", "log_span"]
 
 
-class DTRError(RelayError):
-    """A bad argument to the DTR engine, simulator or runtime."""
+class DTRError(RelayError, ValueError):
+    """A bad argument to the DTR engine, simulator or runtime (also a ``ValueError``, as a
+    bad argument value is in Python)."""
 
     kind = "dtr"
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
-from relay_ref.ir.expr import Function, Let
+from relay_ref.ir.expr import Function, If, Let, Match, children
 from relay_ref.ir.sharing import sharing_plan
 from relay_ref.ir.visitor import shared_nodes
 
@@ -220,3 +220,42 @@ def test_the_scope_of_a_node_used_down_a_let_chain_is_the_first_uses_let(first, 
         let = let.body
     assert plan.scopes[node] is plan.child_scope(let, 0)
     assert not plan.anchors and not plan.captures
+
+
+@pytest.mark.parametrize("src, args, want", CASES, ids=IDS)
+def test_the_printer_binds_a_shared_node_at_its_scope(src, args, want) -> None:
+    # Pr-Graph: a node evaluated at an anchor is printed there, in the body of its scope
+    # (not inside the first fn or branch that uses it); the text round-trips to the same
+    # graph and value, and printing is a fixed point
+    mod = rr.parse(src)
+    text = rr.astext(mod)
+    again = rr.parse(text)
+    assert rr.astext(again) == text
+    assert _plain(rr.evaluate(again, *args)) == want
+    plan = sharing_plan(mod.functions["main"])
+    lines = text.splitlines()
+    for x, nodes in plan.anchors.items():
+        for n in nodes:  # the binding's line is at the indentation of the anchor's body
+            (line,) = [ln for ln in lines if " = " in ln and ln.lstrip().startswith("%")
+                       and rr.astext(n).split("\n")[-1].strip() in ln]
+            depth = len(line) - len(line.lstrip())
+            assert depth == 2 * (1 + _depth_of(mod.functions["main"], x))
+
+
+def _depth_of(fn, node) -> int:
+    """How many printed bodies (fn bodies, branches, clauses) enclose ``node``."""
+    stack = [(fn.body, 0)]
+    seen = set()
+    while stack:
+        e, d = stack.pop()
+        if e is node:
+            return d
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        kids = list(children(e))
+        for k, kid in enumerate(kids):
+            opens = (isinstance(e, Function) or (isinstance(e, If) and k > 0)
+                     or (isinstance(e, Match) and k > 0))
+            stack.append((kid, d + opens))
+    raise AssertionError("not found")

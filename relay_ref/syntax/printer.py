@@ -4,7 +4,9 @@ Invariants (checked by tests/syntax):
 * ``parse(astext(m))`` is alpha-equal to ``m`` and ``astext`` is a fixed point after one
   round (Pr-RoundTrip).
 * A non-atomic node object referenced more than once is printed once, as a graph binding
-  ``%N = e;`` placed in the body where it is first reached, and referred to as ``%N`` after;
+  ``%N = e;`` placed in the body where it is first reached (or, for a node evaluated at an
+  anchor, spec/semantics.md 2.3, just before the anchor's line: in its scope's body, not
+  inside the first ``fn`` or branch that uses it), and referred to as ``%N`` after;
   so is an operator call that is an argument of another operator call, as TVM prints
   dataflow graphs (Pr-Graph). Everything else is printed inline. Let chains print flat
   (Pr-Let); every match arm is braced and followed by a comma (Pr-Match); operator calls
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -42,6 +45,7 @@ from relay_ref.ir import expr as E
 from relay_ref.ir import types as T
 from relay_ref.ir.expr import children
 from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.sharing import sharing_plan
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.visitor import free_vars
 from relay_ref.syntax.comments import Attached, CommentTable
@@ -260,6 +264,7 @@ class _Printer:
         self.graph: dict[int, str] = {}
         self.counter = 0
         self.refs: dict[int, int] = {}
+        self.anchors: Mapping[E.Expr, tuple[E.Expr, ...]] = {}
         self.tnames: dict[T.TypeVar, str] = {}
         self.tused: set[str] = set()
 
@@ -415,6 +420,7 @@ class _Printer:
         refs = self.refs
         stack = [root]
         seen = {id(root)}
+        shared = False
         while stack:
             node = stack.pop()
             for kid in children(node):
@@ -423,6 +429,10 @@ class _Printer:
                 if k not in seen:
                     seen.add(k)
                     stack.append(kid)
+                elif not shared and not _is_atomic(kid):
+                    shared = True
+        if shared:  # Pr-Graph: a node evaluated at an anchor is bound there (spec 2.3)
+            self.anchors = sharing_plan(root).anchors
 
     # -- names (Pr-Names) ------------------------------------------------------------------
     def name_of(self, var: E.Var) -> str:
@@ -552,6 +562,8 @@ class _Printer:
                                                or ("body", e) in self.cm):
                 owners.append(e)
             var = e.var
+            if self.anchors and e in self.anchors:
+                yield self.bind_anchored(e, body)
             line: list[Any] = [ind]
             entry = self.begin(body, self.take(e), e) if self.cm else None
             if var.name_hint == "_" and self.refs.get(id(var), 0) == 0 \
@@ -590,18 +602,13 @@ class _Printer:
         argument of an operator call: a nested operator call there is bound to ``%N`` first,
         Pr-Graph, as TVM prints dataflow), "stmt" (an expression statement: as "arg"),
         "postfix" (callee or projection base)."""
+        if self.anchors and e in self.anchors:
+            yield self.bind_anchored(e, body)
         if (self.refs.get(id(e), 0) > 1 and not _is_atomic(e)) or (
                 pos == "oparg" and isinstance(e, E.Call) and isinstance(e.op, E.Op)):
             name = self.graph.get(id(e))
             if name is None:  # Pr-Graph: bind at first use, in the current body
-                frags: list[Any] = []
-                # a `%N = e;` statement's comments
-                entry = self.begin(body, self.take(e), e) if self.cm else None
-                yield self.inner(e, frags, body, "arg")
-                name = f"%{self.counter}"
-                self.counter += 1
-                self.end(body, [body.indent, name, " = ", frags], entry, ";")
-                self.graph[id(e)] = name
+                name = yield self.graph_binding(e, body)
             out.append(name)
             return None
         if self.cm and not isinstance(e, E.Let):
@@ -613,6 +620,27 @@ class _Printer:
             elif a is not None:
                 _lead(body.pending, a.texts(), body.indent)
         return (yield self.inner(e, out, body, pos))
+
+    def graph_binding(self, e: E.Expr, body: _Body) -> Any:
+        """Print ``%N = e;`` into ``body`` (before the line being built) and return
+        ``%N`` (Pr-Graph)."""
+        frags: list[Any] = []
+        # a `%N = e;` statement's comments
+        entry = self.begin(body, self.take(e), e) if self.cm else None
+        yield self.inner(e, frags, body, "arg")
+        name = f"%{self.counter}"
+        self.counter += 1
+        self.end(body, [body.indent, name, " = ", frags], entry, ";")
+        self.graph[id(e)] = name
+        return name
+
+    def bind_anchored(self, e: E.Expr, body: _Body) -> Any:
+        """The shared nodes evaluated just before ``e`` enters a sub-scope (its anchors,
+        ``relay_ref.ir.sharing``) not printed yet: bound in ``body`` before ``e``'s line,
+        so a binding whose scope is outside a ``fn`` (or branch) prints outside it."""
+        for n in self.anchors[e]:
+            if id(n) not in self.graph:
+                yield self.graph_binding(n, body)
 
     def inner(self, e: E.Expr, out: list[Any], body: _Body, pos: str) -> Any:
         match e:

@@ -81,3 +81,41 @@ def test_an_operator_in_a_tuple_is_one_instance() -> None:
     with pytest.raises(rr.RelayTypeError, match=r"int32.*float32|float32.*int32"):
         rr.infer_types(rr.parse(
             "def @main() { let %t = (add,); (%t.0(1f, 2f), %t.0(1, 2)) }"))
+
+
+def test_a_relation_error_through_a_let_bound_operator_is_located_at_the_call() -> None:
+    """With several uses of ``%f``, the broadcast error points at the call that is wrong
+    (line 6, column 3), as it does for a direct ``add(%x, %y)``, not at ``let %f = add;``."""
+    src = """def @main() {
+  let %f = add;
+  let %x = ones(shape=[2, 3], dtype="float32");
+  let %y = ones(shape=[4], dtype="float32");
+  let %ok = %f(%x, %x);
+  %f(%x, %y) }
+"""
+    with pytest.raises(rr.RelayTypeError, match=r"broadcast") as info:
+        rr.infer_types(rr.parse(src))
+    span = info.value.diagnostics[0].span
+    assert (span.line, span.column) == (6, 3)
+    direct = src.replace("%f(%x, %y)", "add(%x, %y)")
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.infer_types(rr.parse(direct))
+    assert (info.value.diagnostics[0].span.line, info.value.diagnostics[0].span.column) == (6, 3)
+
+
+def test_the_derivation_of_a_let_bound_operator_is_a_rule_instance() -> None:
+    """T-Let's premise for the operator is T-Op with σ_op, relation included; the use of
+    ``%f`` is a T-Op instance with its relation (spec/typing.md 3.6, 3.10)."""
+    from relay_ref.typecheck.derive import derive
+
+    tree = derive(rr.parse("def @main() { let %f = add; %f(1, 2) }"))
+    assert tree.ok, tree.errors
+    let = next(n for n in tree.walk() if n.rule == "T-Let")
+    op = let.premises[0]
+    assert (op.rule, op.expr) == ("T-Op", "add")
+    assert op.type_text == "fn [t1, t2, t3](t1, t2) -> t3 where Broadcast(t1, t2, t3)"
+    use = next(n for n in tree.walk() if n.expr == "%f")
+    assert use.rule == "T-Op"
+    assert use.type_text == \
+        "fn (int32, int32) -> int32 where Broadcast(int32, int32, int32)"
+    assert [r.answer for r in use.relations][-1] == "?t1 := int32"

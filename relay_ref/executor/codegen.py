@@ -335,10 +335,13 @@ class _Generator:
         #: the checker's cast points (typecheck/casts.py), None when there are none
         self.casts: Any = getattr(mod, "casts", None)
         if self.casts is not None:
+            memo: dict = {}  # casts.CastMemo, emptied after each call (executable.py)
+
             def cast(value: Any, point: Any, mod: IRModule = mod) -> Any:
-                return cast_value(value, point, mod, None, True)
+                return cast_value(value, point, mod, None, True, memo)
 
             self.out.namespace["_cast"] = cast
+            self.out.namespace["_cast_memo"] = memo
         #: memo tables of one generation: free variables of function literals, groups
         #: that cannot be planned (-> why), each group's ``run_args``
         self.free: dict[Function, list[Var]] = {}

@@ -115,6 +115,8 @@ class Executable:
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
         self._depth = generated.namespace.get("_DEPTH")  # counted code's depth, per thread
+        #: the casts' memo (interpreter/casts.py), scoped per call: emptied after each one
+        self._cast_memo = generated.namespace.get("_cast_memo")
         func = module.functions[entry]
         self._func = func
         self._fn: Callable[..., Any] = generated.namespace[generated.globals[entry]]
@@ -281,6 +283,8 @@ class Executable:
         finally:
             if depth is not None:
                 depth.d = outer
+            if self._cast_memo is not None:
+                self._cast_memo.clear()
             for value in values:  # refs and ADTs passed in were converted in place
                 if type(value) is not np.ndarray and not isinstance(value, np.generic):
                     self.converter.to_relay(value)

@@ -76,10 +76,12 @@ class Converter:
     def fresh(self, array: np.ndarray) -> np.ndarray:
         """``array``, or a copy when it is one of the executable's constants or a view of
         one (its ``base`` chain reaches a constant): results never share memory with the
-        executable."""
+        executable. Only ndarray bases are followed: an array made from a buffer (``np.load``
+        of a file, ``np.frombuffer``) has a ``memoryview`` or ``bytes`` base, which is no
+        constant and has no ``base`` of its own."""
         constants = self.constants
-        base = array
-        while base is not None:
+        base: object = array
+        while isinstance(base, np.ndarray):
             if id(base) in constants:
                 return array.copy()
             base = base.base

@@ -31,10 +31,10 @@ from relay_ref.ir.expr import Call, Constructor, Function, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import type_to_text
-from relay_ref.ir.types import FuncType, TupleType, Type, TypeCall, substitute
+from relay_ref.ir.types import FuncType, RefType, TupleType, Type, TypeCall, substitute
 from relay_ref.typecheck.casts import Cast, needs_cast
 
-__all__ = ["CastClosure", "arg_cast", "cast_failure", "cast_value", "result_cast"]
+__all__ = ["CastClosure", "CastMemo", "arg_cast", "cast_failure", "cast_value", "result_cast"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -60,18 +60,88 @@ def cast_failure(cast: Cast, message: str, span: Span | None = None) -> Stuck:
                  (note,), rule="Stuck-Cast")
 
 
+#: A cast memo (``cast_value``'s ``memo``): ``(id(v), τ) -> v`` for the tuples and ADT
+#: values ``v`` (immutable) known to have type ``τ``; holding ``v`` keeps its id from being
+#: reused while the entry is held. One per evaluation (an ``Interpreter``) or per call of an
+#: executable; entries are only added by checks that met no reference (whose contents change).
+CastMemo = dict[tuple[int, Type], Value]
+
+
 def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None,
-               compiled: bool = False) -> Value:
+               compiled: bool = False, memo: CastMemo | None = None) -> Value:
     """E-Cast (spec/semantics.md 4.2): ``value`` checked against ``cast.target`` (Stuck-Cast
     at ``span`` or the cast's own span if not), with the functions inside it that need it
-    wrapped. ``compiled``: the executor's value representation (``value_mismatch``)."""
-    problem = value_mismatch(value, cast.target, mod, compiled=compiled)
+    wrapped. ``compiled``: the executor's value representation (``value_mismatch``).
+    ``memo``: the tuples and ADT values already checked at a type are not walked again, so
+    a list handed across a cast at every step of a recursion is checked once per cell and
+    type (linear, not quadratic)."""
+    problem = _mismatch(value, cast.target, mod, compiled, memo)
     if problem is not None:
         raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span)
-    return _wrap(value, cast.source, cast.target, cast, mod)
+    return _wrap(value, cast.source, cast.target, cast, mod, memo)
 
 
-def _wrap(value: Value, source: Type, target: Type, cast: Cast, mod: IRModule) -> Value:
+def _mismatch(value: Value, target: Type, mod: IRModule, compiled: bool,
+              memo: CastMemo | None) -> tuple[str, tuple[Note, ...]] | None:
+    """``value_mismatch(value, target)``, skipping the tuples and ADT values ``memo`` knows
+    (and adding those this check passes when it met no reference). The structure is walked
+    here, every other value is a leaf checked by ``_leaf_mismatch``; on a failure the whole
+    value is checked again by ``value_mismatch`` for its message (the path to the part)."""
+    if memo is None:
+        return value_mismatch(value, target, mod, compiled=compiled)
+    work: list[tuple[Value, Type]] = [(value, target)]
+    passed: list[tuple[tuple[int, Type], Value]] = []
+    pure = True  # no reference met: the result depends on immutable values only
+    while work:
+        v, t = work.pop()
+        kind = type(v)
+        if (kind is tuple and type(t) is TupleType) or \
+                (kind is ConstructorValue and type(t) is TypeCall):
+            key = (id(v), t)
+            if key in memo:
+                continue
+            kids = _fields(v, t, mod)
+            if kids is None:
+                return value_mismatch(value, target, mod, compiled=compiled)
+            passed.append((key, v))
+            work.extend(kids)
+            continue
+        if type(t) is RefType:
+            pure = False
+        if _leaf_mismatch(v, t, mod, compiled) is not None:
+            return value_mismatch(value, target, mod, compiled=compiled)
+    if pure:
+        memo.update(passed)
+    return None
+
+
+def _fields(v: Value, t: Type, mod: IRModule) -> list[tuple[Value, Type]] | None:
+    """The fields of tuple or ADT value ``v`` with their types under ``t`` (V-Tuple,
+    V-Ctor), or None when ``v`` does not have ``t``'s form."""
+    if type(v) is tuple:
+        assert type(t) is TupleType
+        if len(v) != len(t.fields):
+            return None
+        return list(zip(v, t.fields, strict=True))
+    assert type(v) is ConstructorValue and type(t) is TypeCall
+    td = mod.type_definitions.get(t.func.name)
+    ctor = v.constructor
+    if td is None or ctor.belong_to.name != t.func.name or ctor not in td.constructors \
+            or len(v.fields) != len(ctor.inputs):
+        return None
+    subst = dict(zip(td.type_vars, t.args, strict=False))
+    return [(f, substitute(i, subst)) for f, i in zip(v.fields, ctor.inputs, strict=True)]
+
+
+def _leaf_mismatch(v: Value, t: Type, mod: IRModule, compiled: bool
+                   ) -> tuple[str, tuple[Note, ...]] | None:
+    """One step of a memoised check: a value that is not a tuple or ADT value at its type
+    (a tensor, a reference with its contents, a function), by ``value_mismatch``."""
+    return value_mismatch(v, t, mod, compiled=compiled)
+
+
+def _wrap(value: Value, source: Type, target: Type, cast: Cast, mod: IRModule,
+          memo: CastMemo | None = None) -> Value:
     """Wrap the function values at function-typed positions (top level, tuple fields, ADT
     fields, through any depth of them) where ``needs_cast`` of their types: the tuples and
     ADT values around a wrapped function are rebuilt (both are immutable and compared
@@ -94,7 +164,7 @@ def _wrap(value: Value, source: Type, target: Type, cast: Cast, mod: IRModule) -
         if kids is None:
             kids = _children(v, s, t, mod)
             if kids is None:  # a leaf: a function to wrap, or a value kept as it is
-                done[key] = _wrap_function(v, s, t, cast, mod)
+                done[key] = _wrap_function(v, s, t, cast, mod, memo)
                 keep.append(v)
                 continue
             work.append((v, s, t, kids))
@@ -172,7 +242,7 @@ def _wraps(source: Type, target: Type, mod: IRModule,
 
 
 def _wrap_function(value: Value, source: Type, target: Type, cast: Cast,
-                   mod: IRModule) -> Value:
+                   mod: IRModule, memo: CastMemo | None = None) -> Value:
     """A function value at a function-typed position, wrapped for ``source ⇒ target``
     (E-Cast's ⟨f : τf ⇒ τf'⟩) when that needs a cast; any other value as it is."""
     if type(target) is not FuncType or type(source) is not FuncType \
@@ -189,7 +259,7 @@ def _wrap_function(value: Value, source: Type, target: Type, cast: Cast,
         eta = Closure({}, Function(params, Call(value, params)))
         return CastClosure({}, eta.func, None, eta, own)
     if callable(value):  # the executor's representation: a Python function
-        return _compiled_proxy(value, own, mod)
+        return _compiled_proxy(value, own, mod, memo)
     return value
 
 
@@ -202,7 +272,7 @@ def arg_cast(cast: Cast, i: int) -> Cast | None:
             or not needs_cast(tgt.arg_types[i], src.arg_types[i]):
         return None
     return Cast(cast.rule, tgt.arg_types[i], src.arg_types[i],
-                f"argument {i} of a function cast by {cast.rule} ({cast.what})", cast.span)
+                f"argument {i} of a function in {cast.what}", cast.span)
 
 
 def result_cast(cast: Cast) -> Cast | None:
@@ -213,10 +283,11 @@ def result_cast(cast: Cast) -> Cast | None:
     if not needs_cast(src.ret_type, tgt.ret_type):
         return None
     return Cast(cast.rule, src.ret_type, tgt.ret_type,
-                f"the result of a function cast by {cast.rule} ({cast.what})", cast.span)
+                f"the result of a function in {cast.what}", cast.span)
 
 
-def _compiled_proxy(fn: object, cast: Cast, mod: IRModule) -> object:
+def _compiled_proxy(fn: object, cast: Cast, mod: IRModule,
+                    memo: CastMemo | None = None) -> object:
     """A function of compiled code wrapped for ``cast`` (the executor's CastClosure). Its
     failures are ``Stuck``, which the executor's error mapping reports as they are."""
     src = cast.source
@@ -225,10 +296,11 @@ def _compiled_proxy(fn: object, cast: Cast, mod: IRModule) -> object:
     ret = result_cast(cast)
 
     def proxy(*args: object) -> object:
-        args = tuple(a if c is None else cast_value(a, c, mod, compiled=True)
+        args = tuple(a if c is None else cast_value(a, c, mod, compiled=True, memo=memo)
                      for a, c in zip(args, arg_casts, strict=False))
         result = fn(*args)  # type: ignore[operator]
-        return result if ret is None else cast_value(result, ret, mod, compiled=True)
+        return result if ret is None else cast_value(result, ret, mod, compiled=True,
+                                                     memo=memo)
 
     proxy.relay_cast_inner = fn  # type: ignore[attr-defined]
     return proxy

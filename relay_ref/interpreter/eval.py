@@ -43,7 +43,13 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.interpreter.casts import CastClosure, arg_cast, cast_value, result_cast
+from relay_ref.interpreter.casts import (
+    CastClosure,
+    CastMemo,
+    arg_cast,
+    cast_value,
+    result_cast,
+)
 from relay_ref.interpreter.operators import checked_reference, op_failure, op_reference, short
 from relay_ref.interpreter.stuck import Interrupted, Stuck
 from relay_ref.interpreter.values import (
@@ -137,6 +143,8 @@ class Interpreter:
         #: The checker's cast points (spec/semantics.md 4, Stuck-Cast), None without any:
         #: then no rule looks further (a program without ``?`` runs as before).
         self.casts = getattr(self.module, "casts", None)
+        #: the tuples and ADT values this evaluation's casts have checked (casts.CastMemo)
+        self.cast_memo: CastMemo = {}
         self.clause: Any = None  # the clause E-Match took last
 
     def request_stop(self) -> None:
@@ -213,7 +221,7 @@ class Interpreter:
             self.force_anchored(expr, env)
         env[var] = bound = self.eval(value, env)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            env[var] = bound = cast_value(bound, cast, self.module)     # T-Let's cast
+            env[var] = bound = self.cast_value(bound, cast)     # T-Let's cast
         if var.type_annotation is not None:
             self.check_annotation(bound, var, var.type_annotation, value.span)
         return expr.body
@@ -226,7 +234,7 @@ class Interpreter:
             self.force_anchored(expr, env)
         env[var] = RecClosure(self.make_closure(expr.value, env, var), var)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            env[var] = cast_value(env[var], cast, self.module)          # T-Let's cast
+            env[var] = self.cast_value(env[var], cast)          # T-Let's cast
         return expr.body
 
     def e_fn(self, expr: Function, env: dict) -> Value:
@@ -242,7 +250,7 @@ class Interpreter:
             return self.e_app_op(expr, env)
         fn, args = self.eval_call(expr, env)
         if self.casts is not None and (casts := self.casts.args(expr)) is not None:
-            args = [a if c is None else cast_value(a, c, self.module)  # T-App's casts
+            args = [a if c is None else self.cast_value(a, c)  # T-App's casts
                     for a, c in zip(args, casts, strict=False)]
         kind = type(fn)
         if kind is Closure:
@@ -284,7 +292,7 @@ class Interpreter:
         try:
             result = self.eval(func.body, frame)
             if self.casts is not None and (cast := self.casts.at(func)) is not None:
-                result = cast_value(result, cast, self.module)          # T-Fn's cast
+                result = self.cast_value(result, cast)          # T-Fn's cast
             if info.ret_check is not None:
                 self.check_annotation(result, None, info.ret_check, func.body.span)
         except Stuck as stuck:
@@ -329,13 +337,13 @@ class Interpreter:
         except Exception as err:
             raise op_failure(expr.op.name, err, expr) from None
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            return cast_value(result, cast, self.module)                # T-Rel's cast
+            return self.cast_value(result, cast)                # T-Rel's cast
         return result
 
     def e_op(self, expr: Op, env: dict) -> Value:
         """E-Op (3.10): an operator is a function value."""
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            return cast_value(expr, cast, self.module)                  # T-Rel's cast
+            return self.cast_value(expr, cast)                  # T-Rel's cast
         return expr
 
     def e_ctor(self, expr: Constructor, env: dict) -> Value:
@@ -423,7 +431,7 @@ class Interpreter:
             raise _not_a_ref("ref_write", cell, expr)
         value = self.eval(expr.value, env)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            value = cast_value(value, cast, self.module)                # T-WriteRef's cast
+            value = self.cast_value(value, cast)                # T-WriteRef's cast
         cell.value = value
         return ()
 
@@ -455,9 +463,13 @@ class Interpreter:
             cast = casts.at(clause)
             for var in pattern_vars(clause.lhs):            # annotated pattern variables
                 if (bound := casts.at(var)) is not None:
-                    env[var] = cast_value(env[var], bound, self.module)
+                    env[var] = self.cast_value(env[var], bound)
         value = self.eval(taken, env)
-        return value if cast is None else cast_value(value, cast, self.module)
+        return value if cast is None else self.cast_value(value, cast)
+
+    def cast_value(self, value: Value, cast: Any, span: Span | None = None) -> Value:
+        """E-Cast (``interpreter/casts.py``) with this evaluation's memo."""
+        return cast_value(value, cast, self.module, span, memo=self.cast_memo)
 
     def e_app_cast(self, fn: CastClosure, args: list[Value], call: Call | None) -> Value:
         """E-Cast-App (spec/semantics.md 4): a function that crossed a cast point is
@@ -467,10 +479,10 @@ class Interpreter:
         assert cast is not None
         span = _span(call)
         args = [a if (c := arg_cast(cast, i)) is None else
-                cast_value(a, c, self.module, span) for i, a in enumerate(args)]
+                self.cast_value(a, c, span) for i, a in enumerate(args)]
         result = self.apply(fn.inner, args, call)
         ret = result_cast(cast)
-        return result if ret is None else cast_value(result, ret, self.module, span)
+        return result if ret is None else self.cast_value(result, ret, span)
 
     def force_anchored(self, expr: Expr, env: dict) -> None:
         """E-Shared (3.18) for the shared nodes whose first use is inside a sub-scope of

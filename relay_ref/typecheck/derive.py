@@ -81,7 +81,7 @@ from relay_ref.ir.types import (
     TypeCall,
     type_children,
 )
-from relay_ref.ops.registry import NOT_YET, OpDef, Solved, attrs_items
+from relay_ref.ops.registry import NOT_YET, OpDef, Solved, attrs_items, get_op
 from relay_ref.rules import link_rules, rule_html
 from relay_ref.syntax.printer import attr_value_text
 from relay_ref.syntax.short_text import graph_names, pattern_text, short_text
@@ -243,7 +243,7 @@ class _Frame:
     """A derivation node while the checker builds it (mutable; frozen by ``tree``)."""
 
     __slots__ = ("rule", "node", "text", "ty", "children", "holes", "relations", "errors",
-                 "notes", "index", "shared_with")
+                 "notes", "index", "shared_with", "where")
 
     def __init__(self, rule: str, node: object, index: int, text: str | None = None,
                  ty: Type | None = None) -> None:
@@ -254,6 +254,8 @@ class _Frame:
         self.errors: list[str] = []
         self.notes: list[str] = []
         self.shared_with: int | None = None
+        #: an operator's type shown with its relation (T-Op): ``(name, its types)``
+        self.where: tuple[str, tuple[Type, ...]] | None = None
 
 
 # Leaves re-derived at every use (their rule is cheap and says more than T-Shared).
@@ -448,10 +450,15 @@ class _Recorder:
                 ty = unifier.resolve(ty)
             text = frame.text if frame.text is not None \
                 else _node_text(frame.node, self.names_of_nodes)
+            type_text = self.text(ty) if ty is not None else ""
+            if frame.where is not None:  # fn[…](…) -> t where R(…) (spec/typing.md 3.10)
+                name, types = frame.where
+                type_text += (f" where {name}("
+                              f"{', '.join(self.text(unifier.resolve(t)) for t in types)})")
             done[id(frame)] = Derivation(
                 rule=frame.rule,
                 expr=text,
-                type_text=self.text(ty) if ty is not None else "",
+                type_text=type_text,
                 ty=ty,
                 premises=premises,
                 holes=tuple(self._hole_note(h, checker) for h in frame.holes),
@@ -533,9 +540,10 @@ class _RecordedRelation(OpRelation):
     """T-App-Op / T-Op's relation, each run recorded as a T-Rel premise of its use."""
 
     rec: _Recorder
+    frame: _Frame | None  # the frame of the use that queued it (T-App-Op, T-Op)
 
     def run(self, unifier: Unifier) -> list[IncompleteType] | None:
-        self.rec.causes.append((f"T-Rel {_relation_name(self.op)}", self.expr))
+        self.rec.causes.append((f"T-Rel {_relation_name(self.op)}", self.at))
         try:
             return super().run(unifier)
         finally:
@@ -568,7 +576,7 @@ class _RecordedRelation(OpRelation):
         return answer
 
     def _record(self, types: list[Type], answer: str) -> None:
-        frame = self.rec.frame_of.get(id(self.expr))
+        frame = self.frame if self.frame is not None else self.rec.frame_of.get(id(self.expr))
         call = RelationCall(_relation_name(self.op), self.op.name,
                             tuple(self.rec.text(t) for t in types), answer,
                             _attrs_text(self.attrs))
@@ -662,7 +670,8 @@ class _DerivingChecker(Checker):
             return super().infer(expr)
         rec = self.rec
         known = self.types.get(expr)
-        if known is not None and id(expr) in self.op_vars:  # an operator's var: a T-Op per use
+        op_use = known is not None and id(expr) in self.op_vars
+        if op_use:  # an operator's var: a T-Op instance per use (spec/typing.md 3.6, 3.10)
             known = None
         if known is not None:  # a use of a binder, a global ... or a shared node (T-Shared)
             leaf = _LEAF_RULES.get(type(expr))
@@ -673,9 +682,14 @@ class _DerivingChecker(Checker):
                 frame.shared_with = first.index if first is not frame else None
             rec.close(frame)
             return known
-        frame = rec.open(_rule_of(expr), expr)
+        frame = rec.open("T-Op" if op_use else _rule_of(expr), expr)
         try:
-            return super().infer(expr)
+            ty = super().infer(expr)
+            if op_use and isinstance(ty, FuncType):  # the instance, with its relation
+                frame.ty = ty
+                frame.where = (_relation_name(get_op(self.op_vars[id(expr)].name)),
+                               (*ty.arg_types, ty.ret_type))
+            return ty
         finally:
             rec.close(frame)
 
@@ -723,6 +737,15 @@ class _DerivingChecker(Checker):
         if self.recording and not (self.rec.stack and self.rec.stack[-1].node is let):
             self.rec.open("T-Let", let)
         super().bind_let(let)
+        value = let.value
+        if self.recording and isinstance(value, Op) and id(let.var) in self.op_vars:
+            # T-Let's premise for an operator value: T-Op, its polymorphic type σ_op
+            scheme = self.types.get(value)
+            frame = self.rec.open("T-Op", value, ty=scheme)
+            if isinstance(scheme, FuncType):
+                frame.where = (_relation_name(get_op(value.name)),
+                               (*scheme.arg_types, scheme.ret_type))
+            self.rec.close(frame)
 
     def infer_let(self, expr: Let) -> Type:
         depth = len(self.rec.stack)
@@ -788,6 +811,7 @@ class _DerivingChecker(Checker):
             return super().relation(use, op, attrs, args, out)
         constraint = _RecordedRelation(use, op, attrs, args, out, self.owner)
         constraint.rec = self.rec
+        constraint.frame = self.rec.stack[-1] if self.rec.stack else None
         return constraint
 
     def projection(self, proj: TupleGetItem, tuple_type: Type, out: Type) -> Projection:

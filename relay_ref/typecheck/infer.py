@@ -213,6 +213,9 @@ class _OpRelation(Constraint):
                  owner: str | None) -> None:
         self.expr, self.op, self.attrs, self.args, self.out = call, op, attrs, args, out
         self.owner = owner
+        #: where its errors are reported: the use, or for a let-bound operator ``%f`` the
+        #: call ``%f(...)`` whose arguments the relation refuses (``infer_op_value``)
+        self.at: Expr = call
         #: the checker's cast sites (T-Rel: an answer consistent but not equal, spec 5.1)
         self.sites: list[Site] | None = None
 
@@ -232,22 +235,22 @@ class _OpRelation(Constraint):
             if holes:
                 return holes
         raise Failure(_diag(f"the type relation of operator {self.op.name} does not decide "
-                            "on known types", "T-App-Op", self.expr))
+                            "on known types", "T-App-Op", self.at))
 
     def _ask(self, types: list[Type]) -> Solved | object:
         try:
             answer = self.op.solve(types, self.attrs)
         except RelationError as err:
-            raise Failure(_diag(f"{err}", "T-App-Op", self.expr)) from None
+            raise Failure(_diag(f"{err}", "T-App-Op", self.at)) from None
         except Exception as err:  # noqa: BLE001 - a buggy relation is still a located error
             raise Failure(_diag(f"the type relation of operator {self.op.name} failed "
                                 f"({type(err).__name__}: {err})", "T-App-Op",
-                                self.expr)) from None
+                                self.at)) from None
         if answer is not NOT_YET and not (
                 isinstance(answer, Solved)
                 and all(isinstance(t, Type) and 0 <= i < len(types) for i, t in answer.assign)):
             raise Failure(_diag(f"the type relation of operator {self.op.name} returned "
-                                f"{answer!r}, not a type", "T-App-Op", self.expr))
+                                f"{answer!r}, not a type", "T-App-Op", self.at))
         return answer
 
     def _assign(self, unifier: Unifier, index: int, ty: Type) -> None:
@@ -266,7 +269,7 @@ class _OpRelation(Constraint):
             raise Failure(_diag(
                 f"{what} of {self.op.name}: cannot unify {show(ty)} with "
                 f"{show(unifier.resolve(target))}: {err.reason}", "T-App-Op",
-                self.expr)) from None
+                self.at)) from None
 
     def describe(self) -> str:
         if isinstance(self.expr, Op):
@@ -337,6 +340,7 @@ class _Checker:
         self.var_types: dict[Var, Type] = {}          # Γ
         self.let_functions: dict[Var, Function] = {}  # let-bound function literals (notes)
         self.op_vars: dict[int, Op] = {}  # id(%f) -> op for `let %f = op;` (T-Let)
+        self.callee_of: Call | None = None  # the call whose callee is being inferred
         self.headers: dict[str, Type] = {}             # global name -> its declared type
         self.fn_headers: dict[int, FuncType] = {}      # id(Function) -> its declared type
         self.scope: set[int] = set()                   # uids of type parameters in scope
@@ -583,7 +587,9 @@ class _Checker:
         known = self.types._items.get(id(expr))
         if known is not None:
             if self.op_vars and id(expr) in self.op_vars:  # T-Let (3.6): T-Op per use
-                return self.infer_op_value(self.op_vars[id(expr)])
+                call = self.callee_of  # its errors are the call's, as for ``add(...)``
+                at = call if call is not None and call.op is expr else expr
+                return self.infer_op_value(self.op_vars[id(expr)], at)
             return known[1]
         self.current = expr
         ty = self.infer_rule(expr)
@@ -754,7 +760,9 @@ class _Checker:
     def infer_call(self, call: Call) -> Type:
         """T-App: instantiate the callee's type parameters (explicit type arguments or fresh
         holes), then each argument must have its parameter's type."""
+        self.callee_of = call
         callee = self.infer(call.op)
+        self.callee_of = None
         args = [self.infer(arg) for arg in call.args]
         fn = self.unifier.find(callee)
         who = _callee_name(call.op)
@@ -851,17 +859,20 @@ class _Checker:
             return None
         return opdef, attrs
 
-    def infer_op_value(self, op: Op) -> Type:
+    def infer_op_value(self, op: Op, at: Expr | None = None) -> Type:
         """T-Op: ``op : fn[t1…tn, t](t1…tn) -> t where R_op(t1…tn, t)`` with the op's default
         attributes, instantiated here with fresh holes (each use of the op gets its own),
-        the relation queued over them like a call's (T-App-Op)."""
+        the relation queued over them like a call's (T-App-Op); its errors are reported at
+        ``at`` (the use: the call of a let-bound ``%f``), else at ``op``."""
         usable = self.op_value_def(op)
         if usable is None:
             return self.poison()
         opdef, attrs = usable
         args = [self.unifier.fresh() for _ in range(opdef.num_inputs)]
         out = self.unifier.fresh()
-        self.solver.add(self.relation(op, opdef, attrs, args, out))
+        rel = self.relation(op, opdef, attrs, args, out)
+        rel.at = at if at is not None else op
+        self.solver.add(rel)
         self.solver.solve()
         return FuncType(tuple(args), out)
 

@@ -1,6 +1,6 @@
 """``relay dtr sweep FILE_OR_LOG``: Dynamic Tensor Rematerialization's budget sweep (issue 27,
 spec/dtr.md; the paper's Figure 2): for every budget ratio and heuristic, replay a run under
-that budget through the simulator (``relay_ref.dtr.simulate.sweep``) and report the
+that budget through the simulator (``relay_ref.dtr.simulator.sweep``) and report the
 slowdown, out-of-memory and thrashing, as a table and, with ``--plot``, a figure.
 
 ``FILE_OR_LOG`` is either
@@ -63,7 +63,7 @@ from relay_ref.cli._common import EXIT_OK, UsageError, use_colour
 from relay_ref.cli.outputs import Outputs, refuse_clobbering, write_error
 from relay_ref.dtr import DTRError, get_heuristic
 from relay_ref.dtr.log import LogCall, LogMutate, LogRecord, read_log
-from relay_ref.dtr.simulate import COST_MODELS, SweepPoint, sweep
+from relay_ref.dtr.simulator import COST_MODELS, SweepPoint, auto_cost, sweep
 
 __all__ = ["DEFAULT_BUDGETS", "DEFAULT_HEURISTICS", "SweepResult", "add_parser",
            "draw_arguments", "draw_sweep", "parse_budgets", "parse_heuristics", "plot_sweep",
@@ -276,8 +276,7 @@ def _record_program(args: argparse.Namespace, log_path: str) -> None:
 
 
 def _auto_cost(records: Sequence[LogRecord]) -> str:
-    calls = [r for r in records if isinstance(r, (LogCall, LogMutate))]
-    return "flops" if calls and all(r.flops is not None for r in calls) else "measured"
+    return auto_cost(records)  # the simulator's cost="auto"
 
 
 # -- the sweep ------------------------------------------------------------------------------

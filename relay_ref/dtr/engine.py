@@ -1,6 +1,6 @@
 """The DTR engine: a greedy online cache between a program and its tensor memory
 (spec/dtr.md; Kirisame et al., ICLR 2021). Shared by the runtime (``relay_ref/dtr/runtime.py``,
-which passes kernels as ``compute``) and the simulator (``relay_ref/dtr/simulate.py``, which
+which passes kernels as ``compute``) and the simulator (``relay_ref/dtr/simulator.py``, which
 passes ``compute=None`` and only accounts).
 
 Model (spec/dtr.md §1). A ``Tensor`` is a handle: the ``Call`` that made it (None for a

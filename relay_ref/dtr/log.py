@@ -200,7 +200,10 @@ def _record(obj: Any, line: int) -> LogRecord:
         mut = obj["MUTATE"]
         if not isinstance(mut, list) or not all(isinstance(i, int) and not isinstance(i, bool)
                                                 for i in mut):
-            raise _Bad(f"MUTATE must be a list of argument indices, not {json.dumps(mut)}")
+            # JSON integers only: the artifact's parse_file indexes ARGS with them (a string
+            # index is a TypeError there) and its logs write them so ("MUTATE":[0])
+            raise _Bad(f"MUTATE must be a list of argument indices (JSON integers, as the "
+                       f"paper's logs write them), not {json.dumps(mut)}")
         args = _names(obj, "ARGS")
         bad = [i for i in mut if not 0 <= i < len(args)]
         if bad:

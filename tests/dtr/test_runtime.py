@@ -31,7 +31,7 @@ import pytest
 import relay_ref as rr
 from relay_ref.dtr.log import read_log
 from relay_ref.dtr.runtime import DTRRuntime
-from relay_ref.dtr.simulate import simulate
+from relay_ref.dtr.simulator import simulate
 from tests.dtr.dtr_models import MODELS, leaves
 
 #: a budget ratio each model's step must reach with dtr_eq and eager eviction (the lowest

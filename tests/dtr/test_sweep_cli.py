@@ -13,7 +13,7 @@ import pytest
 from relay_ref.cli import main
 from relay_ref.cli._common import UsageError
 from relay_ref.cli.dtr import parse_budgets, parse_heuristics
-from relay_ref.dtr.simulate import simulate
+from relay_ref.dtr.simulator import simulate
 from tests.dtr.chain import chain_log
 
 MLP = """def @main(%x: Tensor[(32, 16), float32], %w1: Tensor[(24, 16), float32],
@@ -77,8 +77,8 @@ def test_sweep_cli_on_a_log_and_its_errors(relay, chain_file, tmp_path):
     # bad arguments: usage errors, said plainly
     for argv, words in [
         (["--budgets", "0.1:1.0"], "START:STOP:STEP"),
-        (["--budgets", "1.5"], "not a ratio in (0, 1]"),
-        (["--budgets", "abc"], "not a number"),
+        (["--budgets", "1.5"], "not in (0, 1]"),
+        (["--budgets", "abc"], "is not a budget"),
         (["--heuristics", "dtr,lrux"], "did you mean lru?"),
     ]:
         r = relay("dtr", "sweep", chain_file, *argv)

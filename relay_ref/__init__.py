@@ -252,9 +252,15 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     replaying its kernel when it is needed again. The results are bit-identical to the
     unbudgeted executable's. The budget counts every tensor the runtime holds, inputs and
     weights included, and is exceeded by at most the one allocation in flight. It is bytes
-    (a positive ``int``), or a fraction of the unbudgeted peak: a ``float`` in (0, 1] or a
-    string such as ``"40%"``; that peak is measured on the first call, by running it once
-    more without a budget first (the budget is then fixed for later calls). ``heuristic``:
+    (an ``int``, NumPy's included, or a string of digits), or a fraction of the unbudgeted
+    peak: a ``float`` in (0, 1] or a string such as ``"0.4"`` or ``"40%"``
+    (``relay_ref.dtr.options.parse_budget``); that peak is measured once, on the first
+    call's arguments, by running it once more without a budget first, and the budget in
+    bytes (``ceil(fraction * peak)``) is then fixed for every later call: a later call on
+    larger shapes of a ``?`` dimension may not fit it and run out of memory (give bytes, or
+    compile again, for such calls). A bad DTR argument is a ``DTRError`` (a ``RelayError``
+    and a ``ValueError``; a ``dtr_log`` whose directory is missing or not writable
+    included), raised before anything is compiled. ``heuristic``:
     one of ``relay_ref.dtr.heuristics.HEURISTICS`` (``dtr``, ``dtr_eq``, ``dtr_local``,
     ``lru``, ``size``, ``msps``, ``random``) or ``"ablation(s=1,m=1,c=eq)"``; ``dealloc``:
     ``"eager"``, ``"banish"`` or ``"ignore"``; ``cost``: ``"flops"`` (deterministic, from

@@ -137,16 +137,12 @@ def _no_command(args: argparse.Namespace) -> int:
 # -- arguments ------------------------------------------------------------------------------
 
 def _ratio(text: str) -> float:
-    t = text.strip()
+    from relay_ref.dtr.options import parse_budget  # the one parser (rr.compile's)
+
     try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise UsageError(f"--budgets: {text!r} is not a number (a ratio like 0.4 or a "
-                         "percentage like 40%)") from None
-    if not math.isfinite(value) or not 0 < value <= 1:
-        raise UsageError(f"--budgets: {text.strip()} is not a ratio in (0, 1] of the "
-                         "unbudgeted peak")
-    return value
+        return parse_budget(text, "--budgets", ratio_only=True).ratio  # type: ignore[return-value]
+    except DTRError as err:
+        raise UsageError(err.message) from None
 
 
 def parse_budgets(text: str) -> list[float]:

@@ -32,8 +32,9 @@ Rematerialization (``rr.compile(..., memory_budget=...)``): bytes, or a fraction
 unbudgeted peak (``0.4``, ``40%``); ``--heuristic``, ``--dealloc``, ``--cost`` and
 ``--dtr-log`` are ``rr.compile``'s arguments of the same names, ``--dtr-stats`` prints
 ``exe.dtr_stats`` as a table to stderr after the result. A bad budget or option value is a
-usage error (exit 2), an unknown heuristic or a budget the program cannot run in a located
-error (exit 1), as every other.
+usage error (exit 2) naming the option, an unknown heuristic (with "did you mean") and a
+``--dtr-log`` path that cannot be written included; a budget the program cannot run in is a
+located error (exit 1), as every other.
 
 ``--trace`` (or ``--trace=rules``) prints each evaluation rule applied, ``--trace=values``
 also each step's value (``relay_ref.interpreter.trace``), on stdout before the value; at
@@ -302,6 +303,9 @@ def run(args: argparse.Namespace) -> int:
             values.append(value)
         if compiled:
             budgeted = _budget_options(args)
+            bad = _bad_budget_option(args) if budgeted else None
+            if bad is not None:
+                return _usage(bad)
             try:
                 exe = rr.compile(mod, entry=args.entry, profile=profile,
                                  max_depth=getattr(args, "max_depth", None), **budgeted)
@@ -343,6 +347,28 @@ def _budget_options(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "dtr_log", None):
         out["dtr_log"] = args.dtr_log
     return out
+
+
+def _bad_budget_option(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--memory-budget``, ``--heuristic`` or ``--dtr-log`` (a usage
+    error naming the option: the checks ``rr.compile`` makes, made here first so that the
+    message names the option as written; a log path that cannot be written fails before
+    the run), or None."""
+    from relay_ref.dtr.errors import DTRError
+    from relay_ref.dtr.options import check_dtr_log, check_heuristic, parse_budget
+
+    checks = [("--memory-budget", lambda: parse_budget(args.memory_budget, "--memory-budget")),
+              ("--dtr-log", lambda: check_dtr_log(getattr(args, "dtr_log", None),
+                                                  "--dtr-log"))]
+    if getattr(args, "heuristic", None) is not None:
+        checks.append(("--heuristic", lambda: check_heuristic(args.heuristic)))
+    for flag, check in checks:
+        try:
+            check()
+        except (DTRError, TypeError) as err:
+            text = err.message if isinstance(err, DTRError) else str(err)
+            return text if text.startswith(flag) else f"{flag}: {text}"
+    return None
 
 
 def _print_dtr_stats(stats: Any) -> None:

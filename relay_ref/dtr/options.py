@@ -1,25 +1,32 @@
 """``rr.compile``'s DTR arguments, checked once at compile time (spec/dtr.md).
 
-``memory_budget``: None (no DTR), bytes (a positive ``int``), a fraction of the unbudgeted
-peak (a ``float`` in (0, 1]), or a string: ``"40%"`` (a percentage in (0, 100]), ``"0.4"``
-(a fraction) or ``"1048576"`` (bytes). ``heuristic``: a name of the engine's heuristics
-table or ablation family (``relay_ref.dtr.heuristics``); ``dealloc``: ``DEALLOCS``;
-``cost``: ``COSTS``; ``dtr_log``: a path (str or ``os.PathLike``) or None.
+``memory_budget``: None (no DTR) or a budget as ``parse_budget`` reads it: bytes (an
+``int`` >= 0, NumPy's included), a fraction of the unbudgeted peak (a ``float`` in (0, 1]),
+or a string: ``"1048576"`` (bytes), ``"0.4"`` (a fraction) or ``"40%"`` (a percentage in
+(0, 100]). A fraction becomes bytes by ``resolve_budget`` (``ceil(ratio * peak)``), the one
+resolution ``rr.compile``, the simulator and the CLIs share. ``heuristic``: a name of the
+engine's heuristics table or ablation family (``relay_ref.dtr.heuristics``); ``dealloc``:
+``DEALLOCS``; ``cost``: ``COSTS``; ``dtr_log``: a path (str or ``os.PathLike``) whose
+directory exists and is writable, or None.
 
-Invariant: ``DTROptions`` only holds checked values; every bad argument is a ``TypeError``
-(wrong Python type) or ``ValueError`` (a value out of range or unknown; an unknown heuristic
-is the engine's ``DTRError``, an ``rr.RelayError``) naming the argument and what it may be,
-raised before anything is compiled.
+Invariant: ``DTROptions`` only holds checked values; every bad argument is a ``DTRError``
+(spec/dtr.md §7: an ``rr.RelayError`` and a ``ValueError``) naming the argument and what it
+may be, or a ``TypeError`` for a value of the wrong Python type, raised before anything is
+compiled.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import os
+import re
 from dataclasses import dataclass
 
-__all__ = ["COSTS", "DEALLOCS", "DTROptions", "check_heuristic", "dtr_options",
-           "parse_budget"]
+import numpy as np
+
+__all__ = ["COSTS", "DEALLOCS", "Budget", "DTROptions", "check_dtr_log", "check_heuristic",
+           "dtr_options", "parse_budget", "resolve_budget"]
 
 #: ``dealloc``: what the program's last reference dropping does (spec/dtr.md, Release)
 DEALLOCS: tuple[str, ...] = ("eager", "banish", "ignore")
@@ -58,33 +65,79 @@ class DTROptions:
         return f"{self.ratio * 100:g}% of the unbudgeted peak"  # type: ignore[operator]
 
 
-def parse_budget(value: object) -> tuple[int | None, float | None]:
-    """``memory_budget`` -> (bytes, None) or (None, ratio); see the module docstring."""
-    what = ("memory_budget must be bytes (a positive int), a fraction of the unbudgeted "
-            "peak (a float in (0, 1]) or a string like \"40%\"")
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"{what}, not {type(value).__name__} {value!r}")
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A parsed budget: ``bytes`` (absolute) or ``ratio`` (a fraction in (0, 1] of the
+    unbudgeted peak), exactly one of them set."""
+
+    bytes: int | None
+    ratio: float | None
+
+
+_INT_RE = re.compile(r"[+-]?\d+")
+_WHAT = ("bytes (an int >= 0), a fraction of the unbudgeted peak (a float in (0, 1]) or a "
+         "string like \"1048576\", \"0.4\" or \"40%\"")
+
+
+def parse_budget(value: object, name: str = "memory_budget", *,
+                 ratio_only: bool = False) -> Budget:
+    """``value`` as a ``Budget``: the one budget parser of ``rr.compile``, the simulator and
+    the CLIs. An int (``numbers.Integral``, NumPy's included; not a bool) is bytes, a float
+    (``numbers.Real``) a fraction; a string of digits is bytes, ``"0.4"`` a fraction,
+    ``"40%"`` a percentage. ``ratio_only`` (``relay dtr sweep --budgets``): every number is
+    a fraction. ``DTRError`` (a ``ValueError``) naming ``name`` for a bad value, ``TypeError``
+    for another type."""
+    from relay_ref.dtr.errors import DTRError
+
+    if isinstance(value, (bool, np.bool_)):
+        raise DTRError(f"{name} must be {_WHAT}, not {value!r}")
     if isinstance(value, str):
         text = value.strip()
+        number = text[:-1] if text.endswith("%") else text
         try:
-            if text.endswith("%"):
-                number = float(text[:-1])
-                if not math.isfinite(number) or not 0 < number <= 100:
-                    raise ValueError
-                return None, number / 100
-            if text.isdigit():
-                value = int(text)
-            else:
-                value = float(text)
+            value = int(number) if _INT_RE.fullmatch(number) and not ratio_only and \
+                number == text else float(number)
         except ValueError:
-            raise ValueError(f"{what}; {value!r} is none of these") from None
-    if isinstance(value, int):
-        if value <= 0:
-            raise ValueError(f"{what}; {value} bytes is not positive")
-        return value, None
-    if not math.isfinite(value) or not 0 < value <= 1:
-        raise ValueError(f"{what}; the fraction {value!r} is not in (0, 1]")
-    return None, float(value)
+            raise DTRError(f"{name}: {text!r} is not a budget: give {_WHAT}") from None
+        if number != text:  # a percentage
+            if not math.isfinite(value) or not 0 < value <= 100:
+                raise DTRError(f"{name}: the percentage {text} is not in (0%, 100%]")
+            return Budget(None, value / 100)
+    elif not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {_WHAT}, not {type(value).__name__} {value!r}")
+    if isinstance(value, numbers.Integral) and not ratio_only:
+        if value < 0:
+            raise DTRError(f"{name}: {value} bytes: a budget in bytes must be non-negative")
+        return Budget(int(value), None)
+    ratio = float(value)
+    if not math.isfinite(ratio) or not 0 < ratio <= 1:
+        hint = ""
+        if ratio > 1 and ratio.is_integer() and not ratio_only:
+            hint = f" (bytes are an integer: {int(ratio)})"
+        raise DTRError(f"{name}: the fraction {value} of the unbudgeted peak is not in "
+                       f"(0, 1]{hint}")
+    return Budget(None, ratio)
+
+
+def resolve_budget(budget: object, peak: int | None, name: str = "budget") -> int | None:
+    """The budget in bytes: ``budget`` (a ``Budget`` or anything ``parse_budget`` reads;
+    None: no budget, None) given in bytes, or its fraction of ``peak`` rounded up
+    (``ceil(ratio * peak)``, at least 1; a product within 1e-9 of an integer is that
+    integer, so 0.6 of 718855 is 431313, not 431314). The one resolution of a fractional
+    budget: ``rr.compile``, the simulator and ``relay dtr sweep`` agree on it."""
+    if budget is None:
+        return None
+    if not isinstance(budget, Budget):
+        budget = parse_budget(budget, name)
+    if budget.bytes is not None:
+        return budget.bytes
+    if peak is None:
+        from relay_ref.dtr.errors import DTRError
+
+        raise DTRError(f"{name}: a fractional budget needs the unbudgeted peak")
+    exact = budget.ratio * int(peak)  # type: ignore[operator]
+    near = round(exact)
+    return max(1, near if abs(exact - near) <= 1e-9 * max(1.0, exact) else math.ceil(exact))
 
 
 def _choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
@@ -92,11 +145,30 @@ def _choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
         raise TypeError(f"{name} must be a str, one of {', '.join(allowed)}; not "
                         f"{type(value).__name__}")
     if value not in allowed:
+        from relay_ref.dtr.errors import DTRError
         from relay_ref.suggest import did_you_mean
 
-        raise ValueError(f"unknown {name} {value!r}{did_you_mean(value, allowed)} (one of "
+        raise DTRError(f"unknown {name} {value!r}{did_you_mean(value, allowed)} (one of "
                          f"{', '.join(allowed)})")
     return value
+
+
+def check_dtr_log(path: object, name: str = "dtr_log") -> None:
+    """``path`` (a log to write, or None) checked before anything runs: its directory
+    exists and is writable and it is not itself a directory; ``DTRError`` naming ``name``
+    otherwise (the log is written at the end of a call: a bad path must not cost a run)."""
+    if path is None:
+        return
+    from relay_ref.dtr.errors import DTRError
+
+    target = os.fspath(path)  # type: ignore[arg-type]
+    directory = os.path.dirname(target) or "."
+    if os.path.isdir(target):
+        raise DTRError(f"{name}: {target} is a directory, not a file to write the log to")
+    if not os.path.isdir(directory):
+        raise DTRError(f"{name}: {target}: no directory {directory}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise DTRError(f"{name}: {target}: the directory {directory} is not writable")
 
 
 def dtr_options(memory_budget: object, heuristic: object = "dtr_eq",
@@ -112,8 +184,11 @@ def dtr_options(memory_budget: object, heuristic: object = "dtr_eq",
                         f"{type(dtr_log).__name__}")
     if memory_budget is None:
         if dtr_log is not None:
-            raise ValueError("dtr_log needs a memory_budget (the log records a DTR run)")
+            from relay_ref.dtr.errors import DTRError
+
+            raise DTRError("dtr_log needs a memory_budget (the log records a DTR run)")
         return None
-    budget, ratio = parse_budget(memory_budget)
-    return DTROptions(budget, ratio, str(heuristic), str(dealloc), str(cost),
+    check_dtr_log(dtr_log)
+    parsed = parse_budget(memory_budget)
+    return DTROptions(parsed.bytes, parsed.ratio, str(heuristic), str(dealloc), str(cost),
                       None if dtr_log is None else os.fspath(dtr_log))  # type: ignore[arg-type]

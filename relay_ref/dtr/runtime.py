@@ -53,8 +53,8 @@ largest storage admitted, bytes: the guarantee is peak <= budget + that).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
-import math
 import sys
 import time
 import weakref
@@ -65,7 +65,7 @@ import numpy as np
 
 from relay_ref.dtr.costmodel import SiteCost, site_cost
 from relay_ref.dtr.errors import DTROutOfMemory
-from relay_ref.dtr.options import DTROptions
+from relay_ref.dtr.options import Budget, DTROptions, resolve_budget
 from relay_ref.executor.runtime import Runtime, Site
 
 __all__ = ["DTRRuntime"]
@@ -120,6 +120,9 @@ class DTRRuntime(Runtime):
         self.line_spans: dict[int, Any] = {}
         self.default_span: Any = None
         self._flops: list[SiteCost] = []
+        #: the entry's tensor arguments of the call in flight: id(array) -> its parameter
+        #: (a ``Var``; set by ``Executable``, emptied by ``finish``)
+        self.inputs: dict[int, Any] = {}
         #: whether the cyclic collector was enabled when ``start`` paused it (None: not
         #: paused by this runtime)
         self._gc_paused: bool | None = None
@@ -143,17 +146,20 @@ class DTRRuntime(Runtime):
         log = not measure
         from relay_ref.dtr.engine import Engine, Tensor
 
-        if self._gc_paused is None:  # not already paused by a call in flight
-            self._gc_paused = gc.isenabled()
-            gc.disable()
-
         opts = self.options
         self._tensor_type = Tensor
         self._log = None
+        # the log's file first: a path that cannot be written fails here, with nothing paused
         if log and opts.log is not None:
             from relay_ref.dtr.log import LogWriter
 
-            self._log = LogWriter(opts.log)
+            try:
+                self._log = LogWriter(opts.log)
+            except OSError as err:
+                raise self._log_error(err) from None
+        if self._gc_paused is None:  # not already paused by a call in flight
+            self._gc_paused = gc.isenabled()
+            gc.disable()
         self.engine = Engine(budget if budget is not None or measure else self.budget,
                              heuristic=opts.heuristic, dealloc=opts.dealloc, seed=opts.seed,
                              sizeof=_sizeof)
@@ -169,31 +175,48 @@ class DTRRuntime(Runtime):
 
     def resolve(self, stats: Any) -> int:
         """The budget in bytes of a fractional one, from a run without budget's stats:
-        ``ceil(ratio * peak_bytes)``."""
+        ``ceil(ratio * peak_bytes)`` (``relay_ref.dtr.options.resolve_budget``)."""
         ratio = self.options.ratio if self.options.ratio is not None else 1.0
-        return max(1, math.ceil(ratio * int(stats.peak_bytes)))
+        return int(resolve_budget(Budget(None, ratio), int(stats.peak_bytes)))  # type: ignore
 
     def finish(self, ok: bool = True) -> Any:
         """End the call: the engine's statistics (``exe.dtr_stats``); the log written when
-        the call succeeded. The engine and everything it held are dropped."""
+        the call succeeded. On every path (``start`` having failed half-way, the log not
+        written included) the collector is restored and the engine and everything it held
+        are dropped; a log that cannot be written is a ``DTRError`` naming ``dtr_log``."""
         stats = self.engine.stats if self.engine is not None else None
-        if self._gc_paused is not None:
-            if self._gc_paused:
-                gc.enable()
-            self._gc_paused = None
-        for fin in self._finalizers:
-            fin.detach()
-        if self._log is not None:
-            if ok:
-                self._log.close()
-            else:
-                self._log.abort()
-        self.engine = None
-        self._log = None
-        self._consts = {}
-        self._shape_of = {}
-        self._finalizers = []
+        log = self._log
+        try:
+            for fin in self._finalizers:
+                fin.detach()
+            if log is not None:
+                if ok:
+                    try:
+                        log.close()
+                    except OSError as err:
+                        raise self._log_error(err) from None
+                else:
+                    log.abort()
+        finally:
+            if self._gc_paused is not None:
+                if self._gc_paused:
+                    gc.enable()
+                self._gc_paused = None
+            self.engine = None
+            self._log = None
+            self._consts = {}
+            self._shape_of = {}
+            self._finalizers = []
+            self._dead = []
+            self.inputs = {}
         return stats
+
+    def _log_error(self, err: OSError) -> Any:
+        """The ``DTRError`` of a log that cannot be written (checked at compile time, but
+        the file system may change before the call)."""
+        from relay_ref.dtr.errors import DTRError
+
+        return DTRError(f"dtr_log: cannot write {self.options.log}: {err.strerror or err}")
 
     # -- the runtime contract -----------------------------------------------------------------
     def run(self, site: Site, args: list[Any], out: Any) -> Any:
@@ -213,15 +236,42 @@ class DTRRuntime(Runtime):
             if frame.f_code.co_filename == self.filename:
                 span = self.line_spans.get(frame.f_lineno)
             frame = frame.f_back
-        return DTROutOfMemory(budget=err.budget, pinned_bytes=err.pinned_bytes,
-                              name=err.name, span=span or self.default_span,
-                              working_set=err.working_set, in_use=err.in_use,
-                              needed=err.needed)
+        located = DTROutOfMemory(budget=err.budget, pinned_bytes=err.pinned_bytes,
+                                 name=err.name, span=span or self.default_span,
+                                 working_set=err.working_set, in_use=err.in_use,
+                                 needed=err.needed)
+        # the message as raised (a constant's names what did not fit), at the new place
+        located.diagnostics = [dataclasses.replace(err.diagnostics[0],
+                                                   span=located.diagnostics[0].span)]
+        return located
 
     def _step(self, site: Site, args: list[Any], out: Any) -> Any:
-        engine = self.engine
+        """One kernel step: its arguments as engine tensors, its result admitted by
+        ``Engine.call`` (``_admit``), returned as a handle or a pinned array (``_result``)."""
         if self._dead:
             self._forget_dead()
+        tensors, positions, template = self._split_args(site, args)
+        kept = [template]  # emptied once a pinned result ran (never replayed: D-Pin)
+        t, aliases = self._admit(site, args, tensors,
+                                 _replay(site.call, kept, positions, site.index,
+                                         self._timed, self._measured))
+        if self._log is not None:
+            size = t.storage.size if not aliases else 0
+            self._log.call(site.name, [f"x{a.id}" for a in tensors], [f"x{t.id}"],
+                           int(self._measured.get(site.index, 0.0) * 1e9), [size],
+                           [aliases[0] if aliases else None],
+                           flops=int(self._flops[site.index](self._shapes(args))))
+        if type(out) is self._tensor_type:
+            # an in-place tail's anchor (GeneratedModule.overwritten): overwritten here in
+            # the unbudgeted program, so the program's reference to it ends here
+            self._release(out)
+        return self._result(site, t, kept)
+
+    def _split_args(self, site: Site, args: list[Any]) -> tuple[list[Any], list[int],
+                                                                list[Any]]:
+        """The step's engine tensors (handles as they are, plain arrays as constants: D-Pin),
+        their positions in ``args``, and the arguments with the handles' places None (the
+        closure fills them with the values the engine passes)."""
         tensor_type = self._tensor_type
         tensors: list[Any] = []
         positions: list[int] = []
@@ -232,40 +282,25 @@ class DTRRuntime(Runtime):
                 positions.append(i)
                 template[i] = None
             elif type(a) is np.ndarray:
-                tensors.append(self._constant(a))
+                tensors.append(self._constant(a, site))
                 positions.append(i)
+        return tensors, positions, template
+
+    def _admit(self, site: Site, args: list[Any], tensors: list[Any],
+               compute: Any) -> tuple[Any, tuple[int, ...]]:
+        """``Engine.call`` for the step (D-Alloc): its result's bytes (static, or learnt on
+        the same argument shapes, else None: measured after the kernel), its cost by the
+        cost model, a view aliasing its first argument. The tensor and the aliases."""
         index = site.index
-        call = site.call
-        measured = self._measured_cost
-        timed = self._timed
-        record = self._measured
-        # purity (spec/dtr.md 6): out=None always, an in-place tail gets a fresh result
-
-        handle = self._handle[index]
-        # a pinned result is never replayed (D-Pin; banished once its array dies), so its
-        # call keeps the arguments only until it ran: pinned arrays are not kept alive
-        kept = [template]
-
-        def compute(values: Sequence[Any]) -> list[Any]:
-            full = list(kept[0])
-            for j, pos in enumerate(positions):
-                if full[pos] is None:
-                    full[pos] = values[j]
-            if timed:
-                begin = time.perf_counter()
-                value = call(full, None)
-                record[index] = time.perf_counter() - begin
-                return [value]
-            return [call(full, None)]
-
         nbytes, name = self._static[index]
         static = nbytes is not None
         key = None
         if not static:  # learnt from an earlier run of the site on the same shapes
             key = self._shape_key(index, args)
             nbytes = self._learnt.get(key) if key is not None else None
-        if measured and index in record:
-            cost = record[index]
+        measured = self._measured_cost
+        if measured and index in self._measured:
+            cost = self._measured[index]
         else:
             cost = self._fixed_cost.get(index)
             if cost is None:
@@ -274,36 +309,32 @@ class DTRRuntime(Runtime):
                     self._fixed_cost[index] = cost
             if measured:
                 cost *= 1e-9
-        aliases = (0,) if site.view and positions and positions[0] == 0 else ()
-        (t,) = engine.call(name, tensors, [nbytes], cost, compute, aliases=aliases,
-                           span=site.span)
+        first = bool(tensors) and type(args[0]) in (self._tensor_type, np.ndarray)
+        aliases = (0,) if site.view and first else ()
+        (t,) = self.engine.call(name, tensors, [nbytes], cost, compute, aliases=aliases,
+                                span=site.span)
         if key is not None and not aliases:
             self._learnt[key] = t.storage.size
         if t.storage.size > self.largest_allocation:
             self.largest_allocation = t.storage.size
-        log = self._log
-        if log is not None:
-            size = t.storage.size if not aliases else 0
-            log.call(site.name, [f"x{a.id}" for a in tensors], [f"x{t.id}"],
-                     int(record.get(index, 0.0) * 1e9), [size], [aliases[0] if aliases
-                                                              else None],
-                     flops=int(self._flops[index](self._shapes(args))))
-        if type(out) is tensor_type:
-            # an in-place tail's anchor (GeneratedModule.overwritten): overwritten here in
-            # the unbudgeted program, so the program's reference to it ends here
-            self._release(out)
-        if handle:
+        return t, aliases
+
+    def _result(self, site: Site, t: Any, kept: list[Any]) -> Any:
+        """The step's value for the program: the handle ``t`` where the code generator
+        releases the value (read only by later steps), else the array itself, pinned (the
+        program holds it directly), its call's arguments dropped (never replayed)."""
+        if self._handle[site.index]:
             self.handles += 1
             shape = site.shape
             self._shape_of[id(t)] = shape if shape is not None else \
-                getattr(engine.value(t), "shape", ())
+                getattr(self.engine.value(t), "shape", ())
             return t
-        value = engine.value(t)
+        value = self.engine.value(t)
         self.pinned_results += 1
         kept[0] = ()
         self._pin(t, value)
-        if log is not None:
-            log.pin(f"x{t.id}")  # so that a replay of the log cannot evict it either
+        if self._log is not None:
+            self._log.pin(f"x{t.id}")  # so that a replay of the log cannot evict it either
         return value
 
     def release(self, site: Site, value: Any) -> None:
@@ -344,18 +375,43 @@ class DTRRuntime(Runtime):
                 return None
         return tuple(key)
 
-    def _constant(self, array: np.ndarray) -> Any:
-        """The engine constant of a plain array argument (D-Pin), one per array."""
+    def _constant(self, array: np.ndarray, site: Site) -> Any:
+        """The engine constant of a plain array argument of ``site`` (D-Pin), one per
+        array. One that does not fit is D-OOM naming what it is (the entry's parameter, at
+        its span; else a weight or constant, at the step's) rather than the step's operator."""
         key = id(array)
         known = self._consts.get(key)
         if known is not None and known[1]() is array:
             return known[0]
-        t = self.engine.constant(array.nbytes, None, name="")
+        param = self.inputs.get(key)
+        what = f"input %{param.name_hint}" if param is not None else "weight/constant"
+        try:
+            t = self.engine.constant(array.nbytes, None, name=what)
+        except DTROutOfMemory as err:
+            raise self._constant_oom(err, what, array.nbytes, site, param) from None
         self.largest_allocation = max(self.largest_allocation, array.nbytes)
         if self._log is not None:
             self._log.constant(f"x{t.id}", array.nbytes)
         self._track(array, t)
         return t
+
+    def _constant_oom(self, err: Any, what: str, nbytes: int, site: Site,
+                      param: Any) -> Any:
+        """D-OOM admitting a constant: ``what`` (``nbytes``) does not fit the budget."""
+        from relay_ref.diagnostics import ERROR, Diagnostic
+
+        pinned = f", {err.pinned_bytes} bytes of it already pinned" if err.pinned_bytes \
+            else ""
+        where = f" (an argument of {site.name})" if param is None else ""
+        message = (f"out of memory under DTR: {what}{where} ({nbytes} bytes) does not fit "
+                   f"the budget of {err.budget} bytes{pinned}: inputs and weights are pinned "
+                   "and count in the budget [D-OOM]")
+        span = getattr(param, "span", None) or site.span
+        oom = DTROutOfMemory(budget=err.budget, pinned_bytes=err.pinned_bytes, name=what,
+                             span=span, working_set=nbytes, in_use=err.in_use,
+                             needed=err.needed)
+        oom.diagnostics = [Diagnostic(ERROR, message, oom.diagnostics[0].span)]
+        return oom
 
     def _pin(self, t: Any, value: Any) -> None:
         """Make the result ``t`` (whose value the program now holds as ``value``) pinned."""
@@ -382,6 +438,28 @@ class DTRRuntime(Runtime):
                         self._log.pin(f"x{known[0].id}")
                     self._log.release(f"x{known[0].id}")
                 self.engine.free(known[0])
+
+
+def _replay(call: Any, kept: list[Any], positions: list[int], index: int, timed: bool,
+            record: dict[int, float]) -> Any:
+    """The step's ``compute`` for the engine (run now, and again on each rematerialisation):
+    the kernel ``call`` on the arguments ``kept[0]`` with the engine's values at
+    ``positions``, always with ``out=None`` (purity, spec/dtr.md 6: an in-place tail gets a
+    fresh result); ``timed``: its wall time recorded in ``record[index]``."""
+
+    def compute(values: Sequence[Any]) -> list[Any]:
+        full = list(kept[0])
+        for j, pos in enumerate(positions):
+            if full[pos] is None:
+                full[pos] = values[j]
+        if timed:
+            begin = time.perf_counter()
+            value = call(full, None)
+            record[index] = time.perf_counter() - begin
+            return [value]
+        return [call(full, None)]
+
+    return compute
 
 
 class _Shaped:

@@ -73,32 +73,11 @@ class _Thrash(Exception):
 
 def resolve_budget(budget: int | float | str | None, peak: int | None) -> int | None:
     """Bytes from ``budget``: an int (bytes, >= 0), a float in (0, 1] or a string ``"40%"``
-    (a fraction of ``peak``), or None (no budget). ``DTRError`` otherwise."""
-    if budget is None:
-        return None
-    if isinstance(budget, str):
-        text = budget.strip()
-        try:
-            budget = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-        except ValueError:
-            raise DTRError(f"a DTR budget is bytes (int), a ratio in (0, 1] or a percentage "
-                           f"like '40%', not {text!r}") from None
-    if isinstance(budget, bool):
-        raise DTRError(f"a DTR budget is bytes (int) or a ratio (float), not {budget!r}")
-    if isinstance(budget, numbers.Integral):
-        budget = int(budget)
-        if budget < 0:
-            raise DTRError(f"a DTR budget in bytes must be non-negative, not {budget}")
-        return budget
-    if isinstance(budget, numbers.Real):
-        budget = float(budget)
-        if not (0.0 < budget <= 1.0) or math.isnan(budget):
-            raise DTRError(f"a DTR budget ratio must be in (0, 1], not {budget}")
-        if peak is None:
-            raise DTRError("a ratio budget needs the unbudgeted peak")
-        return int(peak * budget)
-    raise DTRError(f"a DTR budget is bytes (int) or a ratio (float), not "
-                   f"{type(budget).__name__}")
+    (a fraction of ``peak``), or None (no budget). ``DTRError`` otherwise. The runtime's
+    parser and rounding (``relay_ref.dtr.options.resolve_budget``: ``ceil(ratio * peak)``)."""
+    from relay_ref.dtr.options import resolve_budget as resolve
+
+    return resolve(budget, peak, "budget")
 
 
 def auto_cost(records: Sequence[LogRecord]) -> str:

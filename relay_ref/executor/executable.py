@@ -183,9 +183,17 @@ class Executable:
         is resolved first, once, by a run without budget."""
         dtr = self._dtr
         if dtr.budget is None:
-            self._run(self._fn, self._arguments(args, inputs), measure=True)
+            self._run(self._fn, self._entry_values(args, inputs), measure=True)
             dtr.budget = dtr.resolve(self.dtr_stats)
-        return self._run(self._fn, self._arguments(args, inputs))
+        return self._run(self._fn, self._entry_values(args, inputs))
+
+    def _entry_values(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
+        """The entry's argument values, each tensor made known to the DTR runtime by its
+        parameter (an out-of-memory error admitting it names the parameter)."""
+        values = self._arguments(args, inputs)
+        self._dtr.inputs = {id(v): p for v, p in zip(values, self._params, strict=True)
+                            if type(v) is np.ndarray}
+        return values
 
     def _arguments(self, args: tuple[Any, ...], inputs: dict[str, Any]) -> list[Any]:
         params, entry = self._params, self.entry
@@ -246,10 +254,12 @@ class Executable:
         dtr = self._dtr
         if dtr is None:
             return self._run_plain(fn, values)
-        # one DTR engine per call (relay_ref.dtr.runtime): its stats become exe.dtr_stats
-        dtr.start(measure=measure)
+        # one DTR engine per call (relay_ref.dtr.runtime): its stats become exe.dtr_stats;
+        # started inside the try, so that a failing start (a log that cannot be opened)
+        # still finishes: the collector is restored on every path
         ok = False
         try:
+            dtr.start(measure=measure)
             result = self._run_plain(fn, values)
             ok = True
         finally:

@@ -21,6 +21,7 @@ spec/dtr.md §2 and §6).
 
 from __future__ import annotations
 
+import gc
 import math
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref.dtr.errors import DTRError
 from relay_ref.dtr.log import read_log
 from relay_ref.dtr.runtime import DTRRuntime
 from relay_ref.dtr.simulator import simulate
@@ -193,28 +195,93 @@ def test_theorem_3_1_linear_chain_gradient_in_O_n_operations(n: int, heuristic: 
 # -- errors ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("kwargs", "error", "says"), [
-    ({"memory_budget": 0}, ValueError, "not positive"),
-    ({"memory_budget": -5}, ValueError, "not positive"),
-    ({"memory_budget": 1.5}, ValueError, "not in (0, 1]"),
-    ({"memory_budget": 0.0}, ValueError, "not in (0, 1]"),
-    ({"memory_budget": float("nan")}, ValueError, "not in (0, 1]"),
-    ({"memory_budget": "140%"}, ValueError, "none of these"),
-    ({"memory_budget": "lots"}, ValueError, "none of these"),
-    ({"memory_budget": True}, TypeError, "memory_budget"),
+    ({"memory_budget": -5}, DTRError, "must be non-negative"),
+    ({"memory_budget": "-5"}, DTRError, "must be non-negative"),
+    ({"memory_budget": 1.5}, DTRError, "not in (0, 1]"),
+    ({"memory_budget": 0.0}, DTRError, "not in (0, 1]"),
+    ({"memory_budget": float("nan")}, DTRError, "not in (0, 1]"),
+    ({"memory_budget": 1e9}, DTRError, "bytes are an integer: 1000000000"),
+    ({"memory_budget": "1e9"}, DTRError, "bytes are an integer: 1000000000"),
+    ({"memory_budget": "140%"}, DTRError, "percentage 140% is not in (0%, 100%]"),
+    ({"memory_budget": "lots"}, DTRError, "'lots' is not a budget"),
+    ({"memory_budget": True}, DTRError, "not True"),
+    ({"memory_budget": np.bool_(True)}, DTRError, "True"),
     ({"memory_budget": [1]}, TypeError, "memory_budget"),
-    ({"memory_budget": 0.5, "heuristic": "dtr_eqq"}, rr.RelayError, "did you mean"),
+    ({"memory_budget": 0.5, "heuristic": "dtr_eqq"}, DTRError, "did you mean"),
     ({"memory_budget": 0.5, "heuristic": 3}, TypeError, "heuristic"),
-    ({"memory_budget": 0.5, "dealloc": "evict"}, ValueError, "eager, banish, ignore"),
-    ({"memory_budget": 0.5, "cost": "time"}, ValueError, "flops, unit, measured"),
+    ({"memory_budget": 0.5, "dealloc": "evict"}, DTRError, "eager, banish, ignore"),
+    ({"memory_budget": 0.5, "cost": "time"}, DTRError, "flops, unit, measured"),
     ({"memory_budget": 0.5, "dtr_log": 3}, TypeError, "dtr_log"),
-    ({"dtr_log": "x.jsonl"}, ValueError, "needs a memory_budget"),
-    ({"dealloc": "evict"}, ValueError, "dealloc"),
+    ({"memory_budget": 0.5, "dtr_log": "/nonexistent/dir/x.jsonl"}, DTRError,
+     "dtr_log: /nonexistent/dir/x.jsonl: no directory /nonexistent/dir"),
+    ({"memory_budget": 0.5, "dtr_log": "."}, DTRError, "is a directory"),
+    ({"dtr_log": "x.jsonl"}, DTRError, "needs a memory_budget"),
+    ({"dealloc": "evict"}, DTRError, "dealloc"),
 ])
 def test_bad_arguments_are_clear_errors(kwargs: dict, error: type, says: str) -> None:
     mod = rr.parse("def @main(%x: Tensor[(4,), float32]) { tanh(%x) }")
     with pytest.raises(error) as info:
         rr.compile(mod, **kwargs)
     assert says in str(info.value)
+    assert isinstance(info.value, ValueError) or error is TypeError  # spec/dtr.md §7
+    assert gc.isenabled()
+
+
+def test_one_budget_parser_and_rounding_for_compile_simulate_and_the_cli(tmp_path: Path
+                                                                          ) -> None:
+    # review of issue 27: simulate rounded down, the runtime up; NumPy numbers were refused
+    # by rr.compile; "100000" was bytes in one and a fraction in another
+    from relay_ref.cli.dtr import parse_budgets
+    from relay_ref.dtr.options import Budget, parse_budget, resolve_budget
+
+    mod, args, _ = _model("mlp")
+    full = rr.compile(mod, memory_budget=1 << 62, dtr_log=tmp_path / "full.jsonl")
+    full(*args)
+    peak = full.dtr_stats.peak_bytes
+    want = math.ceil(0.9 * peak - 1e-6)
+    for given in (0.9, "90%", " 90 % ", "0.9", np.float64(0.9)):
+        exe = rr.compile(mod, memory_budget=given)
+        exe(*args)
+        assert exe.dtr_stats.budget == want, given
+    assert parse_budgets("90%") == [0.9] == parse_budgets("0.9")  # relay dtr sweep --budgets
+    assert resolve_budget(parse_budgets("90%")[0], peak) == want
+    log = tmp_path / "full.jsonl"
+    sim_peak = simulate(log, None).peak_bytes
+    assert simulate(log, "60%").budget == resolve_budget(0.6, sim_peak) == \
+        simulate(log, 0.6).budget == math.ceil(0.6 * sim_peak - 1e-6)
+    # integers, NumPy's included, and digit strings are bytes everywhere
+    assert parse_budget(np.int64(100000)) == parse_budget("100000") == Budget(100000, None)
+    assert simulate(log, np.int64(100000)).budget == simulate(log, "100000").budget == 100000
+    exe = rr.compile(mod, memory_budget=np.int64(1 << 30))
+    exe(*args)
+    assert exe.dtr_stats.budget == 1 << 30
+    assert resolve_budget(Budget(None, 0.6), 718855) == 431313  # not 431314 (float error)
+    assert resolve_budget(Budget(None, 0.5), 7) == 4 and resolve_budget(1e-9, 5) == 1
+
+
+def test_a_log_that_cannot_be_opened_or_written_restores_the_collector(tmp_path: Path,
+                                                                       monkeypatch) -> None:
+    # review of issue 27: start() paused the collector before opening the log, outside the
+    # try that finishes the call: gc stayed off for the process
+    mod, args, want = _model("mlp")
+    where = tmp_path / "d"
+    where.mkdir()
+    exe = rr.compile(mod, memory_budget=0.9, dtr_log=where / "x.jsonl")
+    where.rmdir()  # checked at compile time, gone by the call
+    with pytest.raises(DTRError, match="dtr_log: cannot write"):
+        exe(*args)
+    assert gc.isenabled() and exe.runtime.engine is None
+    where.mkdir()
+    assert _bit_identical(want, leaves(exe(*args)))  # the next call is fine
+    assert (where / "x.jsonl").exists()
+    # the log's rename failing at the end (the path became a directory): a DTRError, the
+    # engine dropped, no temporary file left
+    (where / "x.jsonl").unlink()
+    (where / "x.jsonl").mkdir()
+    with pytest.raises(DTRError, match="dtr_log: cannot write"):
+        exe(*args)
+    assert gc.isenabled() and exe.runtime.engine is None
+    assert [p.name for p in where.iterdir()] == ["x.jsonl"]
 
 
 def test_a_budget_below_the_pinned_bytes_is_a_located_error() -> None:
@@ -224,6 +291,13 @@ def test_a_budget_below_the_pinned_bytes_is_a_located_error() -> None:
         exe(*args)
     assert "budget of 1000 bytes" in str(info.value) and info.value.span is not None
     assert exe.dtr_stats.oom
+    # the input that did not fit is named, at its parameter (not an operator's "constant")
+    first = mod.functions["main"].params[0]
+    assert f"input %{first.name_hint} ({args[0].nbytes} bytes) does not fit the budget " \
+        "of 1000 bytes" in str(info.value)
+    assert info.value.span == first.span and "operator constant" not in str(info.value)
+    with pytest.raises(rr.RelayRuntimeError, match="does not fit the budget of 0 bytes"):
+        rr.compile(mod, memory_budget=0)(*args)  # 0 bytes: a budget, infeasible
 
 
 def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ and bad budgets are usage errors (exit 2); an infeasible budget a located error 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -59,9 +60,14 @@ def test_memory_budget_prints_the_same_value_and_the_stats(capsys, program, tmp_
     (["--memory-budget", "40%"], "add --compile"),
     (["--compile", "--heuristic", "lru"], "add --memory-budget"),
     (["--compile", "--dtr-stats"], "add --memory-budget"),
-    (["--compile", "--memory-budget", "0"], "not positive"),
-    (["--compile", "--memory-budget", "150%"], "none of these"),
-    (["--compile", "--memory-budget", "lots"], "none of these"),
+    (["--compile", "--memory-budget", "-5"], "--memory-budget: -5 bytes"),
+    (["--compile", "--memory-budget", "150%"], "--memory-budget: the percentage 150%"),
+    (["--compile", "--memory-budget", "lots"], "--memory-budget: 'lots' is not a budget"),
+    (["--compile", "--memory-budget", "1e9"], "bytes are an integer: 1000000000"),
+    (["--compile", "--memory-budget", "50%", "--heuristic", "dtr-eq"],
+     "--heuristic: unknown DTR heuristic 'dtr-eq'; did you mean dtr_eq?"),
+    (["--compile", "--memory-budget", "90%", "--dtr-log", "/nonexistent/d/x.jsonl"],
+     "--dtr-log: /nonexistent/d/x.jsonl: no directory /nonexistent/d"),
 ])
 def test_misused_options_are_usage_errors(capsys, program, argv, says):
     code, out, err = run(capsys, "run", *argv, *program)
@@ -74,10 +80,32 @@ def test_an_infeasible_budget_is_a_located_error(capsys, program):
     assert "step.relay" in err and "Traceback" not in err
 
 
-def test_an_unknown_heuristic_is_an_error_naming_the_known_ones(capsys, program):
-    code, out, err = run(capsys, "run", "--compile", "--memory-budget", "50%",
-                         "--heuristic", "dtr-eq", *program)
-    assert code == 1 and "dtr_eq" in err and "Traceback" not in err
+def test_a_dtr_log_that_is_a_directory_is_a_usage_error_before_the_run(capsys, program,
+                                                                       tmp_path):
+    # review of issue 27: was IsADirectoryError (exit 70) after the whole run, with a stray
+    # temporary file beside it
+    code, out, err = run(capsys, "run", "--compile", "--memory-budget", "90%", "--dtr-log",
+                         str(tmp_path), *program)
+    assert code == 2 and f"--dtr-log: {tmp_path} is a directory" in err and out == ""
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
+
+
+def test_a_budget_below_an_input_names_the_input(capsys, program):
+    code, out, err = run(capsys, "run", "--compile", "--memory-budget", "100", *program)
+    assert code == 1 and "input %x (4096 bytes) does not fit the budget of 100 bytes" in err
+    assert "step.relay:9:" in err and "operator constant" not in err
+
+
+def test_the_cli_resolves_a_percentage_as_rr_compile_does(capsys, program):
+    import relay_ref as rr
+
+    code, out, err = run(capsys, "run", "--compile", "--memory-budget", "60%", "--dtr-stats",
+                         *program)
+    assert code == 0, err
+    exe = rr.compile(rr.parse(Path(program[0]).read_text()), memory_budget=0.6)
+    exe(*(np.load(p) for p in program[1:]))
+    row = re.search(r"\bbudget\b\W+(\d+)", err)
+    assert row and int(row.group(1)) == exe.dtr_stats.budget, err
 
 
 def test_help_describes_the_budget_options(capsys):

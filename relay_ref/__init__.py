@@ -274,9 +274,10 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
     (or ``"cuda"`` without a device) or entry, a ``params`` key naming no parameter or a
     value of the wrong shape or dtype, ``TypeError`` for arguments of the wrong Python
-    type (``max_depth`` not a positive int; a DTR argument of the wrong type), ``ValueError``
-    for a DTR argument out of range or unknown (a zero or negative budget, ``"140%"``, an
-    unknown ``dealloc`` or ``cost``; an unknown heuristic is a ``RelayError``)."""
+    type (``max_depth`` not a positive int; a DTR argument of the wrong type), ``DTRError``
+    (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR argument out of range
+    or unknown (a negative budget, ``"140%"``, an unknown heuristic, ``dealloc`` or
+    ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE

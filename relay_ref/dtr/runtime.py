@@ -46,6 +46,12 @@ engine's own work (measured: 12.8 against 6.2 µs a step). Reference counting st
 everything acyclic as before (the pinned arrays' finalizers still run); cyclic garbage
 made during the call waits for its end.
 
+**Out of memory** (D-OOM) is located at the step's Relay expression; a step without a
+span (code the gradient's passes made) at the generated line's span, else at the
+``gradient(@f)(...)`` call that made the code (``default_span``, said in the message), else
+at the entry. An input or weight that does not fit is named as such ("input %x (8192
+bytes) does not fit the budget of 100 bytes"), at the entry's parameter.
+
 Counted beside the engine's ``stats``, for the last call: ``handles`` (results returned as
 handles), ``pinned_results`` (results returned as arrays) and ``largest_allocation`` (the
 largest storage admitted, bytes: the guarantee is peak <= budget + that).
@@ -119,6 +125,9 @@ class DTRRuntime(Runtime):
         self.filename = ""
         self.line_spans: dict[int, Any] = {}
         self.default_span: Any = None
+        #: what ``default_span`` is when it is not the entry's (a ``gradient(@f)`` call:
+        #: "the code gradient made"), said in the message; "" for the entry
+        self.default_where = ""
         self._flops: list[SiteCost] = []
         #: the entry's tensor arguments of the call in flight: id(array) -> its parameter
         #: (a ``Var``; set by ``Executable``, emptied by ``finish``)
@@ -241,7 +250,12 @@ class DTRRuntime(Runtime):
                                  working_set=err.working_set, in_use=err.in_use,
                                  needed=err.needed)
         # the message as raised (a constant's names what did not fit), at the new place
-        located.diagnostics = [dataclasses.replace(err.diagnostics[0],
+        message = err.diagnostics[0].message
+        if span is None and self.default_where:
+            where = f" (in {self.default_where}, which has no source location)"
+            head, tag, tail = message.rpartition(" [D-OOM]")
+            message = head + where + tag + tail if tag else message + where
+        located.diagnostics = [dataclasses.replace(err.diagnostics[0], message=message,
                                                    span=located.diagnostics[0].span)]
         return located
 

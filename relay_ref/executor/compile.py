@@ -160,6 +160,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         dtr.overwritten = frozenset(generated.overwritten)
         dtr.filename, dtr.line_spans = generated.filename, generated.line_spans
         dtr.default_span = work.functions[entry].span
+        if gradient_globals:  # code the gradient made has no spans: its call's is nearest
+            call = _gradient_call(mod.functions[entry], set(gradient_globals))
+            if call is not None:
+                dtr.default_span, dtr.default_where = call.span, "the code gradient made"
     plan = _plan(work, entry, target, first + pipeline.specs(), generated, memory,
                  time.perf_counter() - start)
     if notes:
@@ -171,6 +175,16 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
                       device=device, runtime=runtime, dtr=dtr)
+
+
+def _gradient_call(func: Function, made: set[str]) -> Call | None:
+    """The first call (with a span) in ``func`` of a global the gradient expansion made:
+    where a ``gradient(@f)(...)`` was written."""
+    for node in post_order(func.body):
+        if type(node) is Call and type(node.op) is GlobalVar and node.op.name in made \
+                and node.span is not None:
+            return node
+    return None
 
 
 def _simplify_gradients(mod: IRModule, generated: set[str]

@@ -300,6 +300,30 @@ def test_a_budget_below_the_pinned_bytes_is_a_located_error() -> None:
         rr.compile(mod, memory_budget=0)(*args)  # 0 bytes: a budget, infeasible
 
 
+def test_out_of_memory_in_gradient_code_is_located_at_the_gradient_call() -> None:
+    # review of issue 27: code the gradient made has no spans; the error pointed at def @main
+    mod = rr.parse("""def @f(%x: Tensor[(64, 32), float32], %w: Tensor[(32, 32), float32]) {
+  let %a = nn.relu(nn.dense(%x, %w));
+  let %t = transpose(%a);
+  sum(exp(nn.dense(%t, %t) * 0.01f)) + sum(%a * %a)
+}
+def @main(%x: Tensor[(64, 32), float32], %w: Tensor[(32, 32), float32]) {
+  let %g = gradient(@f)(%x, %w);
+  (%g.0, %g.1.0, %g.1.1)
+}""")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((64, 32)) * 0.3).astype("float32")
+    w = (rng.standard_normal((32, 32)) * 0.3).astype("float32")
+    exe = rr.compile(mod, memory_budget=1 << 40)
+    exe(x, w)
+    pinned = exe.dtr_stats.pinned_bytes
+    with pytest.raises(rr.RelayRuntimeError) as info:
+        rr.compile(mod, memory_budget=pinned + 8192)(x, w)
+    err = info.value
+    assert err.span is not None and err.span.line == 7, str(err)  # gradient(@f)(%x, %w)
+    assert "(in the code gradient made, which has no source location) [D-OOM]" in str(err)
+
+
 def test_the_log_is_not_left_behind_on_failure(tmp_path: Path) -> None:
     mod, args, _ = _model("mlp")
     log = tmp_path / "run.jsonl"

@@ -6,7 +6,10 @@ checker), so it costs a fraction of the check itself:
 1. **Pilot.** ``PILOT`` unfocused generated programs go through the pass. If it changed
    enough of them that the main run should fire ``4 * min_fired`` times unfocused, no
    focus is needed. Otherwise, if it changed any, the focus is what sat at the top of the
-   changed regions (``relay_ref.testing.regions``: the operators or forms rewritten).
+   changed regions (``relay_ref.testing.regions``: the operators or forms rewritten),
+   sharpened by the one-call programs of those operators (``with_hints``, below): a pilot
+   that saw ``x * 1`` once must not give a weaker focus than the search would (``multiply``
+   without its constant 1, on which the pass fires a few times in 200, not 60).
 2. **Search**, when the pilot never saw the pass fire: first one-call programs of every
    operator (``focus_sigs`` signatures: on distinct parameters, on equal operands, on
    constants of its values that matter, on constant 0s / 1s after a parameter, nested
@@ -27,7 +30,7 @@ programs were probed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -45,7 +48,7 @@ from relay_ref.testing.programs import programs as generated_programs
 from relay_ref.testing.regions import changed, changed_regions, summarise
 from relay_ref.typecheck.infer import infer_types
 
-__all__ = ["PER_FAMILY", "PILOT", "focus_of", "infer_focus"]
+__all__ = ["PER_FAMILY", "PILOT", "focus_of", "infer_focus", "with_hints"]
 
 PILOT = 40
 PER_FAMILY = 6
@@ -117,16 +120,10 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
         if trust_pilot and fired * examples >= 4 * min_fired * max(len(pilot), 1):
             return Focus(), "none", probed
         if fired:
-            focus = focus_of(tops)
-            return focus, ("pilot" if focus else "none"), probed
-        hints: list[tuple[Sig, object]] = []
-        for op in sorted(op_table().by_op):  # one-call programs of every operator: cheap
-            for mod, sig, variant in _one_call_programs(op):
-                probed += 1
-                found = _fired(pass_, mod)
-                if found is not None:
-                    tops.update(found)
-                    hints.append((sig, variant))
+            focus, sharpening = with_hints(pass_, focus_of(tops))
+            return focus, ("pilot" if focus else "none"), probed + sharpening
+        hints, n = _probe(pass_, sorted(op_table().by_op), tops)  # every operator: cheap
+        probed += n
         spent = 0
         if not tops:
             for mods in _search_space(edge, settings):
@@ -137,14 +134,48 @@ def infer_focus(pass_: Pass, *, examples: int, min_fired: int, edge: bool,
                         tops.update(found)
                 if tops or spent >= budget:
                     break
-        focus = focus_of(tops)
-        if focus and hints:  # what fired: those signatures, and constant operands
-            sigs = tuple(dict.fromkeys(sig for sig, _ in hints if sig.op in focus.ops))
-            constants = tuple(sorted({v for sig, v in hints
-                                      if isinstance(v, int) and sig.op in focus.ops}))
-            focus = replace(focus, sigs=sigs, constants=constants)
+        focus = _hinted(focus_of(tops), hints)
         return focus, ("search" if focus else "not found"), probed
     return run_deep(run)
+
+
+def with_hints(pass_: Pass, focus: Focus) -> tuple[Focus, int]:
+    """``focus`` sharpened by the one-call programs of its operators: the signatures and
+    constant operands on which ``pass_`` fires there (``Focus.sigs``, ``Focus.constants``),
+    and how many programs that probed. A focus inferred from changed regions (the pilot's,
+    or an unfocused run's) names the operators only; without this its check draws the
+    pattern the pass rewrites as rarely as the ordinary generator does."""
+    if not focus.ops or focus.sigs or focus.constants:
+        return focus, 0
+    hints, probed = run_deep(lambda: _probe(pass_, focus.ops, Counter()))
+    return _hinted(focus, hints), probed
+
+
+def _probe(pass_: Pass, ops: Iterable[str], tops: Counter) -> tuple[list[tuple[Sig, object]],
+                                                                    int]:
+    """Run ``pass_`` on the one-call programs of ``ops``: the ``(signature, variant)`` pairs
+    on which it fired (their region tops added to ``tops``), and how many were probed."""
+    hints: list[tuple[Sig, object]] = []
+    probed = 0
+    for op in ops:
+        for mod, sig, variant in _one_call_programs(op):
+            probed += 1
+            found = _fired(pass_, mod)
+            if found is not None:
+                tops.update(found)
+                hints.append((sig, variant))
+    return hints, probed
+
+
+def _hinted(focus: Focus, hints: list[tuple[Sig, object]]) -> Focus:
+    """``focus`` with what fired in the one-call probes of its operators: those signatures,
+    and the constant operands (0s, 1s) that made it fire."""
+    if not focus or not hints:
+        return focus
+    sigs = tuple(dict.fromkeys(sig for sig, _ in hints if sig.op in focus.ops))
+    constants = tuple(sorted({v for sig, v in hints
+                              if isinstance(v, int) and sig.op in focus.ops}))
+    return replace(focus, sigs=sigs, constants=constants)
 
 
 def _search_space(edge: bool, base: Settings | None) -> Iterator[list[IRModule]]:

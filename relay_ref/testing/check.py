@@ -52,6 +52,20 @@ and then expression forms are tried in turn (one-call programs and a few focused
 within a budget) and the first that makes it fire gives the focus. When the pilot said no
 focus was needed and the unfocused run turns out vacuous, the check reruns once, focused on
 the operators that run saw the pass change (the report's ``focus_source``: ``"rerun"``).
+A focus inferred from changed regions (the pilot's, the rerun's) is sharpened like the
+search's: the signatures and constant operands on which the pass fires in one-call programs
+of those operators are drawn for half their calls (``autofocus.with_hints``).
+
+Extra draws: a focused run on generated programs (a given or inferred focus; not
+``focus=()``, not ``programs=``) in which the pass fired, but fewer than ``min_fired`` times,
+keeps drawing programs -- as many as the rate seen so far says are needed, in rounds, up to
+``MORE_FACTOR`` (4) times ``examples`` in all -- before it is declared vacuous: how often a
+rewrite's pattern is drawn varies between runs, and a check of a pass that fires on one
+focused program in twenty must not fail at random. The report's ``extra`` says how many
+programs were drawn beyond ``examples`` (``generated`` includes them). A pass that never
+fired in the first ``examples`` programs, an unfocused check and one on the caller's
+programs get no extra draws (nor a check of fewer than ``min_fired`` programs, which must
+fire on every one).
 
 Budget: ``examples`` programs (default 200, or the active hypothesis profile's
 ``max_examples`` when that is larger). The ``thorough`` profile registered here runs 2000
@@ -71,7 +85,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, Phase, given
+from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as Settings
 from hypothesis import strategies as st
 
@@ -109,6 +123,13 @@ __all__ = ["CheckReport", "PassCheckError", "VacuousCheck", "check_pass", "value
 DEFAULT_MIN_FIRED = 20
 
 DEFAULT_EXAMPLES = 200
+#: a focused run that fired too rarely keeps drawing, up to this many times ``examples``
+MORE_FACTOR = 4
+#: the fewest programs one round of extra draws takes
+MORE_AT_LEAST = 20
+#: seeds of the extra rounds of a derandomized check (its first round's seed is
+#: hypothesis's, derived from ``check``'s source; a later round must draw other programs)
+MORE_SEED = 0x5EED
 THOROUGH_EXAMPLES = 2000
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 
@@ -237,6 +258,7 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
                                           edge=edge_values, settings=base)
     source = _source(programs, edge_values, chosen)
     tally = _Tally()
+    extra = 0
     config = Settings(base, max_examples=count, deadline=None, report_multiple_bugs=False,
                       suppress_health_check=list(base.suppress_health_check) + _HEALTH,
                       phases=[p for p in base.phases if p is not Phase.explain])
@@ -260,16 +282,35 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     def check(case: _Case) -> None:
         run(case, tally)
 
+    def check_more(n: int, round_: int) -> None:
+        # more programs of the same source, same checks; a derandomized check seeds each
+        # round (else it would draw the first round's programs again)
+        @Settings(config, max_examples=n)
+        @given(_cases(source, edge_values, chosen))
+        def more(case: _Case) -> None:
+            run(case, tally)
+
+        (seed(MORE_SEED + round_)(more) if config.derandomize else more)()
+
     name = _name(pass_)
 
     def report(failed: bool = False) -> CheckReport:
         return CheckReport(name, tally.generated, tally.changed, tally.compared, tally.fired,
                            min_fired, chosen.names, how, probed, dict(tally.operators),
                            dict(tally.forms), time.perf_counter() - started, allow_vacuous,
-                           failed)
+                           failed, extra)
 
     try:
         check()
+        round_ = 0
+        while (n := _more_wanted(tally, count, min_fired, extra,
+                                 bool(chosen) and programs is None)):
+            round_ += 1
+            before = tally.generated
+            check_more(n, round_)
+            if tally.generated == before:  # hypothesis drew nothing more: give up
+                break
+            extra += tally.generated - before
     except PassCheckError as err:
         best = _reduced(err, run)
         best.report = report(failed=True)
@@ -284,9 +325,10 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
         # the pilot over-estimated how often the pass fires unfocused: one rerun, focused on
         # what sat at the top of the regions the unfocused run saw it change, or, when it
         # changed nothing, on what the search (the pilot's verdict set aside) finds
-        from relay_ref.testing.autofocus import focus_of, infer_focus
+        from relay_ref.testing.autofocus import focus_of, infer_focus, with_hints
 
-        again_focus = focus_of(tally.tops)
+        again_focus, sharpening = with_hints(pass_, focus_of(tally.tops))
+        result = dataclasses.replace(result, probed=result.probed + sharpening)
         if not again_focus:
             again_focus, _, searched = infer_focus(pass_, examples=count, min_fired=min_fired,
                                                    edge=edge_values, settings=base,
@@ -311,6 +353,21 @@ def check_pass(pass_: Callable[[IRModule], IRModule], *,
     if result.vacuous and not allow_vacuous:
         raise VacuousCheck(_vacuous_message(result), result)
     return result
+
+
+def _more_wanted(tally: _Tally, count: int, min_fired: int, extra: int,
+                 focused: bool) -> int:
+    """How many more programs a run that fired too rarely draws next (0: none): for a
+    focused run on generated programs whose pass fired at least once but fewer than
+    ``min_fired`` times in ``min_fired`` or more programs, half as many again as the rate
+    seen so far says are needed (``MORE_AT_LEAST`` at least), within ``MORE_FACTOR`` times
+    ``count`` in all."""
+    if (not focused or tally.stopped or not 0 < tally.fired < min_fired
+            or tally.generated < min_fired):
+        return 0
+    left = MORE_FACTOR * count - count - extra
+    needed = -(-3 * (min_fired - tally.fired) * tally.generated // (2 * tally.fired))
+    return max(0, min(left, max(needed, MORE_AT_LEAST)))
 
 
 def _name(pass_: Callable) -> str:
@@ -341,9 +398,11 @@ def _vacuous_message(report: CheckReport) -> str:
                 "focus=[\"nn.relu\", \"reduce\", \"match\"] (operators, op families, "
                 "expression forms); allow_vacuous=True accepts a pass that legitimately "
                 "rarely fires")
+    drawn = (f", {report.extra} of them drawn beyond examples as it fired rarely"
+             if report.extra else "")
     return (f"check_pass({report.pass_name}) was vacuous: the pass changed "
-            f"{report.changed} of {report.generated} programs and {report.fired} of those were "
-            f"compared (fewer than {_threshold(report)}; {report.probed} more "
+            f"{report.changed} of {report.generated} programs{drawn} and {report.fired} of "
+            f"those were compared (fewer than {_threshold(report)}; {report.probed} more "
             f"programs probed to choose a focus), so the check proved nothing.\n{hint}.\n"
             f"{report.text()}")
 

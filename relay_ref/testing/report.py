@@ -32,7 +32,10 @@ class CheckReport:
     (``focus=()``: nothing inferred), ``"not found"`` (the
     search found nothing that makes the pass fire) or ``"programs"`` (the caller's programs:
     no focus). ``seconds``: wall time of the whole check, search included. The counts of a
-    failed check stop at the failing program (then shrinking)."""
+    failed check stop at the failing program (then shrinking). ``extra``: programs drawn
+    beyond ``examples`` because a focused run fired fewer than ``min_fired`` times
+    (``check_pass``'s extra draws, up to ``MORE_FACTOR`` times ``examples`` in all;
+    included in ``generated``)."""
 
     pass_name: str
     generated: int
@@ -49,6 +52,8 @@ class CheckReport:
     allow_vacuous: bool = False
     #: a counterexample was found (the ``PassCheckError`` this report is attached to)
     failed: bool = False
+    #: programs drawn beyond ``examples`` (the focused run fired rarely; in ``generated``)
+    extra: int = 0
 
     @property
     def vacuous(self) -> bool:
@@ -86,6 +91,10 @@ class CheckReport:
                "programs": "none (the caller's programs)"}.get(self.focus_source,
                                                                  self.focus_source)
         lines.append(f"  focus: {how}; {self.probed} programs probed to choose it")
+        if self.extra:
+            first = self.generated - self.extra
+            lines.append(f"  drawn: {first} programs, then {self.extra} more (the pass fired "
+                         f"fewer than {self.min_fired} times in the first {first})")
         if self.operators:
             lines.append("  operators in changed regions: " + _top(self.operators))
         if self.forms:

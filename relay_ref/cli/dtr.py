@@ -355,8 +355,16 @@ def sweep_summary(result: SweepResult) -> str:
     """What the table's numbers mean, below it."""
     return (f"slowdown = (compute + rematerialisation) / compute; cost model {result.cost}, "
             f"dealloc {result.dealloc}\nunbudgeted peak {result.peak_bytes} bytes, of which "
-            f"{result.pinned_bytes} pinned (inputs and weights)\nthrash: stopped once the "
+            f"{result.pinned_bytes} pinned at most at once ({_pinned_words(result)})"
+            f"\nthrash: stopped once the "
             f"slowdown reached {_OVERHEAD_LIMIT:g}x; OOM: a call's working set did not fit")
+
+
+def _pinned_words(result: SweepResult) -> str:
+    if result.dealloc == "banish":
+        return ("constants, inputs, weights and results the program holds, and the children "
+                "banishing pinned")
+    return "constants, inputs, weights and results the program holds"
 
 
 def plot_sweep(result: SweepResult, path: str, title: str | None = None) -> None:
@@ -383,7 +391,7 @@ def draw_sweep(ax: Any, result: SweepResult) -> None:
     top = _OVERHEAD_LIMIT
     pinned = result.pinned_bytes / result.peak_bytes if result.peak_bytes else 0.0
     if pinned > 0:
-        ax.axvspan(0, pinned, color="black", alpha=0.2, lw=0, label="pinned (inputs+weights)")
+        ax.axvspan(0, pinned, color="black", alpha=0.2, lw=0, label="pinned")
     ax.axhline(top, color="grey", ls=":", lw=0.8)
     for i, h in enumerate(result.heuristics):
         colour = f"C{i}"
@@ -422,6 +430,15 @@ def _check_plot(path: str | None) -> None:
         raise UsageError("--plot needs matplotlib, which is not installed (pip install "
                          "matplotlib, or the relay_ref[dev] extra); the table needs "
                          "nothing more: drop --plot") from None
+    # writable before the sweep runs (review of issue 27: a bad path was found only after it)
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise UsageError(f"--plot: {path} is a directory")
+    if not folder.is_dir():
+        raise UsageError(f"--plot: {path}: no directory {folder}")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise UsageError(f"--plot: {path}: not writable")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -433,6 +450,9 @@ def run(args: argparse.Namespace) -> int:
     _check_readable(args.file)
     refuse_clobbering([("FILE_OR_LOG", args.file)], [("--plot", args.plot)])
     if _is_log(args.file):
+        if args.gradient:
+            raise UsageError(f"--gradient: {args.file} is a DTR log, whose run is already "
+                             "recorded; --gradient makes a Relay program's training step")
         records = read_log(args.file)
         label = args.file
     else:

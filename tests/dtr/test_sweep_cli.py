@@ -130,3 +130,31 @@ def test_budget_and_heuristic_lists():
             parse_budgets(text)
     with pytest.raises(UsageError, match="did you mean dtr_eq"):
         parse_heuristics("dtr_qe")
+
+
+def test_sweep_usage_errors_come_before_the_sweep(chain_file, tmp_path, monkeypatch, capsys):
+    # review of issue 27: an unwritable --plot was found only after the whole sweep;
+    # --gradient with a log was silently ignored
+    import relay_ref.cli.dtr as cli
+
+    def never(*args, **kwargs):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(cli, "run_sweep", never)
+    for argv, says in [
+        (["--plot", str(tmp_path / "no" / "p.png")], f"no directory {tmp_path / 'no'}"),
+        (["--plot", str(tmp_path)], "is a directory"),
+        (["--gradient"], "is a DTR log"),
+    ]:
+        assert main(["dtr", "sweep", str(chain_file), *argv]) == 2, argv
+        assert says in capsys.readouterr().err, argv
+
+
+def test_sweep_footer_says_what_is_pinned(chain_file, capsys):
+    assert main(["dtr", "sweep", str(chain_file), "--budgets", "1", "--heuristics", "lru",
+                 "--dealloc", "banish"]) == 0
+    out = capsys.readouterr().out
+    assert "pinned at most at once" in out and "the children banishing pinned" in out
+    assert "(inputs and weights)" not in out
+    assert main(["dtr", "sweep", str(chain_file), "--budgets", "1", "--heuristics", "lru"]) == 0
+    assert "banishing" not in capsys.readouterr().out

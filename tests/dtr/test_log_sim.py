@@ -228,3 +228,41 @@ def test_a_pinned_result_is_never_evicted_and_its_release_frees_it():
     assert held.memory_bytes == free.memory_bytes == 200  # x and d
     with pytest.raises(DTRLogError, match="PIN without NAME"):
         read_log(['{"INSTRUCTION":"PIN"}'])
+
+
+def test_package_exports_the_simulator_functions():
+    # review of issue 27: relay_ref.dtr.simulate was the module ("not callable")
+    import relay_ref.dtr as dtr
+    from relay_ref.dtr.simulator import simulate as function
+
+    assert dtr.simulate is function and callable(dtr.simulate)
+    assert dtr.sweep is sweep and dtr.read_log is read_log
+    log = chain_log(20)
+    assert dtr.simulate(log, sqrt_budget(20), cost="unit") == \
+        simulate(log, sqrt_budget(20), "dtr_eq", "eager", "unit")
+
+
+def test_cost_auto_is_flops_when_every_call_has_them():
+    plain = chain_log(30)  # TIME only: auto is measured
+    assert simulate(plain, 0.5) == simulate(plain, 0.5, cost="measured")
+    with_flops = [json.dumps({**json.loads(x), "FLOPS": 7}) if '"CALL"' in x else x
+                  for x in plain]
+    auto = simulate(with_flops, 0.5)
+    assert auto == simulate(with_flops, 0.5, cost="flops") and auto.base_compute == \
+        7 * sum('"CALL"' in x for x in plain)
+    with pytest.raises(DTRError, match="did you mean flops"):
+        simulate(plain, 0.5, cost="flop")
+
+
+def test_replay_errors_quote_the_line_of_a_log_given_as_lines():
+    call = '{"ARGS":[],"INSTRUCTION":"CALL","NAME":"o","RESULT":["r"],"TIME":"1"}'
+    with pytest.raises(DTRLogError) as info:
+        simulate([call], 100)
+    assert info.value.line == 1 and "(the log ends)" in str(info.value)
+    assert call in str(info.value)  # the excerpt, not an empty line
+    with pytest.raises(DTRLogError, match=r"line 2 is RELEASE r\)"):
+        simulate([call, '{"INSTRUCTION":"RELEASE","NAME":"r"}'], 100)
+    # MUTATE indices are JSON integers, as the artifact's parser (which indexes ARGS with
+    # them) and its logs have them
+    with pytest.raises(DTRLogError, match="JSON integers"):
+        read_log(['{"ARGS":["a"],"INSTRUCTION":"MUTATE","MUTATE":["0"],"NAME":"m","TIME":"1"}'])

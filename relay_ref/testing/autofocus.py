@@ -148,6 +148,10 @@ def with_hints(pass_: Pass, focus: Focus) -> tuple[Focus, int]:
     if not focus.ops or focus.sigs or focus.constants:
         return focus, 0
     hints, probed = run_deep(lambda: _probe(pass_, focus.ops, Counter()))
+    if any(variant == "params" for _, variant in hints):
+        # It fires on an op applied to plain parameters: the focus draws that often
+        # already, and pinning signatures would only keep the shrinker from small ones.
+        return focus, probed
     return _hinted(focus, hints), probed
 
 

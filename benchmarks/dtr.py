@@ -32,6 +32,7 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 import zipfile
@@ -54,43 +55,18 @@ from relay_ref.cli.dtr import (
     sweep_table,
 )
 from relay_ref.dtr.log import read_log
-from relay_ref.interpreter.values import ConstructorValue
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' model builders
+from tests.dtr import dtr_models  # noqa: E402
+from tests.dtr.dtr_models import arrays, leaves, training_step  # noqa: E402
 
 UNLIMITED = 1 << 62
 
 
-def _t(*shape: int) -> str:
-    return f"Tensor[({', '.join(map(str, shape))}), float32]"
-
-
-def _arrays(shapes: list[tuple[int, ...]], seed: int, scale: float) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [(rng.standard_normal(s) * scale).astype("float32") for s in shapes]
-
-
-def _step(params: list[tuple[str, tuple[int, ...]]], weights: list[str], body: str) -> str:
-    sig = ", ".join(f"%{n}: {_t(*s)}" for n, s in params)
-    names = [n for n, _ in params]
-    updates = ", ".join(f"%{w} - 0.01f * %g.1.{names.index(w)}" for w in weights)
-    return f"""def @loss({sig}) -> float32 {{ {body} }}
-def @main({sig}) {{
-  let %g = gradient(@loss)({", ".join("%" + n for n in names)});
-  (%g.0, ({updates},))
-}}"""
-
-
 def resnet(blocks: int = 8, batch: int = 8, ch: int = 16, hw: int = 16) -> tuple[Any, list]:
-    """Residual blocks of two 3x3 convolutions and a skip connection."""
-    params = [("x", (batch, ch, hw, hw))] + [(f"w{i}{j}", (ch, ch, 3, 3))
-                                             for i in range(blocks) for j in "ab"]
-    lines, h = [], "%x"
-    for i in range(blocks):
-        lines.append(f"let %a{i} = nn.relu(nn.conv2d({h}, %w{i}a, padding=[1, 1]));")
-        lines.append(f"let %h{i} = nn.relu(nn.conv2d(%a{i}, %w{i}b, padding=[1, 1]) + {h});")
-        h = f"%h{i}"
-    body = "\n".join(lines) + f"\nsum({h} * {h})"
-    return rr.parse(_step(params, [n for n, _ in params[1:]], body)), \
-        _arrays([s for _, s in params], 3, 0.1)
+    """Residual blocks of two 3x3 convolutions and a skip connection (the tests' builder,
+    larger)."""
+    return dtr_models.resnet(blocks, batch, ch, hw, scale=0.1)
 
 
 def transformer(seq: int = 128, d: int = 64, ff: int = 128) -> tuple[Any, list]:
@@ -106,44 +82,14 @@ def transformer(seq: int = 128, d: int = 64, ff: int = 128) -> tuple[Any, list]:
       let %o = nn.dense(%a, %wo) + %x;
       let %f = nn.dense(nn.relu(nn.dense(%o, %w1)), %w2) + %o;
       sum(%f * %f)"""
-    return rr.parse(_step(params, [n for n, _ in params[1:]], body)), \
-        _arrays([s for _, s in params], 4, 0.1)
-
-
-TREE = """
-type Tree { Leaf(Tensor[(16, 32), float32]), Node(Tree, Tree) }
-def @cell(%t: Tree, %wl: Tensor[(32, 32), float32], %wr: Tensor[(32, 32), float32])
-    -> Tensor[(16, 32), float32] {
-  match (%t) {
-    Leaf(%v) => tanh(nn.dense(%v, %wl)),
-    Node(%l, %r) => {
-      let %hl = @cell(%l, %wl, %wr);
-      let %hr = @cell(%r, %wl, %wr);
-      let %gate = sigmoid(nn.dense(%hl, %wr) + nn.dense(%hr, %wl));
-      %gate * tanh(%hl + %hr) + (1f - %gate) * %hl
-    }
-  }
-}
-def @main(%t: Tree, %wl: Tensor[(32, 32), float32], %wr: Tensor[(32, 32), float32])
-    -> float32 {
-  let %h = @cell(%t, %wl, %wr);
-  sum(%h * %h)
-}"""
+    return rr.parse(training_step(params, [n for n, _ in params[1:]], body)), \
+        arrays([s for _, s in params], 4, 0.1)
 
 
 def treelstm(depth: int = 5) -> tuple[Any, list]:
     """A TreeLSTM-style cell by recursion over a binary tree ADT, differentiated by
-    ``rr.gradient`` (higher-order mode: closures and recursion)."""
-    mod = rr.gradient(rr.parse(TREE))
-    ctor = mod.constructors
-    leaves = iter(_arrays([(16, 32)] * (2 ** depth), 5, 0.5))
-
-    def build(d: int) -> Any:
-        if d == 0:
-            return ConstructorValue(ctor["Leaf"], (next(leaves),))
-        return ConstructorValue(ctor["Node"], (build(d - 1), build(d - 1)))
-
-    return mod, [build(depth), *_arrays([(32, 32), (32, 32)], 6, 0.3)]
+    ``rr.gradient`` (higher-order mode: closures and recursion); the tests' builder, larger."""
+    return dtr_models.treelstm(depth, rows=16, width=32)
 
 
 MODELS: dict[str, Callable[[], tuple[Any, list]]] = {
@@ -157,14 +103,6 @@ def _median(fn: Callable[[], object], repeat: int) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
-
-
-def _leaves(v: Any) -> list[np.ndarray]:
-    if isinstance(v, (tuple, list)):
-        return [x for f in v for x in _leaves(f)]
-    if hasattr(v, "fields"):
-        return [x for f in v.fields for x in _leaves(f)]
-    return [np.asarray(v)]
 
 
 def bench_model(name: str, repeat: int, ratios: list[float], heuristics: list[str],
@@ -192,7 +130,7 @@ def bench_model(name: str, repeat: int, ratios: list[float], heuristics: list[st
             got = third(*args)
             out["third"] = third.dtr_stats
             out["third_identical"] = all(np.array_equal(a, b) for a, b in zip(
-                _leaves(expected), _leaves(got), strict=True))
+                leaves(expected), leaves(got), strict=True))
         except rr.RelayRuntimeError as err:
             out["third"] = None
             out["third_error"] = err.message

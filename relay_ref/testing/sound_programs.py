@@ -80,6 +80,7 @@ from relay_ref.ir.types import (
     Type,
     TypeCall,
     TypeVar,
+    subterms,
 )
 from relay_ref.ops.registry import get_op, make_attrs
 from relay_ref.testing.typed_strategies import box_adt
@@ -204,33 +205,12 @@ def _types(box: GlobalTypeVar, depth: int) -> st.SearchStrategy[Type]:
 
 def _has_function(ty: Type) -> bool:
     """Whether a function type occurs in ``ty`` (such values need an annotated binder)."""
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, FuncType):
-            return True
-        if isinstance(t, TupleType):
-            stack.extend(t.fields)
-        elif isinstance(t, TypeCall):
-            stack.extend(t.args)
-        elif isinstance(t, RefType):
-            stack.append(t.value)
-    return False
+    return any(isinstance(t, FuncType) for t in subterms(ty))
 
 
 def _has_ref(ty: Type) -> bool:
-    stack = [ty]
-    while stack:
-        t = stack.pop()
-        if isinstance(t, RefType):
-            return True
-        if isinstance(t, TupleType):
-            stack.extend(t.fields)
-        elif isinstance(t, TypeCall):
-            stack.extend(t.args)
-        elif isinstance(t, FuncType):
-            stack.extend((*t.arg_types, t.ret_type))
-    return False
+    """Whether a reference type occurs in ``ty``."""
+    return any(isinstance(t, RefType) for t in subterms(ty))
 
 
 def _gradual(ty: TensorType) -> TensorType:

@@ -36,6 +36,7 @@ from relay_ref.ir.types import (
     TupleType,
     Type,
     TypeCall,
+    subterms,
 )
 
 __all__ = ["Cast", "CastTable", "Site", "cast_table", "has_any", "needs_cast"]
@@ -139,26 +140,8 @@ def has_any(ty: Type) -> bool:
     argument, reference contents, function parameter or result): a binder annotated so may
     be less precise than its value, and a pass replacing the binder by the value would
     make its uses more precise (spec/typing.md 5.1). Iterative."""
-    work, seen = [ty], set()
-    while work:
-        t = work.pop()
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        match t:
-            case TensorType(shape, _):
-                if any(type(d) is not int for d in shape):
-                    return True
-            case TupleType(fields):
-                work.extend(fields)
-            case TypeCall(_, args):
-                work.extend(args)
-            case RefType(value):
-                work.append(value)
-            case FuncType():
-                work.extend(t.arg_types)
-                work.append(t.ret_type)
-    return False
+    return any(isinstance(t, TensorType) and any(type(d) is not int for d in t.shape)
+               for t in subterms(ty))
 
 
 def needs_cast(source: Type, target: Type) -> bool:

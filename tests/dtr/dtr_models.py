@@ -3,7 +3,8 @@ module whose ``@main`` returns the loss and an SGD step of its weights, through
 ``gradient(@loss)`` (simplified by ``rr.compile``, spec/ad.md AD-Grad-Op), plus a recursive
 TreeLSTM-style model over a tree ADT (closures and recursion: ``rr.gradient``'s
 higher-order mode). ``MODELS[name]() -> (module, args)``; args are float32 arrays or ADT
-values, drawn from a fixed seed."""
+values, drawn from a fixed seed. ``benchmarks/dtr.py`` builds its larger steps with the same
+builders (``training_step``, ``resnet``, ``treelstm``)."""
 
 from __future__ import annotations
 
@@ -20,12 +21,15 @@ def _t(*shape: int) -> str:
     return f"Tensor[({', '.join(map(str, shape))},), float32]"
 
 
-def _arrays(shapes: list[tuple[int, ...]], seed: int, scale: float = 0.5) -> list[np.ndarray]:
+def arrays(shapes: list[tuple[int, ...]], seed: int, scale: float = 0.5) -> list[np.ndarray]:
+    """float32 arrays of ``shapes``, normal with deviation ``scale``, from ``seed``."""
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(s) * scale).astype("float32") for s in shapes]
 
 
-def _step(params: list[tuple[str, tuple[int, ...]]], weights: list[str], body: str) -> str:
+def training_step(params: list[tuple[str, tuple[int, ...]]], weights: list[str],
+                  body: str) -> str:
+    """``@loss(params) { body }`` and ``@main``: the loss and an SGD step of ``weights``."""
     sig = ", ".join(f"%{n}: {_t(*s)}" for n, s in params)
     names = [n for n, _ in params]
     args = ", ".join("%" + n for n in names)
@@ -45,8 +49,8 @@ def mlp() -> tuple[rr.IRModule, list[Any]]:
       let %h3 = nn.relu(nn.dense(%h2, %w3));
       let %o = nn.dense(%h3, %w4);
       sum(%o * %o)"""
-    return rr.parse(_step(params, ["w1", "w2", "w3", "w4"], body)), \
-        _arrays([s for _, s in params], 1)
+    return rr.parse(training_step(params, ["w1", "w2", "w3", "w4"], body)), \
+        arrays([s for _, s in params], 1)
 
 
 def cnn() -> tuple[rr.IRModule, list[Any]]:
@@ -60,13 +64,13 @@ def cnn() -> tuple[rr.IRModule, list[Any]]:
       let %f = nn.global_avg_pool2d(%p);
       let %o = nn.dense(reshape(%f, newshape=[4, 8]), %w3);
       sum(%o * %o)"""
-    args = _arrays([s for _, s in params], 2)
+    args = arrays([s for _, s in params], 2)
     args[5] = np.abs(args[5]) + 0.5  # a positive variance
-    return rr.parse(_step(params, ["w1", "gm", "b", "w2", "w3"], body)), args
+    return rr.parse(training_step(params, ["w1", "gm", "b", "w2", "w3"], body)), args
 
 
-def resnet(blocks: int = 4, batch: int = 8, channels: int = 8, size: int = 12
-           ) -> tuple[rr.IRModule, list[Any]]:
+def resnet(blocks: int = 4, batch: int = 8, channels: int = 8, size: int = 12,
+           scale: float = 0.2) -> tuple[rr.IRModule, list[Any]]:
     c = channels
     params = [("x", (batch, c, size, size))] + [(f"w{i}{j}", (c, c, 3, 3))
                                                  for i in range(blocks) for j in "ab"]
@@ -77,7 +81,7 @@ def resnet(blocks: int = 4, batch: int = 8, channels: int = 8, size: int = 12
         h = f"%h{i}"
     body = "\n      ".join(lines) + f"\n      sum({h} * {h})"
     weights = [n for n, _ in params[1:]]
-    return rr.parse(_step(params, weights, body)), _arrays([s for _, s in params], 3, 0.2)
+    return rr.parse(training_step(params, weights, body)), arrays([s for _, s in params], 3, scale)
 
 
 def attention() -> tuple[rr.IRModule, list[Any]]:
@@ -91,42 +95,45 @@ def attention() -> tuple[rr.IRModule, list[Any]]:
       let %o = nn.dense(%a, %wo) + %x;
       let %n = nn.relu(%o);
       sum(%n * %n)"""
-    return rr.parse(_step(params, ["wq", "wk", "wv", "wo"], body)), \
-        _arrays([s_ for _, s_ in params], 4)
+    return rr.parse(training_step(params, ["wq", "wk", "wv", "wo"], body)), \
+        arrays([s_ for _, s_ in params], 4)
 
 
 TREE = """
-type Tree { Leaf(Tensor[(8, 16), float32]), Node(Tree, Tree) }
-def @cell(%t: Tree, %wl: Tensor[(16, 16), float32], %wr: Tensor[(16, 16), float32])
-    -> Tensor[(8, 16), float32] {
-  match (%t) {
+type Tree {{ Leaf(Tensor[({rows}, {width}), float32]), Node(Tree, Tree) }}
+def @cell(%t: Tree, %wl: Tensor[({width}, {width}), float32],
+          %wr: Tensor[({width}, {width}), float32]) -> Tensor[({rows}, {width}), float32] {{
+  match (%t) {{
     Leaf(%v) => tanh(nn.dense(%v, %wl)),
-    Node(%l, %r) => {
+    Node(%l, %r) => {{
       let %hl = @cell(%l, %wl, %wr);
       let %hr = @cell(%r, %wl, %wr);
       let %gate = sigmoid(nn.dense(%hl, %wr) + nn.dense(%hr, %wl));
       %gate * tanh(%hl + %hr) + (1f - %gate) * %hl
-    }
-  }
-}
-def @main(%t: Tree, %wl: Tensor[(16, 16), float32], %wr: Tensor[(16, 16), float32])
-    -> float32 {
+    }}
+  }}
+}}
+def @main(%t: Tree, %wl: Tensor[({width}, {width}), float32],
+          %wr: Tensor[({width}, {width}), float32]) -> float32 {{
   let %h = @cell(%t, %wl, %wr);
   sum(%h * %h)
-}"""
+}}"""
 
 
-def treelstm(depth: int = 3) -> tuple[rr.IRModule, list[Any]]:
-    mod = rr.gradient(rr.parse(TREE))
+def treelstm(depth: int = 3, rows: int = 8, width: int = 16) -> tuple[rr.IRModule, list[Any]]:
+    """A TreeLSTM-style cell by recursion over a complete binary tree of ``depth`` with
+    ``(rows, width)`` leaves, differentiated by ``rr.gradient`` (higher-order mode:
+    closures and recursion)."""
+    mod = rr.gradient(rr.parse(TREE.format(rows=rows, width=width)))
     ctor = mod.constructors
-    leaves = iter(_arrays([(8, 16)] * (2 ** depth), 5))
+    leaves = iter(arrays([(rows, width)] * (2 ** depth), 5))
 
     def build(d: int) -> Any:
         if d == 0:
             return ConstructorValue(ctor["Leaf"], (next(leaves),))
         return ConstructorValue(ctor["Node"], (build(d - 1), build(d - 1)))
 
-    wl, wr = _arrays([(16, 16), (16, 16)], 6, 0.3)
+    wl, wr = arrays([(width, width), (width, width)], 6, 0.3)
     return mod, [build(depth), wl, wr]
 
 

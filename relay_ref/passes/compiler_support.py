@@ -1,0 +1,171 @@
+"""What each external compiler (a BYOC backend, spec/byoc.md) supports: the table the
+partitioning passes read.
+
+TVM keeps this as operator attributes (``target.<name>`` predicates on the op registry) and
+pattern tables (``register_pattern_table``); here it is one frozen ``Support`` record per
+compiler, in a registry at the passes' layer, so that ``MergeComposite`` and
+``AnnotateTarget`` read it without importing ``relay_ref.byoc`` (which sits above the
+passes and fills this table: ``relay_ref.byoc.register_backend``).
+
+* ``Support(name, ops, patterns, min_region_size, worth)``: ``ops`` maps an operator name to
+  a predicate on the call (``CallInfo``) or ``None`` (always supported); ``patterns`` are the
+  backend's composites (``Composite(name, pattern, check)``, in priority order, as TVM's
+  pattern tables); ``min_region_size`` (operator calls) and ``worth`` (a predicate on a
+  region's ``RegionCost``) are its cost model: a region failing either goes back to the
+  default target (PartitionGraph).
+* ``register_support`` / ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
+  ``RelayError`` and a ``ValueError``, naming the known ones) / ``support_names``.
+* ``op_supported(support, info)`` and ``composite_owner(name)``: the two questions
+  AnnotateTarget asks. A predicate that raises is the backend author's bug, reported as a
+  ``RelayError`` at the call naming the backend and the operator, never a traceback.
+
+Invariant: ``"default"`` is never a registered compiler (it names the host executor, as
+in TVM's annotations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from relay_ref.diagnostics import RelayError
+from relay_ref.ir.expr import Call, Expr
+from relay_ref.ir.types import Type
+from relay_ref.suggest import did_you_mean
+
+__all__ = ["DEFAULT", "CallInfo", "Composite", "RegionCost", "Support", "UnknownCompiler",
+           "check_composite",
+           "composite_owner", "get_support", "op_supported", "register_support",
+           "support_names", "unregister_support"]
+
+#: The host executor's name in ``compiler_begin`` / ``compiler_end`` annotations.
+DEFAULT = "default"
+
+
+class UnknownCompiler(RelayError, ValueError):
+    """A compiler (backend) name nothing registered."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """What a support predicate or a composite's check sees: the call, its operator's name
+    and attributes, its arguments with their checked types, its own type, and (for a
+    composite's check) the pattern match, whose ``match[p]`` gives inner bindings."""
+
+    expr: Call
+    op: str
+    attrs: object
+    args: tuple[Expr, ...]
+    arg_types: tuple[Type | None, ...]
+    type: Type | None
+    match: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Composite:
+    """A named composite pattern (``"ort.conv2d_bias_relu"``) in the project's pattern
+    language (``relay_ref.passes.pattern``); ``check`` may refuse a match."""
+
+    name: str
+    pattern: Any  # relay_ref.passes.pattern.DFPattern
+    check: Callable[[CallInfo], bool] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegionCost:
+    """What the cost model knows of a region: its operator calls (a composite counts its
+    inner calls), their estimated operations (``relay_ref.ops.costs``), and the bytes that
+    cross its boundary (inputs + outputs)."""
+
+    ops: int
+    flops: int
+    boundary_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """One external compiler's support table (see the module docstring)."""
+
+    name: str
+    ops: Mapping[str, Callable[[CallInfo], bool] | None]
+    patterns: tuple[Composite, ...] = ()
+    min_region_size: int | None = None
+    worth: Callable[[RegionCost], bool] | None = None
+
+
+_SUPPORT: dict[str, Support] = {}
+
+
+def register_support(support: Support, *, replace: bool = False) -> Support:
+    """Register ``support`` under its name (``ValueError`` when taken, unless ``replace``;
+    ``"default"`` is reserved)."""
+    if support.name == DEFAULT:
+        raise ValueError(f"{DEFAULT!r} names the host executor; a backend needs another name")
+    if support.name in _SUPPORT and not replace:
+        raise ValueError(f"backend {support.name!r} is already registered")
+    _SUPPORT[support.name] = support
+    return support
+
+
+def unregister_support(name: str) -> None:
+    """Forget a backend's table (tests, notebooks re-registering)."""
+    _SUPPORT.pop(name, None)
+
+
+def support_names() -> tuple[str, ...]:
+    """The registered backends, in registration order."""
+    return tuple(_SUPPORT)
+
+
+def get_support(name: str) -> Support:
+    """The table of backend ``name``; ``UnknownCompiler`` naming the known ones."""
+    try:
+        return _SUPPORT[name]
+    except KeyError:
+        known = ", ".join(_SUPPORT) or "none registered"
+        raise UnknownCompiler(f"unknown backend {name!r}"
+                              f"{did_you_mean(name, _SUPPORT, quote=True)} (backends: "
+                              f"{known})") from None
+
+
+def op_supported(support: Support, info: CallInfo) -> bool:
+    """Whether ``support`` takes the call ``info`` describes (its operator listed, and its
+    predicate, if any, true). A predicate that raises is a ``RelayError`` at the call."""
+    if info.op not in support.ops:
+        return False
+    pred = support.ops[info.op]
+    if pred is None:
+        return True
+    return _ask(pred, info, f"backend {support.name!r}: the support predicate for "
+                            f"{info.op!r}")
+
+
+def check_composite(support: Support, composite: Composite, info: CallInfo) -> bool:
+    """Whether ``composite.check`` accepts the match ``info`` describes (True without one);
+    a check that raises is a ``RelayError`` at the matched call."""
+    if composite.check is None:
+        return True
+    return _ask(composite.check, info, f"backend {support.name!r}: the check of composite "
+                                      f"{composite.name!r}")
+
+
+def composite_owner(name: str) -> str | None:
+    """The backend whose pattern table has the composite ``name``, else the registered
+    backend its prefix names (``"ort.conv2d_relu"`` -> ``"ort"``, TVM's convention for
+    hand-written composites), else None."""
+    for support in _SUPPORT.values():
+        if any(c.name == name for c in support.patterns):
+            return support.name
+    prefix = name.split(".", 1)[0]
+    return prefix if prefix in _SUPPORT else None
+
+
+def _ask(pred: Callable[[CallInfo], bool], info: CallInfo, what: str) -> bool:
+    try:
+        return bool(pred(info))
+    except RelayError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a user's predicate: reported, located
+        raise RelayError(f"{what} raised {type(err).__name__}: {err}",
+                         info.expr.span) from err

@@ -335,7 +335,7 @@ class Match:
         as TVM's partitioner chooses them: what the pattern's leaves matched (wildcards,
         variables, ``is_expr``), and the arguments of ``call_any()`` calls and the fields
         of ``is_tuple(None)`` tuples; not operators or functions, nor constants matched by
-        ``is_constant()`` (they are embedded). Each once, in the pattern's post-order."""
+        ``is_constant()`` or ``is_expr(c)`` (they are embedded, as TVM does). Each once, in the pattern's post-order."""
         out: dict[int, Expr] = {}
 
         def add(e: Expr, embed: bool = False) -> None:
@@ -353,7 +353,8 @@ class Match:
                 for f in e.fields:  # type: ignore[attr-defined]
                     add(f)
             elif not _pattern_children(p):
-                add(e, embed=isinstance(p, ConstantPattern))
+                add(e, embed=isinstance(p, ConstantPattern)
+                    or (isinstance(p, ExprPattern) and isinstance(e, Constant)))
         return list(out.values())
 
     def __getitem__(self, pattern: DFPattern) -> Expr:
@@ -391,7 +392,9 @@ class Matcher:
     def _visit(self, p: DFPattern, e: Expr) -> Iterator[None]:
         got = self._bound.get(p)
         if got is not None:
-            if got is e:
+            # the same node again; an operator is the same by name (the parser makes one
+            # ``Op`` per occurrence: ``r = is_op("nn.relu")`` used twice matches both)
+            if got is e or (type(got) is Op and type(e) is Op and got.name == e.name):
                 yield None
             return
         self.visits += 1

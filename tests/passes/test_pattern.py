@@ -416,3 +416,30 @@ def test_misuse_is_a_clear_error_at_once():
     x = Var("x", TensorType((2,), "float32"))
     with pytest.raises(TypeError, match="'to five': its rewrite returned int"):
         rewrite_fixpoint(Call(Op("negative"), (x,)), table)
+
+
+def test_an_operator_pattern_used_twice_matches_two_parsed_occurrences() -> None:
+    """The parser makes one ``Op`` per occurrence; an operator pattern bound twice is
+    consistent when the names agree (TVM interns operators)."""
+    from relay_ref.passes.pattern import is_op, match, wildcard
+
+    relu = is_op("nn.relu")
+    pat = is_op("add")(relu(wildcard()), relu(wildcard()))
+    fn = rr.parse_expr("fn (%a: Tensor[(2), float32], %b: Tensor[(2), float32]) "
+                       "{ add(nn.relu(%a), nn.relu(%b)) }")
+    assert match(pat, fn.body) is not None
+    other = rr.parse_expr("fn (%a: Tensor[(2), float32], %b: Tensor[(2), float32]) "
+                          "{ add(nn.relu(%a), tanh(%b)) }")
+    assert match(pat, other.body) is None
+
+
+def test_a_constant_matched_by_is_expr_is_embedded_not_an_input() -> None:
+    from relay_ref.ir.expr import Constant
+    from relay_ref.passes.pattern import is_expr, is_op, match, wildcard
+
+    fn = rr.parse_expr("fn (%a: Tensor[(2), float32]) { add(%a, 1f) }")
+    const = fn.body.args[1]
+    assert isinstance(const, Constant)
+    x = wildcard()
+    m = match(is_op("add")(x, is_expr(const)), fn.body)
+    assert m is not None and m.inputs() == [fn.params[0]]

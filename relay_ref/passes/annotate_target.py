@@ -17,8 +17,8 @@ and begun as ``"default"``; the branches of ``if``/``match`` and function bodies
 ended, as TVM does for ``if``), so no region crosses them. Only values of a tensor type or
 a tuple of tensors are annotated (the annotation operators' domain); others pass through
 and count as ``"default"``. A rerun on annotated input re-derives the annotations: existing
-``compiler_end`` targets are kept, a ``compiler_begin`` on a call's first operand fixes the
-call's target.
+``compiler_end`` targets are kept, a non-default ``compiler_begin`` on a call's first operand
+fixes the call's target (so annotating for A then for B equals annotating for (A, B)).
 
 Invariants: the annotations are identities, so the result computes what the input does;
 composite functions and ``Compiler``/``Primitive`` globals are not entered; one iterative
@@ -127,7 +127,8 @@ class _Annotator:
         return chosen, tuple(self.wrap(BEGIN, e, chosen) if ok else e for e, ok in ends)
 
     def call_target(self, pre: Call) -> str:
-        if pre.args and _is_annotation(pre.args[0], BEGIN):
+        if pre.args and _is_annotation(pre.args[0], BEGIN) \
+                and pre.args[0].attrs.compiler != DEFAULT:  # type: ignore[union-attr]
             return pre.args[0].attrs.compiler  # type: ignore[union-attr]
         if isinstance(pre.op, Op):
             info = CallInfo(pre, pre.op.name, pre.attrs, pre.args,

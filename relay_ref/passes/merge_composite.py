@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from relay_ref.diagnostics import RelayError
 from relay_ref.ir.expr import (
     Call,
     Constant,
@@ -159,6 +160,20 @@ def _call_info(root: Expr, m: PatternMatch, types: dict[Expr, Type]) -> CallInfo
     return CallInfo(root, "", None, (), (), types.get(root), m)  # type: ignore[arg-type]
 
 
+def _match(matcher: Matcher, support: Support, comp: Composite, node: Expr
+           ) -> PatternMatch | None:
+    """The match of ``comp`` at ``node``; a pattern predicate (``where``) that raises is a
+    ``RelayError`` at the node naming the composite, never a traceback."""
+    try:
+        return matcher.match(comp.pattern, node)
+    except RelayError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a backend author's predicate
+        raise RelayError(f"backend {support.name!r}: the pattern of composite {comp.name!r} "
+                         f"raised {type(err).__name__}: {err}",
+                         getattr(node, "span", None)) from err
+
+
 def partition_composite(expr: Expr, support: Support, comp: Composite,
                         types: dict[Expr, Type], matcher: Matcher | None = None) -> Expr:
     """``expr`` with every taken match of ``comp`` merged (module docstring). ``types``
@@ -177,7 +192,7 @@ def partition_composite(expr: Expr, support: Support, comp: Composite,
     for node in reversed(nodes):
         if id(node) in grouped or isinstance(node, Var | Op | Constant):
             continue
-        m = matcher.match(comp.pattern, node)
+        m = _match(matcher, support, comp, node)
         if m is None:
             continue
         inputs = {id(e): e for e in m.inputs()}

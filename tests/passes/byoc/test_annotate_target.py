@@ -17,6 +17,8 @@ from relay_ref.ir.expr import Call, If, Let, Op
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.annotate_target import AnnotateTarget
 from relay_ref.passes.compiler_support import UnknownCompiler
+from relay_ref.passes.merge_composite import MergeComposite
+from relay_ref.passes.pattern import is_op, wildcard
 from relay_ref.passes.registry import get_pass
 from relay_ref.testing import check_pass
 
@@ -214,6 +216,13 @@ def test_no_backend_unchanged_and_errors(backend):
 def test_check_pass(backend):
     backend("test", ("nn.relu", "add", "multiply", "concatenate"))
     check_pass(AnnotateTarget(), examples=25, focus=("add", "nn.relu", "tuple"))
+
+
+def test_check_pass_after_composites(backend):
+    add_relu = is_op("nn.relu")(is_op("add")(wildcard(), wildcard()))
+    backend("test", ("multiply",), patterns=[("test.add_relu", add_relu)])
+    check_pass(lambda m: AnnotateTarget()(MergeComposite()(m)), examples=20,
+               focus=("add", "nn.relu", "multiply"))
 
 
 def test_deep_chain():

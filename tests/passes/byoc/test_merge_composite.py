@@ -218,6 +218,14 @@ def test_errors():
     with pytest.raises(TypeError):
         MergeComposite(patterns=["nope"])(before)
 
+    def bad_pred(expr, match):
+        raise ValueError("bad predicate")
+
+    pat = is_op("nn.relu")(wildcard()).where(bad_pred)
+    with pytest.raises(RelayError, match="bad predicate") as err:
+        MergeComposite(patterns=[("test.relu", pat)])(before)
+    assert err.value.span is not None
+
 
 def test_check_pass(backend):
     backend("test", ("add",), patterns=[("test.add_relu", add_relu()),

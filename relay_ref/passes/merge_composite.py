@@ -8,14 +8,16 @@ Semantics, per global function (not those with a ``Compiler`` or ``Primitive`` a
 composite in table order (the whole body is partitioned for one pattern before the next):
 
 * nodes are tried from the output towards the inputs (reverse post-order, TVM's order);
-  a node already grouped is not tried; nothing inside an existing ``Composite`` or
-  ``Primitive`` function is matched;
+  only calls, tuples and projections are tried as roots, and not one already grouped;
+  nothing inside an existing ``Composite`` or ``Primitive`` function is matched;
 * a match's *inputs* are ``Match.inputs()`` (relay_ref.passes.pattern); its *inner* nodes
   are those reached from the matched root without passing an input (operators, function
   literals and constants embedded);
 * a match is not taken when one of its inner nodes (not an operator, function or constant)
   is already in a group of this pattern, or, other than the root, is used outside the match
-  (fusing it would duplicate or cross it);
+  (fusing it would duplicate or cross it; TVM also admits an outside use that flows back
+  into the root, which this pass refuses too: conservative, never a wrong program);
+* a pattern predicate or a check that raises is a ``RelayError`` at the node;
 * the composite's ``check`` (``compiler_support.check_composite``, on a ``CallInfo`` of the
   root with ``match`` set) may refuse a group afterwards; a refused group still holds its
   nodes for this pattern (TVM checks at rewrite time);
@@ -190,7 +192,7 @@ def partition_composite(expr: Expr, support: Support, comp: Composite,
     groups: dict[int, _Group] = {}
     number = 0
     for node in reversed(nodes):
-        if id(node) in grouped or isinstance(node, Var | Op | Constant):
+        if id(node) in grouped or not isinstance(node, Call | Tuple | TupleGetItem):
             continue
         m = _match(matcher, support, comp, node)
         if m is None:

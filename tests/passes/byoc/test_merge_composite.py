@@ -15,7 +15,7 @@ from relay_ref.ir.expr import Call, Function
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.compiler_support import Composite, Support, UnknownCompiler
 from relay_ref.passes.merge_composite import MergeComposite, partition_composite
-from relay_ref.passes.pattern import Matcher, is_constant, is_op, wildcard
+from relay_ref.passes.pattern import Matcher, is_constant, is_op, is_tuple, wildcard
 from relay_ref.passes.registry import get_pass
 from relay_ref.testing import check_pass
 
@@ -144,6 +144,27 @@ def @main(%x: {T}, %w: Tensor[(8, 8, 3, 3), float32]) {{
     after = MergeComposite(patterns=[("test.conv_relu", pat)])(before)
     names = sorted(str(f.attr("PartitionedFromPattern")) for f in composites(after))
     assert names == ["nn.conv2d_", "nn.conv2d_nn.relu_"]
+    refines(before, after)
+
+
+def test_tuple_names_and_wildcard_inputs(refines):
+    def relu():
+        return is_op("nn.relu")(wildcard())
+
+    pat = is_op("concatenate")(is_tuple([relu(), relu()]))
+    before = rr.parse("""
+def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32]) {
+  %0 = nn.relu(%a);
+  %1 = nn.relu(%b);
+  %2 = (%0, %1);
+  %3 = concatenate(%2, axis=1);
+  %4 = split(%3, indices_or_sections=2, axis=1);
+  add(%4.0, %4.1)
+}""")
+    after = MergeComposite(patterns=[("test.cat", pat)])(before)
+    (fn,) = composites(after)
+    assert fn.attr("PartitionedFromPattern") == "nn.relu_nn.relu_Tuple_concatenate_"
+    assert len(fn.params) == 2
     refines(before, after)
 
 

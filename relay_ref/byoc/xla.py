@@ -14,8 +14,9 @@ constants), ``types`` its checked types. It
    BYOC-Fallback), as is a 64-bit or other dtype jax would change (``JAX_DTYPES``);
 2. traces the body into one jax function of (constants, parameters) and compiles it ahead
    of time (``jax.jit(f).lower(shapes).compile()``), so that XLA's compile time falls in
-   ``rr.compile``, not in the first run. Constants are arguments, placed on the device
-   once, not literals folded into the XLA program (a model's weights stay out of it);
+   ``rr.compile``, not in the first run. Large constants (weights) are arguments, placed
+   on the device once, so they stay out of the XLA program; small ones (at most
+   ``_LITERAL_SIZE`` elements: scalars, shapes) are its literals;
 3. returns an ``XlaRegion``: called with one array per parameter (dtype and shape checked:
    a mismatch is a ``RelayRuntimeError``), it returns NumPy arrays (writable copies), a
    tuple for a tuple-typed body.
@@ -51,6 +52,11 @@ __all__ = ["NEEDS_JAX", "XlaRegion", "xla_codegen"]
 
 #: the error without jax
 NEEDS_JAX = "backend 'xla' needs jax (pip install 'relay-ref[xla]')"
+
+
+#: constants of at most this many elements are literals of the XLA program; larger ones
+#: (weights) are arguments
+_LITERAL_SIZE = 64
 
 
 def _require_jax() -> Any:
@@ -219,12 +225,15 @@ def xla_codegen(func: Function, types: Mapping[Expr, Type]) -> Callable[..., Any
     checker.dtypes(func.body, "the region's result")
     body = checker.body(func.body, func.params)
     ret_type = checker.type_of(func.body)
-    constants = [c for _, c in sorted(checker.constants.values(), key=lambda e: e[0])]
+    ordered = [c for _, c in sorted(checker.constants.values(), key=lambda e: e[0])]
+    literals = {id(c): c.data for c in ordered if c.data.size <= _LITERAL_SIZE}
+    constants = [c for c in ordered if id(c) not in literals]
     name = str(func.attr("global_symbol", "") or "")
 
     def traced(consts: tuple[Any, ...], *args: Any) -> Any:
         env: dict[int, Any] = {id(p): a for p, a in zip(func.params, args, strict=True)}
-        values = {id(c): v for c, v in zip(constants, consts, strict=True)}
+        values = dict(literals)
+        values.update((id(c), v) for c, v in zip(constants, consts, strict=True))
         return _run(body, env, values)
 
     param_types = tuple(t[0] for t in params)

@@ -114,7 +114,7 @@ class _Checker:
                                              "of arguments", node.span)
                 composites[id(node)] = self.body(fn.body, fn.params)
             elif kind not in (Tuple, TupleGetItem):
-                what = "call" if kind is Call else kind.__name__
+                what = f"call of a {type(node.op).__name__}" if kind is Call else kind.__name__
                 raise CodegenUnsupported(f"xla: a region holds only operator calls, "
                                          f"composites, tuples, projections and constants, "
                                          f"not a {what}", node.span)

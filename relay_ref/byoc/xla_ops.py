@@ -46,7 +46,8 @@ __all__ = ["JAX_DTYPES", "JAX_OPS", "JaxOp", "tensor_types"]
 
 
 class _LazyModule:
-    """A module imported at its first attribute access."""
+    """A module imported at its first attribute access (dunder probes, from ``hasattr``
+    or documentation tools, import nothing)."""
 
     __slots__ = ("_name",)
 
@@ -54,6 +55,8 @@ class _LazyModule:
         self._name = name
 
     def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 

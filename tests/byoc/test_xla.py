@@ -321,6 +321,8 @@ def test_light_model_main_equals_onnxruntime(name: str) -> None:
     ("%x: Tensor[(3), float32], %i: Tensor[(2), int32]", "take(%x, %i, mode=\"fast\")",
      "'take' is not supported"),
     ("%x: Tensor[(3), float32]", "let %y = nn.relu(%x); %y", "not a Let"),
+    ("%x: Tensor[(3), float32]", "%0 = fn (%a) { nn.relu(%a) }; %0(%x)",
+     "not a call of a Function"),
 ])
 def test_what_jax_cannot_take_is_codegen_unsupported(params: str, body: str,
                                                      says: str) -> None:

@@ -56,7 +56,6 @@ from relay_ref.passes.compiler_support import (
     composite_owner,
     get_support,
     op_supported,
-    support_names,
 )
 from relay_ref.passes.rewrite import map_functions, with_children
 
@@ -193,8 +192,9 @@ def annotate_function(fn: Function, supports: Sequence[Support],
 
 @register_pass
 class AnnotateTarget(Pass):
-    """Annotate the regions of ``targets`` (every registered backend when empty; a name
-    nothing registered is ``UnknownCompiler``); see the module docstring."""
+    """Annotate the regions of ``targets`` (none when empty: the pass changes nothing
+    unless backends are named, as TVM's does; a name nothing registered is
+    ``UnknownCompiler``); see the module docstring."""
 
     name = "AnnotateTarget"
     opt_level = 0
@@ -204,7 +204,7 @@ class AnnotateTarget(Pass):
 
     def __call__(self, mod: IRModule) -> IRModule:
         names = (self.targets,) if isinstance(self.targets, str) else tuple(self.targets)
-        supports = [get_support(n) for n in names or support_names()]
+        supports = [get_support(n) for n in names]
         if not supports:
             return mod
         original = mod

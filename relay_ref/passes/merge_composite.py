@@ -62,7 +62,6 @@ from relay_ref.passes.compiler_support import (
     check_composite,
     composite_owner,
     get_support,
-    support_names,
 )
 from relay_ref.passes.pattern import DFPattern, Matcher
 from relay_ref.passes.pattern import Match as PatternMatch
@@ -83,11 +82,12 @@ def composite_table(targets: Sequence[str] = (), patterns: Iterable[Any] | None 
                     ) -> list[tuple[Support, Composite]]:
     """The composites to merge, in order, each with the backend reported by its check:
     ``patterns`` (``(name, pattern)``, ``(name, pattern, check)`` or ``Composite``) when
-    given, else the pattern tables of ``targets`` (every registered backend when empty)."""
+    given, else the pattern tables of ``targets`` (none when empty: as in TVM, the backends
+    are named, so a pass run without options changes nothing)."""
     if patterns is None:
         names = (targets,) if isinstance(targets, str) else tuple(targets)
         out = []
-        for name in names or support_names():
+        for name in names:
             support = get_support(name)
             out.extend((support, c) for c in support.patterns)
         return out

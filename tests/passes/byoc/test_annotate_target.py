@@ -100,7 +100,7 @@ def @main(%x: Tensor[(10, 5), float32], %y: Tensor[(10, 5), float32]) {{
   %3 = concatenate({begin(end("%2", "test"), "test")}, axis=1);
   {end("%3", "test")}
 }}""")
-    after = AnnotateTarget()(before)
+    after = AnnotateTarget(["test"])(before)
     assert rr.alpha_equal(after, expected), rr.astext(after)
     refines(before, after)
 
@@ -121,7 +121,7 @@ def @main(%x: Tensor[(4), float32]) {{
   %3 = {begin(end("%2", "default"), "default")}.1;
   {end("%3", "default")}
 }}""")
-    after = AnnotateTarget()(before)
+    after = AnnotateTarget(["test"])(before)
     assert rr.alpha_equal(after, expected), rr.astext(after)
     refines(before, after)
 
@@ -141,7 +141,7 @@ def test_composite_function(test_backend, refines):
     before = rr.parse(COMPOSITE.replace("BODY", "%1(%a, %b)"))
     expected = rr.parse(COMPOSITE.replace(
         "BODY", end(f'%1({begin("%a", "test")}, {begin("%b", "test")})', "test")))
-    after = AnnotateTarget()(before)
+    after = AnnotateTarget(["test"])(before)
     assert rr.alpha_equal(after, expected), rr.astext(after)
     refines(before, after)
 
@@ -180,7 +180,7 @@ def @main(%x: Tensor[(4), float32], %c: bool) {
   %0 = if (%c) { nn.relu(%v) } else { abs(%v) };
   add(%0, %v)
 }""")
-    after = AnnotateTarget()(before)
+    after = AnnotateTarget(["test"])(before)
     for flag in (True, False):  # a bool parameter: values compared by hand
         x = np.linspace(-2, 2, 4).astype("float32")
         want = rr.evaluate(before, x, np.bool_(flag))
@@ -215,13 +215,13 @@ def test_no_backend_unchanged_and_errors(backend):
 
 def test_check_pass(backend):
     backend("test", ("nn.relu", "add", "multiply", "concatenate"))
-    check_pass(AnnotateTarget(), examples=25, focus=("add", "nn.relu", "tuple"))
+    check_pass(AnnotateTarget(["test"]), examples=25, focus=("add", "nn.relu", "tuple"))
 
 
 def test_check_pass_after_composites(backend):
     add_relu = is_op("nn.relu")(is_op("add")(wildcard(), wildcard()))
     backend("test", ("multiply",), patterns=[("test.add_relu", add_relu)])
-    check_pass(lambda m: AnnotateTarget()(MergeComposite()(m)), examples=20,
+    check_pass(lambda m: AnnotateTarget(["test"])(MergeComposite(["test"])(m)), examples=20,
                focus=("add", "nn.relu", "multiply"))
 
 
@@ -235,7 +235,7 @@ def test_deep_chain():
 
     register_support(Support("deep", {"nn.relu": None}), replace=True)
     try:
-        after = AnnotateTarget()(before)
+        after = AnnotateTarget(["deep"])(before)
     finally:
         unregister_support("deep")
     assert len(annotations(after)) == 2 * 2000 + 1

@@ -208,9 +208,10 @@ def test_patterns_in_table_order(refines):
 
 def test_backend_tables(backend, refines):
     before = rr.parse(BRANCH)
-    assert MergeComposite()(before) is before  # nothing registered
+    assert MergeComposite()(before) is before  # no backend named: nothing to merge
     backend("test", ("add",), patterns=[("test.add_relu", add_relu())])
-    after = get_pass("MergeComposite")(before)
+    assert MergeComposite()(before) is before  # registered, still not named
+    after = get_pass("MergeComposite", targets=("test",))(before)
     assert len(composites(after)) == 2
     assert MergeComposite(targets=("test",))(before) is not before
     refines(before, after)
@@ -251,7 +252,7 @@ def test_errors():
 def test_check_pass(backend):
     backend("test", ("add",), patterns=[("test.add_relu", add_relu()),
                                         ("test.relu", is_op("nn.relu")(wildcard()))])
-    check_pass(MergeComposite(), examples=25, focus=("add", "nn.relu"))
+    check_pass(MergeComposite(["test"]), examples=25, focus=("add", "nn.relu"))
 
 
 def _chain(n):

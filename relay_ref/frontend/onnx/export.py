@@ -7,7 +7,7 @@ A *dataflow* function becomes one ONNX graph:
 * its parameters become graph inputs, except those ``params`` gives (by name), which become
   initializers; ``Constant`` nodes become initializers;
 * each operator call becomes ONNX nodes through ``EXPORTERS`` (``export_ops.py``): one
-  frozen ``Exporter`` per operator, whose ``supports(CallInfo)`` says which attributes and
+  frozen ``Exporter`` per operator, whose ``supports(OpCall)`` says which attributes and
   types the ONNX operator can express and whose ``emit`` writes the nodes;
 * a call of an inline ``Function`` with a ``Composite`` attribute (MergeComposite's
   output) is inlined; ``let``-bound dataflow is followed; tuples and projections are
@@ -24,12 +24,19 @@ is exported once; a 2 000-op chain is fine). ``onnx`` is imported on first use.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from relay_ref.diagnostics import RelayError
+from relay_ref.frontend.onnx.export_graph import (
+    DEFAULT_OPSET,
+    Exporter,
+    ExportError,
+    OnnxGraph,
+    OpCall,
+    Value,
+    onnx_dtype,
+)
 from relay_ref.ir.expr import (
     Call,
     Constant,
@@ -45,73 +52,10 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
-from relay_ref.passes.compiler_support import CallInfo
 
 __all__ = ["DEFAULT_OPSET", "ExportError", "Exporter", "OnnxGraph", "exportable", "to_onnx"]
 
-#: The default ONNX opset: what onnxruntime 1.18+ runs fully.
-DEFAULT_OPSET = 17
-
-#: A value in the graph: one ONNX tensor name, or a tuple of values (a Relay tuple).
-Value = Any
-
-
-class ExportError(RelayError, ValueError):
-    """A program (or one of its nodes) the ONNX exporter cannot express."""
-
-
-@dataclass(frozen=True, slots=True)
-class Exporter:
-    """How one Relay operator becomes ONNX: ``supports(info)`` (attributes/types the ONNX
-    operator can express; all of them when None) and ``emit(graph, info, inputs)`` (the
-    argument values in, the call's value out)."""
-
-    emit: Callable[[OnnxGraph, CallInfo, list[Value]], Value]
-    supports: Callable[[CallInfo], bool] | None = None
-
-
-class OnnxGraph:
-    """The graph being written: nodes, initializers, fresh names, the opset."""
-
-    def __init__(self, opset: int) -> None:
-        self.opset = opset
-        self.nodes: list[Any] = []
-        self.initializers: list[Any] = []
-        self._count = 0
-        self._consts: dict[tuple[str, tuple[int, ...], bytes], str] = {}
-
-    def fresh(self, hint: str = "t") -> str:
-        self._count += 1
-        return f"{hint}_{self._count}"
-
-    def node(self, op_type: str, inputs: list[str], outputs: int = 1, **attrs: Any
-             ) -> Any:
-        """Append a node; its output name (or tuple of names when ``outputs > 1``)."""
-        from onnx import helper
-
-        names = [self.fresh(op_type.lower()) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, inputs, names, **attrs))
-        return names[0] if outputs == 1 else tuple(names)
-
-    def const(self, value: Any, dtype: str | None = None, name: str | None = None) -> str:
-        """An initializer holding ``value`` (small equal constants shared)."""
-        from onnx import numpy_helper
-
-        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
-        key = (arr.dtype.str, arr.shape, arr.tobytes()) if arr.size <= 64 else None
-        if key is not None and name is None and key in self._consts:
-            return self._consts[key]
-        out = name or self.fresh("const")
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(arr), out))
-        if key is not None and name is None:
-            self._consts[key] = out
-        return out
-
-    def ints(self, values: Any) -> str:
-        return self.const(np.asarray(values, dtype=np.int64))
-
-
-def exportable(info: CallInfo) -> bool:
+def exportable(info: OpCall) -> bool:
     """Whether the call ``info`` describes has an ONNX exporter that takes it (the ``ort``
     backend's support predicate)."""
     from relay_ref.frontend.onnx.export_ops import EXPORTERS
@@ -120,7 +64,7 @@ def exportable(info: CallInfo) -> bool:
     return ex is not None and _static(info) and (ex.supports is None or ex.supports(info))
 
 
-def _static(info: CallInfo) -> bool:
+def _static(info: OpCall) -> bool:
     return all(_static_type(t) for t in (*info.arg_types, info.type))
 
 
@@ -205,18 +149,8 @@ def _value_info(name: str, t: Type | None, node: Expr) -> Any:
     if not isinstance(t, TensorType) or not t.is_static:
         raise ExportError(f"to_onnx: {name} needs a static tensor type, found "
                           f"{t if t is not None else 'no type'}", node.span)
-    return helper.make_tensor_value_info(name, _onnx_dtype(t.dtype, node),
+    return helper.make_tensor_value_info(name, onnx_dtype(t.dtype, node),
                                          [int(d) for d in t.shape])
-
-
-def _onnx_dtype(dtype: str, node: Expr | None = None) -> int:
-    from onnx import helper
-
-    try:
-        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    except (TypeError, KeyError):
-        raise ExportError(f"to_onnx: dtype {dtype} has no ONNX type",
-                          node.span if node is not None else None) from None
 
 
 def _flatten(value: Value, t: Type | None) -> list[tuple[str, Type | None]]:
@@ -299,7 +233,7 @@ def _export_call(graph: OnnxGraph, node: Call, env: dict[Expr, Value],
     if type(op) is not Op:
         raise ExportError(f"to_onnx: a call of {_describe(op)} is not dataflow; only "
                           f"operator and composite calls export to ONNX", node.span)
-    info = CallInfo(node, op.name, node.attrs, node.args,
+    info = OpCall(node, op.name, node.attrs, node.args,
                     tuple(types.get(a) for a in node.args), types.get(node))
     ex = table.get(op.name)
     if ex is None:

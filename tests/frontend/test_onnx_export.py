@@ -151,17 +151,7 @@ def test_strided_slice(begin: int, end: int, stride: int) -> None:
     text = _fn("%x: Tensor[(3, 6), float32]",
                f"strided_slice(%x, begin=[0, {begin}], end=[3, {end}], "
                f"strides=[1, {stride}])")
-    try:
-        mod = rr.infer_types(rr.parse(text))
-    except rr.RelayError:
-        return
-    if 0 in mod.checked_types[mod["main"].body].shape:
-        return
-    try:
-        to_onnx(mod)
-    except ExportError:
-        return  # an unusual clamp the exporter refuses rather than getting wrong
-    check(text, _arr((3, 6)))
+    check(text, _arr((3, 6)))  # empty slices included
 
 
 def test_take_modes() -> None:
@@ -245,6 +235,18 @@ def test_constants_params_lets_and_composites() -> None:
         np.testing.assert_allclose(g, v, rtol=1e-5, atol=1e-5)
 
 
+def test_names_never_collide() -> None:
+    """Parameters named like the exporter's fresh names (and like the outputs) stay
+    distinct; a bare function exports too."""
+    names = ["const_1", "add_2", "relu_3", "output"]
+    params = ", ".join(f"%{n}: Tensor[(2,), float32]" for n in names)
+    mod = rr.parse(_fn(params, "(nn.relu(add(%const_1, 1f)), multiply(%add_2, %relu_3), "
+                               "%output)"))
+    check(rr.astext(mod), *(_arr((2,)) for _ in names))
+    model = to_onnx(mod["main"])
+    assert [i.name for i in model.graph.input] == names
+
+
 def test_long_chain_is_iterative() -> None:
     body = "%x"
     lines = []
@@ -260,6 +262,7 @@ def test_long_chain_is_iterative() -> None:
 @pytest.mark.parametrize("body, words", [
     ("nn.conv2d(%x, %w, data_layout=\"NHWC\", kernel_layout=\"HWIO\")", "nn.conv2d"),
     ("argsort(%x)", "argsort has no ONNX export"),
+    ("nn.max_pool2d(%x, pool_size=[2, 2], ceil_mode=True)", "nn.max_pool2d"),
     ("if (less(sum(%x), 0f)) { %x } else { negative(%x) }", "if expression"),
     ("%0 = fn (%a) { %a }; %0(%x)", "not dataflow"),
     ("let %r = ref(%x); ref_read(%r)", "reference"),

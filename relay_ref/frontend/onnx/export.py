@@ -92,7 +92,7 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
     graph = OnnxGraph(opset)
     env: dict[Expr, Value] = {}
     inputs = []
-    used: set[str] = set()
+    used = graph.used
     for p in func.params:
         name = _unique(p.name_hint or "input", used)
         t = types.get(p, p.type_annotation)
@@ -111,7 +111,11 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
     model = helper.make_model(g, producer_name="relay_ref",
                               opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 8 if opset <= 17 else 9)
-    onnx.checker.check_model(model)
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError as err:  # an exporter bug: still no traceback
+        raise ExportError(f"to_onnx: the exported model does not validate: {err}",
+                          func.span) from None
     return model
 
 

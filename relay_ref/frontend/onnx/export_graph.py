@@ -64,11 +64,17 @@ class OnnxGraph:
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self._count = 0
+        self.used: set[str] = set()  # every name in the graph (fresh names avoid them)
         self._consts: dict[tuple[str, tuple[int, ...], bytes], str] = {}
 
     def fresh(self, hint: str = "t") -> str:
-        self._count += 1
-        return f"{hint}_{self._count}"
+        """A name no value of the graph has (parameters' names included)."""
+        while True:
+            self._count += 1
+            name = f"{hint}_{self._count}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
 
     def node(self, op_type: str, inputs: list[str], outputs: int = 1, **attrs: Any
              ) -> Any:

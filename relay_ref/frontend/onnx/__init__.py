@@ -8,6 +8,10 @@
 in one ``rr.FrontendError`` before any conversion. See ``converter.py`` for the steps and
 ``registry.py`` for the table of converters by op version.
 
+The other direction, ``to_onnx(mod_or_func, params=None, *, entry="main", opset=None,
+types=None) -> onnx.ModelProto``, exports a dataflow function (``export.py``; the operator
+table is ``export_ops.EXPORTERS``); the ``ort`` BYOC backend and ``relay export`` use it.
+
 ``onnx`` is imported on first use only, so importing this package stays cheap.
 """
 

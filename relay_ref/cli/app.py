@@ -24,7 +24,7 @@ import traceback
 from typing import Any
 
 from relay_ref import RelayError, __version__
-from relay_ref.cli import check, doc, dtr, fmt, import_onnx, ops, opt, rule, run
+from relay_ref.cli import check, doc, dtr, export, fmt, import_onnx, ops, opt, rule, run
 from relay_ref.cli._common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -35,7 +35,7 @@ from relay_ref.cli._common import (
 from relay_ref.cli.outputs import OutputError
 
 # One module per subcommand, each with add_parser(subparsers) and run(args) -> int.
-SUBCOMMANDS = (check, run, fmt, import_onnx, rule, opt, ops, doc, dtr)
+SUBCOMMANDS = (check, run, fmt, import_onnx, export, rule, opt, ops, doc, dtr)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -42,7 +42,7 @@ caches of the layers below (the prelude, the op registry).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +83,7 @@ __all__ = [
     "check_named_pass", "compile_expr", "evaluate_checked", "expand_gradient_calls",
     "format_trace", "op_doc", "op_info", "op_names", "op_summary",
     "close_names", "did_you_mean", "suggestion_hint",
-    "OnnxImport", "bind_params", "import_onnx", "returns_tensor",
+    "OnnxImport", "bind_params", "export_onnx", "import_onnx", "returns_tensor",
     "op_value_type", "parse_program", "pass_info", "pass_options", "pass_specs",
     "configured_passes", "NamedPassCheck", "check_focus",
     "with_operators",
@@ -673,6 +673,16 @@ class OnnxImport:
     inputs: tuple[tuple[str, str], ...]
     opset: int
     nodes: int
+
+
+def export_onnx(mod: IRModule, params: Mapping[str, Any] | None = None, *,
+                entry: str = "main", opset: int | None = None) -> Any:
+    """``relay_ref.frontend.onnx.to_onnx`` (``relay export``): ``@entry`` of ``mod`` as an
+    ONNX ``ModelProto``, ``params`` as initializers; a located ``ExportError`` for what
+    ONNX cannot express."""
+    from relay_ref.frontend.onnx import to_onnx
+
+    return to_onnx(mod, params, entry=entry, opset=opset)
 
 
 def import_onnx(path: str, shapes: Sequence[tuple[str, tuple[int | None, ...]]] = (), *,

@@ -23,6 +23,7 @@ import sys
 from typing import Any
 
 import relay_ref as rr
+from relay_ref import repl
 from relay_ref.cli._common import EXIT_OK, EXIT_USER, UsageError, read_text, use_colour
 from relay_ref.cli.outputs import OutputError, Outputs, refuse_clobbering, write_error
 
@@ -88,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
             shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more"
                                               if len(unknown) > 5 else "")
             raise UsageError(f"{weights_path}: {shown} name(s) no parameter of @{entry}")
-        from relay_ref.frontend.onnx import to_onnx
-
-        model = to_onnx(mod, weights, entry=entry, opset=args.opset)
+        model = repl.export_onnx(mod, weights, entry=entry, opset=args.opset)
     except rr.RelayError as err:
         print(err.render(use_colour(sys.stderr)), file=sys.stderr)
         return EXIT_USER

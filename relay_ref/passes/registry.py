@@ -25,7 +25,9 @@ from relay_ref.passes.fuse_ops import FuseOps  # noqa: F401
 from relay_ref.passes.gradient import ExpandGradient  # noqa: F401
 from relay_ref.passes.inline import Inline  # noqa: F401
 from relay_ref.passes.lambda_lift import LambdaLift  # noqa: F401
+from relay_ref.passes.merge_compiler_regions import MergeCompilerRegions  # noqa: F401
 from relay_ref.passes.partial_eval import PartialEvaluate  # noqa: F401
+from relay_ref.passes.partition_graph import PartitionGraph  # noqa: F401
 from relay_ref.passes.simplify_expr import SimplifyExpr  # noqa: F401
 from relay_ref.passes.simplify_inference import SimplifyInference  # noqa: F401
 from relay_ref.passes.to_a_normal_form import ToANormalForm  # noqa: F401

@@ -241,7 +241,16 @@ class _Partitioner:
         outline = {r.id: self._outline(r) for r in rs.regions if self._outlined(r)}
         done: dict[int, Expr] = {}
         calls: dict[int, Expr] = {}
-        for node in post_order(fn.body):
+
+        def enter(node: Expr) -> tuple[Expr, ...]:
+            # An outlined region's end depends on the inputs of its whole region (a begin
+            # may be reachable only from another of its ends), not on its members.
+            region = rs.region_of(node)
+            if region is not None and region.id in outline and is_end(node):
+                return tuple(b.args[0] for b in outline[region.id].params)
+            return tuple(children(node))
+
+        for node in post_order(fn.body, enter=enter):
             region = rs.region_of(node)
             if region is not None and region.id in outline and is_end(node):
                 if region.id not in calls:

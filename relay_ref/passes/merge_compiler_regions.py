@@ -19,7 +19,9 @@ The diamond: ``a -> b(default) -> d`` and ``a -> c -> d`` with ``a, c, d`` for t
 
 **Rewrite**: ``compiler_begin(compiler_end(x))`` with both annotations in one merged region
 becomes ``x``; every other annotation stays (the output is still annotated, for
-PartitionGraph). Functions with a ``Compiler`` attribute are left alone.
+PartitionGraph). Functions with a ``Compiler`` attribute are left alone, and so are
+regions that malformed annotations touch (``find_regions(strict=False)``: they merge with
+nothing).
 
 Guarantee: the values are unchanged (annotations are identities), types are unchanged, and
 the regions of the result are convex and mutually acyclic (BYOC-Convex) when the input's
@@ -81,6 +83,7 @@ def _merge_plan(rs: RegionSet) -> list[int]:
 def _visit(idx: int, rs: RegionSet, parents: list[list[int]], restrict: list[set[int]],
            into: list[int], find: object) -> None:
     target = rs.regions[idx].target
+    valid = rs.regions[idx].valid
     live = []  # the parents' current regions (a parent may have merged elsewhere)
     for p in parents[idx]:
         root = find(p)  # type: ignore[operator]
@@ -90,7 +93,7 @@ def _visit(idx: int, rs: RegionSet, parents: list[list[int]], restrict: list[set
     for p in live:
         mine |= restrict[p]
     for p in live:
-        if rs.regions[p].target != target:
+        if rs.regions[p].target != target or not (valid and rs.regions[p].valid):
             mine.add(p)
             continue
         if p in mine:
@@ -107,14 +110,15 @@ def merge_regions(fn: Function) -> Function:
     """``fn`` with its regions merged (see the module docstring)."""
     if fn.attr("Compiler") is not None:
         return fn
-    rs = find_regions(fn.body)
+    rs = find_regions(fn.body, strict=False)
     if not rs.regions:
         return fn
     final = _merge_plan(rs)
+    owner = rs.owner
     done: dict[int, Expr] = {}
     for node in post_order(fn.body):
-        if (is_begin(node) and is_end(node.args[0])
-                and final[rs.owner[id(node)]] == final[rs.owner[id(node.args[0])]]):
+        if (is_begin(node) and is_end(node.args[0]) and id(node) in owner
+                and final[owner[id(node)]] == final[owner[id(node.args[0])]]):
             inner = node.args[0]
             out = done[id(inner.args[0])]
         else:

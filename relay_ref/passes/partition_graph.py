@@ -23,7 +23,9 @@ function (``k`` counts the outlined regions of the module, functions in definiti
    or the backend's ``Support.worth(RegionCost(ops, flops, boundary_bytes))`` is false
    (flops: each operator's ``cost`` aspect, ``relay_ref.ops.costs``, on its checked
    shapes; boundary bytes: the static sizes of the region's inputs and outputs). A backend
-   nothing registered has no cost model. Regions of ``"default"`` are never outlined.
+   nothing registered has no cost model. Regions of ``"default"`` are never outlined, nor
+   are regions malformed annotations touch (``find_regions(strict=False)``: a begin with no
+   end, a member that is a variable, a ``let``...): their annotations are removed.
 2. *Outline*: the function ``@tvmgen_{mod_name}_{compiler}_main_{k}`` gets one parameter
    ``%{compiler}_{k}_i{j}`` per ``compiler_begin`` of the region (post-order; annotated with
    the input's checked type), except a begin on a constant: the constant is bound into the
@@ -164,7 +166,7 @@ class _Partitioner:
         return get_support(target) if target in support_names() else None
 
     def _outlined(self, region: Region) -> bool:
-        if region.target == DEFAULT:
+        if region.target == DEFAULT or not region.valid:
             return False
         support = self._support(region.target)
         limit = self.min_region_size
@@ -231,14 +233,15 @@ class _Partitioner:
     def run(self, fn: Function) -> Function:
         if fn.attr("Compiler") is not None:
             return fn
-        rs = find_regions(fn.body)
-        if not rs.regions:
+        rs = find_regions(fn.body, strict=False)
+        if not rs.regions and not any(is_annotation(n) for n in rs.order):
             return fn
-        if not region_graph_acyclic(fn.body, rs):
+        chosen = [r for r in rs.regions if self._outlined(r)]
+        if not region_graph_acyclic(fn.body, rs, frozenset(r.id for r in chosen)):
             raise RegionError("the annotated regions are not convex (a path leaves a region "
                               "and re-enters it): run MergeCompilerRegions on annotations "
                               "AnnotateTarget made", fn.span)
-        outline = {r.id: self._outline(r) for r in rs.regions if self._outlined(r)}
+        outline = {r.id: self._outline(r) for r in chosen}
         done: dict[int, Expr] = {}
         calls: dict[int, Expr] = {}
 

@@ -85,13 +85,15 @@ def _member_ok(node: Expr) -> bool:
 @dataclass(frozen=True, slots=True, eq=False)
 class Region:
     """One region: its number, target compiler, members (post-order, annotations
-    included), inputs (begins) and outputs (ends), both in post-order."""
+    included), inputs (begins) and outputs (ends), both in post-order; ``valid`` is false
+    for a region malformed annotations touch (``find_regions(strict=False)``)."""
 
     id: int
     target: str
     nodes: tuple[Expr, ...]
     ins: tuple[Call, ...]
     outs: tuple[Call, ...]
+    valid: bool = True
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -131,84 +133,117 @@ class _UnionFind:
         return min(ra, rb)
 
 
-def find_regions(expr: Expr) -> RegionSet:
-    """The regions of ``expr`` (see the module docstring)."""
+def find_regions(expr: Expr, *, strict: bool = True) -> RegionSet:
+    """The regions of ``expr`` (see the module docstring). ``strict``: malformed
+    annotations are a ``RegionError``; else the regions they touch are marked ``valid=False``
+    (the passes leave those alone: PartitionGraph removes their annotations, which are
+    identities, so a program with stray annotations still means what it meant)."""
     order = tuple(post_order(expr))
-    uf = _UnionFind()
-    target: list[str] = []
-    owner: dict[int, int] = {}
+    state = _State(strict)
+    owner = state.owner
     for node in reversed(order):  # every user before its operands
         if is_end(node):
             reg = owner.get(id(node))
             if reg is None:
-                reg = uf.make()
-                target.append(compiler_of(node))
+                reg = state.make(compiler_of(node))
                 owner[id(node)] = reg
-            elif target[uf.find(reg)] != compiler_of(node):
-                raise RegionError(f"compiler_end for {compiler_of(node)!r} inside a region "
-                                  f"for {target[uf.find(reg)]!r}", node.span)
-            _claim(node.args[0], reg, owner, uf, target, node)
+            elif state.target_of(reg) != compiler_of(node):
+                state.bad(reg, f"compiler_end for {compiler_of(node)!r} inside a region for "
+                               f"{state.target_of(reg)!r}", node)
+            state.claim(node.args[0], reg, node)
         elif is_begin(node):
-            if id(node) not in owner:
+            if id(node) not in owner and strict:
                 raise RegionError(f"compiler_begin for {compiler_of(node)!r} is not under "
                                   f"a compiler_end of its region", node.span)
         elif id(node) in owner:
+            reg = owner[id(node)]
             if not _member_ok(node):
-                raise RegionError(f"a region for {target[uf.find(owner[id(node)])]!r} "
-                                  f"reaches a {type(node).__name__}, which is not an "
-                                  f"annotated input", getattr(node, "span", None))
+                state.bad(reg, f"a region for {state.target_of(reg)!r} reaches a "
+                               f"{type(node).__name__}, which is not an annotated input", node)
+                continue
             for arg in dataflow_operands(node):
-                _claim(arg, owner[id(node)], owner, uf, target, node)
-    return _collect(order, owner, uf, target)
+                state.claim(arg, reg, node)
+    return state.collect(order)
 
 
-def _claim(arg: Expr, reg: int, owner: dict[int, int], uf: _UnionFind, target: list[str],
-           user: Expr) -> None:
-    """``arg`` joins region ``reg`` (merging the regions when it is in another)."""
-    if is_end(arg):
-        raise RegionError(f"the output of a region for {compiler_of(arg)!r} is used inside "
-                          f"a region without a compiler_begin", getattr(user, "span", None))
-    have = owner.get(id(arg))
-    if have is None:
-        owner[id(arg)] = reg
-        return
-    ra, rb = uf.find(have), uf.find(reg)
-    if ra != rb:
-        if target[ra] != target[rb]:
-            raise RegionError(f"regions for {target[ra]!r} and {target[rb]!r} share a node",
-                              getattr(user, "span", None))
-        uf.union(ra, rb)
+class _State:
+    """The region discovery's tables: owners, union-find of regions, targets, validity."""
+
+    def __init__(self, strict: bool) -> None:
+        self.strict = strict
+        self.uf = _UnionFind()
+        self.target: list[str] = []
+        self.valid: list[bool] = []
+        self.owner: dict[int, int] = {}
+
+    def make(self, target: str) -> int:
+        self.target.append(target)
+        self.valid.append(bool(target))
+        if not target and self.strict:
+            raise RegionError("a compiler_end without a compiler name")
+        return self.uf.make()
+
+    def target_of(self, reg: int) -> str:
+        return self.target[self.uf.find(reg)]
+
+    def bad(self, reg: int, message: str, node: Expr) -> None:
+        if self.strict:
+            raise RegionError(message, getattr(node, "span", None))
+        self.valid[self.uf.find(reg)] = False
+
+    def claim(self, arg: Expr, reg: int, user: Expr) -> None:
+        """``arg`` joins region ``reg`` (merging the regions when it is in another)."""
+        if is_end(arg):
+            self.bad(reg, f"the output of a region for {compiler_of(arg)!r} is used inside "
+                          f"a region without a compiler_begin", user)
+            return
+        have = self.owner.get(id(arg))
+        if have is None:
+            self.owner[id(arg)] = reg
+            return
+        ra, rb = self.uf.find(have), self.uf.find(reg)
+        if ra == rb:
+            return
+        ok = self.valid[ra] and self.valid[rb]
+        if self.target[ra] != self.target[rb]:
+            self.bad(reg, f"regions for {self.target[ra]!r} and {self.target[rb]!r} share a "
+                          f"node", user)
+            ok = False
+        root = self.uf.union(ra, rb)
+        self.valid[root] = ok
+
+    def collect(self, order: tuple[Expr, ...]) -> RegionSet:
+        uf, owner = self.uf, self.owner
+        number: dict[int, int] = {}  # union-find root -> region number
+        members: list[list[Expr]] = []
+        for node in order:  # numbered by the post-order of the first end
+            if is_end(node):
+                root = uf.find(owner[id(node)])
+                if root not in number:
+                    number[root] = len(members)
+                    members.append([])
+        final: dict[int, int] = {}
+        for node in order:
+            reg = owner.get(id(node))
+            if reg is not None:
+                idx = number[uf.find(reg)]
+                final[id(node)] = idx
+                members[idx].append(node)
+        roots = sorted(number, key=number.__getitem__)
+        regions = tuple(
+            Region(i, self.target[root], tuple(nodes),
+                   tuple(n for n in nodes if is_begin(n)),
+                   tuple(n for n in nodes if is_end(n)), self.valid[root])
+            for i, (root, nodes) in enumerate(zip(roots, members, strict=True)))
+        return RegionSet(regions, final, order)
 
 
-def _collect(order: tuple[Expr, ...], owner: dict[int, int], uf: _UnionFind,
-             target: list[str]) -> RegionSet:
-    number: dict[int, int] = {}  # union-find root -> region number
-    members: list[list[Expr]] = []
-    for node in order:  # numbered by the post-order of the first end
-        if is_end(node):
-            root = uf.find(owner[id(node)])
-            if root not in number:
-                number[root] = len(members)
-                members.append([])
-    final: dict[int, int] = {}
-    for node in order:
-        reg = owner.get(id(node))
-        if reg is not None:
-            idx = number[uf.find(reg)]
-            final[id(node)] = idx
-            members[idx].append(node)
-    roots = sorted(number, key=number.__getitem__)
-    regions = tuple(
-        Region(i, target[root], tuple(nodes), tuple(n for n in nodes if is_begin(n)),
-               tuple(n for n in nodes if is_end(n)))
-        for i, (root, nodes) in enumerate(zip(roots, members, strict=True)))
-    return RegionSet(regions, final, order)
-
-
-def region_graph_acyclic(expr: Expr, regions: RegionSet | None = None) -> bool:
+def region_graph_acyclic(expr: Expr, regions: RegionSet | None = None,
+                         contract: frozenset[int] | None = None) -> bool:
     """Whether the dataflow graph of ``expr`` with each region contracted to one node is
     acyclic (Kahn's algorithm; linear). Non-dataflow edges (a let's body, a function's body)
-    count as edges too: a region must not depend on what depends on it in any way."""
+    count as edges too: a region must not depend on what depends on it in any way.
+    ``contract``: the numbers of the regions to contract (default: all)."""
     from relay_ref.ir.expr import children
 
     rs = find_regions(expr) if regions is None else regions
@@ -216,7 +251,7 @@ def region_graph_acyclic(expr: Expr, regions: RegionSet | None = None) -> bool:
     count = len(rs.regions)
     for node in rs.order:
         idx = rs.owner.get(id(node))
-        if idx is None:
+        if idx is None or (contract is not None and idx not in contract):
             key[id(node)] = count
             count += 1
         else:

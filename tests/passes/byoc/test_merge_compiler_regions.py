@@ -168,18 +168,31 @@ def test_no_annotations_is_unchanged() -> None:
     assert merge(mod) is mod
 
 
-def test_malformed_annotations_are_region_errors() -> None:
+def test_malformed_annotations_are_region_errors_or_left_alone() -> None:
+    """find_regions (strict) says what is wrong; the passes leave such regions alone and
+    PartitionGraph removes their annotations (identities): same values, no annotation."""
     lonely_begin = rr.parse(HEAD + """def @main(%a: Tensor[(4), float32]) {
   %0 = annotation.compiler_begin(%a, compiler="t");
   abs(%0)
 }""")
-    with pytest.raises(RegionError, match="not under a compiler_end"):
-        merge(lonely_begin)
     var_member = rr.parse(HEAD + """def @main(%a: Tensor[(4), float32]) {
   annotation.compiler_end(abs(%a), compiler="t")
 }""")
-    with pytest.raises(RegionError, match="Var"):
-        merge(var_member)
+    unnamed = rr.parse(HEAD + """def @main(%a: Tensor[(4), float32]) {
+  %0 = annotation.compiler_begin(%a);
+  annotation.compiler_end(abs(%0))
+}""")
+    for mod, message in ((lonely_begin, "not under a compiler_end"), (var_member, "Var"),
+                         (unnamed, "without a compiler name")):
+        with pytest.raises(RegionError, match=message):
+            find_regions(mod["main"].body)
+        assert not any(r.valid for r in find_regions(mod["main"].body, strict=False).regions)
+        merged = merge(mod)
+        part = get_pass("PartitionGraph")(merged)
+        assert set(part.functions) == {"main"}
+        assert rr.alpha_equal(part, rr.parse(
+            HEAD + "def @main(%a: Tensor[(4), float32]) { abs(%a) }"))
+        assert same_value(_value(part, (4,)), _value(mod, (4,)))
 
 
 def test_deep_chain_merges_into_one_region_without_recursion() -> None:

@@ -23,6 +23,7 @@ from relay_ref.passes.compiler_support import (
 from relay_ref.passes.regions import RegionError, regions_convex
 from relay_ref.passes.registry import get_pass
 from relay_ref.passes.rewrite import rewrite
+from relay_ref.testing.check import check_pass
 from tests.passes.byoc.regions_helpers import (
     annotate,
     arrays,
@@ -273,3 +274,56 @@ def test_random_dataflow_programs_partition_soundly(mod: IRModule, data: st.Data
     check_partitioned(mod, annotated, merged, part, arrays(data.draw(st.integers(0, 9))))
     n_funcs = len(part.functions) - 1
     assert (n_funcs == 0) == (not chosen)
+
+
+@st.composite
+def _annotated_modules(draw: st.DrawFn) -> IRModule:
+    mod = draw(dataflow_modules(max_ops=10))
+    calls = [n for n in post_order(mod["main"].body) if type(n) is Call and type(n.op) is Op]
+    chosen = {id(c) for c in calls if draw(st.booleans())}
+    return annotate(mod, lambda call: "t" if id(call) in chosen else "default")
+
+
+@pytest.mark.parametrize("name", ["MergeCompilerRegions", "PartitionGraph"])
+def test_check_pass_on_annotated_programs(name: str) -> None:
+    """check_pass (types kept, values refined) on annotated programs; PartitionGraph after
+    MergeCompilerRegions as the pipeline runs it."""
+    merge_ = get_pass("MergeCompilerRegions")
+    pass_ = merge_ if name == "MergeCompilerRegions" else (
+        lambda m: get_pass("PartitionGraph")(merge_(m)))
+    report = check_pass(pass_, programs=_annotated_modules(), examples=30, min_fired=10,
+                        edge_values=False)
+    assert report.fired >= 10
+
+
+def test_regions_under_let_and_if_partition_in_place() -> None:
+    """Regions inside a let-bound value and inside an if branch are outlined where they
+    are; the let and the if stay on the host."""
+    src = HEAD + """def @main(%x: Tensor[(4), float32], %c: bool) {
+  let %v = annotation.compiler_end(abs(annotation.compiler_begin(%x, compiler="t")),
+                                   compiler="t");
+  if (%c) {
+    annotation.compiler_end(negative(annotation.compiler_begin(%v, compiler="t")),
+                            compiler="t")
+  } else {
+    %v
+  }
+}"""
+    mod = rr.parse(src)
+    out = partition(mod)
+    expected = rr.parse(HEAD + """def @main(%x: Tensor[(4), float32], %c: bool) {
+  let %v = @tvmgen_default_t_main_0(%x);
+  if (%c) { @tvmgen_default_t_main_1(%v) } else { %v }
+}
+def @tvmgen_default_t_main_0(%t_0_i0: Tensor[(4), float32], Compiler="t", Primitive=1,
+    Inline=1, global_symbol="tvmgen_default_t_main_0") -> Tensor[(4), float32] {
+  abs(%t_0_i0)
+}
+def @tvmgen_default_t_main_1(%t_1_i0: Tensor[(4), float32], Compiler="t", Primitive=1,
+    Inline=1, global_symbol="tvmgen_default_t_main_1") -> Tensor[(4), float32] {
+  negative(%t_1_i0)
+}""")
+    assert rr.alpha_equal(out, expected), rr.astext(out)
+    x = _args((4,))[0]
+    for c in (True, False):
+        assert same_value(rr.evaluate(out, x, c), rr.evaluate(mod, x, c))

@@ -285,6 +285,7 @@ class PartitionGraph(Pass):
     ``tvmgen_<mod_name>_`` prefix of the functions' names."""
 
     name = "PartitionGraph"
+    idempotent = True  # its output has no annotation left: a second run returns it
     opt_level = 0
 
     def __init__(self, min_region_size: int | None = None, mod_name: str = "default") -> None:

@@ -30,6 +30,8 @@ were. Idempotent on its own output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from relay_ref.ir.expr import Expr, Function, children
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
@@ -38,6 +40,26 @@ from relay_ref.passes.regions import RegionSet, find_regions, is_begin, is_end
 from relay_ref.passes.rewrite import map_functions, with_children
 
 __all__ = ["MergeCompilerRegions", "merge_regions"]
+
+
+class _Restrictions:
+    """Per region, the regions it must never merge with, and the inverse index (which
+    regions name a region), so renaming a merged region costs its holders only."""
+
+    def __init__(self, n: int) -> None:
+        self.sets: list[set[int]] = [set() for _ in range(n)]
+        self.holders: list[set[int]] = [set() for _ in range(n)]
+
+    def add(self, region: int, other: int) -> None:
+        self.sets[region].add(other)
+        self.holders[other].add(region)
+
+    def rename(self, old: int, new: int) -> None:
+        """Every set naming ``old`` names ``new`` instead (``old`` merged into ``new``)."""
+        for holder in self.holders[old]:
+            self.sets[holder].discard(old)
+            self.add(holder, new)
+        self.holders[old] = set()
 
 
 def _merge_plan(rs: RegionSet) -> list[int]:
@@ -53,13 +75,13 @@ def _merge_plan(rs: RegionSet) -> list[int]:
 
     parents: list[list[int]] = []
     for region in rs.regions:  # parent regions, in the order of the region's inputs
-        seen: list[int] = []
+        seen: dict[int, None] = {}
         for begin in region.ins:
             idx = rs.owner.get(id(begin.args[0]))
-            if idx is not None and idx not in seen:
-                seen.append(idx)
-        parents.append(seen)
-    restrict: list[set[int]] = [set() for _ in range(n)]
+            if idx is not None:
+                seen[idx] = None
+        parents.append(list(seen))
+    restrict = _Restrictions(n)
     visited = [False] * n
     for start in range(n):
         if visited[start]:
@@ -68,7 +90,7 @@ def _merge_plan(rs: RegionSet) -> list[int]:
         while stack:
             idx, expanded = stack.pop()
             if expanded:
-                _visit(idx, rs, parents, restrict, into, find)
+                _visit(idx, rs, parents[idx], restrict, into, find)
                 continue
             if visited[idx]:
                 continue
@@ -80,30 +102,32 @@ def _merge_plan(rs: RegionSet) -> list[int]:
     return [find(i) for i in range(n)]
 
 
-def _visit(idx: int, rs: RegionSet, parents: list[list[int]], restrict: list[set[int]],
-           into: list[int], find: object) -> None:
+def _visit(idx: int, rs: RegionSet, parents: list[int], restrict: _Restrictions,
+           into: list[int], find: Callable[[int], int]) -> None:
+    """TVM's step for region ``idx``, its parents already visited (module docstring)."""
     target = rs.regions[idx].target
     valid = rs.regions[idx].valid
-    live = []  # the parents' current regions (a parent may have merged elsewhere)
-    for p in parents[idx]:
-        root = find(p)  # type: ignore[operator]
-        if root != idx and root not in live:
-            live.append(root)
-    mine = restrict[idx]
+    live: dict[int, None] = {}  # the parents' current regions (one may have merged)
+    for p in parents:
+        root = find(p)
+        if root != idx:
+            live[root] = None
     for p in live:
-        mine |= restrict[p]
+        for other in tuple(restrict.sets[p]):
+            if other != idx:
+                restrict.add(idx, other)
+    mine = restrict.sets[idx]
     for p in live:
         if rs.regions[p].target != target or not (valid and rs.regions[p].valid):
-            mine.add(p)
+            restrict.add(idx, p)
             continue
         if p in mine:
             continue
         into[p] = idx  # P merges into R
-        for other in restrict:
-            if p in other:
-                other.discard(p)
-                other.add(idx)
-    mine.discard(idx)
+        restrict.rename(p, idx)
+    if idx in mine:  # a merged parent named R in R's own set
+        mine.discard(idx)
+        restrict.holders[idx].discard(idx)
 
 
 def merge_regions(fn: Function) -> Function:

@@ -53,6 +53,7 @@ FAMILIES: dict[str, str] = {
     "Tidy": "tidy-up of the residual program (partial_eval.md 5)",
     "AD": "automatic differentiation: the type and term transforms (ad.md 1-6)",
     "D": "dynamic tensor rematerialization: the budgeted runtime (dtr.md 3)",
+    "BYOC": "partitioning for external compilers (byoc.md)",
 }
 
 # A rule name: a family prefix, then capitalised parts, the first of two characters or more.

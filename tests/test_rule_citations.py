@@ -34,6 +34,7 @@ FAMILY_FILES = {
     "A": "semantics.md",
     "PE": "partial_eval.md", "Reify": "partial_eval.md", "Tidy": "partial_eval.md",
     "AD": "ad.md", "D": "dtr.md",
+    "BYOC": "byoc.md",
 }
 
 # Family -> where it is implemented: each rule must be cited in one of these (a file, or a
@@ -58,6 +59,10 @@ IMPLEMENTED_IN = {
            "relay_ref/passes/gradient_reverse.py", "relay_ref/passes/gradient_first_order.py",
            "relay_ref/passes/gradient_forward.py", "relay_ref/ops/gradient_op.py"),
     "D": ("relay_ref/dtr",),
+    "BYOC": ("relay_ref/passes/compiler_support.py", "relay_ref/passes/merge_composite.py",
+             "relay_ref/passes/annotate_target.py", "relay_ref/passes/merge_compiler_regions.py",
+             "relay_ref/passes/partition_graph.py", "relay_ref/passes/regions.py",
+             "relay_ref/byoc", "relay_ref/executor"),
 }
 
 _PREFIXES = "|".join(sorted(rules.FAMILIES, key=len, reverse=True))

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from relay_ref.passes.annotate_target import AnnotateTarget  # noqa: F401
-
 # Registration side effects: every pass class, by the module that defines it.
+from relay_ref.passes.annotate_target import AnnotateTarget  # noqa: F401
 from relay_ref.passes.base import Pass, registered
 from relay_ref.passes.bind_params import BindParams  # noqa: F401
 from relay_ref.passes.dead_code import DeadCodeElimination  # noqa: F401
@@ -27,8 +26,10 @@ from relay_ref.passes.fuse_ops import FuseOps  # noqa: F401
 from relay_ref.passes.gradient import ExpandGradient  # noqa: F401
 from relay_ref.passes.inline import Inline  # noqa: F401
 from relay_ref.passes.lambda_lift import LambdaLift  # noqa: F401
+from relay_ref.passes.merge_compiler_regions import MergeCompilerRegions  # noqa: F401
 from relay_ref.passes.merge_composite import MergeComposite  # noqa: F401
 from relay_ref.passes.partial_eval import PartialEvaluate  # noqa: F401
+from relay_ref.passes.partition_graph import PartitionGraph  # noqa: F401
 from relay_ref.passes.simplify_expr import SimplifyExpr  # noqa: F401
 from relay_ref.passes.simplify_inference import SimplifyInference  # noqa: F401
 from relay_ref.passes.to_a_normal_form import ToANormalForm  # noqa: F401

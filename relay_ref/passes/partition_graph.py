@@ -1,0 +1,312 @@
+"""PartitionGraph (TVM ``src/relay/transforms/partition_graph.cc``): each annotated region
+of an external compiler becomes a global function called from the host program (spec/
+byoc.md, BYOC-Partition, BYOC-Cost).
+
+The result, as TVM (v0.8+) prints it::
+
+    def @tvmgen_default_t_main_0(%t_0_i0: Tensor[(10), float32], Compiler="t",
+                                 Primitive=1, Inline=1,
+                                 global_symbol="tvmgen_default_t_main_0") -> Tensor[...] {
+      nn.relu(abs(%t_0_i0))
+    }
+    def @main(%x: Tensor[(10), float32]) -> Tensor[(10), float32] {
+      tanh(@tvmgen_default_t_main_0(%x))
+    }
+
+**Algorithm.** Per global function (those with a ``Compiler`` attribute are kept), the
+regions of ``relay_ref.passes.regions.find_regions``, numbered in post-order of the host
+function (``k`` counts the outlined regions of the module, functions in definition order):
+
+1. *Cost model* (BYOC-Cost): a region of an external compiler is outlined unless its
+   operator-call count (a composite call counts the calls inside it) is below
+   ``min_region_size`` (this pass's option, else the backend's ``Support.min_region_size``)
+   or the backend's ``Support.worth(RegionCost(ops, flops, boundary_bytes))`` is false
+   (flops: each operator's ``cost`` aspect, ``relay_ref.ops.costs``, on its checked
+   shapes; boundary bytes: the static sizes of the region's inputs and outputs). A backend
+   nothing registered has no cost model. Regions of ``"default"`` are never outlined, nor
+   are regions malformed annotations touch (``find_regions(strict=False)``: a begin with no
+   end, a member that is a variable, a ``let``...): their annotations are removed.
+2. *Outline*: the function ``@tvmgen_{mod_name}_{compiler}_main_{k}`` gets one parameter
+   ``%{compiler}_{k}_i{j}`` per ``compiler_begin`` of the region (post-order; annotated with
+   the input's checked type), except a begin on a constant: the constant is bound into the
+   body. The body is the region's members with every ``compiler_end`` dropped; one output
+   is the body, several are a tuple (in post-order of the ends) and the host reads each
+   with a projection. Attributes ``Compiler``, ``Primitive=1``, ``Inline=1``,
+   ``global_symbol`` (TVM's), and the return type annotated.
+3. *Host*: each region's ends become the call (or its projections); every remaining
+   annotation (default regions, regions the cost model refused) is removed.
+
+Guarantee: the same values (BYOC-Partition: the outlined function computes what its region
+computed), ``@main``'s type unchanged, no annotation left, and the module's call graph
+acyclic when the input's regions were convex and mutually acyclic (BYOC-Convex; checked
+here: a cycle is a ``RegionError`` naming the function, never a wrong program).
+Iterative and linear in distinct nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from relay_ref.diagnostics import RelayError
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+    children,
+)
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ir.visitor import post_order
+from relay_ref.passes.base import Pass, register_pass
+from relay_ref.passes.compiler_support import (
+    DEFAULT,
+    RegionCost,
+    Support,
+    get_support,
+    support_names,
+)
+from relay_ref.passes.regions import (
+    Region,
+    RegionError,
+    find_regions,
+    is_annotation,
+    is_begin,
+    is_composite_call,
+    is_end,
+    region_graph_acyclic,
+)
+from relay_ref.passes.rewrite import with_children
+from relay_ref.typecheck.infer import infer_types
+
+__all__ = ["PartitionGraph", "region_cost"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Outline:
+    """An outlined region: its global's name, the call's arguments' origins (begins)."""
+
+    name: str
+    params: tuple[Call, ...]
+    function: Function
+
+
+def _nbytes(ty: Type | None) -> int:
+    if isinstance(ty, TupleType):
+        return sum(_nbytes(f) for f in ty.fields)
+    if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
+        try:
+            size = np.dtype(ty.dtype).itemsize
+        except TypeError:
+            return 0
+        return math.prod(ty.shape) * size
+    return 0
+
+
+def _shape(ty: Type | None) -> tuple[int, ...]:
+    if isinstance(ty, TupleType) and ty.fields:
+        return _shape(ty.fields[0])
+    if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
+        return tuple(ty.shape)
+    return ()
+
+
+def _op_flops(call: Call, types: dict[Expr, Type]) -> int:
+    from relay_ref.ops.costs import default_cost
+    from relay_ref.ops.registry import get_op
+
+    shapes = [_shape(types.get(a)) for a in call.args]
+    out = _shape(types.get(call))
+    try:
+        formula = get_op(call.op.name).cost or default_cost
+        return max(int(formula(shapes, out, call.attrs)), 1)
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        return max(default_cost(shapes, out, call.attrs), 1)
+
+
+def region_cost(region: Region, types: dict[Expr, Type]) -> RegionCost:
+    """The cost model's view of ``region`` (``types``: the module's checked types)."""
+    ops = flops = 0
+    for node in region.nodes:
+        if is_annotation(node) or type(node) is not Call:
+            continue
+        if type(node.op) is Op:
+            ops += 1
+            flops += _op_flops(node, types)
+        elif is_composite_call(node):
+            for inner in post_order(node.op.body):
+                if type(inner) is Call and type(inner.op) is Op:
+                    ops += 1
+                    flops += _op_flops(inner, types)
+    boundary = sum(_nbytes(types.get(b)) for b in region.ins
+                   if type(b.args[0]) is not Constant)
+    boundary += sum(_nbytes(types.get(e)) for e in region.outs)
+    return RegionCost(ops, flops, boundary)
+
+
+class _Partitioner:
+    def __init__(self, types: dict[Expr, Type], min_region_size: int | None,
+                 mod_name: str) -> None:
+        self.types = types
+        self.min_region_size = min_region_size
+        self.mod_name = mod_name
+        self.count = 0
+        self.new: dict[str, Function] = {}
+        self.taken: set[str] = set()
+
+    def _support(self, target: str) -> Support | None:
+        return get_support(target) if target in support_names() else None
+
+    def _outlined(self, region: Region) -> bool:
+        if region.target == DEFAULT or not region.valid:
+            return False
+        support = self._support(region.target)
+        limit = self.min_region_size
+        if limit is None and support is not None:
+            limit = support.min_region_size
+        worth = support.worth if support is not None else None
+        if limit is None and worth is None:
+            return True
+        cost = region_cost(region, self.types)
+        if limit is not None and cost.ops < limit:
+            return False
+        if worth is None:
+            return True
+        try:
+            return bool(worth(cost))
+        except RelayError:
+            raise
+        except Exception as err:  # noqa: BLE001 - a backend author's cost model
+            raise RelayError(f"backend {region.target!r}: the cost model raised "
+                             f"{type(err).__name__}: {err}",
+                             region.outs[0].span) from err
+
+    def _outline(self, region: Region) -> _Outline:
+        target = region.target
+        while True:  # numbers a module already uses (an earlier partition) are skipped
+            k = self.count
+            self.count += 1
+            name = f"tvmgen_{self.mod_name}_{target}_main_{k}"
+            if name not in self.taken:
+                break
+        mapped: dict[int, Expr] = {}
+        params: list[Var] = []
+        origins: list[Call] = []
+        for node in region.nodes:
+            if is_begin(node):
+                arg = node.args[0]
+                if type(arg) is Constant:
+                    mapped[id(node)] = arg
+                    continue
+                var = Var(f"{target}_{k}_i{len(params)}", self.types.get(node))
+                params.append(var)
+                origins.append(node)
+                mapped[id(node)] = var
+            elif is_end(node):
+                mapped[id(node)] = mapped[id(node.args[0])]
+            else:
+                mapped[id(node)] = with_children(
+                    node, (mapped.get(id(kid), kid) for kid in children(node)))
+        outs = [mapped[id(e)] for e in region.outs]
+        if len(outs) == 1:
+            body: Expr = outs[0]
+            ret = self.types.get(region.outs[0])
+        else:
+            body = Tuple(tuple(outs))
+            field_types = [self.types.get(e) for e in region.outs]
+            ret = (TupleType(tuple(field_types))
+                   if all(t is not None for t in field_types) else None)
+        attrs = (("Compiler", target), ("Primitive", 1), ("Inline", 1),
+                 ("global_symbol", name))
+        fn = Function(tuple(params), body, ret, (), attrs)
+        self.new[name] = fn
+        return _Outline(name, tuple(origins), fn)
+
+    def run(self, fn: Function) -> Function:
+        if fn.attr("Compiler") is not None:
+            return fn
+        rs = find_regions(fn.body, strict=False)
+        if not rs.regions and not any(is_annotation(n) for n in rs.order):
+            return fn
+        chosen = [r for r in rs.regions if self._outlined(r)]
+        if not region_graph_acyclic(fn.body, rs, frozenset(r.id for r in chosen)):
+            raise RegionError("the annotated regions are not convex (a path leaves a region "
+                              "and re-enters it): run MergeCompilerRegions on annotations "
+                              "AnnotateTarget made", fn.span)
+        outline = {r.id: self._outline(r) for r in chosen}
+        done: dict[int, Expr] = {}
+        calls: dict[int, Expr] = {}
+
+        def enter(node: Expr) -> tuple[Expr, ...]:
+            # An outlined region's end depends on the inputs of its whole region (a begin
+            # may be reachable only from another of its ends), not on its members.
+            region = rs.region_of(node)
+            if region is not None and region.id in outline and is_end(node):
+                return tuple(b.args[0] for b in outline[region.id].params)
+            return tuple(children(node))
+
+        for node in post_order(fn.body, enter=enter):
+            region = rs.region_of(node)
+            if region is not None and region.id in outline and is_end(node):
+                if region.id not in calls:
+                    info = outline[region.id]
+                    args = tuple(done[id(b.args[0])] for b in info.params)
+                    calls[region.id] = Call(GlobalVar(info.name), args, None, (),
+                                            node.span)
+                call = calls[region.id]
+                if len(region.outs) == 1:
+                    out: Expr = call
+                else:
+                    out = TupleGetItem(call, region.outs.index(node), node.span)
+            elif region is not None and region.id in outline:
+                continue  # inside an outlined region: rebuilt in its function
+            elif is_annotation(node):
+                out = done[id(node.args[0])]
+            else:
+                out = with_children(node, (done[id(k)] for k in children(node)))
+            done[id(node)] = out
+        body = done[id(fn.body)]
+        return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+
+
+@register_pass
+class PartitionGraph(Pass):
+    """Outline each annotated region of an external compiler into a global function (TVM's
+    PartitionGraph; see the module docstring). ``min_region_size``: the fewest operator
+    calls a region needs to be outlined (None: each backend's own); ``mod_name``: the
+    ``tvmgen_<mod_name>_`` prefix of the functions' names."""
+
+    name = "PartitionGraph"
+    idempotent = True  # its output has no annotation left: a second run returns it
+    opt_level = 0
+
+    def __init__(self, min_region_size: int | None = None, mod_name: str = "default") -> None:
+        if min_region_size is not None and (type(min_region_size) is not int
+                                            or min_region_size < 0):
+            raise ValueError(f"PartitionGraph: min_region_size must be None or an int >= 0, "
+                             f"not {min_region_size!r}")
+        if type(mod_name) is not str or not mod_name.isidentifier():
+            raise ValueError(f"PartitionGraph: mod_name must be an identifier, not "
+                             f"{mod_name!r}")
+        self.min_region_size = min_region_size
+        self.mod_name = mod_name
+
+    def __call__(self, mod: IRModule) -> IRModule:
+        if not any(is_annotation(n) for f in mod.functions.values()
+                   for n in post_order(f.body)):
+            return mod
+        typed = mod if mod.checked_types else infer_types(mod)
+        part = _Partitioner(typed.checked_types, self.min_region_size, self.mod_name)
+        part.taken = set(mod.functions)
+        functions = {name: part.run(f) for name, f in typed.functions.items()}
+        functions.update(part.new)
+        return replace(mod, functions=functions, checked_types={}, global_types={},
+                       casts=None)

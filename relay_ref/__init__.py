@@ -37,6 +37,7 @@ __all__ = [
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
     "Closure", "RecClosure", "RefValue", "compile", "cuda_available", "gradient",
+    "partition",
 ]
 
 
@@ -214,7 +215,8 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
             entry: str = "main", profile: bool = False, passes: Any = None,
             cache_dir: str | None = None, max_depth: int | None = None,
             memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
-            dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None) -> Any:
+            dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None,
+            targets: Any = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
 
     ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
@@ -280,6 +282,11 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
+    if targets is not None:  # BYOC: partition first (the weights bound there)
+        mod = partition(mod, targets, params, entry=entry)
+        params = None
+    _require("compile", "mod", mod, IRModule, "an IRModule")
+    externs = _externs(mod)
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
     # (guarded; relay_ref.executor.compile.GRADIENT_PASSES), a program without gradient
     # calls compiles as it is
@@ -289,7 +296,48 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     return compile_module(expanded, params, target, entry=entry, profile=profile,
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
                           max_depth=max_depth, memory_budget=memory_budget,
-                          heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log)
+                          heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
+                          externs=externs)
+
+
+def _externs(mod: IRModule) -> dict[str, Any] | None:
+    """The codegens of the backends ``mod``'s ``Compiler`` globals name (spec/byoc.md
+    BYOC-Extern; None: no region); an unknown backend is a ``RelayError`` at its first
+    region."""
+    from relay_ref.byoc.backend import get_backend
+    from relay_ref.executor.externs import extern_backends
+
+    named = extern_backends(mod)
+    if not named:
+        return None
+    out: dict[str, Any] = {}
+    for backend, func in named.items():
+        try:
+            out[backend] = get_backend(backend).codegen
+        except RelayError as err:
+            raise RelayError(f"compile: region @{_global_of(mod, func)} names "
+                             f"{err.message}", func.span) from None
+    return out
+
+
+def _global_of(mod: IRModule, func: Any) -> str:
+    return next((n for n, f in mod.functions.items() if f is func), "?")
+
+
+def partition(mod: IRModule, targets: Any, params: Any = None, *,
+              entry: str = "main") -> IRModule:
+    """``mod`` cut into regions for the BYOC backends ``targets`` (names: ``"ort"``,
+    ``"xla"`` or registered with ``relay_ref.byoc.register_backend``), as TVM's
+    MergeComposite -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph
+    (spec/byoc.md): each region a global function with ``Compiler="<backend>"``, called
+    from the host program. ``params`` binds weights first (they become constants, bound
+    into the regions that use them). The result type-checks and computes what ``mod``
+    computes; ``rr.compile`` hands each region to its backend's codegen. An unknown
+    backend is a ``RelayError`` (``UnknownCompiler``) with a did-you-mean."""
+    from relay_ref.byoc.partition import partition as _partition
+
+    _require("partition", "mod", mod, IRModule, "an IRModule")
+    return _partition(mod, targets, params, entry=entry)
 
 
 def cuda_available() -> bool:

@@ -1,0 +1,67 @@
+"""``relay partition`` (spec/byoc.md): --help, and the error paths (unknown backend: a
+diagnostic, exit 1; no --target, a missing file or weights file: usage, exit 2). A
+subprocess cannot see a backend registered in the test process; the printed partition for
+the built-in ``ort`` backend is tested where that backend lives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PROGRAM = """def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {
+  nn.relu(%x)
+}
+"""
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "p.relay"
+    path.write_text(PROGRAM)
+    return path
+
+
+def test_help(relay) -> None:
+    result = relay("partition", "--help")
+    assert result.returncode == 0
+    assert "--target" in result.stdout and "--params" in result.stdout
+
+
+def test_listed_in_relay_help(relay) -> None:
+    assert "partition" in relay("--help").stdout
+
+
+def test_unknown_backend_is_a_diagnostic(relay, program: Path) -> None:
+    result = relay("partition", "--target", "nosuchbackend", program)
+    assert result.returncode == 1
+    assert "unknown backend 'nosuchbackend'" in result.stderr
+    assert result.stdout == ""
+
+
+def test_misspelt_builtin_backend_gets_a_hint(relay, program: Path) -> None:
+    result = relay("partition", "--target", "orrt", program)
+    assert result.returncode == 1 and "did you mean 'ort'" in result.stderr
+
+
+def test_no_target_is_a_usage_error(relay, program: Path) -> None:
+    result = relay("partition", program)
+    assert result.returncode == 2 and "--target" in result.stderr
+
+
+def test_missing_file_is_a_usage_error(relay, tmp_path: Path) -> None:
+    result = relay("partition", "--target", "ort", tmp_path / "nope.relay")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_missing_weights_is_a_usage_error(relay, program: Path, tmp_path: Path) -> None:
+    result = relay("partition", "--target", "ort", "--params", tmp_path / "w.npz", program)
+    assert result.returncode == 2 and "--params" in result.stderr
+
+
+def test_ill_typed_program_is_a_diagnostic(relay, tmp_path: Path) -> None:
+    path = tmp_path / "bad.relay"
+    path.write_text("def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {\n"
+                    "  add(%x, (%x, %x))\n}\n")
+    result = relay("partition", "--target", "ort", path)
+    assert result.returncode == 1 and "bad.relay:2" in result.stderr

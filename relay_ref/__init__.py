@@ -244,6 +244,18 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     (``exe.plan.passes`` lists them; should they fail or grow the program, it is compiled
     unsimplified and ``exe.plan.notes`` says why).
 
+    Bring Your Own Codegen (spec/byoc.md): ``targets=["ort"]`` (backend names: ``"ort"``,
+    ``"xla"`` or registered with ``relay_ref.byoc.register_backend``) partitions ``mod``
+    first (``rr.partition(mod, targets, params)``: the weights are bound there); each
+    ``Compiler=<backend>`` global function (from ``targets`` or already in ``mod``, as
+    ``rr.partition`` or TVM prints them) is handed to its backend's codegen once, at
+    compile time, and its callable runs at each call (``exe.plan.regions`` lists them;
+    ``profile=True`` times them). A region the codegen refuses runs on the host, with a
+    note in ``exe.plan`` (BYOC-Fallback); a backend naming no registered one is a
+    ``RelayError`` at its function; a failure inside a region's callable is a
+    ``RelayRuntimeError`` at the region's call naming the backend. ``memory_budget`` with
+    regions built by a backend is a ``RelayError``.
+
     ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
     to the device once, tensors kept there between kernels; see ``cuda_available()``).
 

@@ -1,7 +1,7 @@
-"""``relay partition`` (spec/byoc.md): --help, and the error paths (unknown backend: a
-diagnostic, exit 1; no --target, a missing file or weights file: usage, exit 2). A
-subprocess cannot see a backend registered in the test process; the printed partition for
-the built-in ``ort`` backend is tested where that backend lives."""
+"""``relay partition`` (spec/byoc.md): --help, the error paths (unknown backend: a
+diagnostic, exit 1; no --target, a missing file or weights file: usage, exit 2) and the
+printed partition for the built-in ``ort`` backend (a subprocess cannot see a backend
+registered in the test process)."""
 
 from __future__ import annotations
 
@@ -65,3 +65,23 @@ def test_ill_typed_program_is_a_diagnostic(relay, tmp_path: Path) -> None:
                     "  add(%x, (%x, %x))\n}\n")
     result = relay("partition", "--target", "ort", path)
     assert result.returncode == 1 and "bad.relay:2" in result.stderr
+
+
+def test_prints_the_partitioned_program(relay, tmp_path: Path) -> None:
+    """With the built-in ``ort`` backend (once it is merged): one region, printed in TVM's
+    form, that parses back and computes what the original computes."""
+    import numpy as np
+
+    import relay_ref as rr
+
+    path = tmp_path / "m.relay"
+    # big enough for ort's cost model (a tiny region is not worth a session)
+    path.write_text("def @main(%x: Tensor[(64, 64), float32]) -> Tensor[(64, 64), float32] {\n"
+                    "  %0 = nn.relu(%x);\n  %1 = exp(%0);\n  add(%1, %0)\n}\n")
+    result = relay("partition", "--target", "ort", path)
+    assert result.returncode == 0, result.stderr
+    assert 'Compiler="ort"' in result.stdout and "global_symbol=" in result.stdout
+    out = rr.parse(result.stdout)
+    x = np.linspace(-1, 1, 64 * 64, dtype="float32").reshape(64, 64)
+    np.testing.assert_allclose(rr.evaluate(out, x), rr.evaluate(rr.parse(path.read_text()), x),
+                               rtol=1e-6)

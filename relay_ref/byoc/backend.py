@@ -184,5 +184,9 @@ def _load(name: str) -> None:
     try:
         importlib.import_module(BUILTIN[name])
     except ImportError as err:
-        raise RelayError(f"backend {name!r} needs {err.name or 'a package'} that is not "
-                         f"installed ({err})") from None
+        missing = err.name or "a package"
+        if missing.startswith("relay_ref"):
+            raise RelayError(f"backend {name!r} is not part of this installation of "
+                             f"relay_ref ({err})") from None
+        raise RelayError(f"backend {name!r} needs {missing}, which is not installed "
+                         f"({err})") from None

@@ -251,10 +251,10 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     ``rr.partition`` or TVM prints them) is handed to its backend's codegen once, at
     compile time, and its callable runs at each call (``exe.plan.regions`` lists them;
     ``profile=True`` times them). A region the codegen refuses runs on the host, with a
-    note in ``exe.plan`` (BYOC-Fallback); a backend naming no registered one is a
-    ``RelayError`` at its function; a failure inside a region's callable is a
-    ``RelayRuntimeError`` at the region's call naming the backend. ``memory_budget`` with
-    regions built by a backend is a ``RelayError``.
+    note in ``exe.plan`` (BYOC-Fallback), and so does a region whose ``Compiler`` names no
+    registered backend (TVM's printed ``Compiler="dnnl"``); a failure inside a region's
+    callable is a ``RelayRuntimeError`` at the region's call naming the backend.
+    ``memory_budget`` with regions built by a backend is a ``RelayError``.
 
     ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
     to the device once, tensors kept there between kernels; see ``cuda_available()``).
@@ -313,27 +313,24 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
 
 
 def _externs(mod: IRModule) -> dict[str, Any] | None:
-    """The codegens of the backends ``mod``'s ``Compiler`` globals name (spec/byoc.md
-    BYOC-Extern; None: no region); an unknown backend is a ``RelayError`` at its first
-    region."""
+    """The codegens of the registered (or built-in) backends ``mod``'s ``Compiler``
+    globals name (spec/byoc.md BYOC-Extern; None: no region). A backend nothing registers
+    (TVM's printed ``Compiler="dnnl"``) is left out: its regions run on the host, with a
+    note in ``exe.plan`` (BYOC-Fallback)."""
     from relay_ref.byoc.backend import get_backend
     from relay_ref.executor.externs import extern_backends
+    from relay_ref.passes.compiler_support import UnknownCompiler
 
     named = extern_backends(mod)
     if not named:
         return None
     out: dict[str, Any] = {}
-    for backend, func in named.items():
+    for backend in named:
         try:
             out[backend] = get_backend(backend).codegen
-        except RelayError as err:
-            raise RelayError(f"compile: region @{_global_of(mod, func)} names "
-                             f"{err.message}", func.span) from None
+        except UnknownCompiler:
+            continue
     return out
-
-
-def _global_of(mod: IRModule, func: Any) -> str:
-    return next((n for n, f in mod.functions.items() if f is func), "?")
 
 
 def partition(mod: IRModule, targets: Any, params: Any = None, *,

@@ -4,7 +4,7 @@ pass pipeline.
 
 ``prepare_externs(mod, externs)`` (``mod`` type-checked, weights already bound), with
 ``externs`` mapping a backend name to its codegen (``codegen(func, types) -> callable``)
-or None (run on the host):
+or None (run on the host; a backend it does not name is unknown, run on the host too):
 
 1. *Specialise*: a region called exactly once (its only reference is one call) with
    ``Constant`` arguments gets those constants bound in place of its parameters, and the
@@ -12,7 +12,7 @@ or None (run on the host):
 2. *Build*: each region's codegen is called once, here, at compile time, on the
    type-checked function and the module's checked types; the callable it returns is what
    the generated code calls at run time (``Extern``).
-3. *Fallback*: a region whose backend has no codegen, or whose codegen raises (a
+3. *Fallback*: a region whose backend is unknown or has no codegen, or whose codegen raises (a
    ``CodegenUnsupported`` or anything else: never a traceback, never a wrong value), becomes
    an ordinary host global: its ``Compiler``, ``Primitive``, ``Inline`` and
    ``global_symbol`` attributes dropped and its composite calls inlined; ``RegionSummary``
@@ -122,7 +122,9 @@ def prepare_externs(mod: IRModule, externs: Mapping[str, Any] | None
         ops, flops = _cost(func, types)
         codegen = (externs or {}).get(backend)
         note = ""
-        if codegen is None:
+        if backend not in (externs or {}):
+            note = f"backend {backend!r} is not registered: runs on the host"
+        elif codegen is None:
             note = f"backend {backend!r} has no codegen: runs on the host"
         else:
             try:

@@ -426,7 +426,8 @@ class _Generator:
         """A new ``Site`` of kind ``"extern"`` running region ``@name``'s built callable
         (its group the backend, its label the region: ``profile=True`` lists it)."""
         ext = self.externs[name]
-        return self.site("extern", ext.backend, name, ext.site_fn(span), None, ty, -1, span)
+        return self.site("extern", ext.backend, name, ext.site_fn(span, ty), None, ty, -1,
+                         span)
 
     def extern_def(self, name: str, func: Function, py: str) -> None:
         """Region ``@name`` (BYOC-Extern) as a ``def`` calling its built callable through

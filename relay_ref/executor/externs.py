@@ -6,7 +6,7 @@ pass pipeline.
 ``externs`` mapping a backend name to its codegen (``codegen(func, types) -> callable``)
 or None (run on the host; a backend it does not name is unknown, run on the host too):
 
-1. *Specialise*: a region called exactly once (its only reference is one call) with
+1. *Specialise*: a region called exactly once (one call node; never used as a value) with
    ``Constant`` arguments gets those constants bound in place of its parameters, and the
    call drops them (a backend then sees its weights as constants, as TVM binds them).
 2. *Build*: each region's codegen is called once, here, at compile time, on the
@@ -34,7 +34,7 @@ import numpy as np
 
 from relay_ref.interpreter.driver import checked_module
 from relay_ref.interpreter.stuck import Stuck
-from relay_ref.ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Var
+from relay_ref.ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Var, children
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, TupleType, Type
@@ -70,21 +70,43 @@ class Extern:
     backend: str
     fn: Callable[..., Any]
 
-    def site_fn(self, span: Span | None) -> Callable[..., Any]:
+    def site_fn(self, span: Span | None, ty: Type | None = None) -> Callable[..., Any]:
         """The step the generated code runs: the callable on the arguments, its result as
-        NumPy (a tuple for a tuple); anything it raises becomes a stuck state naming the
-        backend and the region, located by the caller's line (``relay_ref.executor.
-        errors``)."""
+        NumPy (a tuple for a tuple), checked against the call's static type ``ty`` (shapes
+        and dtypes, when static); anything it raises, or a result of another type, becomes
+        a stuck state naming the backend and the region, located by the caller's line
+        (``relay_ref.executor.errors``)."""
         fn, backend, name = self.fn, self.backend, self.name
+        want = _static(ty)
 
         def run(*args: Any) -> Any:
             try:
-                return _plain(fn(*args))
+                value = _plain(fn(*args))
             except Exception as err:  # noqa: BLE001 - a backend's failure, located
                 raise Stuck(f"backend {backend!r} failed running region @{name}: "
                             f"{type(err).__name__}: {err}", span) from err
+            if want is not None and _layout(value) != want:
+                raise Stuck(f"backend {backend!r} returned {_layout(value)} from region "
+                            f"@{name}, whose type is {want}", span)
+            return value
 
         return run
+
+
+def _static(ty: Type | None) -> Any:
+    """``ty`` as (shape, dtype) / tuples of them, or None when not all static."""
+    if type(ty) is TensorType:
+        return (tuple(ty.shape), ty.dtype) if all(type(d) is int for d in ty.shape) else None
+    if type(ty) is TupleType:
+        fields = tuple(_static(f) for f in ty.fields)
+        return None if any(f is None for f in fields) else fields
+    return None
+
+
+def _layout(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_layout(v) for v in value)
+    return (tuple(value.shape), value.dtype.name)
 
 
 def _plain(value: Any) -> Any:
@@ -155,20 +177,25 @@ def _has_composite(mod: IRModule) -> bool:
 
 def _specialise(mod: IRModule, regions: set[str]) -> IRModule:
     """Bind the ``Constant`` arguments of each region called exactly once (step 1)."""
-    refs: dict[str, int] = {}
-    calls: dict[str, Call] = {}
+    calls: dict[str, list[Call]] = {}
+    escapes: set[str] = set()  # regions used otherwise than as a callee
     for func in mod.functions.values():
         for node in post_order(func):
-            if type(node) is GlobalVar and node.name in regions:
-                refs[node.name] = refs.get(node.name, 0) + 1
-            elif type(node) is Call and type(node.op) is GlobalVar and node.op.name in regions:
-                calls.setdefault(node.op.name, node)
+            if type(node) is Call and type(node.op) is GlobalVar and node.op.name in regions:
+                calls.setdefault(node.op.name, []).append(node)
+            for kid in children(node):
+                if type(kid) is GlobalVar and kid.name in regions and not (
+                        type(node) is Call and node.op is kid
+                        and not any(a is kid for a in node.args)):
+                    escapes.add(kid.name)
     bound: dict[str, tuple[bool, ...]] = {}
     functions = dict(mod.functions)
-    for name, call in calls.items():
+    for name, sites in calls.items():
         func = mod.functions[name]
+        call = sites[0]
         consts = tuple(type(a) is Constant for a in call.args)
-        if refs.get(name) != 1 or not any(consts) or len(call.args) != len(func.params):
+        if len(sites) != 1 or name in escapes or not any(consts) or \
+                len(call.args) != len(func.params):
             continue
         mapping = {p: a for p, a, c in zip(func.params, call.args, consts, strict=True) if c}
         body = _substitute(func.body, mapping)

@@ -320,3 +320,78 @@ def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
     np.testing.assert_allclose(exe(x), rr.evaluate(mod, x))
     assert backend.codegen.calls == 1
     assert [s.kind for s in exe.generated.sites].count("extern") == 1
+
+
+def test_result_of_the_wrong_shape_is_a_located_error() -> None:
+    def codegen(func: Function, types: Any) -> Any:
+        return lambda *args: np.zeros((3, 2), "float32")
+
+    register_backend("tshape", supported_ops=["add", "nn.relu", "multiply"], codegen=codegen,
+                     replace=True)
+    try:
+        mod = program("tshape")
+        with pytest.raises(rr.RelayRuntimeError, match="tshape.*returned") as info:
+            rr.compile(mod)(*inputs())
+        assert info.value.span is not None
+    finally:
+        unregister_backend("tshape")
+
+
+def test_region_called_twice_is_not_specialised() -> None:
+    seen: list[Function] = []
+    numpy = NumpyCodegen()
+
+    def codegen(func: Function, types: Any) -> Any:
+        seen.append(func)
+        return numpy(func, types)
+
+    register_backend("ttwice", supported_ops=["add", "multiply"], codegen=codegen,
+                     replace=True)
+    try:
+        mod = rr.parse('''
+def @tvmgen_default_ttwice_main_0(%i0: Tensor[(3), float32], %i1: float32,
+    Compiler="ttwice", Primitive=1, Inline=1, global_symbol="tvmgen_default_ttwice_main_0")
+    -> Tensor[(3), float32] {
+  %0 = multiply(%i0, %i1);
+  add(%0, %i0)
+}
+def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
+  %0 = @tvmgen_default_ttwice_main_0(%x, 2.5f);
+  @tvmgen_default_ttwice_main_0(%0, -1.5f)
+}
+''')
+        x = np.array([1, -2, 3], "float32")
+        np.testing.assert_allclose(rr.compile(mod)(x), rr.evaluate(mod, x))
+        (func,) = seen
+        assert len(func.params) == 2
+    finally:
+        unregister_backend("ttwice")
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_a_2000_op_region(refuse: bool) -> None:
+    """Long regions: no Python recursion over their depth (built, or inlined on the
+    host after a fallback)."""
+    numpy = NumpyCodegen()
+
+    def codegen(func: Function, types: Any) -> Any:
+        if refuse:
+            raise CodegenUnsupported("too long")
+        return numpy(func, types)
+
+    register_backend("tlong", supported_ops=["add", "nn.relu"], codegen=codegen, replace=True)
+    try:
+        body = ["  %0 = add(%i0, %i0);"]
+        body += [f"  %{k} = nn.relu(%{k - 1});" for k in range(1, 2000)]
+        mod = rr.parse(
+            "def @r(%i0: Tensor[(3), float32], Compiler=\"tlong\", Primitive=1, Inline=1, "
+            "global_symbol=\"r\") -> Tensor[(3), float32] {\n" + "\n".join(body)
+            + "\n  add(%1999, %i0)\n}\n"
+            "def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {\n  @r(%x)\n}\n")
+        x = np.array([1, -2, 3], "float32")
+        exe = rr.compile(mod)
+        np.testing.assert_allclose(exe(x), rr.evaluate(mod, x))
+        (region,) = exe.plan.regions
+        assert region.ops == 2001 and region.backend == ("host" if refuse else "tlong")
+    finally:
+        unregister_backend("tlong")

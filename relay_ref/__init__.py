@@ -37,6 +37,7 @@ __all__ = [
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
     "Closure", "RecClosure", "RefValue", "compile", "cuda_available", "gradient",
+    "partition",
 ]
 
 
@@ -214,7 +215,8 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
             entry: str = "main", profile: bool = False, passes: Any = None,
             cache_dir: str | None = None, max_depth: int | None = None,
             memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
-            dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None) -> Any:
+            dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None,
+            targets: Any = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
 
     ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
@@ -241,6 +243,18 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     the expansion simplified by PartialEvaluate + DeadCodeElimination before the pipeline
     (``exe.plan.passes`` lists them; should they fail or grow the program, it is compiled
     unsimplified and ``exe.plan.notes`` says why).
+
+    Bring Your Own Codegen (spec/byoc.md): ``targets=["ort"]`` (backend names: ``"ort"``,
+    ``"xla"`` or registered with ``relay_ref.byoc.register_backend``) partitions ``mod``
+    first (``rr.partition(mod, targets, params)``: the weights are bound there); each
+    ``Compiler=<backend>`` global function (from ``targets`` or already in ``mod``, as
+    ``rr.partition`` or TVM prints them) is handed to its backend's codegen once, at
+    compile time, and its callable runs at each call (``exe.plan.regions`` lists them;
+    ``profile=True`` times them). A region the codegen refuses runs on the host, with a
+    note in ``exe.plan`` (BYOC-Fallback), and so does a region whose ``Compiler`` names no
+    registered backend (TVM's printed ``Compiler="dnnl"``); a failure inside a region's
+    callable is a ``RelayRuntimeError`` at the region's call naming the backend.
+    ``memory_budget`` with regions built by a backend is a ``RelayError``.
 
     ``target="cuda"`` runs the tensor kernels on a GPU through numba.cuda (weights copied
     to the device once, tensors kept there between kernels; see ``cuda_available()``).
@@ -280,6 +294,11 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
+    if targets is not None:  # BYOC: partition first (the weights bound there)
+        mod = partition(mod, targets, params, entry=entry)
+        params = None
+    _require("compile", "mod", mod, IRModule, "an IRModule")
+    externs = _externs(mod)
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
     # (guarded; relay_ref.executor.compile.GRADIENT_PASSES), a program without gradient
     # calls compiles as it is
@@ -289,7 +308,45 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     return compile_module(expanded, params, target, entry=entry, profile=profile,
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
                           max_depth=max_depth, memory_budget=memory_budget,
-                          heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log)
+                          heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
+                          externs=externs)
+
+
+def _externs(mod: IRModule) -> dict[str, Any] | None:
+    """The codegens of the registered (or built-in) backends ``mod``'s ``Compiler``
+    globals name (spec/byoc.md BYOC-Extern; None: no region). A backend nothing registers
+    (TVM's printed ``Compiler="dnnl"``) is left out: its regions run on the host, with a
+    note in ``exe.plan`` (BYOC-Fallback)."""
+    from relay_ref.byoc.backend import get_backend
+    from relay_ref.executor.externs import extern_backends
+    from relay_ref.passes.compiler_support import UnknownCompiler
+
+    named = extern_backends(mod)
+    if not named:
+        return None
+    out: dict[str, Any] = {}
+    for backend in named:
+        try:
+            out[backend] = get_backend(backend).codegen
+        except UnknownCompiler:
+            continue
+    return out
+
+
+def partition(mod: IRModule, targets: Any, params: Any = None, *,
+              entry: str = "main") -> IRModule:
+    """``mod`` cut into regions for the BYOC backends ``targets`` (names: ``"ort"``,
+    ``"xla"`` or registered with ``relay_ref.byoc.register_backend``), as TVM's
+    MergeComposite -> AnnotateTarget -> MergeCompilerRegions -> PartitionGraph
+    (spec/byoc.md): each region a global function with ``Compiler="<backend>"``, called
+    from the host program. ``params`` binds weights first (they become constants, bound
+    into the regions that use them). The result type-checks and computes what ``mod``
+    computes; ``rr.compile`` hands each region to its backend's codegen. An unknown
+    backend is a ``RelayError`` (``UnknownCompiler``) with a did-you-mean."""
+    from relay_ref.byoc.partition import partition as _partition
+
+    _require("partition", "mod", mod, IRModule, "an IRModule")
+    return _partition(mod, targets, params, entry=entry)
 
 
 def cuda_available() -> bool:

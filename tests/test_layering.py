@@ -101,6 +101,9 @@ LAYERS: dict[str, Layer] = {
                                   "relay_ref.frontend.onnx.conformance")),
     # Generators and check_pass call the interpreter and the executor's implementation.
     "testing": Layer(8, ("relay_ref.testing",)),
+    # BYOC (relay_ref.byoc): backends fill the passes' support table and hand regions to
+    # the executor as codegens; above both (the executor never imports it), below the API.
+    "byoc": Layer(8, ("relay_ref.byoc",)),
     "api": Layer(9, ("relay_ref.__init__",)),  # relay_ref/__init__.py itself
     "repl": Layer(9, ("relay_ref.repl",)),  # beside the public API (what a REPL needs)
     # The CLI (the relay_ref/cli/ package: one module per subcommand; and __main__.py) and

@@ -1,9 +1,9 @@
 """The ``relay`` command line: the parser of every subcommand, and ``main``.
 
 Each subcommand is a module of this package (``check``, ``run``, ``fmt``, ``import_onnx``,
-``rule``, ``opt``, ``ops``, ``doc``, ``dtr``) with ``add_parser(subparsers)`` and ``run(args) ->
-int``; this module builds ``relay``'s parser from them and turns what escapes a command
-into an exit code and a message, never a traceback.
+``rule``, ``opt``, ``partition``, ``ops``, ``doc``, ``dtr``) with ``add_parser(subparsers)``
+and ``run(args) -> int``; this module builds ``relay``'s parser from them and turns what
+escapes a command into an exit code and a message, never a traceback.
 
 A misspelt subcommand (``relay chek``) or option (``--trce``) is a usage error that names the
 closest one (``; did you mean check?``), as every unknown name relay reports does
@@ -24,7 +24,19 @@ import traceback
 from typing import Any
 
 from relay_ref import RelayError, __version__
-from relay_ref.cli import check, doc, dtr, export, fmt, import_onnx, ops, opt, rule, run
+from relay_ref.cli import (
+    check,
+    doc,
+    dtr,
+    export,
+    fmt,
+    import_onnx,
+    ops,
+    opt,
+    partition,
+    rule,
+    run,
+)
 from relay_ref.cli._common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -35,7 +47,7 @@ from relay_ref.cli._common import (
 from relay_ref.cli.outputs import OutputError
 
 # One module per subcommand, each with add_parser(subparsers) and run(args) -> int.
-SUBCOMMANDS = (check, run, fmt, import_onnx, export, rule, opt, ops, doc, dtr)
+SUBCOMMANDS = (check, run, fmt, import_onnx, export, rule, opt, partition, ops, doc, dtr)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -52,6 +52,9 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   comparisons of two 0-d operands are Python operators on them (NumPy scalars keep the dtype
   and wrap around as Relay's integers do; the executor runs under ``np.errstate(all=
   "ignore")``), so scalar loops cost NumPy-scalar arithmetic, not 0-d array allocation.
+* **Regions** (spec/byoc.md BYOC-Extern): a ``Compiler`` global built by its backend's
+  codegen is no generated body: each call of it is one runtime step (kind ``"extern"``)
+  calling the built callable, and the global itself is a ``def`` doing the same.
 * **Operators** run through the plan of their fused group (``relay_ref.executor.groups``):
   a generated numba kernel, the op's ``kernels["cpu"]``, or its NumPy reference; nothing
   falls back to the interpreter.
@@ -342,6 +345,9 @@ class _Generator:
 
             self.out.namespace["_cast"] = cast
             self.out.namespace["_cast_memo"] = memo
+        #: regions run by external callables (BYOC-Extern): global name -> its built
+        #: region (``relay_ref.executor.externs.Extern``)
+        self.externs: dict[str, Any] = {}
         #: memo tables of one generation: free variables of function literals, groups
         #: that cannot be planned (-> why), each group's ``run_args``
         self.free: dict[Function, list[Var]] = {}
@@ -416,6 +422,26 @@ class _Generator:
         self.out.namespace[name] = site
         return name
 
+    def extern_site(self, name: str, span: Span | None, ty: Type | None) -> str:
+        """A new ``Site`` of kind ``"extern"`` running region ``@name``'s built callable
+        (its group the backend, its label the region: ``profile=True`` lists it)."""
+        ext = self.externs[name]
+        return self.site("extern", ext.backend, name, ext.site_fn(span, ty), None, ty, -1,
+                         span)
+
+    def extern_def(self, name: str, func: Function, py: str) -> None:
+        """Region ``@name`` (BYOC-Extern) as a ``def`` calling its built callable through
+        the runtime seam: what a reference to the global as a value runs (a direct call
+        runs the callable at the call's own line: ``_FunctionGen.call``)."""
+        params = [f"a{k}" for k in range(len(func.params))]
+        site = self.extern_site(name, func.span, self.types.get(func.body))
+        self.lines.append(f"def {py}({', '.join(params)}):")
+        self.lines.append(f"    return _run({site}, [{', '.join(params)}], None)")
+        if func.span is not None:
+            self.out.line_spans[len(self.lines)] = func.span
+        self.lines.append("")
+        self.out.functions[py] = FunctionInfo(func, {}, None, name)
+
     def constant_array(self, data: Any) -> str:
         """The namespace name of the constant tensor ``data``, recorded in
         ``GeneratedModule.constants``: the executable copies a result that is (a view of)
@@ -439,6 +465,9 @@ class _Generator:
     def run(self) -> GeneratedModule:
         for name, func in self.mod.functions.items():
             py = self.global_name(name)
+            if name in self.externs:
+                self.extern_def(name, func, py)
+                continue
             _FunctionGen(self, func, py, (), None, name).generate(self.lines)
         self.out.source = "\n".join(self.lines) + "\n"
         return self.out
@@ -718,6 +747,8 @@ class _FunctionGen:
                 return self.group_call(callee, args, e)
             except Unplannable:
                 pass  # not dataflow of operators: run it as an ordinary function call
+        if kind is GlobalVar and callee.name in self.gen.externs:
+            return self.extern_call(e)
         if kind is Constructor:
             args = self.cast_args(e, [self.value(a) for a in e.args])
             ctor = self.gen.intern(callee, "K")
@@ -725,6 +756,15 @@ class _FunctionGen:
         fn = self.value(callee)
         args = self.cast_args(e, [self.value(a) for a in e.args])
         return f"{fn}({', '.join(args)})"
+
+    def extern_call(self, e: Call) -> str:
+        """A call of a region (BYOC-Extern): its built callable through the runtime, on
+        this line (a failure inside it is located at this call)."""
+        args = self.cast_args(e, [self.value(a) for a in e.args])
+        site = self.gen.extern_site(e.op.name, e.span, self.gen.types.get(e))
+        name = self.gen.fresh("t")
+        self.em.emit(f"{name} = _run({site}, [{', '.join(args)}], None)", e.span)
+        return name
 
     def cast_args(self, e: Call, args: list[str]) -> list[str]:
         """T-App's casts on the arguments of ``e`` (none: ``args`` unchanged)."""
@@ -1137,15 +1177,19 @@ def _as_array(x: Any) -> Any:
 
 def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None = None,
              plans_allocation: bool = False,
-             max_depth: int = 1_000_000) -> GeneratedModule:
+             max_depth: int = 1_000_000,
+             externs: dict[str, Any] | None = None) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
     ``slots`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
     the runtime's ``allocate`` is asked a buffer for (when ``plans_allocation``: the
     policy hands them out); ``max_depth`` bounds the nesting of calls (Stuck-Depth; see
     Depth in the module docstring). Every kernel step runs through the runtime seam
     (``relay_ref.executor.runtime``): ``_run``, ``_alloc`` and ``_release`` are installed
-    in the namespace by the executable."""
+    in the namespace by the executable. ``externs``: the regions built by external
+    codegens (global name -> ``relay_ref.executor.externs.Extern``), each call of one a
+    step of kind ``"extern"`` (BYOC-Extern)."""
     gen = _Generator(mod, group_planner, max_depth)
+    gen.externs = dict(externs or {})
     gen.slots = dict(slots or {})
     gen.plans_allocation = plans_allocation
     return gen.run()

@@ -40,6 +40,14 @@ spec/dtr.md 6): the DTR arguments are checked before anything else
 (``relay_ref.dtr.options``), the code generator's ``released`` and ``overwritten`` sites
 become the runtime's handles, and ``exe.dtr_stats`` is each call's statistics.
 
+Regions (spec/byoc.md BYOC-Extern, BYOC-Fallback): after step 2, each ``Compiler=<backend>``
+global is handed to its backend's codegen (``externs``) once, constant arguments of a
+region called once bound into it first; a codegen that refuses (or raises) leaves the
+region to the host with a note in ``exe.plan.regions``; FuseOps leaves regions alone and
+the generated code calls each built callable through the runtime (``relay_ref.executor.
+externs``). DTR cannot budget a backend's memory: a memory budget with built regions is a
+``RelayError``.
+
 A pass that fails or leaves an ill-typed module is an internal error naming the pass
 (``PassError``; never a silently different program).
 """
@@ -58,6 +66,7 @@ from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError
 from relay_ref.executor.codegen import generate
 from relay_ref.executor.executable import Executable
+from relay_ref.executor.externs import Extern, RegionSummary, prepare_externs
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.executor.runtime import Runtime, StaticPlanRuntime
@@ -93,11 +102,14 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    gradient_globals: Collection[str] | None = None,
                    max_depth: int | None = None, memory_budget: object = None,
                    heuristic: object = "dtr_eq", dealloc: object = "eager",
-                   cost: object = "flops", dtr_log: object = None) -> Executable:
+                   cost: object = "flops", dtr_log: object = None,
+                   externs: Mapping[str, Any] | None = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
-    arguments after it: DTR (``relay_ref.dtr.options``; checked before anything else)."""
+    arguments after it: DTR (``relay_ref.dtr.options``; checked before anything else).
+    ``externs``: backend name -> codegen (or None: its regions run on the host), for the
+    module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern)."""
     from relay_ref.dtr.options import dtr_options
 
     start = time.perf_counter()
@@ -125,7 +137,12 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     work, first, notes = checked, (), ()
     if gradient_globals is not None:
         work, first, notes = _simplify_gradients(checked, set(gradient_globals))
-    work = _run_passes(work, entry, params, pipeline)
+    work, built, regions = _run_passes(work, entry, params, pipeline, externs)
+    if built and dtr_opts is not None:
+        raise RelayError("compile: memory_budget (DTR) cannot run regions built by external "
+                         f"codegens ({', '.join(sorted({e.backend for e in built.values()}))}"
+                         "): their memory is the backend's; compile without targets or "
+                         "without a budget", mod.functions[entry].span)
     planner = make_planner(target_def, work.checked_types, cache_dir)
     # under DTR no static memory plan: the engine owns the memory (spec/dtr.md, purity)
     memory = plan_memory(work.functions[entry], planner, work.checked_types) \
@@ -144,7 +161,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
 
     def build() -> Any:
         return generate(work, planner, slots=slots, plans_allocation=runtime.plans_allocation,
-                        max_depth=depth)
+                        max_depth=depth, externs=built)
 
     generated = run_deep(build, name="relay-compile")
     try:
@@ -168,6 +185,8 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                  time.perf_counter() - start)
     if notes:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
+    if regions:
+        plan = dataclasses.replace(plan, regions=regions)
     if target_def.finish is not None:
         plan = target_def.finish(plan, generated, device)
     aliases = getattr(params, "relay_names", None)  # from_onnx's params: original names
@@ -242,15 +261,33 @@ def _pipeline(passes: PassesArg) -> Pipeline:
 
 
 def _run_passes(mod: IRModule, entry: str, params: Mapping[str, Any] | None,
-                pipeline: Pipeline) -> IRModule:
-    """``mod`` (type-checked) with ``params`` bound (the ``BindParams`` pass), then the
-    ``pipeline``'s passes, all through the pass manager: type-checked after each pass that
-    changed it, a pass not rerun on its own output (the default pipeline's second
-    FoldConstant after a FoldScaleAxis that folded nothing), a failing pass named."""
+                pipeline: Pipeline, externs: Mapping[str, Any] | None = None
+                ) -> tuple[IRModule, dict[str, Extern], tuple[RegionSummary, ...]]:
+    """``mod`` (type-checked) with ``params`` bound (the ``BindParams`` pass), its regions
+    built by their codegens (``prepare_externs``), then the ``pipeline``'s passes, all
+    through the pass manager: type-checked after each pass that changed it, a pass not
+    rerun on its own output (the default pipeline's second FoldConstant after a
+    FoldScaleAxis that folded nothing), a failing pass named. Returns the module, the
+    built regions and their summaries."""
     from relay_ref.passes.bind_params import BindParams
 
     bind = BindParams(dict(params or {}), entry, label="compile: params")
-    return Pipeline((bind, *pipeline.selected()), label="compile")(mod)
+    if not externs and not _has_regions_or_composites(mod):
+        return Pipeline((bind, *pipeline.selected()), label="compile")(mod), {}, ()
+    bound = Pipeline((bind,), label="compile")(mod)
+    prepared, built, regions = prepare_externs(bound, externs)
+    return Pipeline(pipeline.selected(), label="compile")(prepared), built, regions
+
+
+def _has_regions_or_composites(mod: IRModule) -> bool:
+    """Whether ``mod`` has a ``Compiler`` global or a ``Composite`` function literal."""
+    for func in mod.functions.values():
+        if func.attr("Compiler") is not None:
+            return True
+        if any(type(n) is Function and n.attr("Composite") is not None
+               for n in post_order(func.body)):
+            return True
+    return False
 
 
 def _may_recurse(mod: IRModule, entry: str) -> bool:

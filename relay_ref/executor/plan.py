@@ -4,6 +4,8 @@ It lists the passes run, the fused groups with the strategy each runs by (one ge
 numba kernel, an anchor kernel plus a fused tail, or one kernel / NumPy reference per
 operator), kernel launches per call of the entry, the constants folded into the plan, and
 the buffers; for target ``cuda`` also the device's launches and the host steps' copies.
+With BYOC regions (spec/byoc.md), ``regions`` lists each: its backend (``host`` after a
+fallback, BYOC-Fallback), operator calls, estimated operations and the fallback's note.
 Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["GroupSummary", "Plan"]
 
@@ -47,6 +50,16 @@ class Plan:
     device_launches: int | None = None
     host_copies: int = 0
     host_ops: tuple[str, ...] = ()
+    #: BYOC regions (``relay_ref.executor.externs.RegionSummary``), in module order
+    regions: tuple[Any, ...] = ()
+
+    def region_table(self) -> str:
+        """The regions, one a line: name, backend, op calls, estimated operations, note."""
+        lines = [f"regions: {len(self.regions)}"]
+        for r in self.regions:
+            note = f"  ({r.note})" if r.note else ""
+            lines.append(f"  @{r.name}: {r.backend}, {r.ops} ops, ~{r.flops} flops{note}")
+        return "\n".join(lines)
 
     @property
     def launches(self) -> int:
@@ -89,5 +102,6 @@ class Plan:
             f"buffers: {self.buffers} preallocated for {self.planned_values} intermediate "
             f"values, peak {self.peak_bytes / 1e6:.2f} MB (outputs are always fresh arrays)",
             *self.notes,
+            *([self.region_table()] if self.regions else []),
         ]
         return "\n".join(head) + ("\n" + self.table() if self.groups else "")

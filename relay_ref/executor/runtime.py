@@ -97,7 +97,9 @@ __all__ = ["Instrumented", "Layer", "Observer", "Profiling", "Recorder", "Runtim
 class Site:
     """One step of the compiled program (a kernel call site). ``index``: unique in the
     program; ``kind``: ``"op"`` (an operator's kernel or reference), ``"fused"`` (a
-    generated kernel) or ``"single"`` (an operator call outside any group); ``group``: the
+    generated kernel), ``"single"`` (an operator call outside any group) or ``"extern"`` (a
+    region's callable built by a BYOC backend: ``group`` the backend, ``label`` the
+    region); ``group``: the
     fused group's label (``conv2d+bias_add+relu``), ``label``: the step's (an op name);
     ``call(args, out)`` runs the kernel; ``shape`` / ``dtype``: the result's static type
     when it is a static tensor type, else None; ``slot``: the compile-time memory plan's

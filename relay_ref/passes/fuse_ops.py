@@ -785,7 +785,10 @@ class FuseOps(Pass):
         mod = _typed(mod)
         fuser = _Fuser(mod.checked_types, self.fuse_opt_level, self.max_depth,
                        self.link_params)
-        return map_functions(mod, lambda name, fn: fuser.run(fn))
+        # a ``Compiler`` global (a BYOC region, spec/byoc.md BYOC-Extern) is its backend's to
+        # compile, as TVM's FuseOps leaves it: kept as it is
+        return map_functions(mod, lambda name, fn: fn if fn.attr("Compiler") is not None
+                             else fuser.run(fn))
 
 
 @register_pass

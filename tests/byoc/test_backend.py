@@ -1,0 +1,119 @@
+"""relay_ref.byoc.register_backend (spec/byoc.md BYOC-Support, BYOC-Composite): what it
+normalises, registers and refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import relay_ref as rr
+from relay_ref.byoc import (
+    Backend,
+    CodegenUnsupported,
+    Composite,
+    UnknownCompiler,
+    backend_names,
+    ensure_backends,
+    get_backend,
+    register_backend,
+    unregister_backend,
+)
+from relay_ref.passes.compiler_support import composite_owner, get_support, support_names
+from relay_ref.passes.pattern import is_op, wildcard
+
+
+@pytest.fixture
+def clean() -> Iterator[None]:
+    yield
+    for name in ("tb1", "tb2"):
+        unregister_backend(name)
+
+
+def add_relu() -> object:
+    return is_op("nn.relu")(is_op("add")(wildcard(), wildcard()))
+
+
+def test_collection_of_names_registers_a_support_table(clean: None) -> None:
+    be = register_backend("tb1", supported_ops=["add", "nn.relu"])
+    assert isinstance(be, Backend) and be.codegen is None
+    support = get_support("tb1")
+    assert dict(support.ops) == {"add": None, "nn.relu": None}
+    assert get_backend("tb1") is be
+    assert "tb1" in backend_names() and "tb1" in support_names()
+
+
+def test_mapping_predicates_and_pattern_tuples(clean: None) -> None:
+    def only_float(info: object) -> bool:
+        return True
+
+    def check(info: object) -> bool:
+        return True
+
+    pat = add_relu()
+    be = register_backend("tb1", supported_ops={"add": only_float, "nn.relu": None},
+                          patterns=[("tb1.add_relu", pat), ("tb1.add_relu2", pat, check)],
+                          min_region_size=2)
+    assert be.support.ops["add"] is only_float and be.support.ops["nn.relu"] is None
+    assert be.support.patterns == (Composite("tb1.add_relu", pat),
+                                   Composite("tb1.add_relu2", pat, check))
+    assert be.support.min_region_size == 2
+    assert composite_owner("tb1.add_relu2") == "tb1"
+
+
+def test_unknown_operator_is_a_value_error_with_a_hint(clean: None) -> None:
+    with pytest.raises(ValueError, match="did you mean 'nn.relu'"):
+        register_backend("tb1", supported_ops=["add", "nn.rleu"])
+    assert "tb1" not in backend_names() and "tb1" not in support_names()
+
+
+@pytest.mark.parametrize("patterns", [[("tb1.bad", "add")], [("tb1.bad",)], ["add"]])
+def test_bad_pattern_is_a_type_error(clean: None, patterns: list) -> None:
+    with pytest.raises(TypeError):
+        register_backend("tb1", supported_ops=["add"], patterns=patterns)
+    assert "tb1" not in backend_names()
+
+
+def test_duplicate_name_refused_unless_replace(clean: None) -> None:
+    register_backend("tb1", supported_ops=["add"])
+    with pytest.raises(ValueError, match="already registered"):
+        register_backend("tb1", supported_ops=["nn.relu"])
+    assert dict(get_support("tb1").ops) == {"add": None}
+    register_backend("tb1", supported_ops=["nn.relu"], replace=True)
+    assert dict(get_support("tb1").ops) == {"nn.relu": None}
+
+
+@pytest.mark.parametrize("kwargs, error", [
+    ({"supported_ops": "add"}, TypeError),
+    ({"supported_ops": ["add"], "codegen": 3}, TypeError),
+    ({"supported_ops": {"add": 3}}, TypeError),
+    ({"supported_ops": ["add"], "min_region_size": -1}, TypeError),
+])
+def test_bad_arguments(clean: None, kwargs: dict, error: type) -> None:
+    with pytest.raises(error):
+        register_backend("tb1", **kwargs)
+
+
+def test_default_is_reserved() -> None:
+    with pytest.raises(ValueError, match="host"):
+        register_backend("default", supported_ops=["add"])
+
+
+def test_unregister_forgets_both_tables(clean: None) -> None:
+    register_backend("tb1", supported_ops=["add"])
+    unregister_backend("tb1")
+    assert "tb1" not in backend_names() and "tb1" not in support_names()
+    with pytest.raises(UnknownCompiler):
+        get_backend("tb1")
+
+
+def test_unknown_backend_has_a_hint(clean: None) -> None:
+    register_backend("tb2", supported_ops=["add"])
+    with pytest.raises(UnknownCompiler, match="did you mean 'tb2'") as info:
+        ensure_backends(["tb3"])
+    assert isinstance(info.value, rr.RelayError)
+
+
+def test_codegen_unsupported_is_a_relay_error() -> None:
+    err = CodegenUnsupported("no")
+    assert isinstance(err, rr.RelayError) and isinstance(err, ValueError)

@@ -94,7 +94,12 @@ LAYERS: dict[str, Layer] = {
     "executor": Layer(7, ("relay_ref.executor",)),  # plans from the passes' output
     # The ONNX converter needs only ops and ir (and diagnostics for its errors) ...
     "frontend": Layer(8, ("relay_ref.frontend",),
-                      only=frozenset({"ops", "ir", "diagnostics"})),
+                      only=frozenset({"ops", "ir", "diagnostics", "frontend.export"})),
+    # The exporter (Relay -> ONNX, to_onnx) type-checks a module it is given without types.
+    "frontend.export": Layer(8, ("relay_ref.frontend.onnx.export",
+                                 "relay_ref.frontend.onnx.export_graph",
+                                 "relay_ref.frontend.onnx.export_ops"),
+                             only=frozenset({"ops", "ir", "diagnostics", "typecheck"})),
     # ... while its onnx.backend.base.Backend runs the executor (and the conformance sweep
     # of ONNX's node tests runs the backend).
     "frontend.backend": Layer(8, ("relay_ref.frontend.onnx.backend",

@@ -177,12 +177,13 @@ def ensure_backends(names: Iterable[str]) -> tuple[Backend, ...]:
 
 
 def _load(name: str) -> None:
-    """Import the module of built-in backend ``name`` (it registers itself); a missing
-    optional dependency is a ``RelayError`` naming it."""
+    """Import the module of built-in backend ``name`` (it registers itself at its first
+    import; its ``register(replace=True)`` again after an ``unregister_backend``); a
+    missing optional dependency is a ``RelayError`` naming it."""
     import importlib
 
     try:
-        importlib.import_module(BUILTIN[name])
+        module = importlib.import_module(BUILTIN[name])
     except ImportError as err:
         missing = err.name or "a package"
         if missing.startswith("relay_ref"):
@@ -190,3 +191,5 @@ def _load(name: str) -> None:
                              f"relay_ref ({err})") from None
         raise RelayError(f"backend {name!r} needs {missing}, which is not installed "
                          f"({err})") from None
+    if name not in _BACKENDS:  # imported before, then unregistered: register it again
+        module.register(replace=True)

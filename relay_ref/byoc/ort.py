@@ -165,13 +165,10 @@ def _param_dtype(p: Expr, types: Mapping[Expr, Type]) -> str:
 
 def register(replace: bool = False) -> Any:
     """Register the ``ort`` backend (``relay_ref.byoc.register_backend``)."""
-    from relay_ref.byoc import register_backend  # type: ignore[attr-defined]
+    from relay_ref.byoc.backend import register_backend
 
     return register_backend("ort", supported_ops=supported_ops(), patterns=PATTERNS,
                             codegen=ort_codegen, worth=worth, replace=replace)
 
 
-try:  # registration once relay_ref.byoc.register_backend exists (helper "execbyoc")
-    register()
-except ImportError:  # pragma: no cover - before the byoc package lands
-    pass
+register()

@@ -250,15 +250,14 @@ def xla_codegen(func: Function, types: Mapping[Expr, Type]) -> Callable[..., Any
     return XlaRegion(compiled, device, param_types, ret_type, name)  # type: ignore[arg-type]
 
 
-def _register() -> None:
+def register(replace: bool = False) -> Any:
     """Register the backend (BYOC-Support): every ``JAX_OPS`` operator with its
     predicate, no composites (XLA fuses by itself), this codegen."""
-    try:
-        from relay_ref.byoc.backend import register_backend
-    except ImportError:  # the registration layer is not there (yet): codegen only
-        return
-    register_backend("xla", supported_ops={name: op.supports for name, op in JAX_OPS.items()},
-                     codegen=xla_codegen)
+    from relay_ref.byoc.backend import register_backend
+
+    return register_backend("xla", supported_ops={name: op.supports
+                                                  for name, op in JAX_OPS.items()},
+                            codegen=xla_codegen, replace=replace)
 
 
-_register()
+register()

@@ -12,11 +12,13 @@ or None (run on the host; a backend it does not name is unknown, run on the host
 2. *Build*: each region's codegen is called once, here, at compile time, on the
    type-checked function and the module's checked types; the callable it returns is what
    the generated code calls at run time (``Extern``).
-3. *Fallback*: a region whose backend is unknown or has no codegen, or whose codegen raises (a
-   ``CodegenUnsupported`` or anything else: never a traceback, never a wrong value), becomes
+3. *Fallback*: a region whose backend is unknown or has no codegen, or whose codegen raises
+   ``CodegenUnsupported`` or a non-Relay exception (a codegen bug: never a traceback, never
+   a wrong value), becomes
    an ordinary host global: its ``Compiler``, ``Primitive``, ``Inline`` and
    ``global_symbol`` attributes dropped and its composite calls inlined; ``RegionSummary``
-   notes why.
+   notes why. Any other ``RelayError`` from a codegen is the backend telling the user
+   something to fix (``xla`` without jax installed) and is raised as it is.
 4. Composite calls anywhere else (MergeComposite's output compiled without partitioning)
    are inlined: on the host a composite is only its body.
 
@@ -32,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.diagnostics import RelayError
 from relay_ref.interpreter.driver import checked_module
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.ir.expr import Call, Constant, Expr, Function, GlobalVar, Op, Var, children
@@ -43,10 +46,15 @@ from relay_ref.ops.costs import default_cost
 from relay_ref.ops.registry import get_op, has_op
 from relay_ref.passes.rewrite import rewrite
 
-__all__ = ["Extern", "RegionSummary", "extern_backends", "prepare_externs"]
+__all__ = ["CodegenUnsupported", "Extern", "RegionSummary", "extern_backends", "prepare_externs"]
 
 #: attributes that make a global a region (dropped when it falls back to the host)
 REGION_ATTRS = frozenset({"Compiler", "Primitive", "Inline", "global_symbol"})
+
+
+
+class CodegenUnsupported(RelayError, ValueError):
+    """A backend's codegen refuses a region (BYOC-Fallback: it runs on the host)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,9 +162,14 @@ def prepare_externs(mod: IRModule, externs: Mapping[str, Any] | None
                 if not callable(fn):
                     raise TypeError(f"the codegen returned {type(fn).__name__}, not a "
                                     "callable")
+            except RelayError as err:
+                if not isinstance(err, CodegenUnsupported):
+                    raise  # the backend's own diagnosis (a missing package): the user's to fix
+                note = (f"region @{name} falls back to the host: backend {backend!r} "
+                        f"refused it ({err.message})")
             except Exception as err:  # noqa: BLE001 - BYOC-Fallback: the host runs it
                 note = (f"region @{name} falls back to the host: backend {backend!r} "
-                        f"refused it ({type(err).__name__}: {err})")
+                        f"failed on it ({type(err).__name__}: {err})")
             else:
                 built[name] = Extern(name, backend, fn)
         if note:

@@ -173,6 +173,22 @@ def test_plan_and_profile_list_regions(backend: Any) -> None:
 
 # -- fallback (BYOC-Fallback) ---------------------------------------------------------------
 
+def test_a_codegen_relay_error_is_raised_not_a_fallback() -> None:
+    """A RelayError other than CodegenUnsupported is the backend telling the user something
+    to fix (a missing package): rr.compile raises it."""
+    def needs(func: Function, types: Any) -> Any:
+        raise rr.RelayError("backend 'tneeds' needs the vendor SDK")
+
+    register_backend("tneeds", supported_ops=["add", "nn.relu", "multiply"], codegen=needs,
+                     replace=True)
+    try:
+        with pytest.raises(rr.RelayError, match="vendor SDK") as err:
+            rr.compile(program("tneeds"))
+        assert not isinstance(err.value, CodegenUnsupported)
+    finally:
+        unregister_backend("tneeds")
+
+
 @pytest.mark.parametrize("error", [CodegenUnsupported("no conv here"), ValueError("boom")])
 def test_codegen_that_raises_falls_back_to_the_host(error: Exception) -> None:
     calls = []
@@ -190,7 +206,8 @@ def test_codegen_that_raises_falls_back_to_the_host(error: Exception) -> None:
         np.testing.assert_allclose(exe(x, y), rr.evaluate(mod, x, y), rtol=1e-6)
         assert len(calls) == 2
         assert [r.backend for r in exe.plan.regions] == ["host", "host"]
-        assert all(str(error) in r.note and "tbad" in r.note for r in exe.plan.regions)
+        said = getattr(error, "message", str(error))
+        assert all(said in r.note and "tbad" in r.note for r in exe.plan.regions)
         assert "falls back to the host" in str(exe.plan)
         # the regions became ordinary host code: fused groups, no extern step
         assert all(s.kind != "extern" for s in exe.generated.sites)

@@ -384,6 +384,10 @@ def test_without_jax_compiling_says_what_to_install(monkeypatch: pytest.MonkeyPa
     assert not isinstance(err.value, CodegenUnsupported)  # an error, not a host fallback
     assert err.value.message == NEEDS_JAX
     assert "pip install 'relay-ref[xla]'" in str(err.value)
+    # rr.compile raises it too: a missing package is not a silent fallback to the host
+    with pytest.raises(rr.RelayError, match=r"relay-ref\[xla\]") as err:
+        rr.compile(mod, targets=["xla"])
+    assert not isinstance(err.value, CodegenUnsupported)
 
 
 def test_the_backend_imports_without_jax_and_without_importing_it() -> None:
@@ -413,9 +417,23 @@ def _env() -> dict[str, str]:
 
 
 def test_registered_as_backend_xla() -> None:
-    backend_module = pytest.importorskip("relay_ref.byoc.backend")  # until the merge
-    backend = backend_module.get_backend("xla")
+    from relay_ref.byoc import ensure_backends
+
+    (backend,) = ensure_backends(["xla"])
     assert backend.codegen is xla_codegen
     assert set(backend.support.ops) == set(JAX_OPS)
     info = _info("%x: Tensor[(3), int64]|add(%x, %x)")
     assert backend.support.ops["add"](info) is False
+
+
+def test_builtin_backends_register_again_after_unregister() -> None:
+    from relay_ref.byoc import backend_names, ensure_backends, get_backend, unregister_backend
+    from relay_ref.passes.compiler_support import support_names
+
+    for name in ("xla", "ort"):
+        ensure_backends([name])
+        unregister_backend(name)
+        assert name not in backend_names() and name not in support_names()
+        (again,) = ensure_backends([name])  # the module is imported: it registers again
+        assert again.name == name and get_backend(name) is again
+        assert name in support_names()

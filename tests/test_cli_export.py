@@ -33,7 +33,7 @@ def test_export_with_weights_matches_evaluate(relay, tmp_path: Path) -> None:
     x, w, b = (rng.standard_normal(s).astype("float32") for s in [(2, 3), (4, 3), (4,)])
     (tmp_path / "p.relay").write_text(PROGRAM)
     np.savez(tmp_path / "w.npz", w=w, b=b)
-    done = relay("export", "p.relay", "-o", "m.onnx", "--weights", "w.npz", cwd=tmp_path)
+    done = relay("export", "p.relay", "-o", "m.onnx", "--params", "w.npz", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "wrote m.onnx" in done.stderr
     model = onnx.load(tmp_path / "m.onnx")

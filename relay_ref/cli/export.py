@@ -42,8 +42,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("file", metavar="FILE", help="the .relay program ('-': standard input)")
     p.add_argument("-o", "--output", metavar="MODEL.onnx", required=True,
                    help="where to write the ONNX model (atomically)")
-    p.add_argument("--weights", metavar="W.npz",
-                   help="arrays keyed by parameter name to embed as initializers (default: "
+    p.add_argument("--params", "--weights", dest="weights", metavar="W.npz",
+                   help="arrays keyed by parameter name to embed as initializers, as "
+                        "'relay run --params' binds them (default: "
                         "the .npz file named in FILE's header, as 'relay import -o' "
                         "writes it, when it exists)")
     p.add_argument("--entry", default="main", metavar="NAME",

@@ -20,8 +20,9 @@ from relay_ref.byoc.backend import (
 )
 from relay_ref.byoc.errors import CodegenUnsupported
 from relay_ref.byoc.partition import partition
+from relay_ref.byoc.reference import register_reference_backend
 from relay_ref.passes.compiler_support import CallInfo, Composite, RegionCost, UnknownCompiler
 
 __all__ = ["Backend", "CallInfo", "CodegenUnsupported", "Composite", "RegionCost",
            "UnknownCompiler", "backend_names", "ensure_backends", "get_backend", "partition",
-           "register_backend", "unregister_backend"]
+           "register_backend", "register_reference_backend", "unregister_backend"]

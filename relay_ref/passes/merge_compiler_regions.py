@@ -36,7 +36,13 @@ from relay_ref.ir.expr import Expr, Function, children
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import Pass, register_pass
-from relay_ref.passes.regions import RegionSet, find_regions, is_begin, is_end
+from relay_ref.passes.regions import (
+    RegionSet,
+    find_regions,
+    is_begin,
+    is_end,
+    region_graph_acyclic,
+)
 from relay_ref.passes.rewrite import map_functions, with_children
 
 __all__ = ["MergeCompilerRegions", "merge_regions"]
@@ -118,8 +124,9 @@ def _visit(idx: int, rs: RegionSet, parents: list[int], restrict: _Restrictions,
                 restrict.add(idx, other)
     mine = restrict.sets[idx]
     for p in live:
-        if rs.regions[p].target != target or not (valid and rs.regions[p].valid):
-            restrict.add(idx, p)
+        if rs.regions[p].target != target or not (valid and rs.regions[p].valid) \
+                or rs.regions[p].scope != rs.regions[idx].scope or rs.ordered:
+            restrict.add(idx, p)  # BYOC-Merge: one target, one scope, order unobservable
             continue
         if p in mine:
             continue
@@ -150,6 +157,11 @@ def merge_regions(fn: Function) -> Function:
         done[id(node)] = out
     body = done[id(fn.body)]
     if body is fn.body:
+        return fn
+    # BYOC-Convex: a path the restrictions cannot see (through a function literal: a
+    # closure body's region feeding a call of that closure) may still join two merged
+    # regions; then the function keeps its regions unmerged (each one call: convex)
+    if not region_graph_acyclic(body, find_regions(body, strict=False)):
         return fn
     return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
 

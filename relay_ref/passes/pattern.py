@@ -335,7 +335,8 @@ class Match:
         as TVM's partitioner chooses them: what the pattern's leaves matched (wildcards,
         variables, ``is_expr``), and the arguments of ``call_any()`` calls and the fields
         of ``is_tuple(None)`` tuples; not operators or functions, nor constants matched by
-        ``is_constant()`` or ``is_expr(c)`` (they are embedded, as TVM does). Each once, in the pattern's post-order."""
+        ``is_constant()`` or ``is_expr(c)`` (they are embedded, as TVM does). Each once, in
+        the pattern's post-order."""
         out: dict[int, Expr] = {}
 
         def add(e: Expr, embed: bool = False) -> None:

@@ -16,6 +16,20 @@ is the callee, not a member), tuples, projections and constants, plus the annota
 * ``region_graph_acyclic(expr)`` / ``regions_convex(mod)``: whether contracting every region
   to one node leaves the dataflow graph acyclic: each region is convex (no path leaves it
   and re-enters it) and no two regions depend on each other (BYOC-Convex).
+* ``node_scopes(order)``: the *scope* each node is computed in (BYOC-Convex): the function
+  body is scope 0; each ``if`` branch, ``match`` clause and function-literal body (not a
+  composite's or a primitive's) opens a child scope; a node used from several scopes is
+  computed in their lowest common ancestor, as ``relay_ref.ir.sharing`` places shared
+  nodes. A region's operator calls, tuples and projections must share one scope
+  (``Region.scope``); a region spanning two is not valid: outlined, it would compute a
+  branch's node outside its branch (a division the ``if`` guarded) or a closure's node
+  where its parameters are not bound.
+* ``effect_count(order)``: the nodes whose evaluation may have effects or depend on them
+  (reference operations, calls of anything but an operator, constructor or composite).
+  With two or more, the order of evaluation is observable (a ``ref_read`` after a
+  ``ref_write``), and a region, whose call evaluates all its inputs before any of its
+  members, may reorder them: in such a function (``RegionSet.ordered``) a valid region
+  holds one call, and MergeCompilerRegions merges nothing.
 
 Invariants: every walk is iterative and linear in distinct nodes (memoised by identity);
 the ``RegionSet`` keeps the nodes it describes alive, so identity keys stay valid.
@@ -27,13 +41,28 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from relay_ref.diagnostics import RelayError
-from relay_ref.ir.expr import Call, Constant, Expr, Function, Op, Tuple, TupleGetItem
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Constructor,
+    Expr,
+    Function,
+    If,
+    Match,
+    Op,
+    RefCreate,
+    RefRead,
+    RefWrite,
+    Tuple,
+    TupleGetItem,
+    children,
+)
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import dataflow_operands, post_order
 
 __all__ = ["BEGIN", "END", "Region", "RegionError", "RegionSet", "compiler_of",
-           "find_regions", "is_annotation", "is_begin", "is_composite_call", "is_end",
-           "region_graph_acyclic", "regions_convex"]
+           "effect_count", "find_regions", "is_annotation", "is_begin", "is_composite_call",
+           "is_end", "node_scopes", "region_graph_acyclic", "regions_convex"]
 
 BEGIN = "annotation.compiler_begin"
 END = "annotation.compiler_end"
@@ -94,6 +123,7 @@ class Region:
     ins: tuple[Call, ...]
     outs: tuple[Call, ...]
     valid: bool = True
+    scope: int = 0
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -103,6 +133,9 @@ class RegionSet:
     regions: tuple[Region, ...]
     owner: dict[int, int] = field(repr=False)
     order: tuple[Expr, ...] = field(repr=False)  # every node walked (keeps ids valid)
+    #: the function's evaluation order is observable (``effect_count`` >= 2): one call
+    #: per valid region, no merging
+    ordered: bool = False
 
     def region_of(self, node: Expr) -> Region | None:
         """The region ``node`` belongs to, if any."""
@@ -230,12 +263,83 @@ class _State:
                 final[id(node)] = idx
                 members[idx].append(node)
         roots = sorted(number, key=number.__getitem__)
-        regions = tuple(
-            Region(i, self.target[root], tuple(nodes),
-                   tuple(n for n in nodes if is_begin(n)),
-                   tuple(n for n in nodes if is_end(n)), self.valid[root])
-            for i, (root, nodes) in enumerate(zip(roots, members, strict=True)))
-        return RegionSet(regions, final, order)
+        scopes = node_scopes(order)
+        ordered = effect_count(order) >= 2
+        regions = []
+        for i, (root, nodes) in enumerate(zip(roots, members, strict=True)):
+            computed = [n for n in nodes if type(n) in (Call, Tuple, TupleGetItem)
+                        and not is_annotation(n)]
+            where = {scopes[id(n)] for n in computed}
+            calls = sum(1 for n in computed if type(n) is Call)
+            valid = self.valid[root] and len(where) <= 1 and not (ordered and calls > 1)
+            regions.append(Region(i, self.target[root], tuple(nodes),
+                                  tuple(n for n in nodes if is_begin(n)),
+                                  tuple(n for n in nodes if is_end(n)), valid,
+                                  min(where, default=0)))
+        return RegionSet(tuple(regions), final, order, ordered)
+
+
+def node_scopes(order: tuple[Expr, ...]) -> dict[int, int]:
+    """Node identity -> the scope it is computed in (module docstring); ``order`` is the
+    post-order of one expression (its root last). Linear: users are visited before their
+    operands (reversed post-order), each edge once, and a lowest common ancestor climbs
+    the scope tree, whose depth is the nesting of branches and closures."""
+    parent: list[int] = [-1]
+    depth: list[int] = [0]
+
+    def child(of: int) -> int:
+        parent.append(of)
+        depth.append(depth[of] + 1)
+        return len(parent) - 1
+
+    def lca(a: int, b: int) -> int:
+        while depth[a] > depth[b]:
+            a = parent[a]
+        while depth[b] > depth[a]:
+            b = parent[b]
+        while a != b:
+            a, b = parent[a], parent[b]
+        return a
+
+    scope: dict[int, int] = {}
+    if order:
+        scope[id(order[-1])] = 0
+
+    def use(node: Expr, ctx: int) -> None:
+        have = scope.get(id(node))
+        scope[id(node)] = ctx if have is None else lca(have, ctx)
+
+    for node in reversed(order):
+        here = scope[id(node)]
+        kind = type(node)
+        if kind is If:
+            use(node.cond, here)
+            use(node.true_branch, child(here))
+            use(node.false_branch, child(here))
+        elif kind is Match:
+            use(node.data, here)
+            for clause in node.clauses:
+                use(clause.rhs, child(here))
+        elif kind is Function and node.attr("Composite") is None \
+                and node.attr("Primitive") is None:
+            use(node.body, child(here))
+        else:
+            for kid in children(node):
+                use(kid, here)
+    return scope
+
+
+def effect_count(order: tuple[Expr, ...]) -> int:
+    """How many nodes of ``order`` may have effects (module docstring)."""
+    count = 0
+    for node in order:
+        kind = type(node)
+        if kind in (RefCreate, RefRead, RefWrite):
+            count += 1
+        elif kind is Call and type(node.op) not in (Op, Constructor) \
+                and not is_composite_call(node):
+            count += 1
+    return count
 
 
 def region_graph_acyclic(expr: Expr, regions: RegionSet | None = None,

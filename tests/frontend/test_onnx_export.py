@@ -162,6 +162,36 @@ def test_take_modes() -> None:
           _arr((3, 4)), idx)
 
 
+@pytest.mark.parametrize("mode", ["clip", "fast", "wrap"])
+@pytest.mark.parametrize("axis", [", axis=1", ""])
+def test_take_negative_indices_each_mode(mode: str, axis: str) -> None:
+    n = 4 if axis else 12
+    idx = -np.arange(1, n + 1, dtype="int32")  # every in-range negative index of "fast"
+    if mode != "fast":
+        idx = np.concatenate([idx, [n, 2 * n + 1, -3 * n - 2]]).astype("int32")
+    check(_fn(f"%x: Tensor[(3, 4), float32], %i: Tensor[({len(idx)}), int32]",
+              f"take(%x, %i{axis}, mode=\"{mode}\")"), _arr((3, 4)), idx)
+
+
+def test_take_fast_out_of_range_fails_as_the_reference() -> None:
+    mod = rr.parse(_fn("%x: Tensor[(3, 4), float32], %i: Tensor[(1), int32]",
+                       "take(%x, %i, axis=1, mode=\"fast\")"))
+    model = to_onnx(mod)
+    for bad in (4, -5):
+        idx = np.array([bad], "int32")
+        with pytest.raises(rr.RelayError):
+            rr.evaluate(mod, _arr((3, 4)), idx)
+        with pytest.raises(Exception, match="(?i)indices|out of bounds|range"):
+            _ort(model, _arr((3, 4)), idx)
+
+
+def test_take_wrap_over_an_empty_axis_is_not_exported() -> None:
+    mod = rr.parse(_fn("%x: Tensor[(3, 0), float32], %i: Tensor[(1), int32]",
+                       "take(%x, %i, axis=1, mode=\"wrap\")"))
+    with pytest.raises(ExportError, match="take"):
+        to_onnx(mod)
+
+
 @settings(max_examples=40, deadline=None)
 @given(stride=st.integers(1, 2), pad=st.lists(st.integers(0, 2), min_size=4, max_size=4),
        dil=st.integers(1, 2), groups=st.sampled_from([1, 2]), k=st.integers(1, 3))

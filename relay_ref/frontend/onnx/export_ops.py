@@ -144,7 +144,18 @@ def _split(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
 
 
 def _take_ok(info: OpCall) -> bool:
-    return int(info.attrs.batch_dims) == 0 and info.attrs.mode in ("clip", "fast")
+    if int(info.attrs.batch_dims) != 0 or info.attrs.mode not in ("clip", "fast", "wrap"):
+        return False
+    # "wrap" over an empty dimension raises in the reference; Mod by 0 does not
+    return info.attrs.mode != "wrap" or _take_extent(info) > 0
+
+
+def _take_extent(info: OpCall) -> int:
+    shape = _shape(info, 0)
+    axis = info.attrs.axis
+    if axis is None:
+        return int(np.prod(shape, dtype=np.int64))
+    return shape[int(axis) % len(shape)]
 
 
 def _take(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
@@ -158,7 +169,13 @@ def _take(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
         axis = int(axis) % len(shape)
         n = shape[axis]
     idx = g.node("Cast", [idx], to=7)  # int64
-    idx = g.node("Clip", [idx, g.ints(0), g.ints(max(n - 1, 0))])
+    # the modes as relay_ref's take: "clip" clamps to [0, n-1], "wrap" is Python's modulo
+    # (Mod with fmod=0 takes the divisor's sign), "fast" lets Gather take [-n, n) as the
+    # reference does (idx + n for a negative one) and fail on any other index as it does
+    if info.attrs.mode == "clip":
+        idx = g.node("Clip", [idx, g.ints(0), g.ints(max(n - 1, 0))])
+    elif info.attrs.mode == "wrap":
+        idx = g.node("Mod", [idx, g.ints(n)], fmod=0)
     return g.node("Gather", [data, idx], axis=axis)
 
 

@@ -480,6 +480,12 @@ def _cast(info: CallInfo, x: Any) -> Any:
     return x != 0 if dtype == "bool" else x.astype(dtype)
 
 
+def _cast_check(info: CallInfo) -> bool:
+    """Not float -> unsigned: XLA saturates (-1.5 -> 0) where the reference, NumPy and
+    onnxruntime go through a signed integer and wrap (-1.5 -> 255 as uint8)."""
+    return not (_arg(info).dtype.startswith("float") and _dtype(info).startswith("uint"))
+
+
 def _full(info: CallInfo, fill: Any) -> Any:
     return jnp.broadcast_to(_cast(info, jnp.asarray(fill)), _out_shape(info))
 
@@ -618,7 +624,7 @@ JAX_OPS: dict[str, JaxOp] = {
     "take": JaxOp(_take, JAX_DTYPES, _take_check),
     "strided_slice": JaxOp(_strided_slice),
     "broadcast_to": JaxOp(_broadcast_to),
-    "cast": JaxOp(_cast),
+    "cast": JaxOp(_cast, JAX_DTYPES, _cast_check),
     "full": JaxOp(_full),
     "zeros": JaxOp(_init(0)),
     "ones": JaxOp(_init(1)),

@@ -357,6 +357,24 @@ def test_support_predicates_refuse_before_codegen() -> None:
     assert not JAX_OPS["add"].supports(blind)
 
 
+@pytest.mark.parametrize("dst", ["uint8", "uint16", "uint32"])
+def test_float_to_unsigned_cast_stays_on_the_host(dst: str) -> None:
+    """XLA saturates a negative float cast to unsigned (-1.5 -> 0); the reference wraps."""
+    src = "float32"  # the one float dtype of the backend
+    assert not JAX_OPS["cast"].supports(
+        _info(f"%x: Tensor[(4), {src}]|cast(%x, dtype=\"{dst}\")"))
+    assert JAX_OPS["cast"].supports(_info(f"%x: Tensor[(4), {src}]|cast(%x, dtype=\"int32\")"))
+    mod = _module(_main(f"%x: Tensor[(4), {src}]",
+                        f'  %0 = multiply(%x, %x);\n  cast(subtract(%x, %0), dtype="{dst}")'))
+    exe = rr.compile(mod, targets=["xla"])
+    assert [r.backend for r in exe.plan.regions] == ["xla"]  # the multiply and subtract
+    x = np.array([-1.5, 2.5, -2.5, 3.75], src)  # x - x*x < -1 throughout
+    want = rr.evaluate(mod, x)
+    assert want.dtype == dst and want.min() > 0  # wrapped, as NumPy's astype wraps
+    _same(exe(x), want)
+    np.testing.assert_array_equal(want, (x - x * x).astype(np.int64).astype(dst))
+
+
 def test_every_table_entry_names_a_registered_operator() -> None:
     assert set(JAX_OPS) <= set(all_ops())
     assert {"nn.conv2d", "nn.batch_norm", "nn.lrn", "nn.max_pool2d", "nn.avg_pool2d",

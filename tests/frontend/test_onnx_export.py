@@ -98,6 +98,12 @@ def test_where_clip_leaky_cast() -> None:
           np.array([1.5, -2.5, 0.2, 7.9, -0.1], "float32"))
 
 
+@pytest.mark.parametrize("dst", ["uint8", "uint16", "uint32", "int8"])
+def test_negative_float_to_unsigned_cast_wraps_as_the_reference(dst: str) -> None:
+    x = np.array([-1.5, -2.5, -0.5, -200.25, 300.75, 7.5], "float32")
+    check(_fn("%x: Tensor[(6), float32]", f"cast(%x, dtype=\"{dst}\")"), x)
+
+
 def test_integer_arithmetic() -> None:
     t = "Tensor[(4, 3), int32]"
     check(_fn(f"%a: {t}, %b: {t}", "add(multiply(%a, %b), subtract(%a, maximum(%a, %b)))"),

@@ -4,6 +4,8 @@ equal onnxruntime on the original; what cannot be exported is a located ``RelayE
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,6 +17,7 @@ from onnx_case import as_list
 import relay_ref as rr
 from relay_ref.frontend.onnx import from_onnx, to_onnx
 from relay_ref.frontend.onnx.export import ExportError
+from relay_ref.passes.bind_params import bind_params
 from relay_ref.testing import onnx_light
 
 RNG = np.random.default_rng(0)
@@ -323,6 +326,51 @@ def test_bad_entry_and_opset() -> None:
         to_onnx(mod, opset=9)
     model = to_onnx(mod, opset=18)
     assert model.opset_import[0].version == 18
+    for bad in ("x", "13", 13.5, True):
+        with pytest.raises(TypeError, match="opset must be an integer"):
+            to_onnx(mod, opset=bad)  # type: ignore[arg-type]
+    assert to_onnx(mod, opset=np.int64(14)).opset_import[0].version == 14
+
+
+W = "%x: Tensor[(2, 3), float32], %w: Tensor[(3), float32], %k: (Tensor[(3), float32],)"
+
+
+@pytest.mark.parametrize("params, says, at", [
+    ({"w": "abc"}, "params['w'] does not fit %w: expected a tensor of type "
+     "Tensor[(3), float32], got a Python str", "%w"),
+    ({"w": np.zeros(4, "float32")}, "got a tensor of shape (4) and dtype float32", "%w"),
+    ({"w": np.zeros(3, "float64")}, "got a tensor of shape (3) and dtype float64", "%w"),
+    ({"w": np.float32(2)}, "got a tensor of shape () and dtype float32", "%w"),
+    ({"w": [1.0, 2.0]}, "got a list of shape (2)", "%w"),
+    ({"w": None}, "got a Python NoneType", "%w"),
+    ({"w": True}, "got the scalar the bool True", "%w"),
+    ({"w": 1.5}, "got the scalar the float 1.5", "%w"),
+    ({"v": np.zeros(3, "float32")}, "params names no parameter of @main: 'v' "
+     "(its parameters: %x, %w, %k)", "def"),
+    ({"k": (np.zeros(3, "float32"),)}, "params['k']: only tensor parameters", "%k"),
+])
+def test_params_are_checked_as_bind_params_checks_them(params: dict, says: str,
+                                                       at: str) -> None:
+    text = _fn(W, "add(%x, add(%w, %k.0))")
+    mod = rr.parse(text)
+    with pytest.raises(ExportError) as info:
+        to_onnx(mod, params)
+    assert says in info.value.diagnostics[0].message
+    span = info.value.diagnostics[0].span
+    assert span is not None and text[span.column - 1:].startswith(at)  # one line
+    with pytest.raises(rr.RelayError, match=re.escape(says.split(": expected")[0])):
+        bind_params(mod, "main", params)
+
+
+def test_params_lists_are_converted_to_the_parameter_dtype() -> None:
+    mod = rr.parse(_fn("%x: Tensor[(2, 3), float32], %w: Tensor[(3), float32]",
+                       "add(%x, %w)"))
+    model = to_onnx(mod, {"w": [1, 2, 3]})
+    x = _arr((2, 3))
+    np.testing.assert_allclose(_ort(model, x)[0],
+                               rr.evaluate(mod, x, np.array([1, 2, 3], "float32")))
+    with pytest.raises(TypeError, match="params must be a dict"):
+        to_onnx(mod, [("w", [1, 2, 3])])  # type: ignore[arg-type]
 
 
 # -- the light_* models ----------------------------------------------------------------------

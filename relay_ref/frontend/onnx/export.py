@@ -50,6 +50,7 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
 
@@ -84,11 +85,19 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
     import onnx
     from onnx import helper
 
-    opset = DEFAULT_OPSET if opset is None else int(opset)
+    if opset is None:
+        opset = DEFAULT_OPSET
+    elif isinstance(opset, bool) or not isinstance(opset, int | np.integer):
+        raise TypeError(f"to_onnx: opset must be an integer from 13 to 21 or None, not "
+                        f"{type(opset).__name__}")
+    opset = int(opset)
     if not 13 <= opset <= 21:
         raise ExportError(f"to_onnx: opset {opset} is not supported (13 to 21)")
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"to_onnx: params must be a dict of parameter name to array, not "
+                        f"{type(params).__name__}")
     func, types = _entry(mod_or_func, entry, types)
-    params = dict(params or {})
+    params = _check_params(func, types, dict(params or {}), entry.removeprefix("@"))
     graph = OnnxGraph(opset)
     env: dict[Expr, Value] = {}
     inputs = []
@@ -97,7 +106,7 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
         name = _unique(p.name_hint or "input", used)
         t = types.get(p, p.type_annotation)
         if p.name_hint in params:
-            env[p] = graph.const(np.asarray(params[p.name_hint]), name=name)
+            env[p] = graph.const(params[p.name_hint], name=name)
             continue
         inputs.append(_value_info(name, t, p))
         env[p] = name
@@ -117,6 +126,61 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
         raise ExportError(f"to_onnx: the exported model does not validate: {err}",
                           func.span) from None
     return model
+
+
+def _check_params(func: Function, types: Mapping[Expr, Type], params: dict[Any, Any],
+                  entry: str) -> dict[str, np.ndarray]:
+    """``params`` as arrays of their parameters' types, as ``BindParams`` checks them (its
+    messages; ``relay_ref.passes.bind_params``, a layer the exporter may not import): a key
+    that names no parameter, or a value that is no tensor of the parameter's shape and
+    dtype (NumPy values exactly; Python numbers and lists converted, not narrowed from
+    float to integer), is an ``ExportError`` located at the function or the parameter."""
+    by_name = {p.name_hint: p for p in func.params}
+    for key in params:
+        if not isinstance(key, str) or key not in by_name:
+            raise ExportError(f"params names no parameter of @{entry}: {key!r} (its "
+                              f"parameters: {', '.join('%' + n for n in by_name) or 'none'})",
+                              func.span)
+    out = {}
+    for key, value in params.items():
+        var = by_name[key]
+        t = types.get(var, var.type_annotation)
+        if not isinstance(t, TensorType):
+            raise ExportError(f"params[{key!r}]: only tensor parameters can be bound",
+                              var.span)
+        problem = _misfit(value, t)
+        if isinstance(problem, str):
+            raise ExportError(f"params[{key!r}] does not fit %{key}: expected a tensor of "
+                              f"type {type_to_text(t)}, got {problem}", var.span)
+        out[key] = problem
+    return out
+
+
+def _misfit(value: Any, t: TensorType) -> np.ndarray | str:
+    """``value`` as an array of type ``t``, or what it is when it is none."""
+    shape, dtype = tuple(int(d) for d in t.shape), np.dtype(t.dtype)
+    if isinstance(value, np.ndarray | np.generic):
+        array = np.asarray(value)
+        if array.shape == shape and array.dtype == dtype:
+            return np.array(array, copy=True)
+        return (f"a tensor of shape {shape_to_text(array.shape)} and dtype {array.dtype} "
+                f"(no implicit casts)")
+    if not isinstance(value, bool | int | float | list):
+        return f"a Python {type(value).__name__}"
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged list
+        return "a ragged list"
+    kind = {"b": 0, "i": 1, "u": 1, "f": 2}.get(array.dtype.kind)
+    want = {"b": 0, "i": 1, "u": 1, "f": 2}.get(dtype.kind, 3)
+    fits = kind is not None and (kind == want or (kind == 1 and want == 2))
+    if fits and array.shape == shape:
+        return array.astype(dtype)
+    if not isinstance(value, list):
+        return f"the scalar the {type(value).__name__} {value!r}"
+    if not fits:
+        return f"a list of {array.dtype} values"
+    return f"a list of shape {shape_to_text(array.shape)}"
 
 
 def _entry(mod_or_func: Any, entry: str, types: Mapping[Expr, Type] | None

@@ -99,6 +99,10 @@ def _ops(supported: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(supported, str):
         raise TypeError("register_backend: supported_ops must be a collection of operator "
                         f"names, not the single string {supported!r}")
+    if not isinstance(supported, Iterable):
+        raise TypeError("register_backend: supported_ops must be a collection of operator "
+                        "names or a mapping of operator name to predicate (or None), not "
+                        f"{type(supported).__name__}")
     items = list(supported.items()) if isinstance(supported, Mapping) else \
         [(n, None) for n in supported]
     known = all_ops()
@@ -118,6 +122,10 @@ def _ops(supported: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
 
 def _patterns(patterns: Iterable[Any]) -> tuple[Composite, ...]:
     """``patterns`` as ``Composite`` records (each pattern a ``DFPattern``)."""
+    if isinstance(patterns, str | Mapping) or not isinstance(patterns, Iterable):
+        raise TypeError("register_backend: patterns must be a sequence of (name, pattern), "
+                        "(name, pattern, check) or Composite entries, not "
+                        f"{type(patterns).__name__}")
     out = []
     for entry in patterns:
         if isinstance(entry, Composite):

@@ -94,6 +94,24 @@ def test_bad_arguments(clean: None, kwargs: dict, error: type) -> None:
         register_backend("tb1", **kwargs)
 
 
+OPS_ARE = ("supported_ops must be a collection of operator names or a mapping of operator "
+           "name to predicate (or None), not ")
+
+
+@pytest.mark.parametrize("kwargs, says", [
+    ({"supported_ops": None}, OPS_ARE + "NoneType"),
+    ({"supported_ops": 3}, OPS_ARE + "int"),
+    ({"supported_ops": ["add"], "patterns": None}, "patterns must be a sequence of "
+     "(name, pattern), (name, pattern, check) or Composite entries, not NoneType"),
+])
+def test_a_non_collection_is_a_type_error_naming_the_argument(clean: None, kwargs: dict,
+                                                              says: str) -> None:
+    with pytest.raises(TypeError) as info:
+        register_backend("tb1", **kwargs)
+    assert str(info.value) == f"register_backend: {says}"
+    assert "tb1" not in backend_names() and "tb1" not in support_names()
+
+
 def test_default_is_reserved() -> None:
     with pytest.raises(ValueError, match="host"):
         register_backend("default", supported_ops=["add"])

@@ -294,15 +294,14 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
+    _require("compile", "mod", mod, IRModule, "an IRModule")
     if targets is not None:  # BYOC: partition first (the weights bound there)
         mod = partition(mod, targets, params, entry=entry)
         params = None
-    _require("compile", "mod", mod, IRModule, "an IRModule")
     externs = _externs(mod)
     # AD-Grad-Op (spec/ad.md): the expansion is then simplified by PartialEvaluate + DCE
     # (guarded; relay_ref.executor.compile.GRADIENT_PASSES), a program without gradient
     # calls compiles as it is
-    _require("compile", "mod", mod, IRModule, "an IRModule")
     expanded, _ = _expand_gradients(mod, {})
     made = None if expanded is mod else set(expanded.functions) - set(mod.functions)
     return compile_module(expanded, params, target, entry=entry, profile=profile,

@@ -42,8 +42,8 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
-from relay_ref.ops.costs import default_cost
-from relay_ref.ops.registry import get_op, has_op
+from relay_ref.ops.registry import has_op
+from relay_ref.passes.compiler_support import call_flops
 from relay_ref.passes.rewrite import rewrite
 
 __all__ = ["CodegenUnsupported", "Extern", "RegionSummary", "extern_backends", "prepare_externs"]
@@ -256,25 +256,11 @@ def _inline_composites(func: Function) -> Function:
 
 def _cost(func: Function, types: Mapping[Expr, Type]) -> tuple[int, int]:
     """Operator calls in ``func`` (composites' inner calls included) and their estimated
-    operations (``relay_ref.ops.costs``; unknown shapes count one)."""
+    operations (``call_flops``, the cost model's count)."""
     ops = flops = 0
     for node in post_order(func.body):
         if type(node) is not Call or type(node.op) is not Op or not has_op(node.op.name):
             continue
         ops += 1
-        shapes = [_shape(types.get(a)) for a in node.args]
-        out = _shape(types.get(node))
-        formula = get_op(node.op.name).cost or default_cost
-        try:
-            flops += int(formula(shapes, out, node.attrs))
-        except Exception:  # noqa: BLE001 - an estimate: unknown shapes count one
-            flops += 1
+        flops += call_flops(node, types)
     return ops, flops
-
-
-def _shape(ty: Type | None) -> tuple[int, ...]:
-    if type(ty) is TupleType and ty.fields:
-        ty = ty.fields[0]
-    if type(ty) is TensorType and all(type(d) is int for d in ty.shape):
-        return tuple(ty.shape)
-    return ()

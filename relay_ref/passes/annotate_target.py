@@ -57,17 +57,10 @@ from relay_ref.passes.compiler_support import (
     get_support,
     op_supported,
 )
+from relay_ref.passes.regions import BEGIN, END, is_begin, is_end
 from relay_ref.passes.rewrite import map_functions, with_children
 
 __all__ = ["AnnotateTarget", "annotate_function"]
-
-BEGIN = "annotation.compiler_begin"
-END = "annotation.compiler_end"
-
-
-def _is_annotation(node: Expr, name: str) -> bool:
-    return isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == name
-
 
 def _annotatable(ty: Type | None) -> bool:
     if isinstance(ty, TensorType):
@@ -126,7 +119,7 @@ class _Annotator:
         return chosen, tuple(self.wrap(BEGIN, e, chosen) if ok else e for e, ok in ends)
 
     def call_target(self, pre: Call) -> str:
-        if pre.args and _is_annotation(pre.args[0], BEGIN) \
+        if pre.args and is_begin(pre.args[0]) \
                 and pre.args[0].attrs.compiler != DEFAULT:  # type: ignore[union-attr]
             return pre.args[0].attrs.compiler  # type: ignore[union-attr]
         if isinstance(pre.op, Op):
@@ -143,9 +136,9 @@ class _Annotator:
 
     def visit(self, pre: Expr, post: Expr) -> Expr:  # noqa: PLR0911 - one case per kind
         ty = self.types.get(pre)
-        if isinstance(pre, Call) and isinstance(pre.op, Op) and pre.op.name == BEGIN:
+        if is_begin(pre):
             return post.args[0]  # type: ignore[attr-defined]
-        if isinstance(pre, Call) and isinstance(pre.op, Op) and pre.op.name == END:
+        if is_end(pre):
             inner = post.args[0]  # type: ignore[attr-defined]
             self.target.setdefault(id(inner), pre.attrs.compiler)  # type: ignore[union-attr]
             return inner

@@ -31,11 +31,13 @@ from typing import Any
 
 from relay_ref.diagnostics import RelayError
 from relay_ref.ir.expr import Call, Expr
-from relay_ref.ir.types import Type
+from relay_ref.ir.types import TensorType, TupleType, Type
+from relay_ref.ops.costs import default_cost
+from relay_ref.ops.registry import get_op, has_op
 from relay_ref.suggest import did_you_mean
 
 __all__ = ["DEFAULT", "CallInfo", "Composite", "RegionCost", "Support", "UnknownCompiler",
-           "check_composite",
+           "call_flops", "check_composite",
            "composite_owner", "get_support", "op_supported", "register_support",
            "support_names", "unregister_support"]
 
@@ -81,6 +83,34 @@ class RegionCost:
     ops: int
     flops: int
     boundary_bytes: int
+
+
+def call_flops(call: Call, types: Mapping[Expr, Type]) -> int:
+    """The estimated operations of the operator call ``call``: its operator's ``cost``
+    formula (``relay_ref.ops.costs``), else ``default_cost``, on the static shapes in
+    ``types`` (a tuple counts its first field, a dynamic shape as a scalar); at least 1,
+    and 1 when neither formula applies. The cost model (``RegionCost.flops``) and the
+    executor's region summaries both count with it."""
+    shapes = [_static_shape(types.get(a)) for a in call.args]
+    out = _static_shape(types.get(call))
+    name = getattr(call.op, "name", None)
+    formula = get_op(name).cost if isinstance(name, str) and has_op(name) else None
+    for f in (formula, default_cost):
+        if f is None:
+            continue
+        try:
+            return max(int(f(shapes, out, call.attrs)), 1)
+        except Exception:  # noqa: BLE001, S112 - an estimate: try the next formula
+            continue
+    return 1
+
+
+def _static_shape(ty: Type | None) -> tuple[int, ...]:
+    if isinstance(ty, TupleType) and ty.fields:
+        return _static_shape(ty.fields[0])
+    if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
+        return tuple(ty.shape)
+    return ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ from relay_ref.passes.compiler_support import (
     DEFAULT,
     RegionCost,
     Support,
+    call_flops,
     get_support,
     support_names,
 )
@@ -111,27 +112,6 @@ def _nbytes(ty: Type | None) -> int:
     return 0
 
 
-def _shape(ty: Type | None) -> tuple[int, ...]:
-    if isinstance(ty, TupleType) and ty.fields:
-        return _shape(ty.fields[0])
-    if isinstance(ty, TensorType) and all(isinstance(d, int) for d in ty.shape):
-        return tuple(ty.shape)
-    return ()
-
-
-def _op_flops(call: Call, types: dict[Expr, Type]) -> int:
-    from relay_ref.ops.costs import default_cost
-    from relay_ref.ops.registry import get_op
-
-    shapes = [_shape(types.get(a)) for a in call.args]
-    out = _shape(types.get(call))
-    try:
-        formula = get_op(call.op.name).cost or default_cost
-        return max(int(formula(shapes, out, call.attrs)), 1)
-    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError):
-        return max(default_cost(shapes, out, call.attrs), 1)
-
-
 def region_cost(region: Region, types: dict[Expr, Type]) -> RegionCost:
     """The cost model's view of ``region`` (``types``: the module's checked types)."""
     ops = flops = 0
@@ -140,12 +120,12 @@ def region_cost(region: Region, types: dict[Expr, Type]) -> RegionCost:
             continue
         if type(node.op) is Op:
             ops += 1
-            flops += _op_flops(node, types)
+            flops += call_flops(node, types)
         elif is_composite_call(node):
             for inner in post_order(node.op.body):
                 if type(inner) is Call and type(inner.op) is Op:
                     ops += 1
-                    flops += _op_flops(inner, types)
+                    flops += call_flops(inner, types)
     boundary = sum(_nbytes(types.get(b)) for b in region.ins
                    if type(b.args[0]) is not Constant)
     boundary += sum(_nbytes(types.get(e)) for e in region.outs)

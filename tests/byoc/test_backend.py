@@ -19,7 +19,13 @@ from relay_ref.byoc import (
     register_backend,
     unregister_backend,
 )
-from relay_ref.passes.compiler_support import composite_owner, get_support, support_names
+from relay_ref.byoc.reference import register_reference_backend
+from relay_ref.passes.compiler_support import (
+    RegionCost,
+    composite_owner,
+    get_support,
+    support_names,
+)
 from relay_ref.passes.pattern import is_op, wildcard
 
 
@@ -135,3 +141,23 @@ def test_unknown_backend_has_a_hint(clean: None) -> None:
 def test_codegen_unsupported_is_a_relay_error() -> None:
     err = CodegenUnsupported("no")
     assert isinstance(err, rr.RelayError) and isinstance(err, ValueError)
+
+
+def test_region_summaries_count_as_the_cost_model(clean: None) -> None:
+    """``exe.plan.regions`` and the ``worth`` callback see one count (``call_flops``):
+    the same operator calls and estimated operations, a composite's inner calls included."""
+    seen: list[RegionCost] = []
+    register_reference_backend("tb1", ["nn.conv2d", "nn.relu", "reshape", "mean", "add"],
+                               [("tb1.add_relu", add_relu())],
+                               worth=lambda c: seen.append(c) or True)
+    mod = rr.parse("""def @main(%x: Tensor[(1, 3, 8, 8), float32],
+                                %w: Tensor[(4, 3, 3, 3), float32]) {
+      %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);
+      %1 = nn.relu(add(%0, %0));
+      mean(reshape(%1, newshape=[4, 64]), axis=[1])
+    }""")
+    exe = rr.compile(mod, targets=["tb1"])
+    [region] = exe.plan.regions
+    assert len(seen) == 1 and region.backend == "tb1"
+    assert (region.ops, region.flops) == (seen[0].ops, seen[0].flops)
+    assert region.ops == 5 and region.flops > 4 * 3 * 9 * 64  # the conv's multiply-adds

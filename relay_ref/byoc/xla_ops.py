@@ -18,8 +18,8 @@ Semantics: each ``impl`` computes what the operator's NumPy reference in ``relay
 computes (the reference is the definition), up to float32 rounding; the dtype sets and
 checks leave out what would differ in more than rounding (integer division by zero, a
 ``take`` out of range in ``fast`` mode, reductions over an empty extent, integer
-convolutions). Matrix products and convolutions ask for ``Precision.HIGHEST`` (no TF32 on a
-GPU).
+convolutions, a float cast to an unsigned integer: XLA saturates a negative value).
+Matrix products and convolutions ask for ``Precision.HIGHEST`` (no TF32 on a GPU).
 
 jax is not imported here: ``jnp`` and ``lax`` are imported on first use (when a region is
 traced), so that registering the backend works, and costs nothing, without jax.

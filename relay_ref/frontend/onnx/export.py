@@ -5,7 +5,9 @@ export`` use; spec/byoc.md BYOC-Extern).
 A *dataflow* function becomes one ONNX graph:
 
 * its parameters become graph inputs, except those ``params`` gives (by name), which become
-  initializers; ``Constant`` nodes become initializers;
+  initializers, checked as ``BindParams`` checks them (a key naming no parameter, a value
+  not of the parameter's tensor type: a located ``ExportError``); ``Constant`` nodes
+  become initializers;
 * each operator call becomes ONNX nodes through ``EXPORTERS`` (``export_ops.py``): one
   frozen ``Exporter`` per operator, whose ``supports(OpCall)`` says which attributes and
   types the ONNX operator can express and whose ``emit`` writes the nodes;

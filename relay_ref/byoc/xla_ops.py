@@ -18,7 +18,8 @@ Semantics: each ``impl`` computes what the operator's NumPy reference in ``relay
 computes (the reference is the definition), up to float32 rounding; the dtype sets and
 checks leave out what would differ in more than rounding (integer division by zero, a
 ``take`` out of range in ``fast`` mode, reductions over an empty extent, integer
-convolutions, a float cast to an unsigned integer: XLA saturates a negative value).
+convolutions, a float cast to an integer: XLA saturates what is out of range, -1.5 to
+uint8 or 300.7 to int8, where the reference wraps).
 Matrix products and convolutions ask for ``Precision.HIGHEST`` (no TF32 on a GPU).
 
 jax is not imported here: ``jnp`` and ``lax`` are imported on first use (when a region is
@@ -481,9 +482,10 @@ def _cast(info: CallInfo, x: Any) -> Any:
 
 
 def _cast_check(info: CallInfo) -> bool:
-    """Not float -> unsigned: XLA saturates (-1.5 -> 0) where the reference, NumPy and
-    onnxruntime go through a signed integer and wrap (-1.5 -> 255 as uint8)."""
-    return not (_arg(info).dtype.startswith("float") and _dtype(info).startswith("uint"))
+    """Not float -> integer: XLA saturates out-of-range values (-1.5 -> 0 as uint8,
+    300.7 -> 127 as int8) where the reference, NumPy and onnxruntime wrap (255, 44)."""
+    return not (_arg(info).dtype.startswith("float")
+                and _dtype(info).startswith(("int", "uint")))
 
 
 def _full(info: CallInfo, fill: Any) -> Any:

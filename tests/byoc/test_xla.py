@@ -135,7 +135,7 @@ CASES = {
    strided_slice(%x, begin=[-10, 0, 1], end=[10, 3, 4], strides=[1, 2, 2]))"""),
     "take, cast": ("%x: Tensor[(4, 3), float32], %i: Tensor[(2, 3), int32]", """
   (take(%x, %i, axis=0), take(%x, %i, axis=1, mode="wrap"), take(%x, %i),
-   cast(%x, dtype="int32"), cast(%i, dtype="bool"), cast(%i, dtype="float32"),
+   cast(%i, dtype="int8"), cast(%i, dtype="bool"), cast(%i, dtype="float32"),
    cast(cast(%x, dtype="bool"), dtype="uint8"))"""),
     "dense, matmul": ("%x: Tensor[(2, 5), float32], %w: Tensor[(3, 5), float32], "
                       "%b: Tensor[(4, 2, 5), float32]", """
@@ -357,20 +357,25 @@ def test_support_predicates_refuse_before_codegen() -> None:
     assert not JAX_OPS["add"].supports(blind)
 
 
-@pytest.mark.parametrize("dst", ["uint8", "uint16", "uint32"])
-def test_float_to_unsigned_cast_stays_on_the_host(dst: str) -> None:
-    """XLA saturates a negative float cast to unsigned (-1.5 -> 0); the reference wraps."""
+@pytest.mark.parametrize("dst", ["uint8", "uint16", "uint32", "int8", "int16"])
+def test_float_to_integer_cast_stays_on_the_host(dst: str) -> None:
+    """XLA saturates a float cast out of an integer's range (-1.5 -> 0 as uint8, 300.7 ->
+    127 as int8); the reference wraps."""
     src = "float32"  # the one float dtype of the backend
     assert not JAX_OPS["cast"].supports(
         _info(f"%x: Tensor[(4), {src}]|cast(%x, dtype=\"{dst}\")"))
-    assert JAX_OPS["cast"].supports(_info(f"%x: Tensor[(4), {src}]|cast(%x, dtype=\"int32\")"))
+    assert not JAX_OPS["cast"].supports(
+        _info(f"%x: Tensor[(4), {src}]|cast(%x, dtype=\"int32\")"))
+    assert JAX_OPS["cast"].supports(_info("%x: Tensor[(4), int32]|cast(%x, dtype=\"float32\")"))
     mod = _module(_main(f"%x: Tensor[(4), {src}]",
                         f'  %0 = multiply(%x, %x);\n  cast(subtract(%x, %0), dtype="{dst}")'))
     exe = rr.compile(mod, targets=["xla"])
     assert [r.backend for r in exe.plan.regions] == ["xla"]  # the multiply and subtract
     x = np.array([-1.5, 2.5, -2.5, 3.75], src)  # x - x*x < -1 throughout
+    x = x * {"int8": 9, "int16": 200}.get(dst, 1)  # x - x*x below the type's minimum
     want = rr.evaluate(mod, x)
-    assert want.dtype == dst and want.min() > 0  # wrapped, as NumPy's astype wraps
+    assert want.dtype == dst
+    assert not np.any(want == np.iinfo(dst).min)  # wrapped, not saturated
     _same(exe(x), want)
     np.testing.assert_array_equal(want, (x - x * x).astype(np.int64).astype(dst))
 

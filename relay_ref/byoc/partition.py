@@ -58,6 +58,9 @@ def _targets(targets: Iterable[str] | str) -> tuple[str, ...]:
     """``targets`` as a tuple of names (one name alone allowed); not empty."""
     if isinstance(targets, str):
         targets = (targets,)
+    if isinstance(targets, Mapping | set | frozenset):  # unordered, or keys by accident
+        raise TypeError(f"partition: targets must be a list of backend names, in priority "
+                        f"order, not a {type(targets).__name__}")
     try:
         names = tuple(targets)
     except TypeError:

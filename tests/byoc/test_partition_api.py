@@ -87,7 +87,8 @@ def test_unknown_target(backend: Any) -> None:
 
 
 @pytest.mark.parametrize("targets, error", [([], ValueError), ([3], TypeError),
-                                            (5, TypeError)])
+                                            (5, TypeError), ({"tpar": 1}, TypeError),
+                                            ({"tpar"}, TypeError)])
 def test_bad_targets(targets: Any, error: type) -> None:
     with pytest.raises(error):
         rr.partition(rr.parse(PROGRAM), targets)

@@ -362,7 +362,8 @@ def main() -> None:
                     "(the boundary overhead) and with convolutions only (many regions), "
                     "against the default executor, onnxruntime on the file and jax.jit of "
                     "the whole model; outputs checked first, then interleaved rounds.")
-    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved rounds (default 7, 3 with --quick)")
     parser.add_argument("--quick", action="store_true",
                         help="3 rounds of 0.1 s loops (unless --rounds is given)")
     parser.add_argument("--only", nargs="+", metavar="WORD", default=None,
@@ -371,7 +372,7 @@ def main() -> None:
                         help=f"all nine models (default: {', '.join(SMALL)})")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
-    rounds = 3 if args.quick and "--rounds" not in sys.argv else args.rounds
+    rounds = args.rounds if args.rounds is not None else 3 if args.quick else 7
     target_s = 0.1 if args.quick else 0.2
 
     from rich.console import Console

@@ -211,6 +211,12 @@ def _conv2d(info: CallInfo, data: Any, weight: Any) -> Any:
 
 
 def _matmul(a: Any, b: Any, ta: bool, tb: bool) -> Any:
+    """``a @ b`` with the transposes; two matrices contract in place (``dot_general``):
+    a ``swapaxes`` of a weight argument would be a copy on every call (220 ms for a
+    4096x9216 dense, against 10 ms)."""
+    if a.ndim == 2 and b.ndim == 2:
+        dims = (((0 if ta else 1,), (1 if tb else 0,)), ((), ()))
+        return lax.dot_general(a, b, dims, precision=lax.Precision.HIGHEST)
     if ta:
         a = jnp.swapaxes(a, -1, -2)
     if tb:
@@ -219,6 +225,9 @@ def _matmul(a: Any, b: Any, ta: bool, tb: bool) -> Any:
 
 
 def _dense(info: CallInfo, data: Any, weight: Any) -> Any:
+    if weight.ndim == 2:  # data (..., K) . weight (N, K) -> (..., N), no transpose
+        dims = (((data.ndim - 1,), (1,)), ((), ()))
+        return lax.dot_general(data, weight, dims, precision=lax.Precision.HIGHEST)
     return _matmul(data, weight, False, True)
 
 

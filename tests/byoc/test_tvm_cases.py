@@ -503,6 +503,33 @@ def test_partitioned_programs_have_no_calls_between_regions(backend: Any) -> Non
 PRINTED = Path(__file__).resolve().parents[1] / "programs/tvm/printed_byoc_partitioned.relay"
 
 
+PRINTED_V08 = PRINTED.with_name("printed_byoc_partitioned_v08.relay")
+
+
+def test_printed_v08_partitioned_program_runs_its_regions() -> None:
+    """tests/programs/tvm/printed_byoc_partitioned_v08.relay (a two-output region with a
+    composite, read by projections, and a region fed by it and by the host): with a
+    backend named ``test_target`` both regions are built and run by it, and the value is
+    the interpreter's."""
+    mod = rr.parse(PRINTED_V08.read_text(), str(PRINTED_V08))
+    assert rr.alpha_equal(rr.parse(rr.astext(mod)), mod)
+    be = register_reference_backend("test_target", ["nn.relu", "add"])
+    try:
+        exe = rr.compile(mod)
+        assert be.codegen.calls == 2
+        assert sorted((r.name, r.backend, r.ops) for r in exe.plan.regions) == [
+            ("tvmgen_default_test_target_main_0", "test_target", 3),
+            ("tvmgen_default_test_target_main_2", "test_target", 1)]
+        args = _args(mod)
+        x, w = args
+        np.testing.assert_allclose(exe(*args), rr.evaluate(mod, *args), rtol=1e-6)
+        dense = np.abs(x @ w.T)
+        np.testing.assert_allclose(exe(*args), np.maximum(dense, 0) + np.tanh(dense),
+                                   rtol=1e-5)
+    finally:
+        unregister_backend("test_target")
+
+
 def test_printed_partitioned_program_parses_and_runs_its_region() -> None:
     """tests/programs/tvm/printed_byoc_partitioned.relay (TVM's print after
     PartitionGraph, ``Compiler="dnnl"``): it parses, prints back alpha-equal, and with a

@@ -81,18 +81,34 @@ def _pattern(outer: str, inner: str, position: int) -> DFPattern:
     return is_op(outer)(*args)
 
 
+def _edges(mod: IRModule) -> list[tuple[str, str, int]]:
+    """(outer op, inner op, argument position) of each call whose argument is a call."""
+    out = set()
+    for n in post_order(mod["main"].body):
+        if type(n) is Call and type(n.op) is Op:
+            for i, a in enumerate(n.args):
+                if type(a) is Call and type(a.op) is Op:
+                    out.add((n.op.name, a.op.name, i))
+    return sorted(out)
+
+
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[IRModule, tuple[str, ...], tuple]:
-    """A program, the operators the backend supports (a random subset of those present)
-    and its composite patterns (none, or one over two operators present)."""
+    """A program, the operators the backend supports (a random subset of those present:
+    each with probability one half) and its composite patterns (none, or one over two
+    operators, mostly a pair that feeds one another in the program)."""
     mod = draw(dataflow_modules(max_ops=12))
     present = _ops_in(mod)
-    ops = tuple(sorted(draw(st.sets(st.sampled_from(present)))) if present else ())
+    ops = tuple(op for op in present if draw(st.booleans()))
     patterns: tuple = ()
     if present and draw(st.booleans()):
-        outer, inner = draw(st.sampled_from(present)), draw(st.sampled_from(present))
-        patterns = ((f"{NAME}.{inner}_{outer}", _pattern(outer, inner,
-                                                         draw(st.integers(0, 1)))),)
+        edges = _edges(mod)
+        if edges and draw(st.integers(0, 3)):
+            outer, inner, pos = draw(st.sampled_from(edges))
+        else:
+            outer, inner = draw(st.sampled_from(present)), draw(st.sampled_from(present))
+            pos = draw(st.integers(0, 1))
+        patterns = ((f"{NAME}.{inner}_{outer}", _pattern(outer, inner, pos)),)
     return mod, ops, patterns
 
 
@@ -142,7 +158,7 @@ def _regions(mod: IRModule) -> list[str]:
     return [n for n, f in mod.functions.items() if f.attr("Compiler") is not None]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(cases(), st.integers(0, 9))
 def test_partitioned_programs_type_are_convex_and_compute_the_same(case: tuple,
                                                                    seed: int) -> None:
@@ -230,7 +246,7 @@ def test_check_pass_on_generated_programs_with_control_flow(cleanup: None) -> No
     """The default generator (let, if, closures, tuples, ADTs): regions never cross
     them, and the result still refines the input."""
     _register(("add", "multiply", "nn.relu", "tanh"))
-    check_pass(lambda m: rr.partition(m, [NAME]), examples=50, min_fired=5,
+    check_pass(lambda m: rr.partition(m, [NAME]), examples=50, min_fired=20,
                focus=("add", "multiply", "nn.relu", "tanh"), edge_values=False)
 
 

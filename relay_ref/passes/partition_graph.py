@@ -46,6 +46,7 @@ Iterative and linear in distinct nodes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -64,6 +65,7 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import Pass, register_pass
@@ -78,6 +80,8 @@ from relay_ref.passes.compiler_support import (
 from relay_ref.passes.regions import (
     Region,
     RegionError,
+    RegionSet,
+    compiler_of,
     find_regions,
     is_annotation,
     is_begin,
@@ -93,11 +97,59 @@ __all__ = ["PartitionGraph", "region_cost"]
 
 @dataclass(frozen=True, slots=True)
 class _Outline:
-    """An outlined region: its global's name, the call's arguments' origins (begins)."""
+    """An outlined region: its global's name, one begin per parameter (the call's
+    arguments are their operands), the function, and where each output node is."""
 
     name: str
     params: tuple[Call, ...]
     function: Function
+    index: dict[int, int]  # output node (by identity) -> its position in the outputs
+    outputs: int
+
+
+def _source(expr: Expr) -> Expr:
+    """``expr`` with every annotation above it stripped (TVM keys inputs by this node)."""
+    while is_annotation(expr):
+        expr = expr.args[0]  # type: ignore[attr-defined]
+    return expr
+
+
+def _constant(expr: Expr, outlined: Callable[[Call], bool]) -> Expr | None:
+    """The value of ``expr`` with its annotations removed if it is a constant or a tuple of
+    them (nested tuples included), which a region binds instead of taking as a parameter
+    (TVM binds a constant and a tuple of constants); else None. An end ``outlined`` accepts
+    stands for a region's call: not a constant."""
+    walk = [expr]
+    seen: set[int] = set()
+    while walk:
+        node = walk.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if is_annotation(node):
+            if is_end(node) and outlined(node):  # type: ignore[arg-type]
+                return None
+            walk.append(node.args[0])  # type: ignore[attr-defined]
+        elif type(node) is Tuple:
+            walk.extend(node.fields)
+        elif type(node) is not Constant:
+            return None
+    value: dict[int, Expr] = {}
+    for node in post_order(expr):
+        value[id(node)] = (value[id(node.args[0])] if is_annotation(node)  # type: ignore[attr-defined]
+                           else with_children(node, (value[id(k)] for k in children(node))))
+    return value[id(expr)]
+
+
+def _outlined_end(node: Call) -> bool:
+    """region_cost's guess: an end of an external compiler may be outlined."""
+    return compiler_of(node) != DEFAULT
+
+
+def _flattened(node: Expr) -> tuple[Expr, ...]:
+    """The output nodes a region output ``node`` stands for: a (non-empty) tuple literal's
+    fields (TVM's FlattenTupleOutputs, one level), else ``node`` itself."""
+    return node.fields if type(node) is Tuple and node.fields else (node,)
 
 
 def _nbytes(ty: Type | None) -> int:
@@ -126,9 +178,12 @@ def region_cost(region: Region, types: dict[Expr, Type]) -> RegionCost:
                 if type(inner) is Call and type(inner.op) is Op:
                     ops += 1
                     flops += call_flops(inner, types)
-    boundary = sum(_nbytes(types.get(b)) for b in region.ins
-                   if type(b.args[0]) is not Constant)
-    boundary += sum(_nbytes(types.get(e)) for e in region.outs)
+    # each distinct input (constants, tuples of them, are bound) and distinct output once
+    ins = {id(_source(b.args[0])): b for b in region.ins
+           if _constant(b.args[0], _outlined_end) is None}
+    outs = {id(e.args[0]): e for e in region.outs}
+    boundary = sum(_nbytes(types.get(b)) for b in ins.values())
+    boundary += sum(_nbytes(types.get(e)) for e in outs.values())
     return RegionCost(ops, flops, boundary)
 
 
@@ -141,6 +196,13 @@ class _Partitioner:
         self.count = 0
         self.new: dict[str, Function] = {}
         self.taken: set[str] = set()
+        self.regions: RegionSet | None = None  # the function's being partitioned
+        self.chosen: frozenset[int] = frozenset()  # its regions outlined
+
+    def outlined_end(self, end: Call) -> bool:
+        """Whether ``end`` closes a region of the current function that is outlined."""
+        region = self.regions.region_of(end) if self.regions is not None else None
+        return region is not None and region.id in self.chosen
 
     def _support(self, target: str) -> Support | None:
         return get_support(target) if target in support_names() else None
@@ -180,35 +242,49 @@ class _Partitioner:
         mapped: dict[int, Expr] = {}
         params: list[Var] = []
         origins: list[Call] = []
+        inputs: dict[int, Expr] = {}  # distinct input (annotations stripped) -> its operand
         for node in region.nodes:
             if is_begin(node):
                 arg = node.args[0]
-                if type(arg) is Constant:
-                    mapped[id(node)] = arg
+                const = _constant(arg, self.outlined_end)
+                if const is not None:
+                    mapped[id(node)] = const
                     continue
-                var = Var(f"{target}_{k}_i{len(params)}", self.types.get(node))
-                params.append(var)
-                origins.append(node)
-                mapped[id(node)] = var
+                key = id(_source(arg))
+                if key not in inputs:
+                    var = Var(f"{target}_{k}_i{len(params)}", self.types.get(node))
+                    params.append(var)
+                    origins.append(node)
+                    inputs[key] = var
+                mapped[id(node)] = inputs[key]
             elif is_end(node):
                 mapped[id(node)] = mapped[id(node.args[0])]
             else:
                 mapped[id(node)] = with_children(
                     node, (mapped.get(id(kid), kid) for kid in children(node)))
-        outs = [mapped[id(e)] for e in region.outs]
+        # one output per distinct output node; a tuple literal is flattened into its
+        # fields (TVM's FlattenTupleOutputs) and rebuilt on the host
+        outs: list[Expr] = []
+        out_types: list[Type | None] = []
+        index: dict[int, int] = {}
+        for end in region.outs:
+            for node in _flattened(end.args[0]):
+                if id(node) not in index:
+                    index[id(node)] = len(outs)
+                    outs.append(mapped[id(node)])
+                    out_types.append(self.types.get(node))
         if len(outs) == 1:
             body: Expr = outs[0]
-            ret = self.types.get(region.outs[0])
+            ret = out_types[0]
         else:
             body = Tuple(tuple(outs))
-            field_types = [self.types.get(e) for e in region.outs]
-            ret = (TupleType(tuple(field_types))
-                   if all(t is not None for t in field_types) else None)
+            ret = (TupleType(tuple(out_types))  # type: ignore[arg-type]
+                   if all(t is not None for t in out_types) else None)
         attrs = (("Compiler", target), ("Primitive", 1), ("Inline", 1),
                  ("global_symbol", name))
         fn = Function(tuple(params), body, ret, (), attrs)
         self.new[name] = fn
-        return _Outline(name, tuple(origins), fn)
+        return _Outline(name, tuple(origins), fn, index, len(outs))
 
     def run(self, fn: Function) -> Function:
         if fn.attr("Compiler") is not None:
@@ -221,6 +297,7 @@ class _Partitioner:
             raise RegionError("the annotated regions are not convex (a path leaves a region "
                               "and re-enters it): run MergeCompilerRegions on annotations "
                               "AnnotateTarget made", fn.span)
+        self.regions, self.chosen = rs, frozenset(r.id for r in chosen)
         outline = {r.id: self._outline(r) for r in chosen}
         done: dict[int, Expr] = {}
         calls: dict[int, Expr] = {}
@@ -233,19 +310,34 @@ class _Partitioner:
                 return tuple(b.args[0] for b in outline[region.id].params)
             return tuple(children(node))
 
+        projections: dict[tuple[int, int], Expr] = {}  # (region, output) -> shared read
+        results: dict[int, Expr] = {}  # distinct output node -> its value on the host
+
+        def output(region: Region, k: int, span: Span | None) -> Expr:
+            call = calls[region.id]
+            if outline[region.id].outputs == 1:
+                return call
+            key = (region.id, k)
+            if key not in projections:
+                projections[key] = TupleGetItem(call, k, span)
+            return projections[key]
+
         for node in post_order(fn.body, enter=enter):
             region = rs.region_of(node)
             if region is not None and region.id in outline and is_end(node):
+                info = outline[region.id]
                 if region.id not in calls:
-                    info = outline[region.id]
                     args = tuple(done[id(b.args[0])] for b in info.params)
                     calls[region.id] = Call(GlobalVar(info.name), args, None, (),
                                             node.span)
-                call = calls[region.id]
-                if len(region.outs) == 1:
-                    out: Expr = call
-                else:
-                    out = TupleGetItem(call, region.outs.index(node), node.span)
+                member = node.args[0]
+                if id(member) not in results:
+                    flat = _flattened(member)
+                    values = tuple(output(region, info.index[id(f)], node.span)
+                                   for f in flat)
+                    results[id(member)] = (values[0] if flat[0] is member
+                                           else Tuple(values, node.span))
+                out: Expr = results[id(member)]
             elif region is not None and region.id in outline:
                 continue  # inside an outlined region: rebuilt in its function
             elif is_annotation(node):

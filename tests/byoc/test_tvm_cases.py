@@ -239,12 +239,13 @@ CASES: dict[str, Case] = {
   %1 = %0.1;
   (nn.relu(%0.0), tanh(%1), log(%1))
 }}""", [Region(("nn.batch_norm", "nn.relu"), 2, 5)], ["log", "tanh"]),
-    # split's tuple output flattened: (split.0, split.1, abs)
+    # the tuple of split's projections concatenate reads (Python's TupleWrapper) is a
+    # region output: flattened to (split.0, split.1, abs), the tuple rebuilt on the host
     "flatten_tuple_output": Case(
         ["split", "abs"], """def @main(%a: Tensor[(10, 10), float32]) {
   %0 = split(%a, indices_or_sections=2);
   %1 = abs(%0.0);
-  (concatenate(%0), nn.relu(%1))
+  (concatenate((%0.0, %0.1)), nn.relu(%1))
 }""", [Region(("abs", "split"), 3, 1)], ["concatenate", "nn.relu"]),
     # add's result read twice inside the region: one input
     "multiple_use_of_an_output_same_region": Case(
@@ -314,23 +315,6 @@ CASES: dict[str, Case] = {
 }""", [Region((C + "bn_relu",), 1, 5)], [], lambda: [(C + "bn_relu", bn_relu())]),
 }
 
-#: where rr.partition's region boundaries differ from TVM's (the operators agree): TVM's
-#: PartitionGraph (partition_graph.cc, v0.8) makes one parameter per distinct input
-#: expression (``region_func_in``) and one output per distinct output expression
-#: (``out_expr_to_idx``), and flattens tuple outputs; relay_ref's makes one per
-#: ``compiler_begin`` / ``compiler_end`` (spec/byoc.md BYOC-Partition)
-DIVERGES = {
-    "extern_ccompiler_default_ops": "an output used by two host operators is returned twice",
-    "duplicate_outputs": "an output used by three host operators is returned three times",
-    "duplicate_merge_and_tuplegetitem": "the projection %0.1 is returned once per host user",
-    "flatten_tuple_output": "split's tuple is one nested output; TVM flattens tuple outputs",
-    "multiple_use_of_an_output_same_region": "add's result is passed once per use inside",
-    "parallel_merge": "%i1 and %i2 are passed once per composite that reads them",
-    "reuse_call_merge": "%y is passed twice (subtract and the composite read it)",
-    "multiple_patterns": "%x is passed twice (the conv composite and the add composite)",
-}
-
-
 def run_case(name: str, backend: Callable[..., Any]) -> IRModule:
     case = CASES[name]
     backend(case.ops, case.patterns())
@@ -349,11 +333,10 @@ def test_tvm_case_operators_per_region(backend: Any, name: str) -> None:
     assert host_ops(part) == sorted(case.host)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=DIVERGES[n]))
-    if n in DIVERGES else n for n in CASES])
+@pytest.mark.parametrize("name", CASES)
 def test_tvm_case_region_boundaries(backend: Any, name: str) -> None:
-    """Each region's number of outputs and inputs, as TVM's expected module."""
+    """Each region's number of outputs and inputs, as TVM's expected module: one parameter
+    per distinct input, one output per distinct output node, tuple literals flattened."""
     part = run_case(name, backend)
     got = sorted((r.ops, r.outputs, r.inputs) for r in regions(part))
     want = sorted((tuple(sorted(r.ops)), r.outputs, r.inputs) for r in CASES[name].regions)
@@ -381,8 +364,6 @@ def test_constant_tuples_region(backend: Any) -> None:
     assert host_ops(part) == ["abs"]
 
 
-@pytest.mark.xfail(strict=True, reason="tuples of constants become region parameters; TVM "
-                   "binds them into the region (only a Constant operand is bound here)")
 def test_constant_tuples(backend: Any) -> None:
     """TVM's assertion: qnn.concatenate's scale and zero-point tuples and scalars are in
     the region, not parameters."""
@@ -391,6 +372,8 @@ def test_constant_tuples(backend: Any) -> None:
     (name,) = [n for n, f in part.functions.items() if f.attr("Compiler")]
     concat = part[name].body
     assert [type(a) for a in concat.args[1:]] == [Tuple, Tuple, Constant, Constant]
+    assert all(type(f) is Constant for a in concat.args[1:3] for f in a.fields)
+    assert len(part[name].params) == 1  # the data tuple (abs(%a), %b)
 
 
 def test_function_lifting(backend: Any) -> None:

@@ -10,7 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relay_ref as rr
-from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, Op, Var
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Expr,
+    Function,
+    GlobalVar,
+    Op,
+    Tuple,
+    TupleGetItem,
+    Var,
+)
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order
@@ -20,12 +30,13 @@ from relay_ref.passes.compiler_support import (
     register_support,
     unregister_support,
 )
-from relay_ref.passes.regions import RegionError, regions_convex
+from relay_ref.passes.regions import RegionError, is_annotation, regions_convex
 from relay_ref.passes.registry import get_pass
 from relay_ref.passes.rewrite import rewrite
 from relay_ref.testing.check import check_pass
 from tests.passes.byoc.regions_helpers import (
     annotate,
+    annotation,
     arrays,
     check_partitioned,
     dataflow_modules,
@@ -327,3 +338,100 @@ def @tvmgen_default_t_main_1(%t_1_i0: Tensor[(4), float32], Compiler="t", Primit
     x = _args((4,))[0]
     for c in (True, False):
         assert same_value(rr.evaluate(out, x, c), rr.evaluate(mod, x, c))
+
+
+# TVM's region boundaries (partition_graph.cc): %x read by two begins is one parameter; %0
+# ended twice (two host users) is one output, and its host projection is shared; the
+# tuple literal (%1, %0) ended once is flattened into its fields (%0 once more: no new
+# output) and rebuilt on the host; the tuple of constants entering is bound.
+BOUNDARIES = HEAD + """def @main(%x: Tensor[(4), float32], %z: Tensor[(4), float32]) {
+  %0 = annotation.compiler_begin(%x, compiler="t");
+  %1 = annotation.compiler_begin(%x, compiler="t");
+  %2 = annotation.compiler_begin(%z, compiler="t");
+  %3 = log(%0);
+  %4 = multiply(%3, subtract(%1, %2));
+  %5 = annotation.compiler_begin((1f, 2f), compiler="t");
+  %6 = add(%4, %5.1);
+  %7 = annotation.compiler_end(%6, compiler="t");
+  %8 = annotation.compiler_end(%6, compiler="t");
+  %9 = annotation.compiler_end((abs(%6), %6), compiler="t");
+  (tanh(%7), negative(%8), %9)
+}
+"""
+
+BOUNDARIES_PARTITIONED = HEAD + """def @main(%x: Tensor[(4), float32],
+    %z: Tensor[(4), float32]) {
+  %0 = @tvmgen_default_t_main_0(%x, %z);
+  %1 = %0.0;
+  (tanh(%1), negative(%1), (%0.1, %1))
+}
+
+def @tvmgen_default_t_main_0(%t_0_i0: Tensor[(4), float32], %t_0_i1: Tensor[(4), float32],
+    Compiler="t", Primitive=1, Inline=1, global_symbol="tvmgen_default_t_main_0")
+    -> (Tensor[(4), float32], Tensor[(4), float32]) {
+  %0 = add(multiply(log(%t_0_i0), subtract(%t_0_i0, %t_0_i1)), (1f, 2f).1);
+  (%0, abs(%0))
+}
+"""
+
+
+def test_one_parameter_per_distinct_input_one_output_per_distinct_node() -> None:
+    """TVM's PartitionGraph: ``region_func_in`` (one parameter per input expression),
+    ``out_expr_to_idx`` (one output per output expression), FlattenTupleOutputs and the
+    binding of constant tuples (``IsConstant``)."""
+    mod = rr.parse(BOUNDARIES)
+    out = get_pass("PartitionGraph")(mod)
+    assert rr.alpha_equal(out, rr.parse(BOUNDARIES_PARTITIONED)), rr.astext(out)
+    x, z = (np.abs(a) + 0.5 for a in _args((4,), (4,)))  # log stays finite
+    assert same_value(rr.evaluate(out, x, z), rr.evaluate(no_annot(mod), x, z))
+    assert same_value(rr.compile(out)(x, z), rr.evaluate(no_annot(mod), x, z))
+    # the host reads output 0 through one shared projection (its three users)
+    reads = [n for n in post_order(out["main"].body) if type(n) is TupleGetItem]
+    assert sorted(n.index for n in reads) == [0, 1]
+
+
+def no_annot(mod: IRModule) -> IRModule:
+    """``mod`` with its annotations removed (what the annotated program computes)."""
+    fn = mod["main"]
+    body = rewrite(fn.body, lambda e: None if not is_annotation(e) else e.args[0])
+    return IRModule({"main": Function(fn.params, body, fn.ret_type)})
+
+
+def test_a_tuple_of_constants_from_an_outlined_region_stays_a_parameter() -> None:
+    """A constant tuple is bound only where its value is the constants: one an outlined
+    region returns (here flattened: two outputs) is that region's call on the host."""
+    mod = rr.parse(HEAD + """def @main(%x: Tensor[(2), float32]) {
+  %0 = annotation.compiler_end((1f, 2f), compiler="u");
+  %1 = annotation.compiler_begin(%0, compiler="t");
+  %2 = annotation.compiler_begin(%x, compiler="t");
+  annotation.compiler_end(add(%2, %1.0), compiler="t")
+}""")
+    out = get_pass("PartitionGraph")(mod)
+    t_fn = next(f for f in out.functions.values() if f.attr("Compiler") == "t")
+    u_fn = next(f for f in out.functions.values() if f.attr("Compiler") == "u")
+    assert len(t_fn.params) == 2 and type(u_fn.body) is Tuple and not u_fn.params
+    x = _args((2,))[0]
+    assert same_value(rr.evaluate(out, x), x + 1)
+
+
+def test_many_shared_outputs_and_inputs_stay_linear() -> None:
+    """500 blocks, each node ended twice and read twice: 500 outputs, one parameter."""
+    ty = TensorType((4,), "float32")
+    x = Var("x", ty)
+    nodes: list[Expr] = []
+    node: Expr = annotation("begin", x, "t")
+    users: list[Expr] = []
+    for i in range(500):
+        node = op_call("abs" if i % 2 else "negative", node)
+        nodes.append(node)
+        users += [op_call("tanh", annotation("end", node, "t")),
+                  op_call("exp", annotation("end", node, "t"))]
+    total = users[0]
+    for u in users[1:]:
+        total = op_call("add", total, u)
+    mod = IRModule({"main": Function((x,), total)})
+    out = get_pass("PartitionGraph")(mod)
+    fn = out["tvmgen_default_t_main_0"]
+    assert len(fn.params) == 1 and len(fn.body.fields) == 500
+    arg = _args((4,))[0]
+    assert same_value(rr.evaluate(out, arg), rr.evaluate(no_annot(mod), arg))

@@ -3,7 +3,7 @@ patterns.
 
 Definition (``alpha_equal``): two terms are equal when they have the same shape, the same
 literals, operators, attributes, global names and constructor names, and their variables
-correspond one-to-one:
+correspond one-to-one (a function's attributes are a map: their order does not matter):
 * a binder (``let`` variable, parameter, pattern variable, type parameter) corresponds to the
   binder in the same position of the other term, and uses must follow that correspondence;
 * free variables (and free type variables and ``_`` holes) correspond by first occurrence, as
@@ -32,6 +32,18 @@ __all__ = ["alpha_equal", "structural_hash"]
 
 class _NotEqual(Exception):
     pass
+
+
+def _by_key(item: tuple[str, object]) -> str:
+    return item[0]
+
+
+def _same_fn_attrs(a: E.AttrItems, b: E.AttrItems) -> bool:
+    """Function attributes are a map (TVM's ``DictAttrs``, printed in hash order): the same
+    keys with equal values, in any order."""
+    if a == b:
+        return True
+    return len(a) == len(b) and sorted(a, key=_by_key) == sorted(b, key=_by_key)
 
 
 class _Eq:
@@ -143,7 +155,7 @@ class _Eq:
                 self.push_all(args, b.args)
                 self.push(op, b.op)
             case E.Function(params, body, ret, tps, attrs):
-                if attrs != b.attrs or len(tps) != len(b.type_params):
+                if not _same_fn_attrs(attrs, b.attrs) or len(tps) != len(b.type_params):
                     raise _NotEqual
                 for x, y in zip(tps, b.type_params, strict=True):
                     self.bind(x, y)
@@ -351,7 +363,7 @@ def _node_hash(x: Any, kids: list[int]) -> int:
             return _mix(tag, h, *kids)
         case E.Function(_, _, _, tps, attrs):
             try:
-                h = hash(attrs)
+                h = hash(frozenset(attrs))  # a map: the order of its items is not hashed
             except TypeError:
                 h = 0
             return _mix(tag, len(tps), h, *kids)

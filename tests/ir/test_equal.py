@@ -63,6 +63,22 @@ def test_constants_nan_and_negative_zero() -> None:
     assert rr.structural_hash(nan1) == rr.structural_hash(nan2)
 
 
+def test_function_attributes_are_a_map() -> None:
+    """TVM's function attributes are a DictAttrs (printed in hash order): the same items in
+    another order are equal (and hash equal); another value, a missing or an extra item,
+    are not."""
+    a = parse_expr('fn (%x: int32, Compiler="t", Primitive=1, Inline=1) { %x }')
+    b = parse_expr('fn (%y: int32, Inline=1, Compiler="t", Primitive=1) { %y }')
+    assert a.attrs != b.attrs
+    assert rr.alpha_equal(a, b) and rr.alpha_equal(b, a)
+    assert rr.structural_hash(a) == rr.structural_hash(b)
+    for other in ('fn (%y: int32, Inline=1, Compiler="u", Primitive=1) { %y }',
+                  'fn (%y: int32, Inline=1, Compiler="t") { %y }',
+                  'fn (%y: int32, Inline=1, Compiler="t", Primitive=1, Extra=2) { %y }',
+                  'fn (%y: int32, Inline=1, Compiler="t", Primitive=1, Inline=2) { %y }'):
+        assert not rr.alpha_equal(a, parse_expr(other)), other
+
+
 @given(strategies.modules())
 def test_reflexive_and_hash_consistent(mod) -> None:
     assert rr.alpha_equal(mod, mod)

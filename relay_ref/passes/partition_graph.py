@@ -22,18 +22,24 @@ function (``k`` counts the outlined regions of the module, functions in definiti
    ``min_region_size`` (this pass's option, else the backend's ``Support.min_region_size``)
    or the backend's ``Support.worth(RegionCost(ops, flops, boundary_bytes))`` is false
    (flops: each operator's ``cost`` aspect, ``relay_ref.ops.costs``, on its checked
-   shapes; boundary bytes: the static sizes of the region's inputs and outputs). A backend
+   shapes; boundary bytes: the static sizes of the region's distinct inputs, constants
+   excluded, and distinct outputs). A backend
    nothing registered has no cost model. Regions of ``"default"`` are never outlined, nor
    are regions malformed annotations touch (``find_regions(strict=False)``: a begin with no
    end, a member that is a variable, a ``let``...): their annotations are removed.
 2. *Outline*: the function ``@tvmgen_{mod_name}_{compiler}_main_{k}`` gets one parameter
-   ``%{compiler}_{k}_i{j}`` per ``compiler_begin`` of the region (post-order; annotated with
-   the input's checked type), except a begin on a constant: the constant is bound into the
-   body. The body is the region's members with every ``compiler_end`` dropped; one output
-   is the body, several are a tuple (in post-order of the ends) and the host reads each
-   with a projection. Attributes ``Compiler``, ``Primitive=1``, ``Inline=1``,
+   ``%{compiler}_{k}_i{j}`` per distinct input of the region (TVM's ``region_func_in``:
+   the node under a ``compiler_begin``, annotations looked through; in post-order of
+   the begins; annotated with the begin's checked type), except a constant or a tuple of
+   constants (TVM's ``IsConstant``, here nested tuples too; never the call of an
+   outlined region), bound into the body. The body is the region's members with every
+   ``compiler_end`` dropped, with one output per distinct output node (TVM's
+   ``out_expr_to_idx``), an end on a tuple literal standing for its fields (TVM's
+   ``FlattenTupleOutputs``, one level); one output is the body, several are a tuple (in
+   post-order of the ends). Attributes ``Compiler``, ``Primitive=1``, ``Inline=1``,
    ``global_symbol`` (TVM's), and the return type annotated.
-3. *Host*: each region's ends become the call (or its projections); every remaining
+3. *Host*: each region's ends become the call, or its projections (one per output,
+   shared by its users; a flattened tuple rebuilt from its fields'); every remaining
    annotation (default regions, regions the cost model refused) is removed.
 
 Guarantee: the same values (BYOC-Partition: the outlined function computes what its region

@@ -204,6 +204,7 @@ class _Partitioner:
         self.taken: set[str] = set()
         self.regions: RegionSet | None = None  # the function's being partitioned
         self.chosen: frozenset[int] = frozenset()  # its regions outlined
+        self.constants: dict[int, Expr | None] = {}  # a begin's operand -> _constant's
 
     def outlined_end(self, end: Call) -> bool:
         """Whether ``end`` closes a region of the current function that is outlined."""
@@ -252,7 +253,9 @@ class _Partitioner:
         for node in region.nodes:
             if is_begin(node):
                 arg = node.args[0]
-                const = _constant(arg, self.outlined_end)
+                if id(arg) not in self.constants:  # begins sharing an operand: walk once
+                    self.constants[id(arg)] = _constant(arg, self.outlined_end)
+                const = self.constants[id(arg)]
                 if const is not None:
                     mapped[id(node)] = const
                     continue
@@ -304,6 +307,7 @@ class _Partitioner:
                               "and re-enters it): run MergeCompilerRegions on annotations "
                               "AnnotateTarget made", fn.span)
         self.regions, self.chosen = rs, frozenset(r.id for r in chosen)
+        self.constants = {}
         outline = {r.id: self._outline(r) for r in chosen}
         done: dict[int, Expr] = {}
         calls: dict[int, Expr] = {}

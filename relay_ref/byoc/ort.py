@@ -116,14 +116,21 @@ def _rebuild(t: Type | None, outs: list[Any], pos: int) -> tuple[Any, int]:
 
 def ort_codegen(func: Function, types: Mapping[Expr, Type]) -> Callable[..., Any]:
     """One onnxruntime session for the region ``func`` (see the module docstring)."""
+    import onnx
+    import onnxruntime as ort
+
     from relay_ref.byoc.errors import CodegenUnsupported
     from relay_ref.frontend.onnx.export import ExportError, to_onnx
 
     try:
-        model = to_onnx(func, types=types)
+        model = to_onnx(func, types=types, check=False)
+        data = model.SerializeToString()  # once: checked and loaded as bytes
+        onnx.checker.check_model(data)
     except ExportError as err:
         raise CodegenUnsupported(f"ort: {err.diagnostics[0].message}") from None
-    import onnxruntime as ort
+    except onnx.checker.ValidationError as err:  # an exporter bug: the host runs it
+        raise CodegenUnsupported(f"ort: the exported region does not validate: {err}") \
+            from None
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
@@ -131,7 +138,7 @@ def ort_codegen(func: Function, types: Mapping[Expr, Type]) -> Callable[..., Any
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     opts.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), opts,
+        sess = ort.InferenceSession(data, opts,
                                     providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime's own errors (an op it lacks a kernel for)
         raise CodegenUnsupported(f"ort: onnxruntime rejects the region: {err}") from None

@@ -81,9 +81,10 @@ def _static_type(t: Type | None) -> bool:
 
 def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None = None, *,
             entry: str = "main", opset: int | None = None,
-            types: Mapping[Expr, Type] | None = None) -> Any:
+            types: Mapping[Expr, Type] | None = None, check: bool = True) -> Any:
     """The ONNX model of ``mod_or_func`` (its ``entry`` function for a module); see the
-    module docstring. ``onnx.checker.check_model`` accepts the result."""
+    module docstring. ``onnx.checker.check_model`` accepts the result (checked here unless
+    ``check`` is false: a caller that serialises the model anyway checks the bytes, once)."""
     import onnx
     from onnx import helper
 
@@ -122,6 +123,8 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
     model = helper.make_model(g, producer_name="relay_ref",
                               opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = min(model.ir_version, 8 if opset <= 17 else 9)
+    if not check:
+        return model
     try:
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as err:  # an exporter bug: still no traceback

@@ -105,7 +105,7 @@ class Extern:
                             f"{type(err).__name__}: {err}", span) from err
             if want is not None and _layout(value) != want:
                 raise Stuck(f"backend {backend!r} returned {_brief(result, value)} from "
-                            f"region @{name}, whose type is {_show(want)}", span)
+                            f"region @{name}, whose type is {want}", span)
             return value
 
         return run
@@ -124,25 +124,18 @@ def _read_only(value: Any) -> Any:
 
 
 def _brief(result: Any, value: Any) -> str:
-    """What a callable returned, briefly: a tensor's shape and dtype, else the result's type
-    name (and a sequence's length); never the whole nested value."""
+    """What a callable returned, briefly: an array's (shape, dtype), a tuple field by field,
+    anything else by its Python type (and a sequence's length); never a whole nested
+    list of scalars."""
     if isinstance(result, tuple | list):
-        if all(not isinstance(r, tuple | list) for r in result) and len(result) <= 8:
-            return "(" + ", ".join(_brief(r, v) for r, v in zip(result, value, strict=True)) \
-                + ("," if len(result) == 1 else "") + ")"
-        return f"a {type(result).__name__} of length {len(result)}"
-    if isinstance(value, np.ndarray):
-        return _show(_layout(value))
+        if len(result) > 8 or not all(isinstance(r, tuple) or hasattr(r, "shape")
+                                      for r in result):
+            return f"a {type(result).__name__} of length {len(result)}"
+        return "(" + ", ".join(_brief(r, v) for r, v in zip(result, value, strict=True)) \
+            + ("," if len(result) == 1 else "") + ")"
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return str(_layout(value))
     return f"a {type(result).__name__}"
-
-
-def _show(layout: Any) -> str:
-    """``Tensor[(3, 2), float32]`` / a tuple of them, for a static layout."""
-    if not (len(layout) == 2 and isinstance(layout[1], str)):  # a tuple's layout
-        return "(" + ", ".join(_show(f) for f in layout) + ("," if len(layout) == 1 else "") \
-            + ")"
-    shape, dtype = layout
-    return f"Tensor[({', '.join(map(str, shape))}), {dtype}]"
 
 
 def _static(ty: Type | None) -> Any:

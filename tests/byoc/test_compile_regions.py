@@ -484,7 +484,7 @@ def test_partitioned_region_errors_point_at_the_source_line() -> None:
         err = info.value
         assert err.span == _relu_call(mod).span
         assert err.span != mod.functions["main"].span
-        assert "Tensor[(3), float32]" in err.message and "Tensor[(4), float32]" in err.message
+        assert "returned ((3,), 'float32')" in err.message and "((4,), 'float32')" in err.message
     finally:
         unregister_backend("tshape2")
 

@@ -295,6 +295,7 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     from relay_ref.executor.compile import compile_module
 
     _require("compile", "mod", mod, IRModule, "an IRModule")
+    _not_a_backend(target)
     if targets is not None:  # BYOC: partition first (the weights bound there)
         mod = partition(mod, targets, params, entry=entry)
         params = None
@@ -309,6 +310,20 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
                           max_depth=max_depth, memory_budget=memory_budget,
                           heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
                           externs=externs)
+
+
+def _not_a_backend(target: Any) -> None:
+    """A BYOC backend's name (built-in or registered) passed as ``target=`` is refused with
+    the keyword it belongs to: ``target`` is where the host code runs (``"cpu"``,
+    ``"cuda"``), ``targets=[...]`` the backends regions go to."""
+    from relay_ref.byoc.backend import BUILTIN, backend_names
+    from relay_ref.executor.targets import UnknownTarget, target_names
+
+    if isinstance(target, str) and target not in target_names() and (
+            target in BUILTIN or target in backend_names()):
+        raise UnknownTarget(f"compile: {target!r} is a BYOC backend: pass "
+                            f"targets=[{target!r}] (target= is where the host code runs: "
+                            f"{', '.join(target_names())})")
 
 
 def _externs(mod: IRModule) -> dict[str, Any] | None:

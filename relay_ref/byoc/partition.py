@@ -68,7 +68,10 @@ def _targets(targets: Iterable[str] | str) -> tuple[str, ...]:
                         f"{type(targets).__name__}") from None
     bad = [t for t in names if not isinstance(t, str)]
     if bad:
-        raise TypeError(f"partition: a target must be a backend name (str), not {bad[0]!r}")
+        name = getattr(bad[0], "name", None)  # a Backend: its name is what to pass
+        hint = f" (pass its name, {name!r})" if isinstance(name, str) else ""
+        raise TypeError(f"partition: a target must be a backend name (str), not "
+                        f"{type(bad[0]).__name__}{hint}")
     if not names:
         raise ValueError("partition: give at least one target backend")
     return names

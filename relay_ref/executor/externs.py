@@ -11,7 +11,12 @@ or None (run on the host; a backend it does not name is unknown, run on the host
    call drops them (a backend then sees its weights as constants, as TVM binds them).
 2. *Build*: each region's codegen is called once, here, at compile time, on the
    type-checked function and the module's checked types; the callable it returns is what
-   the generated code calls at run time (``Extern``).
+   the generated code calls at run time (``Extern``). The contract of that callable: it
+   receives read-only views of its arguments (NumPy arrays, tuples for tuple parameters;
+   cheap, no copies) and must not write into its inputs (an attempt is a located
+   ``RelayRuntimeError`` naming the backend and the region, never a corrupted value or a
+   changed caller array); it returns an array-like, or a tuple/list of them for a tuple
+   type, of the region's static type.
 3. *Fallback*: a region whose backend is unknown or has no codegen, or whose codegen raises
    ``CodegenUnsupported`` or a non-Relay exception (a codegen bug: never a traceback, never
    a wrong value), becomes
@@ -89,16 +94,48 @@ class Extern:
 
         def run(*args: Any) -> Any:
             try:
-                value = _plain(fn(*args))
+                result = fn(*(_read_only(a) for a in args))
+                value = _plain(result)
             except Exception as err:  # noqa: BLE001 - a backend's failure, located
+                if isinstance(err, ValueError) and "read-only" in str(err):
+                    raise Stuck(f"backend {backend!r} wrote into an input of region @{name}"
+                                f" (a region's callable must not write into its inputs: "
+                                f"{err})", span) from err
                 raise Stuck(f"backend {backend!r} failed running region @{name}: "
                             f"{type(err).__name__}: {err}", span) from err
             if want is not None and _layout(value) != want:
-                raise Stuck(f"backend {backend!r} returned {_layout(value)} from region "
-                            f"@{name}, whose type is {want}", span)
+                raise Stuck(f"backend {backend!r} returned {_brief(result, value)} from "
+                            f"region @{name}, whose type is {want}", span)
             return value
 
         return run
+
+
+def _read_only(value: Any) -> Any:
+    """A read-only view of an argument (tuples field by field): a codegen writing into its
+    inputs fails instead of corrupting host values or the caller's arrays (BYOC-Extern)."""
+    if isinstance(value, np.ndarray):
+        view = value.view()
+        view.flags.writeable = False
+        return view
+    if isinstance(value, tuple):
+        return tuple(_read_only(v) for v in value)
+    return value
+
+
+def _brief(result: Any, value: Any) -> str:
+    """What a callable returned, briefly: an array's (shape, dtype), a tuple field by field,
+    anything else by its Python type (and a sequence's length); never a whole nested
+    list of scalars."""
+    if isinstance(result, tuple | list):
+        if len(result) > 8 or not all(isinstance(r, tuple) or hasattr(r, "shape")
+                                      for r in result):
+            return f"a {type(result).__name__} of length {len(result)}"
+        return "(" + ", ".join(_brief(r, v) for r, v in zip(result, value, strict=True)) \
+            + ("," if len(result) == 1 else "") + ")"
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return str(_layout(value))
+    return f"a {type(result).__name__}"
 
 
 def _static(ty: Type | None) -> Any:

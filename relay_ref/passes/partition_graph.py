@@ -339,7 +339,7 @@ class _Partitioner:
                 if region.id not in calls:
                     args = tuple(done[id(b.args[0])] for b in info.params)
                     calls[region.id] = Call(GlobalVar(info.name), args, None, (),
-                                            node.span)
+                                            _call_span(region))
                 member = node.args[0]
                 if id(member) not in results:
                     flat = _flattened(member)
@@ -357,6 +357,16 @@ class _Partitioner:
             done[id(node)] = out
         body = done[id(fn.body)]
         return Function(fn.params, body, fn.ret_type, fn.type_params, fn.attrs, fn.span)
+
+
+def _call_span(region: Region) -> Span | None:
+    """Where a region's call is in the source: its first output's original node, else its
+    first member call (annotations carry none), so run-time errors of the region point at
+    the user's line."""
+    for node in (*(end.args[0] for end in region.outs), *region.nodes):
+        if type(node) is Call and not is_annotation(node) and node.span is not None:
+            return node.span
+    return region.outs[0].span if region.outs else None
 
 
 @register_pass

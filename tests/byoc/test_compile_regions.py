@@ -412,3 +412,92 @@ def test_a_2000_op_region(refuse: bool) -> None:
         assert region.ops == 2001 and region.backend == ("host" if refuse else "tlong")
     finally:
         unregister_backend("tlong")
+
+
+# -- a codegen's callable: read-only inputs, results described briefly, located ----------
+
+RELU_OF_SHARED = '''def @main(%x: Tensor[(4), float32]) {
+  %0 = tanh(%x);
+  add(nn.relu(%0), %0)
+}'''
+RELU_OF_INPUT = '''def @main(%x: Tensor[(4), float32]) {
+  add(nn.relu(%x), %x)
+}'''
+
+
+def _relu_call(mod: rr.IRModule) -> Call:
+    return next(n for n in post_order(mod.functions["main"].body)
+                if type(n) is Call and getattr(n.op, "name", "") == "nn.relu")
+
+
+@pytest.mark.parametrize("text", [RELU_OF_SHARED, RELU_OF_INPUT], ids=["shared", "input"])
+def test_a_codegen_writing_into_its_inputs_is_a_located_error(text: str) -> None:
+    """Regions get read-only views: a callable writing into an input fails, located at the
+    region's source line, and neither host values nor the caller's array change."""
+    register_backend("tinpl", supported_ops=["nn.relu"], replace=True,
+                     codegen=lambda f, t: (lambda a: np.maximum(a, 0, out=a)))
+    try:
+        mod = rr.parse(text)
+        x = np.array([-1, 2, -3, 4], "float32")
+        before = x.copy()
+        with pytest.raises(rr.RelayRuntimeError) as info:
+            rr.compile(mod, targets=["tinpl"])(x)
+        err = info.value
+        assert "must not write into its inputs" in err.message
+        assert "'tinpl'" in err.message and "@tvmgen_default_tinpl_main_0" in err.message
+        assert err.span == _relu_call(mod).span
+        np.testing.assert_array_equal(x, before)
+    finally:
+        unregister_backend("tinpl")
+
+
+def test_reading_codegens_see_read_only_inputs_and_run() -> None:
+    seen: list[bool] = []
+
+    def codegen(func: Function, types: Any) -> Any:
+        def run(a: np.ndarray) -> np.ndarray:
+            seen.append(a.flags.writeable)
+            return np.maximum(a, 0)
+        return run
+
+    register_backend("tread", supported_ops=["nn.relu"], codegen=codegen, replace=True)
+    try:
+        mod = rr.parse(RELU_OF_INPUT)
+        x = np.array([-1, 2, -3, 4], "float32")
+        np.testing.assert_allclose(rr.compile(mod, targets=["tread"])(x),
+                                   rr.evaluate(mod, x))
+        assert seen == [False]
+        assert x.flags.writeable
+    finally:
+        unregister_backend("tread")
+
+
+def test_partitioned_region_errors_point_at_the_source_line() -> None:
+    """The region call PartitionGraph makes carries the span of the region's original
+    node: a wrong result is reported there, not at ``def @main``."""
+    register_backend("tshape2", supported_ops=["nn.relu"], replace=True,
+                     codegen=lambda f, t: (lambda a: np.zeros(3, "float32")))
+    try:
+        mod = rr.parse(RELU_OF_SHARED)
+        with pytest.raises(rr.RelayRuntimeError) as info:
+            rr.compile(mod, targets=["tshape2"])(np.ones(4, "float32"))
+        err = info.value
+        assert err.span == _relu_call(mod).span
+        assert err.span != mod.functions["main"].span
+        assert "returned ((3,), 'float32')" in err.message and "((4,), 'float32')" in err.message
+    finally:
+        unregister_backend("tshape2")
+
+
+def test_a_nested_list_result_is_described_briefly() -> None:
+    register_backend("tlist", supported_ops=["nn.relu"], replace=True,
+                     codegen=lambda f, t: (lambda a: [[0.0] * 16] * 2))
+    try:
+        mod = rr.parse(RELU_OF_SHARED)
+        with pytest.raises(rr.RelayRuntimeError) as info:
+            rr.compile(mod, targets=["tlist"])(np.ones(4, "float32"))
+        message = info.value.message
+        assert "a list of length 2" in message
+        assert "float64" not in message and len(message) < 200
+    finally:
+        unregister_backend("tlist")

@@ -92,3 +92,21 @@ def test_unknown_target(backend: Any) -> None:
 def test_bad_targets(targets: Any, error: type) -> None:
     with pytest.raises(error):
         rr.partition(rr.parse(PROGRAM), targets)
+
+
+@pytest.mark.parametrize("name", ["ort", "tpart"])
+def test_a_backend_passed_as_target_says_to_use_targets(backend: Any, name: str) -> None:
+    """``target=`` is the host's (cpu, cuda): a BYOC backend's name there, built-in or
+    registered, is refused with the keyword it belongs to."""
+    with pytest.raises(rr.RelayError) as info:
+        rr.compile(rr.parse(PROGRAM), target=name)
+    assert isinstance(info.value, ValueError)
+    assert f"{name!r} is a BYOC backend: pass targets=[{name!r}]" in str(info.value)
+
+
+def test_a_backend_object_as_a_target_names_its_type(backend: Any) -> None:
+    with pytest.raises(TypeError) as info:
+        rr.partition(rr.parse(PROGRAM), [backend])
+    message = str(info.value)
+    assert "not Backend" in message and "'tpart'" in message
+    assert "Support(" not in message and len(message) < 150

@@ -408,3 +408,31 @@ def test_light_model_exported_back_matches_onnxruntime(name: str) -> None:
     assert scale > 0.1
     assert float(np.abs(got[-1] - want[-1]).max()) <= LOGIT_RTOL * scale
     np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-6)
+
+
+def test_partitioned_program_exports_with_its_regions_inlined() -> None:
+    """``relay partition`` then ``relay export``: the calls of ``Compiler=`` globals (with
+    composites inside, one region called twice) are inlined; the one graph equals
+    ``rr.evaluate`` of the original; a call of any other global is still refused."""
+    text = ("def @main(%x: Tensor[(1, 3, 6, 6), float32], %w: Tensor[(4, 3, 3, 3), float32],"
+            " %b: Tensor[(4), float32]) {"
+            " %0 = nn.relu(nn.bias_add(nn.conv2d(%x, %w, padding=[1, 1, 1, 1]), %b));"
+            " %1 = tanh(%0); (exp(%1), %0) }")
+    mod = rr.parse(text)
+    args = (_arr((1, 3, 6, 6)), _arr((4, 3, 3, 3)), _arr((4,)))
+    part = rr.partition(mod, targets=["ort"])
+    assert any(f.attr("Compiler") == "ort" for f in part.functions.values())
+    model = to_onnx(part)
+    for got, want in zip(_ort(model, *args), as_list(rr.evaluate(mod, *args)), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    twice = rr.parse('''
+def @r(%a: Tensor[(3), float32], Compiler="ort", Primitive=1, Inline=1, global_symbol="r")
+    -> Tensor[(3), float32] { exp(%a) }
+def @main(%x: Tensor[(3), float32]) { add(@r(%x), @r(negative(%x))) }''')
+    x = _arr((3,))
+    np.testing.assert_allclose(_ort(to_onnx(twice), x)[0], rr.evaluate(twice, x),
+                               rtol=1e-6)
+    plain = rr.parse('def @g(%a: Tensor[(3), float32]) { exp(%a) }\n'
+                     'def @main(%x: Tensor[(3), float32]) { @g(%x) }')
+    with pytest.raises(ExportError, match="global reference"):
+        to_onnx(plain)

@@ -12,10 +12,12 @@ A *dataflow* function becomes one ONNX graph:
   frozen ``Exporter`` per operator, whose ``supports(OpCall)`` says which attributes and
   types the ONNX operator can express and whose ``emit`` writes the nodes;
 * a call of an inline ``Function`` with a ``Composite`` attribute (MergeComposite's
-  output) is inlined; ``let``-bound dataflow is followed; tuples and projections are
+  output) is inlined, and so is a call of a module's ``Compiler=<backend>`` global (a
+  partitioned program's region: ``relay partition`` then ``relay export`` gives one ONNX
+  graph of the whole program); ``let``-bound dataflow is followed; tuples and projections are
   resolved statically (a tuple-valued result becomes several graph outputs).
 
-Anything else (``if``, ``match``, closures, references, calls of globals, an operator with
+Anything else (``if``, ``match``, closures, references, calls of other globals, an operator with
 no exporter or attributes its exporter refuses) is an ``ExportError`` (a ``RelayError``)
 located at the offending node. Shapes must be static: the types come from ``types`` (a
 checked-type map covering every node, composite bodies included) or from
@@ -44,6 +46,7 @@ from relay_ref.ir.expr import (
     Constant,
     Expr,
     Function,
+    GlobalVar,
     Let,
     Op,
     Tuple,
@@ -99,7 +102,7 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
     if params is not None and not isinstance(params, Mapping):
         raise TypeError(f"to_onnx: params must be a dict of parameter name to array, not "
                         f"{type(params).__name__}")
-    func, types = _entry(mod_or_func, entry, types)
+    func, types, regions = _entry(mod_or_func, entry, types)
     params = _check_params(func, types, dict(params or {}), entry.removeprefix("@"))
     graph = OnnxGraph(opset)
     env: dict[Expr, Value] = {}
@@ -113,7 +116,7 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
             continue
         inputs.append(_value_info(name, t, p))
         env[p] = name
-    result = _export_body(graph, func.body, env, types)
+    result = _export_body(graph, func.body, env, types, regions)
     outputs = []
     for i, (name, t) in enumerate(_flatten(result, types.get(func.body))):
         out = _unique(f"output_{i}" if i else "output", used)
@@ -189,7 +192,9 @@ def _misfit(value: Any, t: TensorType) -> np.ndarray | str:
 
 
 def _entry(mod_or_func: Any, entry: str, types: Mapping[Expr, Type] | None
-           ) -> tuple[Function, Mapping[Expr, Type]]:
+           ) -> tuple[Function, Mapping[Expr, Type], Mapping[str, Function]]:
+    """The function to export, its checked types and the module's ``Compiler=`` globals
+    (inlined where they are called)."""
     from relay_ref.typecheck.infer import infer_types
 
     if isinstance(mod_or_func, IRModule):
@@ -199,11 +204,13 @@ def _entry(mod_or_func: Any, entry: str, types: Mapping[Expr, Type] | None
         if types is None:
             types = (mod_or_func.checked_types if func.body in mod_or_func.checked_types
                      else infer_types(mod_or_func).checked_types)
-        return func, types
+        regions = {name: f for name, f in mod_or_func.functions.items()
+                   if f.attr("Compiler", None) is not None}
+        return func, types, regions
     if isinstance(mod_or_func, Function):
         if types is None:
             types = infer_types(IRModule({"main": mod_or_func})).checked_types
-        return mod_or_func, types
+        return mod_or_func, types, {}
     raise ExportError(f"to_onnx: expected an IRModule or a Function, got "
                       f"{type(mod_or_func).__name__}")
 
@@ -254,8 +261,9 @@ def _enter(lets: dict[Expr, Expr]) -> Callable[[Expr], tuple[Expr, ...]]:
 
 
 def _export_body(graph: OnnxGraph, body: Expr, env: dict[Expr, Value],
-                 types: Mapping[Expr, Type]) -> Value:
-    """Export the dataflow graph ``body`` with ``env`` giving its free variables' values."""
+                 types: Mapping[Expr, Type], regions: Mapping[str, Function]) -> Value:
+    """Export the dataflow graph ``body`` with ``env`` giving its free variables' values
+    (``regions``: the module's ``Compiler=`` globals, inlined where called)."""
     from relay_ref.frontend.onnx.export_ops import EXPORTERS
 
     lets: dict[Expr, Expr] = {}
@@ -279,7 +287,7 @@ def _export_body(graph: OnnxGraph, body: Expr, env: dict[Expr, Value],
                 raise ExportError("to_onnx: projection of a non-tuple", node.span)
             env[node] = value[node.index]
         elif kind is Call:
-            env[node] = _export_call(graph, node, env, types, EXPORTERS)
+            env[node] = _export_call(graph, node, env, types, EXPORTERS, regions)
         else:
             raise ExportError(f"to_onnx: {_describe(node)} is not dataflow; only operator "
                               f"calls, composite calls, tuples, projections, constants and "
@@ -297,15 +305,21 @@ def _describe(node: Expr) -> str:
 
 
 def _export_call(graph: OnnxGraph, node: Call, env: dict[Expr, Value],
-                 types: Mapping[Expr, Type], table: Mapping[str, Exporter]) -> Value:
+                 types: Mapping[Expr, Type], table: Mapping[str, Exporter],
+                 regions: Mapping[str, Function]) -> Value:
     op = node.op
     args = [env[a] for a in node.args]
     if type(op) is Function and op.attr("Composite", None) is not None:
         inner = dict(zip(op.params, args, strict=True))
-        return _export_body(graph, op.body, inner, types)
+        return _export_body(graph, op.body, inner, types, regions)
+    if type(op) is GlobalVar and op.name in regions:  # a region: its body, inlined
+        region = regions[op.name]
+        inner = dict(zip(region.params, args, strict=True))
+        return _export_body(graph, region.body, inner, types, regions)
     if type(op) is not Op:
         raise ExportError(f"to_onnx: a call of {_describe(op)} is not dataflow; only "
-                          f"operator and composite calls export to ONNX", node.span)
+                          f"operator, composite and region (Compiler=) calls export to "
+                          f"ONNX", node.span)
     info = OpCall(node, op.name, node.attrs, node.args,
                     tuple(types.get(a) for a in node.args), types.get(node))
     ex = table.get(op.name)

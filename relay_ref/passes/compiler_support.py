@@ -15,7 +15,7 @@ passes and fills this table: ``relay_ref.byoc.register_backend``).
   default target (PartitionGraph).
 * ``register_support`` / ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
   ``RelayError`` and a ``ValueError``, naming the known ones) / ``support_names``.
-* ``op_supported(support, info)`` and ``composite_owner(name)``: the two questions
+* ``op_supported(support, info)`` and ``composite_owner(name, targets)``: the two questions
   AnnotateTarget asks. A predicate that raises is the backend author's bug, reported as a
   ``RelayError`` at the call naming the backend and the operator, never a traceback.
 
@@ -25,7 +25,7 @@ in TVM's annotations).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,15 +180,19 @@ def check_composite(support: Support, composite: Composite, info: CallInfo) -> b
                                       f"{composite.name!r}")
 
 
-def composite_owner(name: str) -> str | None:
-    """The backend whose pattern table has the composite ``name``, else the registered
-    backend its prefix names (``"ort.conv2d_relu"`` -> ``"ort"``, TVM's convention for
-    hand-written composites), else None."""
-    for support in _SUPPORT.values():
-        if any(c.name == name for c in support.patterns):
-            return support.name
+def composite_owner(name: str, targets: Sequence[str] | None = None) -> str | None:
+    """The backend owning the composite ``name`` among ``targets`` (all registered
+    backends, in registration order, when None): the first of them, in order, whose
+    pattern table has ``name``, else the one of them its prefix names (``"ort.conv2d_relu"``
+    -> ``"ort"``, TVM's convention for hand-written composites), else None. So a backend
+    re-using another's composite name owns its composites when it is partitioned for."""
+    names = tuple(_SUPPORT) if targets is None else tuple(targets)
+    for target in names:
+        support = _SUPPORT.get(target)
+        if support is not None and any(c.name == name for c in support.patterns):
+            return target
     prefix = name.split(".", 1)[0]
-    return prefix if prefix in _SUPPORT else None
+    return prefix if prefix in names and prefix in _SUPPORT else None
 
 
 def _ask(pred: Callable[[CallInfo], bool], info: CallInfo, what: str) -> bool:

@@ -206,3 +206,27 @@ def test_composite_owner_is_among_the_partitioned_targets(clean: None) -> None:
     assert composite_owner("ort.conv2d_bias_relu", ["tb1"]) == "tb1"
     assert composite_owner("ort.conv2d_bias_relu", ["ort", "tb1"]) == "ort"
     assert composite_owner("ort.conv2d_bias_relu", ["xla"]) is None
+
+
+@pytest.mark.parametrize("name, bad", [("my-backend", "'-'"), ("my backend", "' '"),
+                                       ("ünï", "'ü'"), ("1st", "'1'")])
+def test_backend_name_must_be_an_identifier(clean: None, name: str, bad: str) -> None:
+    with pytest.raises(ValueError, match=f"backend name must be an identifier.*{bad}"):
+        register_backend(name, supported_ops=["add"])
+    assert name not in backend_names() and name not in support_names()
+
+
+def test_an_identifier_backend_name_round_trips(clean: None) -> None:
+    """The outlined functions' names parse back (why names are identifiers)."""
+    register_backend("tb_1", supported_ops=["nn.relu"])
+    mod = rr.parse("def @main(%x: Tensor[(4), float32]) { tanh(nn.relu(%x)) }")
+    part = rr.partition(mod, targets=["tb_1"])
+    assert rr.alpha_equal(rr.parse(rr.astext(part)), part)
+
+
+@pytest.mark.parametrize("comp, bad", [('tb1."x', '\'"\''), ("tb1.a\\b", r"'\\\\'"),
+                                       ("tb1.a\nb", r"'\\n'")])
+def test_composite_name_must_print_in_a_string(clean: None, comp: str, bad: str) -> None:
+    with pytest.raises(ValueError, match=f"composite name .* cannot contain {bad}"):
+        register_backend("tb1", supported_ops=["add"], patterns=[(comp, add_relu())])
+    assert "tb1" not in backend_names() and "tb1" not in support_names()

@@ -33,6 +33,8 @@ from relay_ref.passes.compiler_support import (
     RegionCost,
     Support,
     UnknownCompiler,
+    check_backend_name,
+    check_composite_name,
     register_support,
     unregister_support,
 )
@@ -76,7 +78,7 @@ def register_backend(name: str, *, supported_ops: Iterable[str] | Mapping[str, A
     (BYOC-Cost); ``codegen``: ``codegen(func, types) -> callable`` or None."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"register_backend: name must be a non-empty str, not {name!r}")
-    _check_backend_name(name)
+    check_backend_name(name, "register_backend")
     if name == DEFAULT:
         raise ValueError(f"register_backend: {DEFAULT!r} names the host executor; a backend "
                          "needs another name")
@@ -96,31 +98,6 @@ def register_backend(name: str, *, supported_ops: Iterable[str] | Mapping[str, A
     backend = Backend(name, support, codegen, description)
     _BACKENDS[name] = backend
     return backend
-
-
-def _check_backend_name(name: str) -> None:
-    """A backend name is an identifier (``[A-Za-z_][A-Za-z0-9_]*``), so the outlined
-    ``@tvmgen_default_<name>_main_<k>`` parses back; ``ValueError`` naming the bad
-    character otherwise."""
-    for i, ch in enumerate(name):
-        if not (ch == "_" or ch in _ALNUM and (i > 0 or not ch.isdigit())):
-            where = "start with" if i == 0 and ch in _ALNUM else "contain"
-            raise ValueError(f"register_backend: a backend name must be an identifier "
-                             f"([A-Za-z_][A-Za-z0-9_]*, so the outlined functions' names "
-                             f"parse); {name!r} cannot {where} {ch!r}")
-
-
-def _check_composite_name(name: str) -> None:
-    """A composite name is printable in a string attribute (``Composite="..."``): no
-    quote, backslash or control character; ``ValueError`` naming the bad character."""
-    for ch in name:
-        if ch in '"\\' or not ch.isprintable():
-            raise ValueError(f"register_backend: composite name {name!r} cannot contain "
-                             f"{ch!r} (it is printed in a string attribute; use "
-                             "[A-Za-z0-9_.])")
-
-
-_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
 def _ops(supported: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +144,7 @@ def _patterns(patterns: Iterable[Any]) -> tuple[Composite, ...]:
         if not isinstance(comp.name, str) or not comp.name:
             raise TypeError(f"register_backend: a composite's name must be a str, not "
                             f"{comp.name!r}")
-        _check_composite_name(comp.name)
+        check_composite_name(comp.name, "register_backend")
         if not isinstance(comp.pattern, DFPattern):
             raise TypeError(f"register_backend: the pattern of composite {comp.name!r} must "
                             f"be a DFPattern (relay_ref.passes.pattern), not "

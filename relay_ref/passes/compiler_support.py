@@ -13,7 +13,8 @@ passes and fills this table: ``relay_ref.byoc.register_backend``).
   pattern tables); ``min_region_size`` (operator calls) and ``worth`` (a predicate on a
   region's ``RegionCost``) are its cost model: a region failing either goes back to the
   default target (PartitionGraph).
-* ``register_support`` / ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
+* ``register_support`` (names checked: ``check_backend_name``, ``check_composite_name``) /
+  ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
   ``RelayError`` and a ``ValueError``, naming the known ones) / ``support_names``.
 * ``op_supported(support, info)`` and ``composite_owner(name, targets)``: the two questions
   AnnotateTarget asks. A predicate that raises is the backend author's bug, reported as a
@@ -37,7 +38,7 @@ from relay_ref.ops.registry import get_op, has_op
 from relay_ref.suggest import did_you_mean
 
 __all__ = ["DEFAULT", "CallInfo", "Composite", "RegionCost", "Support", "UnknownCompiler",
-           "call_flops", "check_composite",
+           "call_flops", "check_backend_name", "check_composite", "check_composite_name",
            "composite_owner", "get_support", "op_supported", "register_support",
            "support_names", "unregister_support"]
 
@@ -127,9 +128,38 @@ class Support:
 _SUPPORT: dict[str, Support] = {}
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def check_backend_name(name: str, who: str = "register_support") -> None:
+    """A backend name is an identifier (``[A-Za-z_][A-Za-z0-9_]*``), so the outlined
+    ``@tvmgen_default_<name>_main_<k>`` parses back; ``ValueError`` naming the bad
+    character otherwise (``who`` starts the message)."""
+    for i, ch in enumerate(name):
+        if not (ch == "_" or ch in _ALNUM and (i > 0 or not ch.isdigit())):
+            where = "start with" if i == 0 and ch in _ALNUM else "contain"
+            raise ValueError(f"{who}: a backend name must be an identifier "
+                             f"([A-Za-z_][A-Za-z0-9_]*, so the outlined functions' names "
+                             f"parse); {name!r} cannot {where} {ch!r}")
+
+
+def check_composite_name(name: str, who: str = "register_support") -> None:
+    """A composite name is printable in a string attribute (``Composite="..."``): no
+    quote, backslash or control character; ``ValueError`` naming the bad character."""
+    for ch in name:
+        if ch in '"\\' or not ch.isprintable():
+            raise ValueError(f"{who}: composite name {name!r} cannot contain {ch!r} (it is "
+                             "printed in a string attribute; use [A-Za-z0-9_.])")
+
+
 def register_support(support: Support, *, replace: bool = False) -> Support:
     """Register ``support`` under its name (``ValueError`` when taken, unless ``replace``;
-    ``"default"`` is reserved)."""
+    ``"default"`` is reserved; a name that is no identifier, or a composite name that does
+    not print in a string attribute, is refused: ``check_backend_name``,
+    ``check_composite_name``)."""
+    check_backend_name(support.name)
+    for comp in support.patterns:
+        check_composite_name(comp.name)
     if support.name == DEFAULT:
         raise ValueError(f"{DEFAULT!r} names the host executor; a backend needs another name")
     if support.name in _SUPPORT and not replace:

@@ -24,8 +24,10 @@ from relay_ref.byoc.reference import register_reference_backend
 from relay_ref.ir.types import TensorType
 from relay_ref.passes.compiler_support import (
     RegionCost,
+    Support,
     composite_owner,
     get_support,
+    register_support,
     support_names,
 )
 from relay_ref.passes.pattern import is_op, wildcard
@@ -230,3 +232,12 @@ def test_composite_name_must_print_in_a_string(clean: None, comp: str, bad: str)
     with pytest.raises(ValueError, match=f"composite name .* cannot contain {bad}"):
         register_backend("tb1", supported_ops=["add"], patterns=[(comp, add_relu())])
     assert "tb1" not in backend_names() and "tb1" not in support_names()
+
+
+def test_register_support_checks_the_names_too() -> None:
+    """The passes' own table (``register_support``) refuses the same names."""
+    with pytest.raises(ValueError, match="cannot contain '-'"):
+        register_support(Support("tb-1", {}))
+    with pytest.raises(ValueError, match="cannot contain '\"'"):
+        register_support(Support("tb1", {}, (Composite('tb1."', add_relu()),)))
+    assert "tb-1" not in support_names() and "tb1" not in support_names()

@@ -10,7 +10,10 @@ on the host (useful to test partitioning itself).
 ``register_backend`` normalises what the user wrote and checks it before anything is
 registered: an operator name nothing registered is a ``ValueError`` with a did-you-mean, a
 pattern that is no ``DFPattern`` a ``TypeError``, a taken name a ``ValueError`` unless
-``replace``. Both tables (support, passes layer; codegen, here) are updated together.
+``replace``; a backend name that is no identifier (``[A-Za-z_][A-Za-z0-9_]*``: the outlined
+``@tvmgen_default_<name>_main_<k>`` must parse) or a composite name with a quote, backslash
+or control character (it is printed in ``Composite="..."``) a ``ValueError`` naming the
+character. Both tables (support, passes layer; codegen, here) are updated together.
 
 Invariant: ``get_backend(name)`` exists exactly when ``get_support(name)`` does for the
 backends registered through this module.
@@ -30,6 +33,8 @@ from relay_ref.passes.compiler_support import (
     RegionCost,
     Support,
     UnknownCompiler,
+    check_backend_name,
+    check_composite_name,
     register_support,
     unregister_support,
 )
@@ -73,6 +78,7 @@ def register_backend(name: str, *, supported_ops: Iterable[str] | Mapping[str, A
     (BYOC-Cost); ``codegen``: ``codegen(func, types) -> callable`` or None."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"register_backend: name must be a non-empty str, not {name!r}")
+    check_backend_name(name, "register_backend")
     if name == DEFAULT:
         raise ValueError(f"register_backend: {DEFAULT!r} names the host executor; a backend "
                          "needs another name")
@@ -138,6 +144,7 @@ def _patterns(patterns: Iterable[Any]) -> tuple[Composite, ...]:
         if not isinstance(comp.name, str) or not comp.name:
             raise TypeError(f"register_backend: a composite's name must be a str, not "
                             f"{comp.name!r}")
+        check_composite_name(comp.name, "register_backend")
         if not isinstance(comp.pattern, DFPattern):
             raise TypeError(f"register_backend: the pattern of composite {comp.name!r} must "
                             f"be a DFPattern (relay_ref.passes.pattern), not "

@@ -10,6 +10,12 @@ weights become constants, so constants used only inside a region are bound into 
 
 ``targets`` names registered backends (built-in ones, ``"ort"`` and ``"xla"``, are loaded on
 first use); an unknown name is ``UnknownCompiler`` with a did-you-mean, before any pass runs.
+
+Priority: composites are formed first (MergeComposite), trying the targets' pattern tables
+in ``targets`` order, and a composite goes to the backend owning it among ``targets``
+(``composite_owner``); each remaining operator goes to the first target supporting it
+(AnnotateTarget). So a composite of a later target can take operators an earlier target
+also supports.
 """
 
 from __future__ import annotations

@@ -6,18 +6,66 @@ PartitionGraph through the pass manager) and prints the result as canonical text
 definitions the file uses resolved but not printed), as ``relay opt`` prints its output:
 each region a ``def @tvmgen_default_<backend>_main_<k>`` with ``Compiler="<backend>"``, called
 from the host program. ``--params`` binds ``@main``'s weights first (they become constants,
-bound into the regions that use them).
+bound into the regions that use them); the input's header comments (``relay import``'s
+``// Weights:`` and ``// Run:`` lines, which name the weights file) are then replaced by one
+line saying the weights are bound, so ``relay export`` / ``relay run`` of the output load no
+weights file.
 
-Exit codes as ``relay_ref.cli``: an unknown backend, or a program that does not parse or
-type-check, is a diagnostic (exit 1); a missing file, an unreadable weights file or no
-``--target`` a usage error (exit 2).
+Target priority (BYOC-Annotate): composites are formed first, trying the backends' pattern
+tables in ``--target`` order, and a composite goes to the backend owning it; each remaining
+operator goes to the first ``--target`` supporting it.
+
+The command knows the built-in backends (``ort``, ``xla``); a backend registered with
+``relay_ref.byoc.register_backend`` is for the Python API (``rr.partition``).
+
+Exit codes as ``relay_ref.cli``: a program that does not parse or type-check is a
+diagnostic (exit 1); an unknown backend (with a did-you-mean: ``onnxruntime`` -> ``ort``,
+``jax`` -> ``xla``), a missing file, an unreadable weights file or no ``--target`` a usage
+error (exit 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 from typing import Any
+
+#: What users call the built-in backends' engines, mapped to the backend's name.
+ALIASES = {"onnxruntime": "ort", "onnx": "ort", "jax": "xla"}
+
+
+def check_targets(names: list[str]) -> None:
+    """``UsageError`` for a name that is no backend this command knows (the built-in ones
+    and any registered in this process), with a did-you-mean."""
+    from relay_ref.byoc.backend import BUILTIN, backend_names
+    from relay_ref.cli._common import UsageError
+    from relay_ref.suggest import did_you_mean, hint
+
+    known = sorted({*BUILTIN, *backend_names()})
+    for name in names:
+        if name in known:
+            continue
+        alias = ALIASES.get(name.lower())
+        tip = hint([repr(alias)]) if alias in known else \
+            did_you_mean(name, known, quote=True)
+        raise UsageError(f"--target: unknown backend {name!r}{tip} (backends: "
+                         f"{', '.join(known)})")
+
+
+def _fresh_header(mod: Any, weights: str) -> Any:
+    """``mod`` with its header comments replaced by one line saying ``weights`` are bound."""
+    from relay_ref.syntax.comments import Attached, CommentTable
+
+    table = mod.comments if isinstance(mod.comments, CommentTable) else CommentTable()
+    attached = dict(table.attached)
+    header = Attached()
+    header.lead.append(f"// Partitioned by relay partition with the weights of "
+                       f"{os.path.basename(weights)} bound as constants (no weights file "
+                       "to load).")
+    attached[("header",)] = header
+    return dataclasses.replace(mod, comments=CommentTable(attached, dict(table.by_def)))
 
 
 def run_partition(args: argparse.Namespace) -> int:
@@ -27,6 +75,7 @@ def run_partition(args: argparse.Namespace) -> int:
 
     if not args.target:
         raise UsageError("name the backends with --target NAME (e.g. --target ort)")
+    check_targets(list(args.target))
     params = None
     if args.params:
         from relay_ref.cli.weights import WeightsError, load_weights
@@ -37,6 +86,8 @@ def run_partition(args: argparse.Namespace) -> int:
             raise UsageError(f"--params {err}") from None
     mod = rr.parse(read_text(args.file), source_name(args.file))
     out = rr.partition(mod, list(args.target), params)
+    if params is not None:
+        out = _fresh_header(out, args.params)
     text = rr.astext(out, omit_prelude=True)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return EXIT_OK
@@ -48,14 +99,18 @@ def add_parser(sub: Any) -> None:
                        description="Print FILE partitioned for the named backends (Bring "
                                    "Your Own Codegen, spec/byoc.md): each region a global "
                                    "function with Compiler=\"<backend>\", called from the "
-                                   "host program.")
+                                   "host program. Composites are formed first, trying the "
+                                   "backends' pattern tables in --target order, and a "
+                                   "composite goes to the backend owning it; each remaining "
+                                   "operator goes to the first --target supporting it.")
     p.add_argument("file", metavar="FILE", help="the program (- reads standard input)")
-    p.add_argument("--target", action="append", metavar="NAME", default=[],
-                   help="a backend to partition for (ort, xla, or one registered with "
-                        "relay_ref.byoc.register_backend); repeat for several, the first "
-                        "that supports an operator wins")
+    p.add_argument("--target", action="append", metavar="NAME", required=True,
+                   help="a backend to partition for: ort (onnxruntime) or xla (JAX), the "
+                        "built-in ones (a backend registered with relay_ref.byoc."
+                        "register_backend is for the Python API, rr.partition); repeat for "
+                        "several, in priority order")
     p.add_argument("--params", metavar="FILE.npz",
                    help="bind @main's parameters named by the archive's keys to its arrays "
-                        "first (the weights 'relay import' saves)")
+                        "first (the weights 'relay import' saves); the input's header "
+                        "comments naming a weights file are replaced")
     p.set_defaults(func=run_partition)
-

@@ -3,8 +3,13 @@ and end, as TVM's ``AnnotateTarget`` (``annotate_target.cc``, ``include_non_call
 
 Every dataflow node gets a *target*: an operator call the first backend (in ``targets``
 order) that supports it (``op_supported``), a call of a ``Composite`` function the backend
-owning it (``composite_owner``) when among ``targets``, any other call ``"default"``; a
-tuple or projection the target its operands agree on (``"default"`` when they differ).
+owning it among ``targets`` (``composite_owner(name, targets)``: the first of them whose
+pattern table has the name, else the one its prefix names), any other call ``"default"``;
+a tuple of tensors whose only use is a call with a backend target that target (it joins
+the call's region, so its fields, not a tuple, are the region's inputs: TVM gives it the
+target its fields agree on, which made tuple-typed region parameters no backend takes);
+any other tuple or projection the target its operands agree on (``"default"`` when they
+differ).
 Each operand of a node is then wrapped: ``compiler_end(arg, <arg's target>)`` when the
 operand has a target (an annotated node, except a call with no arguments), then
 ``compiler_begin(..., <node's target>)``; a variable or constant operand gets the
@@ -27,7 +32,7 @@ sweep, linear in distinct nodes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from relay_ref.ir.expr import (
     Call,
@@ -78,11 +83,13 @@ class _Annotator:
 
     def __init__(self, supports: Sequence[Support], types: dict[Expr, Type]) -> None:
         self.supports = supports
-        self.names = {s.name for s in supports}
+        self.order = tuple(s.name for s in supports)
         self.types = types
         self.target: dict[int, str] = {}
         self.ty: dict[int, Type | None] = {}
         self.keep: list[Expr] = []
+        #: a tuple's target when its one consumer is a supported call (``joins``)
+        self.joins: dict[int, str] = {}
 
     def note(self, new: Expr, ty: Type | None, target: str | None = None) -> Expr:
         self.keep.append(new)
@@ -129,9 +136,9 @@ class _Annotator:
                 if op_supported(support, info):
                     return support.name
         elif isinstance(pre.op, Function) and pre.op.attr("Composite") is not None:
-            owner = composite_owner(str(pre.op.attr("Composite")))
-            if owner in self.names:
-                return owner  # type: ignore[return-value]
+            owner = composite_owner(str(pre.op.attr("Composite")), self.order)
+            if owner is not None:
+                return owner
         return DEFAULT
 
     def visit(self, pre: Expr, post: Expr) -> Expr:  # noqa: PLR0911 - one case per kind
@@ -151,7 +158,8 @@ class _Annotator:
                        post.span)  # type: ignore[attr-defined]
             return self.note(new, ty, target)
         if isinstance(pre, Tuple):
-            target, fields = self.args(post.fields)  # type: ignore[attr-defined]
+            target, fields = self.args(post.fields,  # type: ignore[attr-defined]
+                                       self.joins.get(id(pre)))
             return self.note(Tuple(fields, post.span), ty, target)  # type: ignore[attr-defined]
         if isinstance(pre, TupleGetItem):
             target, (tup,) = self.args((post.tuple_value,))  # type: ignore[attr-defined]
@@ -170,13 +178,43 @@ class _Annotator:
         return self.note(post, ty)
 
 
+def _tuple_joins(ann: _Annotator, nodes: Sequence[Expr],
+                 enter: Callable[[Expr], Sequence[Expr]]) -> dict[int, str]:
+    """The tuples of tensors whose only use (looking through ``compiler_begin`` /
+    ``compiler_end``, for a rerun on annotated input) is a call with a backend target: they
+    take that target, so the tuple is built inside the call's region (its fields are the
+    region's inputs, never a tuple-typed parameter)."""
+    users: dict[int, list[Expr]] = {}
+    for node in nodes:
+        for kid in enter(node):
+            users.setdefault(id(kid), []).append(node)
+    out: dict[int, str] = {}
+    for node in nodes:
+        if not isinstance(node, Tuple) or not _annotatable(ann.types.get(node)):
+            continue
+        found, todo = [], list(users.get(id(node), ()))
+        while todo:
+            user = todo.pop()
+            if is_begin(user) or is_end(user):
+                todo.extend(users.get(id(user), ()))
+            else:
+                found.append(user)
+        if len(found) == 1 and isinstance(found[0], Call):
+            target = ann.call_target(found[0])
+            if target != DEFAULT:
+                out[id(node)] = target
+    return out
+
+
 def annotate_function(fn: Function, supports: Sequence[Support],
                       types: dict[Expr, Type]) -> Function:
     """``fn`` with its regions annotated for ``supports`` (module docstring)."""
     ann = _Annotator(supports, types)
     done: dict[int, Expr] = {}
     enter = children_outside(_stop, root=fn)
-    for node in post_order(fn, enter=enter):
+    nodes = list(post_order(fn, enter=enter))
+    ann.joins = _tuple_joins(ann, nodes, enter)
+    for node in nodes:
         kids = list(enter(node))
         post = node if not kids else with_children(node, [done[id(k)] for k in kids])
         done[id(node)] = ann.visit(node, post)

@@ -13,9 +13,10 @@ passes and fills this table: ``relay_ref.byoc.register_backend``).
   pattern tables); ``min_region_size`` (operator calls) and ``worth`` (a predicate on a
   region's ``RegionCost``) are its cost model: a region failing either goes back to the
   default target (PartitionGraph).
-* ``register_support`` / ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
+* ``register_support`` (names checked: ``check_backend_name``, ``check_composite_name``) /
+  ``unregister_support`` / ``get_support`` (``UnknownCompiler``, a
   ``RelayError`` and a ``ValueError``, naming the known ones) / ``support_names``.
-* ``op_supported(support, info)`` and ``composite_owner(name)``: the two questions
+* ``op_supported(support, info)`` and ``composite_owner(name, targets)``: the two questions
   AnnotateTarget asks. A predicate that raises is the backend author's bug, reported as a
   ``RelayError`` at the call naming the backend and the operator, never a traceback.
 
@@ -25,7 +26,7 @@ in TVM's annotations).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ from relay_ref.ops.registry import get_op, has_op
 from relay_ref.suggest import did_you_mean
 
 __all__ = ["DEFAULT", "CallInfo", "Composite", "RegionCost", "Support", "UnknownCompiler",
-           "call_flops", "check_composite",
+           "call_flops", "check_backend_name", "check_composite", "check_composite_name",
            "composite_owner", "get_support", "op_supported", "register_support",
            "support_names", "unregister_support"]
 
@@ -127,9 +128,38 @@ class Support:
 _SUPPORT: dict[str, Support] = {}
 
 
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def check_backend_name(name: str, who: str = "register_support") -> None:
+    """A backend name is an identifier (``[A-Za-z_][A-Za-z0-9_]*``), so the outlined
+    ``@tvmgen_default_<name>_main_<k>`` parses back; ``ValueError`` naming the bad
+    character otherwise (``who`` starts the message)."""
+    for i, ch in enumerate(name):
+        if not (ch == "_" or ch in _ALNUM and (i > 0 or not ch.isdigit())):
+            where = "start with" if i == 0 and ch in _ALNUM else "contain"
+            raise ValueError(f"{who}: a backend name must be an identifier "
+                             f"([A-Za-z_][A-Za-z0-9_]*, so the outlined functions' names "
+                             f"parse); {name!r} cannot {where} {ch!r}")
+
+
+def check_composite_name(name: str, who: str = "register_support") -> None:
+    """A composite name is printable in a string attribute (``Composite="..."``): no
+    quote, backslash or control character; ``ValueError`` naming the bad character."""
+    for ch in name:
+        if ch in '"\\' or not ch.isprintable():
+            raise ValueError(f"{who}: composite name {name!r} cannot contain {ch!r} (it is "
+                             "printed in a string attribute; use [A-Za-z0-9_.])")
+
+
 def register_support(support: Support, *, replace: bool = False) -> Support:
     """Register ``support`` under its name (``ValueError`` when taken, unless ``replace``;
-    ``"default"`` is reserved)."""
+    ``"default"`` is reserved; a name that is no identifier, or a composite name that does
+    not print in a string attribute, is refused: ``check_backend_name``,
+    ``check_composite_name``)."""
+    check_backend_name(support.name)
+    for comp in support.patterns:
+        check_composite_name(comp.name)
     if support.name == DEFAULT:
         raise ValueError(f"{DEFAULT!r} names the host executor; a backend needs another name")
     if support.name in _SUPPORT and not replace:
@@ -180,15 +210,19 @@ def check_composite(support: Support, composite: Composite, info: CallInfo) -> b
                                       f"{composite.name!r}")
 
 
-def composite_owner(name: str) -> str | None:
-    """The backend whose pattern table has the composite ``name``, else the registered
-    backend its prefix names (``"ort.conv2d_relu"`` -> ``"ort"``, TVM's convention for
-    hand-written composites), else None."""
-    for support in _SUPPORT.values():
-        if any(c.name == name for c in support.patterns):
-            return support.name
+def composite_owner(name: str, targets: Sequence[str] | None = None) -> str | None:
+    """The backend owning the composite ``name`` among ``targets`` (all registered
+    backends, in registration order, when None): the first of them, in order, whose
+    pattern table has ``name``, else the one of them its prefix names (``"ort.conv2d_relu"``
+    -> ``"ort"``, TVM's convention for hand-written composites), else None. So a backend
+    re-using another's composite name owns its composites when it is partitioned for."""
+    names = tuple(_SUPPORT) if targets is None else tuple(targets)
+    for target in names:
+        support = _SUPPORT.get(target)
+        if support is not None and any(c.name == name for c in support.patterns):
+            return target
     prefix = name.split(".", 1)[0]
-    return prefix if prefix in _SUPPORT else None
+    return prefix if prefix in names and prefix in _SUPPORT else None
 
 
 def _ask(pred: Callable[[CallInfo], bool], info: CallInfo, what: str) -> bool:

@@ -84,8 +84,9 @@ def test_cli_partition_with_one_unknown_target_among_known_ones(relay: Any,
     path = tmp_path / "p.relay"
     path.write_text(SRC)
     result = relay("partition", "--target", "ort", "--target", "xlaa", path)
-    assert result.returncode == 1 and result.stdout == ""
-    assert "unknown backend 'xlaa'" in result.stderr and "did you mean 'xla'" in result.stderr
+    assert result.returncode == 2 and result.stdout == ""  # a usage error
+    assert result.stderr.startswith("relay: error: --target: unknown backend 'xlaa'")
+    assert "did you mean 'xla'" in result.stderr
 
 
 # -- patterns ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 
 import relay_ref as rr
 from relay_ref.diagnostics import RelayError
-from relay_ref.ir.expr import Call, If, Let, Op
+from relay_ref.ir.expr import Call, If, Let, Op, Tuple
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.annotate_target import AnnotateTarget
 from relay_ref.passes.compiler_support import UnknownCompiler
@@ -123,6 +123,50 @@ def @main(%x: Tensor[(4), float32]) {{
 }}""")
     after = AnnotateTarget(["test"])(before)
     assert rr.alpha_equal(after, expected), rr.astext(after)
+    refines(before, after)
+
+
+def test_tuple_joins_its_supported_consumer(test_backend, refines):
+    """A tuple of tensors whose one use is a supported call takes that call's target (its
+    fields, from different targets, become the region's inputs, not a tuple parameter);
+    a rerun on the annotated program changes nothing."""
+    before = rr.parse("""
+def @main(%x: Tensor[(4), float32]) {
+  %0 = abs(%x);
+  %1 = nn.relu(%0);
+  %2 = (%0, %1);
+  concatenate(%2)
+}""")
+    expected = rr.parse(f"""
+def @main(%x: Tensor[(4), float32]) {{
+  %0 = abs({begin("%x", "default")});
+  %1 = nn.relu({begin(end("%0", "default"), "test")});
+  %2 = ({begin(end("%0", "default"), "test")}, {begin(end("%1", "test"), "test")});
+  %3 = concatenate({begin(end("%2", "test"), "test")});
+  {end("%3", "test")}
+}}""")
+    after = AnnotateTarget(["test"])(before)
+    assert rr.alpha_equal(after, expected), rr.astext(after)
+    refines(before, after)
+    assert rr.alpha_equal(AnnotateTarget(["test"])(after), expected)
+
+
+def test_tuple_used_twice_keeps_its_fields_target(test_backend, refines):
+    """Two uses: the tuple is not moved into either consumer (TVM's rule: ``"default"``
+    when its fields' targets differ)."""
+    before = rr.parse("""
+def @main(%x: Tensor[(4), float32]) {
+  %0 = (abs(%x), nn.relu(%x));
+  add(sum(concatenate(%0)), sum(%0.0))
+}""")
+    after = AnnotateTarget(["test"])(before)
+    [concat] = [n for n in post_order(after["main"]) if isinstance(n, Call)
+                and getattr(n.op, "name", "") == "concatenate"]
+    arg_begin = concat.args[0]
+    arg_end = arg_begin.args[0]
+    tup = arg_end.args[0]
+    assert (arg_begin.attrs.compiler, arg_end.attrs.compiler) == ("test", "default")
+    assert isinstance(tup, Tuple) and [f.attrs.compiler for f in tup.fields] == ["default"] * 2
     refines(before, after)
 
 

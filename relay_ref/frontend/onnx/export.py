@@ -228,7 +228,7 @@ def _value_info(name: str, t: Type | None, node: Expr) -> Any:
 
     if not isinstance(t, TensorType) or not t.is_static:
         raise ExportError(f"to_onnx: {name} needs a static tensor type, found "
-                          f"{t if t is not None else 'no type'}", node.span)
+                          f"{type_to_text(t) if t is not None else 'no type'}", node.span)
     return helper.make_tensor_value_info(name, onnx_dtype(t.dtype, node),
                                          [int(d) for d in t.shape])
 
@@ -328,7 +328,8 @@ def _export_call(graph: OnnxGraph, node: Call, env: dict[Expr, Value],
                           f"{', '.join(sorted(table))})", node.span)
     if not _static(info):
         raise ExportError(f"to_onnx: {op.name} needs static tensor types to export "
-                          f"(found {info.type})", node.span)
+                          f"(found {type_to_text(info.type) if info.type is not None else 'no type'})",
+                          node.span)
     if ex.supports is not None and not ex.supports(info):
         raise ExportError(f"to_onnx: operator {op.name} with these attributes/types has "
                           f"no ONNX export ({node.attrs})", node.span)

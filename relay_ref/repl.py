@@ -83,7 +83,8 @@ __all__ = [
     "check_named_pass", "compile_expr", "evaluate_checked", "expand_gradient_calls",
     "format_trace", "op_doc", "op_info", "op_names", "op_summary",
     "close_names", "did_you_mean", "suggestion_hint",
-    "OnnxImport", "bind_params", "export_onnx", "import_onnx", "returns_tensor",
+    "OnnxImport", "backend_choices", "bind_params", "export_onnx", "import_onnx",
+    "returns_tensor", "with_header",
     "op_value_type", "parse_program", "pass_info", "pass_options", "pass_specs",
     "configured_passes", "NamedPassCheck", "check_focus",
     "with_operators",
@@ -673,6 +674,29 @@ class OnnxImport:
     inputs: tuple[tuple[str, str], ...]
     opset: int
     nodes: int
+
+
+def backend_choices() -> list[str]:
+    """The BYOC backends a command may name: the built-in ones (``ort``, ``xla``, loaded
+    on first use) and any registered in this process, sorted (``relay partition``)."""
+    from relay_ref.byoc.backend import BUILTIN, backend_names
+
+    return sorted({*BUILTIN, *backend_names()})
+
+
+def with_header(mod: IRModule, line: str) -> IRModule:
+    """``mod`` with its header comments (the lines before its first definition, as
+    ``relay import`` writes them) replaced by the one comment ``line``."""
+    import dataclasses
+
+    from relay_ref.syntax.comments import Attached, CommentTable
+
+    table = mod.comments if isinstance(mod.comments, CommentTable) else CommentTable()
+    attached = dict(table.attached)
+    header = Attached()
+    header.lead.append(line)
+    attached[("header",)] = header
+    return dataclasses.replace(mod, comments=CommentTable(attached, dict(table.by_def)))
 
 
 def export_onnx(mod: IRModule, params: Mapping[str, Any] | None = None, *,

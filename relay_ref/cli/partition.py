@@ -27,7 +27,6 @@ error (exit 2).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 from typing import Any
@@ -39,33 +38,27 @@ ALIASES = {"onnxruntime": "ort", "onnx": "ort", "jax": "xla"}
 def check_targets(names: list[str]) -> None:
     """``UsageError`` for a name that is no backend this command knows (the built-in ones
     and any registered in this process), with a did-you-mean."""
-    from relay_ref.byoc.backend import BUILTIN, backend_names
+    from relay_ref import repl
     from relay_ref.cli._common import UsageError
-    from relay_ref.suggest import did_you_mean, hint
 
-    known = sorted({*BUILTIN, *backend_names()})
+    known = repl.backend_choices()
     for name in names:
         if name in known:
             continue
         alias = ALIASES.get(name.lower())
-        tip = hint([repr(alias)]) if alias in known else \
-            did_you_mean(name, known, quote=True)
+        tip = repl.suggestion_hint([repr(alias)]) if alias in known else \
+            repl.did_you_mean(name, known, quote=True)
         raise UsageError(f"--target: unknown backend {name!r}{tip} (backends: "
                          f"{', '.join(known)})")
 
 
 def _fresh_header(mod: Any, weights: str) -> Any:
     """``mod`` with its header comments replaced by one line saying ``weights`` are bound."""
-    from relay_ref.syntax.comments import Attached, CommentTable
+    from relay_ref import repl
 
-    table = mod.comments if isinstance(mod.comments, CommentTable) else CommentTable()
-    attached = dict(table.attached)
-    header = Attached()
-    header.lead.append(f"// Partitioned by relay partition with the weights of "
-                       f"{os.path.basename(weights)} bound as constants (no weights file "
-                       "to load).")
-    attached[("header",)] = header
-    return dataclasses.replace(mod, comments=CommentTable(attached, dict(table.by_def)))
+    return repl.with_header(mod, f"// Partitioned by relay partition with the weights of "
+                                 f"{os.path.basename(weights)} bound as constants (no "
+                                 "weights file to load).")
 
 
 def run_partition(args: argparse.Namespace) -> int:

@@ -327,9 +327,9 @@ def _export_call(graph: OnnxGraph, node: Call, env: dict[Expr, Value],
         raise ExportError(f"to_onnx: operator {op.name} has no ONNX export (supported: "
                           f"{', '.join(sorted(table))})", node.span)
     if not _static(info):
+        found = type_to_text(info.type) if info.type is not None else "no type"
         raise ExportError(f"to_onnx: {op.name} needs static tensor types to export "
-                          f"(found {type_to_text(info.type) if info.type is not None else 'no type'})",
-                          node.span)
+                          f"(found {found})", node.span)
     if ex.supports is not None and not ex.supports(info):
         raise ExportError(f"to_onnx: operator {op.name} with these attributes/types has "
                           f"no ONNX export ({node.attrs})", node.span)

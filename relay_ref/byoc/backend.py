@@ -4,8 +4,10 @@ A backend is a name, a support table (which operators it takes, with optional pr
 the call, and its named composite patterns; ``relay_ref.passes.compiler_support.Support``,
 which the partitioning passes read) and a codegen: ``codegen(func, types) -> callable``,
 called once per partitioned region at compile time (the contract in
-``relay_ref.byoc.reference``'s docstring and DESIGN.md). ``codegen=None``: the regions run
-on the host (useful to test partitioning itself).
+``relay_ref.executor.externs``' docstring: ``func`` a type-checked ``Compiler=<name>``
+function, ``types`` its checked types; the callable takes one array per parameter, as
+read-only views it must not write into, and returns an array or a tuple of them).
+``codegen=None``: the regions run on the host (useful to test partitioning itself).
 
 ``register_backend`` normalises what the user wrote and checks it before anything is
 registered: an operator name nothing registered is a ``ValueError`` with a did-you-mean, a

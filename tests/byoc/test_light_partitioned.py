@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 
 import relay_ref as rr
@@ -28,23 +27,11 @@ from relay_ref.testing import onnx_light
 SMALL = ("bvlc_alexnet", "inception_v1", "shufflenet", "squeezenet", "zfnet512")
 LARGE = ("densenet121", "inception_v2", "resnet50", "vgg19")
 assert sorted(SMALL + LARGE) == sorted(onnx_light.NAMES)
-#: as tests/frontend/test_onnx_light.py: |got - onnxruntime| <= LOGIT_RTOL * max|onnxruntime|
-#: on the logits, rtol 1e-3 on the outputs
-LOGIT_RTOL = 2e-5
 
 
-@functools.cache
 def _case(name: str) -> tuple[onnx.ModelProto, dict, list[np.ndarray]]:
-    """The variant (logits as an extra output), its inputs, onnxruntime's outputs."""
-    model = onnx_light.with_logits(onnx_light.random_variant(onnx.load(
-        onnx_light.model_path(name))))
-    feeds = onnx_light.feeds(model)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 1
-    opts.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    return model, feeds, sess.run(None, feeds)
+    """The variant, its inputs, onnxruntime's outputs (``onnx_light.case``, cached)."""
+    return onnx_light.case(name)
 
 
 def _as_list(value: Any) -> list[np.ndarray]:
@@ -52,16 +39,7 @@ def _as_list(value: Any) -> list[np.ndarray]:
         else [np.asarray(value)]
 
 
-def _check(name: str, got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    """tests/frontend/test_onnx_light.py's comparison."""
-    assert len(got) == len(want) == (1 if name == "densenet121" else 2)
-    for g, w in zip(got, want, strict=True):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.all(np.isfinite(g))
-    scale = float(np.abs(want[-1]).max())
-    assert scale > 0.1  # random weights give varied logits
-    assert float(np.abs(got[-1] - want[-1]).max()) <= LOGIT_RTOL * scale
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-6)
+_check = onnx_light.assert_matches_onnxruntime
 
 
 @functools.cache

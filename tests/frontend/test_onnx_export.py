@@ -378,36 +378,20 @@ def test_params_lists_are_converted_to_the_parameter_dtype() -> None:
 SMALL = ("bvlc_alexnet", "inception_v1", "shufflenet", "squeezenet", "zfnet512")
 LARGE = ("densenet121", "inception_v2", "resnet50", "vgg19")
 assert sorted(SMALL + LARGE) == sorted(onnx_light.NAMES)
-LOGIT_RTOL = 2e-5  # as tests/frontend/test_onnx_light.py
 # bvlc_alexnet and zfnet512 carry ~240 MB of weights: drawing their variant takes ~8 s and
 # exporting + loading them back ~4 s (measured), so here they are slow too (CI runs them)
 HEAVY = LARGE + ("bvlc_alexnet", "zfnet512")
 
 
-def _light(name: str) -> tuple[onnx.ModelProto, dict, list[np.ndarray]]:
-    """The random-weight variant, its feeds and onnxruntime's outputs: the cached cases of
-    test_onnx_light.py (drawing the variants of the big-weight models takes seconds)."""
-    from test_onnx_light import _case
-
-    return _case(name)
-
-
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in HEAVY
                                                else [], id=n) for n in onnx_light.NAMES])
 def test_light_model_exported_back_matches_onnxruntime(name: str) -> None:
-    model, feeds, want = _light(name)
+    model, feeds, want = onnx_light.case(name)
     mod, params = from_onnx(model)
     exported = to_onnx(mod, params)
     onnx.checker.check_model(exported)
     assert [i.name for i in exported.graph.input] == list(feeds)
-    got = _session(exported).run(None, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g.shape == w.shape and g.dtype == w.dtype
-    scale = float(np.abs(want[-1]).max())
-    assert scale > 0.1
-    assert float(np.abs(got[-1] - want[-1]).max()) <= LOGIT_RTOL * scale
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-6)
+    onnx_light.assert_matches_onnxruntime(name, _session(exported).run(None, feeds), want)
 
 
 def test_partitioned_program_exports_with_its_regions_inlined() -> None:

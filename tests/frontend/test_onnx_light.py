@@ -6,11 +6,8 @@ logits. Every model runs through ``rr.compile``; the small ones also through
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx_case import as_list
 
@@ -21,36 +18,15 @@ from relay_ref.testing import onnx_light
 SMALL = ("bvlc_alexnet", "inception_v1", "shufflenet", "squeezenet", "zfnet512")
 LARGE = ("densenet121", "inception_v2", "resnet50", "vgg19")
 assert sorted(SMALL + LARGE) == sorted(onnx_light.NAMES)
-# |relay_ref - onnxruntime| <= LOGIT_RTOL * max|onnxruntime| on the logits (measured:
-# <= 6e-7 on every model; conv summation orders differ)
-LOGIT_RTOL = 2e-5
 
 
-@functools.cache
 def _case(name: str) -> tuple[onnx.ModelProto, dict, list[np.ndarray]]:
-    """The variant (with its logits as an extra output), its inputs, and onnxruntime's
-    outputs on them."""
-    model = onnx_light.with_logits(onnx_light.random_variant(onnx.load(
-        onnx_light.model_path(name))))
-    feeds = onnx_light.feeds(model)
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = 2
-    opts.log_severity_level = 3  # the models' unused Caffe2 blobs make ORT warn
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    return model, feeds, sess.run(None, feeds)
+    """The variant (logits as an extra output), its inputs and onnxruntime's outputs, 2
+    threads (``onnx_light.case``, cached per process)."""
+    return onnx_light.case(name)
 
 
-def _check(name: str, got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert len(got) == len(want) == (1 if name == "densenet121" else 2)
-    for g, w in zip(got, want, strict=True):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.all(np.isfinite(g))
-    logits_got, logits_want = got[-1], want[-1]
-    scale = float(np.abs(logits_want).max())
-    assert scale > 0.1  # random weights give varied logits, not the shipped constant
-    assert float(np.abs(logits_got - logits_want).max()) <= LOGIT_RTOL * scale
-    np.testing.assert_allclose(got[0], want[0], rtol=1e-3, atol=1e-6)
+_check = onnx_light.assert_matches_onnxruntime
 
 
 def _params(name: str) -> pytest.param:

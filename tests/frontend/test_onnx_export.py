@@ -102,8 +102,13 @@ def test_where_clip_leaky_cast() -> None:
 
 
 @pytest.mark.parametrize("dst", ["uint8", "uint16", "uint32", "int8"])
-def test_negative_float_to_unsigned_cast_wraps_as_the_reference(dst: str) -> None:
-    x = np.array([-1.5, -2.5, -0.5, -200.25, 300.75, 7.5], "float32")
+def test_float_to_integer_cast_truncates_as_the_reference(dst: str) -> None:
+    """In range, a float cast to an integer truncates towards zero in both. Out of range
+    the C conversion is undefined (NumPy's and onnxruntime's results depend on the CPU's
+    instructions), so no such value is compared here."""
+    x = np.array([1.5, 2.5, 0.5, 100.75, 126.9, 7.5], "float32")
+    if not dst.startswith("u"):
+        x = x - 50
     check(_fn("%x: Tensor[(6), float32]", f"cast(%x, dtype=\"{dst}\")"), x)
 
 

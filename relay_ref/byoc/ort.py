@@ -76,8 +76,7 @@ def _all_export(info: CallInfo) -> bool:
     type_of = match.type_of
     for e in match.bindings.values():
         if type(e) is Call and type(e.op) is Op:
-            inner = CallInfo(e, e.op.name, e.attrs, e.args,
-                             tuple(type_of(a) for a in e.args), type_of(e))
+            inner = CallInfo.of(e, type_of)
             if not _exportable(inner):
                 return False
     return True

@@ -123,8 +123,7 @@ class _Checker:
 
     def call(self, node: Call) -> CallInfo:
         name = node.op.name  # type: ignore[union-attr]
-        info = CallInfo(node, name, node.attrs, tuple(node.args),
-                        tuple(self.type_of(a) for a in node.args), self.type_of(node))
+        info = CallInfo.of(node, self.type_of)
         entry = JAX_OPS.get(name)
         if entry is None:
             raise CodegenUnsupported(f"xla: no jax implementation of {name!r}", node.span)

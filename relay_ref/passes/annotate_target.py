@@ -130,8 +130,7 @@ class _Annotator:
                 and pre.args[0].attrs.compiler != DEFAULT:  # type: ignore[union-attr]
             return pre.args[0].attrs.compiler  # type: ignore[union-attr]
         if isinstance(pre.op, Op):
-            info = CallInfo(pre, pre.op.name, pre.attrs, pre.args,
-                            tuple(self.types.get(a) for a in pre.args), self.types.get(pre))
+            info = CallInfo.of(pre, self.types.get)
             for support in self.supports:
                 if op_supported(support, info):
                     return support.name

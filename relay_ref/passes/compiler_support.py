@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from relay_ref.diagnostics import RelayError
+from relay_ref.ir.call_info import CallInfo
 from relay_ref.ir.expr import Call, Expr
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.costs import default_cost
@@ -48,21 +49,6 @@ DEFAULT = "default"
 
 class UnknownCompiler(RelayError, ValueError):
     """A compiler (backend) name nothing registered."""
-
-
-@dataclass(frozen=True, slots=True)
-class CallInfo:
-    """What a support predicate or a composite's check sees: the call, its operator's name
-    and attributes, its arguments with their checked types, its own type, and (for a
-    composite's check) the pattern match, whose ``match[p]`` gives inner bindings."""
-
-    expr: Call
-    op: str
-    attrs: object
-    args: tuple[Expr, ...]
-    arg_types: tuple[Type | None, ...]
-    type: Type | None
-    match: Any = None
 
 
 @dataclass(frozen=True, slots=True)

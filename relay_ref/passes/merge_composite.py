@@ -156,9 +156,7 @@ def _name_of(nodes: Iterable[Expr]) -> str:
 
 def _call_info(root: Expr, m: PatternMatch, types: dict[Expr, Type]) -> CallInfo:
     if isinstance(root, Call):
-        op = root.op.name if isinstance(root.op, Op) else ""
-        return CallInfo(root, op, root.attrs, root.args,
-                        tuple(types.get(a) for a in root.args), types.get(root), m)
+        return CallInfo.of(root, types.get, m)
     return CallInfo(root, "", None, (), (), types.get(root), m)  # type: ignore[arg-type]
 
 

@@ -9,7 +9,7 @@ A *dataflow* function becomes one ONNX graph:
   not of the parameter's tensor type: a located ``ExportError``); ``Constant`` nodes
   become initializers;
 * each operator call becomes ONNX nodes through ``EXPORTERS`` (``export_ops.py``): one
-  frozen ``Exporter`` per operator, whose ``supports(OpCall)`` says which attributes and
+  frozen ``Exporter`` per operator, whose ``supports(CallInfo)`` says which attributes and
   types the ONNX operator can express and whose ``emit`` writes the nodes;
 * a call of an inline ``Function`` with a ``Composite`` attribute (MergeComposite's
   output) is inlined, and so is a call of a module's ``Compiler=<backend>`` global (a
@@ -37,10 +37,10 @@ from relay_ref.frontend.onnx.export_graph import (
     Exporter,
     ExportError,
     OnnxGraph,
-    OpCall,
     Value,
     onnx_dtype,
 )
+from relay_ref.ir.call_info import CallInfo
 from relay_ref.ir.expr import (
     Call,
     Constant,
@@ -61,7 +61,7 @@ from relay_ref.ir.visitor import post_order
 
 __all__ = ["DEFAULT_OPSET", "ExportError", "Exporter", "OnnxGraph", "exportable", "to_onnx"]
 
-def exportable(info: OpCall) -> bool:
+def exportable(info: CallInfo) -> bool:
     """Whether the call ``info`` describes has an ONNX exporter that takes it (the ``ort``
     backend's support predicate)."""
     from relay_ref.frontend.onnx.export_ops import EXPORTERS
@@ -70,7 +70,7 @@ def exportable(info: OpCall) -> bool:
     return ex is not None and _static(info) and (ex.supports is None or ex.supports(info))
 
 
-def _static(info: OpCall) -> bool:
+def _static(info: CallInfo) -> bool:
     return all(_static_type(t) for t in (*info.arg_types, info.type))
 
 
@@ -320,8 +320,7 @@ def _export_call(graph: OnnxGraph, node: Call, env: dict[Expr, Value],
         raise ExportError(f"to_onnx: a call of {_describe(op)} is not dataflow; only "
                           f"operator, composite and region (Compiler=) calls export to "
                           f"ONNX", node.span)
-    info = OpCall(node, op.name, node.attrs, node.args,
-                    tuple(types.get(a) for a in node.args), types.get(node))
+    info = CallInfo.of(node, types.get)
     ex = table.get(op.name)
     if ex is None:
         raise ExportError(f"to_onnx: operator {op.name} has no ONNX export (supported: "

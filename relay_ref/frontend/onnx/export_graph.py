@@ -1,8 +1,8 @@
 """The pieces the Relay -> ONNX exporter (``export.py``) and its operator table
 (``export_ops.py``) share: the ``OnnxGraph`` being written, the ``Exporter`` record of one
-operator, ``OpCall`` (what a ``supports`` predicate sees: the fields of the passes'
-``CallInfo``, which the ``ort`` backend passes in its place), ``ExportError``, and the
-dtype mapping. ``onnx`` is imported on first use.
+operator (its ``supports`` sees a ``relay_ref.ir.call_info.CallInfo``, the record the
+BYOC passes and backends use too), ``ExportError``, and the dtype mapping. ``onnx`` is
+imported on first use.
 """
 
 from __future__ import annotations
@@ -14,25 +14,11 @@ from typing import Any
 import numpy as np
 
 from relay_ref.diagnostics import RelayError
-from relay_ref.ir.expr import Call, Expr
-from relay_ref.ir.types import Type
+from relay_ref.ir.call_info import CallInfo
+from relay_ref.ir.expr import Expr
 
-__all__ = ["DEFAULT_OPSET", "ExportError", "Exporter", "OnnxGraph", "OpCall", "Value",
+__all__ = ["DEFAULT_OPSET", "ExportError", "Exporter", "OnnxGraph", "Value",
            "onnx_dtype"]
-
-
-@dataclass(frozen=True, slots=True)
-class OpCall:
-    """An operator call as an exporter's ``supports`` sees it (the fields of
-    ``relay_ref.passes.compiler_support.CallInfo``, which may be passed instead)."""
-
-    expr: Call
-    op: str
-    attrs: object
-    args: tuple[Expr, ...]
-    arg_types: tuple[Type | None, ...]
-    type: Type | None
-    match: Any = None
 
 
 #: The default ONNX opset: what onnxruntime 1.18+ runs fully.
@@ -52,8 +38,8 @@ class Exporter:
     operator can express; all of them when None) and ``emit(graph, info, inputs)`` (the
     argument values in, the call's value out)."""
 
-    emit: Callable[[OnnxGraph, OpCall, list[Value]], Value]
-    supports: Callable[[OpCall], bool] | None = None
+    emit: Callable[[OnnxGraph, CallInfo, list[Value]], Value]
+    supports: Callable[[CallInfo], bool] | None = None
 
 
 class OnnxGraph:

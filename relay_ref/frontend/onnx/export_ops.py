@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from relay_ref.frontend.onnx.export_graph import Exporter, OnnxGraph, OpCall, Value, onnx_dtype
+from relay_ref.frontend.onnx.export_graph import Exporter, OnnxGraph, Value, onnx_dtype
+from relay_ref.ir.call_info import CallInfo
 from relay_ref.ir.types import TensorType
 from relay_ref.ops.nn import pad4
 
@@ -26,43 +27,43 @@ EXPORTERS: dict[str, Exporter] = {}
 _FLOATS = ("float16", "float32", "float64")
 
 
-def _reg(op: str, emit: Callable[[OnnxGraph, OpCall, list[Value]], Value],
-         supports: Callable[[OpCall], bool] | None = None) -> None:
+def _reg(op: str, emit: Callable[[OnnxGraph, CallInfo, list[Value]], Value],
+         supports: Callable[[CallInfo], bool] | None = None) -> None:
     EXPORTERS[op] = Exporter(emit, supports)
 
 
-def _t(info: OpCall, i: int | None = None) -> TensorType:
+def _t(info: CallInfo, i: int | None = None) -> TensorType:
     t = info.type if i is None else info.arg_types[i]
     assert isinstance(t, TensorType)
     return t
 
 
-def _shape(info: OpCall, i: int | None = None) -> tuple[int, ...]:
+def _shape(info: CallInfo, i: int | None = None) -> tuple[int, ...]:
     return tuple(int(d) for d in _t(info, i).shape)
 
 
-def _ndim(info: OpCall, i: int = 0) -> int:
+def _ndim(info: CallInfo, i: int = 0) -> int:
     return len(_t(info, i).shape)
 
 
-def _float_args(info: OpCall) -> bool:
+def _float_args(info: CallInfo) -> bool:
     return all(isinstance(t, TensorType) and t.dtype in _FLOATS for t in info.arg_types)
 
 
-def _same_out(info: OpCall) -> bool:
+def _same_out(info: CallInfo) -> bool:
     out = getattr(info.attrs, "out_dtype", "")
     return not out or out == _t(info, 0).dtype
 
 
-def _attr(info: OpCall, name: str, default: object = None) -> object:
+def _attr(info: CallInfo, name: str, default: object = None) -> object:
     return getattr(info.attrs, name, default)
 
 
 # -- elementwise --------------------------------------------------------------------------
 
-def _simple(onnx_op: str, **attrs: object) -> Callable[[OnnxGraph, OpCall, list[Value]],
+def _simple(onnx_op: str, **attrs: object) -> Callable[[OnnxGraph, CallInfo, list[Value]],
                                                         Value]:
-    def emit(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+    def emit(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
         return g.node(onnx_op, list(ins), **attrs)
     return emit
 
@@ -83,26 +84,26 @@ _reg("divide", _simple("Div"), _float_args)
 _reg("power", _simple("Pow"), _float_args)
 
 
-def _rsqrt(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _rsqrt(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("Reciprocal", [g.node("Sqrt", ins)])
 
 
-def _not_equal(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _not_equal(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("Not", [g.node("Equal", ins)])
 
 
-def _clip(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _clip(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     dtype = _t(info, 0).dtype
     lo, hi = g.const(info.attrs.a_min, dtype), g.const(info.attrs.a_max, dtype)
     # TVM: max(min(x, a_max), a_min) (a_min wins when a_min > a_max)
     return g.node("Max", [g.node("Min", [ins[0], hi]), lo])
 
 
-def _leaky_relu(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _leaky_relu(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("LeakyRelu", ins, alpha=float(info.attrs.alpha))
 
 
-def _cast(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _cast(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("Cast", ins, to=onnx_dtype(_t(info).dtype, info.expr))
 
 
@@ -115,7 +116,7 @@ _reg("cast", _cast)
 
 # -- shape --------------------------------------------------------------------------------
 
-def _to_shape(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _to_shape(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("Reshape", [ins[0], g.ints(_shape(info))])
 
 
@@ -123,18 +124,18 @@ for _op in ("reshape", "squeeze", "expand_dims", "nn.batch_flatten", "reshape_li
     _reg(_op, _to_shape)
 
 
-def _transpose(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _transpose(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     axes = info.attrs.axes
     n = _ndim(info)
     perm = list(range(n))[::-1] if axes is None else [int(a) % n for a in axes]
     return g.node("Transpose", ins, perm=perm)
 
 
-def _concat(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _concat(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return g.node("Concat", list(ins[0]), axis=int(info.attrs.axis) % len(_shape(info)))
 
 
-def _split(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _split(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     shape = _shape(info, 0)
     axis = int(info.attrs.axis) % len(shape)
     outs = info.type.fields  # type: ignore[union-attr]
@@ -143,14 +144,14 @@ def _split(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return names if isinstance(names, tuple) else (names,)
 
 
-def _take_ok(info: OpCall) -> bool:
+def _take_ok(info: CallInfo) -> bool:
     if int(info.attrs.batch_dims) != 0 or info.attrs.mode not in ("clip", "fast", "wrap"):
         return False
     # "wrap" over an empty dimension raises in the reference; Mod by 0 does not
     return info.attrs.mode != "wrap" or _take_extent(info) > 0
 
 
-def _take_extent(info: OpCall) -> int:
+def _take_extent(info: CallInfo) -> int:
     shape = _shape(info, 0)
     axis = info.attrs.axis
     if axis is None:
@@ -158,7 +159,7 @@ def _take_extent(info: OpCall) -> int:
     return shape[int(axis) % len(shape)]
 
 
-def _take(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _take(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     data, idx = ins
     shape = _shape(info, 0)
     axis = info.attrs.axis
@@ -179,11 +180,11 @@ def _take(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return g.node("Gather", [data, idx], axis=axis)
 
 
-def _strided_ok(info: OpCall) -> bool:
+def _strided_ok(info: CallInfo) -> bool:
     return info.attrs.slice_mode == "end" and _slices(info) is not None
 
 
-def _slices(info: OpCall) -> list[tuple[int, int, int, int]] | None:
+def _slices(info: CallInfo) -> list[tuple[int, int, int, int]] | None:
     """(axis, start, end, step) per sliced axis, computed from Relay's clamping rules;
     None when the result disagrees with the checked output shape."""
     shape, out = _shape(info, 0), _shape(info)
@@ -213,7 +214,7 @@ def _slices(info: OpCall) -> list[tuple[int, int, int, int]] | None:
     return result
 
 
-def _strided_slice(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _strided_slice(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     sl = _slices(info) or []
     if not sl:
         return g.node("Identity", ins)
@@ -222,11 +223,11 @@ def _strided_slice(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
                             g.ints(cols[3])])
 
 
-def _pad_ok(info: OpCall) -> bool:
+def _pad_ok(info: CallInfo) -> bool:
     return info.attrs.pad_mode == "constant"
 
 
-def _pad(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _pad(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     widths = [tuple(int(v) for v in p) for p in info.attrs.pad_width]
     pads = [p[0] for p in widths] + [p[1] for p in widths]
     dtype = _t(info, 0).dtype
@@ -242,14 +243,14 @@ def _dtype_code(dtype: str) -> int:
     return onnx_dtype(dtype)
 
 
-def _full(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _full(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     out = _t(info)
     fill = g.node("Cast", [ins[0]], to=_dtype_code(out.dtype))
     return g.node("Expand", [fill, g.ints(_shape(info))])
 
 
-def _init(value: int) -> Callable[[OnnxGraph, OpCall, list[Value]], Value]:
-    def emit(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _init(value: int) -> Callable[[OnnxGraph, CallInfo, list[Value]], Value]:
+    def emit(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
         return g.node("Expand", [g.const(value, _t(info).dtype), g.ints(_shape(info))])
     return emit
 
@@ -267,8 +268,8 @@ _reg("ones", _init(1))
 
 # -- reductions ---------------------------------------------------------------------------
 
-def _reduce(onnx_op: str) -> Callable[[OnnxGraph, OpCall, list[Value]], Value]:
-    def emit(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _reduce(onnx_op: str) -> Callable[[OnnxGraph, CallInfo, list[Value]], Value]:
+    def emit(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
         n = _ndim(info)
         a = info.attrs
         axes = set(range(n)) if a.axis is None else {int(x) % n for x in a.axis}
@@ -291,52 +292,52 @@ for _op, _onnx in {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax",
 
 # -- neural network -----------------------------------------------------------------------
 
-def _conv_ok(info: OpCall) -> bool:
+def _conv_ok(info: CallInfo) -> bool:
     a = info.attrs
     return (a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
             and a.out_layout in ("", "NCHW") and _same_out(info) and _float_args(info))
 
 
-def _conv2d(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _conv2d(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a = info.attrs
     kernel = list(_shape(info, 1)[2:])
     return g.node("Conv", ins, kernel_shape=kernel, strides=list(a.strides),
                   dilations=list(a.dilation), pads=list(pad4(a.padding)), group=int(a.groups))
 
 
-def _pool_ok(info: OpCall) -> bool:
+def _pool_ok(info: CallInfo) -> bool:
     a = info.attrs
     return a.layout == "NCHW" and a.out_layout in ("", "NCHW") and _float_args(info) \
         and not a.ceil_mode
 
 
-def _max_pool(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _max_pool(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a = info.attrs
     return g.node("MaxPool", ins, kernel_shape=list(a.pool_size), strides=list(a.strides),
                   dilations=list(a.dilation), pads=list(pad4(a.padding)))
 
 
-def _avg_pool_ok(info: OpCall) -> bool:
+def _avg_pool_ok(info: CallInfo) -> bool:
     return _pool_ok(info) and tuple(info.attrs.dilation) == (1, 1)
 
 
-def _avg_pool(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _avg_pool(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a = info.attrs
     return g.node("AveragePool", ins, kernel_shape=list(a.pool_size),
                   strides=list(a.strides), pads=list(pad4(a.padding)),
                   count_include_pad=int(bool(a.count_include_pad)))
 
 
-def _global_ok(info: OpCall) -> bool:
+def _global_ok(info: CallInfo) -> bool:
     return info.attrs.layout == "NCHW" and _float_args(info)
 
 
-def _batch_norm_ok(info: OpCall) -> bool:
+def _batch_norm_ok(info: CallInfo) -> bool:
     return int(info.attrs.axis) % _ndim(info, 0) == 1 and _ndim(info, 0) >= 2 \
         and _float_args(info)
 
 
-def _batch_norm(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _batch_norm(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a = info.attrs
     x, gamma, beta, mean, var = ins
     dtype = _t(info, 1).dtype
@@ -350,7 +351,7 @@ def _batch_norm(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return (out, g.node("Identity", [mean]), g.node("Identity", [var]))
 
 
-def _bias_add(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _bias_add(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     n = _ndim(info, 0)
     axis = int(info.attrs.axis) % n
     c = _shape(info, 1)[0]
@@ -358,13 +359,13 @@ def _bias_add(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return g.node("Add", [ins[0], bias])
 
 
-def _dense(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _dense(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     if _ndim(info, 0) == 2:
         return g.node("Gemm", ins, transB=1)
     return g.node("MatMul", [ins[0], g.node("Transpose", [ins[1]], perm=[1, 0])])
 
 
-def _matmul(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _matmul(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a, b = ins
     if info.attrs.transpose_a:
         a = g.node("Transpose", [a], perm=[1, 0])
@@ -373,7 +374,7 @@ def _matmul(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return g.node("MatMul", [a, b])
 
 
-def _batch_matmul(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _batch_matmul(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a, b = ins
     if info.attrs.transpose_a:
         a = g.node("Transpose", [a], perm=[0, 2, 1])
@@ -382,24 +383,24 @@ def _batch_matmul(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
     return g.node("MatMul", [a, b])
 
 
-def _softmax(onnx_op: str) -> Callable[[OnnxGraph, OpCall, list[Value]], Value]:
-    def emit(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _softmax(onnx_op: str) -> Callable[[OnnxGraph, CallInfo, list[Value]], Value]:
+    def emit(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
         return g.node(onnx_op, ins, axis=int(info.attrs.axis))
     return emit
 
 
-def _lrn_ok(info: OpCall) -> bool:
+def _lrn_ok(info: CallInfo) -> bool:
     return int(info.attrs.axis) % _ndim(info, 0) == 1 and info.attrs.size % 2 == 1 \
         and _ndim(info, 0) >= 3 and _float_args(info)
 
 
-def _lrn(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _lrn(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     a = info.attrs
     return g.node("LRN", ins, size=int(a.size), alpha=float(a.alpha), beta=float(a.beta),
                   bias=float(a.bias))
 
 
-def _dropout(g: OnnxGraph, info: OpCall, ins: list[Value]) -> Value:
+def _dropout(g: OnnxGraph, info: CallInfo, ins: list[Value]) -> Value:
     return (g.node("Identity", ins),
             g.node("Expand", [g.const(1, _t(info, 0).dtype), g.ints(_shape(info, 0))]))
 

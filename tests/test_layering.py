@@ -95,11 +95,13 @@ LAYERS: dict[str, Layer] = {
     # The ONNX converter needs only ops and ir (and diagnostics for its errors) ...
     "frontend": Layer(8, ("relay_ref.frontend",),
                       only=frozenset({"ops", "ir", "diagnostics", "frontend.export"})),
-    # The exporter (Relay -> ONNX, to_onnx) type-checks a module it is given without types.
+    # The exporter (Relay -> ONNX, to_onnx) type-checks a module it is given without types,
+    # and checks params by the interpreter's argument rule (as BindParams does).
     "frontend.export": Layer(8, ("relay_ref.frontend.onnx.export",
                                  "relay_ref.frontend.onnx.export_graph",
                                  "relay_ref.frontend.onnx.export_ops"),
-                             only=frozenset({"ops", "ir", "diagnostics", "typecheck"})),
+                             only=frozenset({"ops", "ir", "diagnostics", "typecheck",
+                                             "interpreter"})),
     # ... while its onnx.backend.base.Backend runs the executor (and the conformance sweep
     # of ONNX's node tests runs the backend).
     "frontend.backend": Layer(8, ("relay_ref.frontend.onnx.backend",

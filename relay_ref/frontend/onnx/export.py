@@ -55,7 +55,7 @@ from relay_ref.ir.expr import (
     children,
 )
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.type_text import shape_to_text, type_to_text
+from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ir.visitor import post_order
 
@@ -138,11 +138,13 @@ def to_onnx(mod_or_func: IRModule | Function, params: Mapping[str, Any] | None =
 
 def _check_params(func: Function, types: Mapping[Expr, Type], params: dict[Any, Any],
                   entry: str) -> dict[str, np.ndarray]:
-    """``params`` as arrays of their parameters' types, as ``BindParams`` checks them (its
-    messages; ``relay_ref.passes.bind_params``, a layer the exporter may not import): a key
-    that names no parameter, or a value that is no tensor of the parameter's shape and
-    dtype (NumPy values exactly; Python numbers and lists converted, not narrowed from
-    float to integer), is an ``ExportError`` located at the function or the parameter."""
+    """``params`` as arrays of their parameters' types, checked as ``BindParams`` checks
+    them, by the argument rule (``relay_ref.interpreter.args.convert_argument``, spec A-*;
+    its messages): a key that names no parameter, a non-tensor parameter, or a value that
+    does not fit its parameter is an ``ExportError`` located at the function or the
+    parameter."""
+    from relay_ref.interpreter.args import ArgumentError, convert_argument
+
     by_name = {p.name_hint: p for p in func.params}
     for key in params:
         if not isinstance(key, str) or key not in by_name:
@@ -156,39 +158,13 @@ def _check_params(func: Function, types: Mapping[Expr, Type], params: dict[Any, 
         if not isinstance(t, TensorType):
             raise ExportError(f"params[{key!r}]: only tensor parameters can be bound",
                               var.span)
-        problem = _misfit(value, t)
-        if isinstance(problem, str):
-            raise ExportError(f"params[{key!r}] does not fit %{key}: expected a tensor of "
-                              f"type {type_to_text(t)}, got {problem}", var.span)
-        out[key] = problem
+        try:
+            array = convert_argument(value, t)
+        except ArgumentError as err:
+            raise ExportError(f"params[{key!r}] does not fit %{key}: {err.message}",
+                              var.span) from None
+        out[key] = np.array(array, copy=True)  # the caller may reuse its buffer
     return out
-
-
-def _misfit(value: Any, t: TensorType) -> np.ndarray | str:
-    """``value`` as an array of type ``t``, or what it is when it is none."""
-    shape, dtype = tuple(int(d) for d in t.shape), np.dtype(t.dtype)
-    if isinstance(value, np.ndarray | np.generic):
-        array = np.asarray(value)
-        if array.shape == shape and array.dtype == dtype:
-            return np.array(array, copy=True)
-        return (f"a tensor of shape {shape_to_text(array.shape)} and dtype {array.dtype} "
-                f"(no implicit casts)")
-    if not isinstance(value, bool | int | float | list):
-        return f"a Python {type(value).__name__}"
-    try:
-        array = np.asarray(value)
-    except ValueError:  # a ragged list
-        return "a ragged list"
-    kind = {"b": 0, "i": 1, "u": 1, "f": 2}.get(array.dtype.kind)
-    want = {"b": 0, "i": 1, "u": 1, "f": 2}.get(dtype.kind, 3)
-    fits = kind is not None and (kind == want or (kind == 1 and want == 2))
-    if fits and array.shape == shape:
-        return array.astype(dtype)
-    if not isinstance(value, list):
-        return f"the scalar the {type(value).__name__} {value!r}"
-    if not fits:
-        return f"a list of {array.dtype} values"
-    return f"a list of shape {shape_to_text(array.shape)}"
 
 
 def _entry(mod_or_func: Any, entry: str, types: Mapping[Expr, Type] | None

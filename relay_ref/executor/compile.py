@@ -272,22 +272,10 @@ def _run_passes(mod: IRModule, entry: str, params: Mapping[str, Any] | None,
     from relay_ref.passes.bind_params import BindParams
 
     bind = BindParams(dict(params or {}), entry, label="compile: params")
-    if not externs and not _has_regions_or_composites(mod):
-        return Pipeline((bind, *pipeline.selected()), label="compile")(mod), {}, ()
     bound = Pipeline((bind,), label="compile")(mod)
+    # a module without regions or composites comes back as it is
     prepared, built, regions = prepare_externs(bound, externs)
     return Pipeline(pipeline.selected(), label="compile")(prepared), built, regions
-
-
-def _has_regions_or_composites(mod: IRModule) -> bool:
-    """Whether ``mod`` has a ``Compiler`` global or a ``Composite`` function literal."""
-    for func in mod.functions.values():
-        if func.attr("Compiler") is not None:
-            return True
-        if any(type(n) is Function and n.attr("Composite") is not None
-               for n in post_order(func.body)):
-            return True
-    return False
 
 
 def _may_recurse(mod: IRModule, entry: str) -> bool:

@@ -70,6 +70,7 @@ from relay_ref.ops import (
     qnn,
     reduce,
     scatter,
+    symbolic,
     tensor,
     transform,
     transform_layout,
@@ -79,7 +80,7 @@ from relay_ref.ops.registry import all_ops, attach
 
 #: the family modules: each registers its ops' core aspects (and declares their examples)
 FAMILIES = (algorithm, annotation, dyn, einsum, gradient_op, grid_sample, image, nn,
-            nn_blocked, nn_nd, nn_norm, qnn, reduce, scatter, tensor, transform,
+            nn_blocked, nn_nd, nn_norm, qnn, reduce, scatter, symbolic, tensor, transform,
             transform_layout, vision)
 
 for _family in FAMILIES:

@@ -34,6 +34,7 @@ from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, Un
 
 from relay_ref.diagnostics import ERROR, Diagnostic, Note, ParseError
 from relay_ref.ir import expr as E
+from relay_ref.ir import shape as SH
 from relay_ref.ir import types as T
 from relay_ref.ir.dtype import canonical_dtype
 from relay_ref.ir.module import IRModule, TypeData
@@ -1360,26 +1361,96 @@ class _Resolver:
 
     def _t_tensor_type(self, t: Tree) -> T.TensorType:
         _, shape_t, dtype_tok = t.children
-        dims: list[T.Dim] = []
-        if len(shape_t.children) == 2:  # "(" [dims] ")"
-            dim_toks = shape_t.children[1].children if shape_t.children[1] is not None else []
+        if isinstance(shape_t.children[0], Token) and shape_t.children[0].type == "LPAR":
+            dim_nodes = shape_t.children[1].children if shape_t.children[1] is not None else []
         else:
-            dim_toks = shape_t.children
-        for d in dim_toks:
-            if d.type == "QMARK":
+            dim_nodes = shape_t.children
+        dims: list[T.Dim] = []
+        for d in dim_nodes:
+            if isinstance(d, Token) and d.type == "QMARK":
                 dims.append(T.ANY)
-            elif d.type == "META":
+            elif isinstance(d, Token) and d.type == "META":
                 dims.append(self.meta_dim(d))
             else:
-                try:
-                    value, dtype = literal_value(str(d))
-                except ValueError as err:
-                    raise self.error(str(err), d) from None
-                if not dtype.startswith(("int", "uint")) or value < 0:
-                    raise self.error(f"a dimension must be a non-negative integer or '?', "
-                                     f"found {d}", d)
-                dims.append(int(value))
+                value = self.dim(d)
+                if isinstance(value, int) and value < 0:
+                    raise self.error(f"a dimension must be a non-negative integer, a shape "
+                                     f"expression or '?', found {value}", d)
+                dims.append(value)
         return T.TensorType(tuple(dims), self.dtype(dtype_tok), self.span(t))
+
+    def _t_tensor_ndim_type(self, t: Tree) -> T.TensorType:
+        """S-NDim: ``Tensor[ndim=2, float32]``, a tensor of known rank and unknown, unrelated
+        dimensions: the same type as ``Tensor[(?, ?), float32]``."""
+        _, key, num, dtype_tok = t.children
+        if str(key) != "ndim":
+            raise self.error(f"expected a shape or 'ndim=' in a tensor type, found "
+                             f"'{key}='", key)
+        try:
+            value, dtype = literal_value(str(num))
+        except ValueError as err:
+            raise self.error(str(err), num) from None
+        if not dtype.startswith(("int", "uint")) or value < 0:
+            raise self.error(f"ndim must be a non-negative integer, found {num}", num)
+        return T.TensorType((T.ANY,) * int(value), self.dtype(dtype_tok), self.span(t))
+
+    _DIM_CALLS = {"floordiv": SH.floordiv, "floormod": SH.floormod,
+                  "min": SH.dim_min, "max": SH.dim_max}
+
+    def dim(self, d: Tree | Token) -> SH.Dim:
+        """S-SymDim: a dimension expression to its canonical value (``int`` or ``SymDim``).
+        Iterative over the expression's binary tree (a long sum nests deeply)."""
+        out: dict[int, SH.Dim] = {}
+        stack: list[tuple[Tree | Token, bool]] = [(d, False)]
+        while stack:
+            node, done = stack.pop()
+            if isinstance(node, Token):
+                out[id(node)] = self._dim_leaf(node)
+                continue
+            kids = node.children[1:] if node.data == "dim_call" else node.children
+            if not done:
+                stack.append((node, True))
+                stack.extend((k, False) for k in kids)
+                continue
+            vals = [out[id(k)] for k in kids]
+            if node.data == "dim_add":
+                out[id(node)] = vals[0] + vals[1]
+            elif node.data == "dim_sub":
+                out[id(node)] = vals[0] - vals[1]
+            elif node.data == "dim_mul":
+                out[id(node)] = vals[0] * vals[1]
+            elif node.data == "dim_call":
+                name_tok = node.children[0]
+                fn = self._DIM_CALLS.get(str(name_tok))
+                if fn is None:
+                    hint = did_you_mean(str(name_tok), sorted(self._DIM_CALLS))
+                    raise self.error(f"unknown function '{name_tok}' in a dimension; a "
+                                     f"dimension may use floordiv, floormod, min and max{hint}",
+                                     name_tok)
+                try:
+                    out[id(node)] = fn(vals[0], vals[1])
+                except ZeroDivisionError:
+                    raise self.error(f"{name_tok} by zero in a dimension", name_tok) from None
+            else:  # a parenthesised expression keeps its one child
+                out[id(node)] = vals[0]
+        return out[id(d)]
+
+    def _dim_leaf(self, tok: Token) -> SH.Dim:
+        if tok.type == "NAME":
+            name = str(tok)
+            if not name.isidentifier():
+                raise self.error(f"a shape variable is a plain name, found '{name}'", tok)
+            return SH.sym(name)
+        if tok.type != "NUMBER":
+            raise self.error(f"unexpected {tok} in a dimension", tok)
+        try:
+            value, dtype = literal_value(str(tok))
+        except ValueError as err:
+            raise self.error(str(err), tok) from None
+        if not dtype.startswith(("int", "uint")):
+            raise self.error(f"a dimension must be a non-negative integer, a shape expression "
+                             f"or '?', found {tok}", tok)
+        return int(value)
 
     def dtype(self, tok: Token) -> str:
         """S-DType: the canonical name of a dtype token (``float`` -> ``float32``)."""

@@ -1,0 +1,446 @@
+"""Symbolic dimensions: integer expressions over shape variables (spec/typing.md 5.2, Shape-Sym).
+
+A ``SymDim`` is a polynomial with integer coefficients over *atoms*, kept in one canonical
+form, so that ``n * 4`` and ``4 * n``, ``2 * (n + 1)`` and ``2 * n + 2`` are the same value
+(structural ``==`` and ``hash``). Atoms are shape variables (``n``) and the operations that
+are not polynomial: ``floordiv``/``floormod`` by a non-constant (or a remainder that does not
+simplify) and ``min``/``max`` that cannot be decided; their arguments are canonical too.
+
+Invariants:
+
+* A ``SymDim`` is never constant: every operation that gives a constant returns an ``int``.
+  So ``isinstance(d, int)`` still means "known", and ``SymDim`` means "symbolic".
+* Terms are sorted, coefficients are non-zero, monomials are sorted ``(atom, power)`` pairs
+  with ``power >= 1``: equal polynomials have equal ``terms``.
+* Shape variables range over the non-negative integers (they are dimensions); provers use
+  that and any bounds the caller gives (``{"n": (1, 64)}``), never anything else.
+* A question that cannot be decided is never answered ``False``: ``bool(d)``, ``int(d)``,
+  ``d < e`` and friends raise ``UndecidableDim`` unless the answer is provable;
+  ``prove_equal``/``prove_le`` answer ``True``, ``False`` or ``None`` (unknown).
+* ``floordiv``/``floormod`` are floor division and the matching remainder (Python's ``//`` and
+  ``%``), as TVM's ``floordiv``/``floormod``; by a constant ``c > 0`` they simplify exactly:
+  ``floordiv(c*q + r, c) = q + floordiv(r, c)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import inf
+
+#: ``(lower, upper)`` bounds of shape variables; absent means ``(0, inf)``.
+Bounds = Mapping[str, tuple[float, float]]
+
+
+class UndecidableDim(TypeError):
+    """A comparison or conversion of a symbolic dimension that cannot be decided statically
+    (``bool(n > 2)``, ``int(n)``). Callers that can degrade (``dim_map``) catch it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Atom:
+    """A shape variable (``op == "var"``, ``args == (name,)``) or an opaque operation
+    (``floordiv``, ``floormod``, ``min``, ``max``) over canonical dimensions."""
+
+    op: str
+    args: tuple
+
+    def text(self) -> str:
+        if self.op == "var":
+            return self.args[0]
+        return f"{self.op}({', '.join(dim_to_text(a) for a in self.args)})"
+
+    def key(self) -> tuple:
+        # variables before operations, then by text: a total, deterministic order
+        return (0 if self.op == "var" else 1, self.text())
+
+
+Monomial = tuple[tuple[Atom, int], ...]
+
+
+def _mono_key(m: Monomial) -> tuple:
+    return (-sum(p for _, p in m), tuple((a.key(), -p) for a, p in m))
+
+
+def _mono_mul(a: Monomial, b: Monomial) -> Monomial:
+    powers: dict[Atom, int] = dict(a)
+    for atom, p in b:
+        powers[atom] = powers.get(atom, 0) + p
+    return tuple(sorted(powers.items(), key=lambda ap: ap[0].key()))
+
+
+@dataclass(frozen=True, slots=True)
+class SymDim:
+    """A non-constant symbolic dimension in canonical form: ``terms`` pairs each monomial
+    (``()`` is the constant term) with its non-zero integer coefficient, sorted."""
+
+    terms: tuple[tuple[Monomial, int], ...]
+
+    # ---- construction -------------------------------------------------------------------
+
+    @staticmethod
+    def var(name: str) -> SymDim:
+        return SymDim((((((Atom("var", (name,)), 1),)), 1),))
+
+    @staticmethod
+    def _from(poly: dict[Monomial, int]) -> Dim:
+        terms = tuple(sorted(((m, c) for m, c in poly.items() if c), key=lambda mc: _mono_key(mc[0])))
+        if not terms:
+            return 0
+        if len(terms) == 1 and terms[0][0] == ():
+            return terms[0][1]
+        return SymDim(terms)
+
+    def _poly(self) -> dict[Monomial, int]:
+        return dict(self.terms)
+
+    # ---- arithmetic (Python operators; ints mix in) -------------------------------------
+
+    def __add__(self, other: object) -> Dim:
+        return add(self, other) if _is_dim(other) else NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> Dim:
+        return add(self, mul(-1, other)) if _is_dim(other) else NotImplemented
+
+    def __rsub__(self, other: object) -> Dim:
+        return add(other, mul(-1, self)) if _is_dim(other) else NotImplemented
+
+    def __neg__(self) -> Dim:
+        return mul(-1, self)
+
+    def __mul__(self, other: object) -> Dim:
+        return mul(self, other) if _is_dim(other) else NotImplemented
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: object) -> Dim:
+        return floordiv(self, other) if _is_dim(other) else NotImplemented
+
+    def __rfloordiv__(self, other: object) -> Dim:
+        return floordiv(other, self) if _is_dim(other) else NotImplemented
+
+    def __mod__(self, other: object) -> Dim:
+        return floormod(self, other) if _is_dim(other) else NotImplemented
+
+    def __rmod__(self, other: object) -> Dim:
+        return floormod(other, self) if _is_dim(other) else NotImplemented
+
+    # ---- questions that must not be answered silently -----------------------------------
+
+    def __bool__(self) -> bool:
+        raise UndecidableDim(f"the truth value of the dimension {self} is not known statically")
+
+    def __int__(self) -> int:
+        raise UndecidableDim(f"the dimension {self} has no value until run time")
+
+    __index__ = __int__
+
+    def __lt__(self, other: object) -> bool:
+        return _decide(prove_lt(self, other), self, "<", other)
+
+    def __le__(self, other: object) -> bool:
+        return _decide(prove_le(self, other), self, "<=", other)
+
+    def __gt__(self, other: object) -> bool:
+        return _decide(prove_lt(other, self), self, ">", other)
+
+    def __ge__(self, other: object) -> bool:
+        return _decide(prove_le(other, self), self, ">=", other)
+
+    def __str__(self) -> str:
+        return dim_to_text(self)
+
+    __repr__ = __str__
+
+
+Dim = int | SymDim
+
+
+def _is_dim(x: object) -> bool:
+    return isinstance(x, (int, SymDim)) and not isinstance(x, bool)
+
+
+def _decide(answer: bool | None, a: object, op: str, b: object) -> bool:
+    if answer is None:
+        raise UndecidableDim(f"cannot decide {a} {op} {b} statically")
+    return answer
+
+
+def _poly_of(d: object) -> dict[Monomial, int]:
+    if isinstance(d, SymDim):
+        return d._poly()
+    if isinstance(d, int):
+        return {(): d} if d else {}
+    raise TypeError(f"not a dimension: {d!r}")
+
+
+def sym(name: str) -> SymDim:
+    """The shape variable ``name``."""
+    return SymDim.var(name)
+
+
+def add(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    out = _poly_of(a)
+    for m, c in _poly_of(b).items():
+        out[m] = out.get(m, 0) + c
+    return SymDim._from(out)
+
+
+def mul(a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return a * b
+    out: dict[Monomial, int] = {}
+    for ma, ca in _poly_of(a).items():
+        for mb, cb in _poly_of(b).items():
+            m = _mono_mul(ma, mb)
+            out[m] = out.get(m, 0) + ca * cb
+    return SymDim._from(out)
+
+
+def _split(p: dict[Monomial, int], c: int) -> tuple[dict[Monomial, int], dict[Monomial, int]]:
+    """``p = c * q + r`` with every coefficient of ``r`` in ``[0, c)``."""
+    q = {m: k // c for m, k in p.items()}
+    r = {m: k % c for m, k in p.items()}
+    return q, r
+
+
+def floordiv(a: Dim, b: Dim) -> Dim:
+    """Floor division (TVM's ``floordiv``); by zero raises ``ZeroDivisionError``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    if b == 0:
+        raise ZeroDivisionError("dimension divided by zero")
+    if isinstance(b, int) and b > 0:
+        q, r = _split(_poly_of(a), b)
+        rem = SymDim._from(r)
+        lo, hi = bounds_of(rem)
+        if isinstance(rem, int):
+            tail: Dim = rem // b
+        elif lo >= 0 and hi < b:
+            tail = 0
+        else:
+            tail = SymDim((((((Atom("floordiv", (rem, b)), 1),)), 1),))
+        return add(SymDim._from(q), tail)
+    if isinstance(b, int) and b < 0:
+        return floordiv(mul(-1, a), -b)  # floor(a / b) == floor(-a / -b)
+    if a == b and prove_le(1, b):
+        return 1
+    return SymDim((((((Atom("floordiv", (a, b)), 1),)), 1),))
+
+
+def floormod(a: Dim, b: Dim) -> Dim:
+    """The remainder of floor division (TVM's ``floormod``): ``a - b * floordiv(a, b)``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a % b
+    if b == 0:
+        raise ZeroDivisionError("dimension divided by zero")
+    if isinstance(b, int) and b > 0:
+        _, r = _split(_poly_of(a), b)
+        rem = SymDim._from(r)
+        lo, hi = bounds_of(rem)
+        if isinstance(rem, int):
+            return rem % b
+        if lo >= 0 and hi < b:
+            return rem
+        return SymDim((((((Atom("floormod", (rem, b)), 1),)), 1),))
+    if a == b:
+        return 0
+    return SymDim((((((Atom("floormod", (a, b)), 1),)), 1),))
+
+
+def _minmax(op: str, a: Dim, b: Dim) -> Dim:
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b) if op == "min" else max(a, b)
+    le = prove_le(a, b)
+    if le is not None:
+        return (a if le else b) if op == "min" else (b if le else a)
+    x, y = sorted((a, b), key=dim_to_text)  # commutative: one order
+    return SymDim((((((Atom(op, (x, y)), 1),)), 1),))
+
+
+def dim_min(a: Dim, b: Dim) -> Dim:
+    return _minmax("min", a, b)
+
+
+def dim_max(a: Dim, b: Dim) -> Dim:
+    return _minmax("max", a, b)
+
+
+# ---- bounds and proofs --------------------------------------------------------------------
+
+
+def _imul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    prods = [x * y for x in a for y in b if not ((x == 0 and abs(y) == inf) or (y == 0 and abs(x) == inf))]
+    if not prods:
+        return (0, 0)
+    return (min(prods), max(prods))
+
+
+def _atom_bounds(atom: Atom, bounds: Bounds | None) -> tuple[float, float]:
+    if atom.op == "var":
+        return (bounds or {}).get(atom.args[0], (0, inf))
+    a, b = atom.args
+    la, ha = bounds_of(a, bounds)
+    lb, hb = bounds_of(b, bounds)
+    if atom.op == "min":
+        return (min(la, lb), min(ha, hb))
+    if atom.op == "max":
+        return (max(la, lb), max(ha, hb))
+    if lb <= 0:
+        return (-inf, inf)
+    if atom.op == "floormod":
+        return (0, hb - 1)
+    # floordiv by a positive divisor in [lb, hb]
+    cands = [x / y for x in (la, ha) for y in (lb, hb) if abs(x) != inf or abs(y) != inf]
+    lo = min(cands) if la != -inf else -inf
+    hi = max(cands) if ha != inf else inf
+    return (lo if lo == -inf else int(lo // 1), hi if hi == inf else int(hi // 1))
+
+
+def bounds_of(d: Dim, bounds: Bounds | None = None) -> tuple[float, float]:
+    """An interval ``(lo, hi)`` containing every value of ``d`` (interval arithmetic; shape
+    variables in ``[0, inf)`` unless ``bounds`` says otherwise)."""
+    if isinstance(d, int):
+        return (d, d)
+    lo_total, hi_total = 0.0, 0.0
+    for mono, coeff in d.terms:
+        iv: tuple[float, float] = (coeff, coeff)
+        for atom, p in mono:
+            ab = _atom_bounds(atom, bounds)
+            for _ in range(p):
+                iv = _imul(iv, ab)
+        lo_total += iv[0]
+        hi_total += iv[1]
+    return (lo_total, hi_total)
+
+
+def prove_le(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
+    """``True`` if ``a <= b`` for every value of the variables (within ``bounds``), ``False``
+    if ``a > b`` for every value, ``None`` when neither is provable."""
+    lo, hi = bounds_of(add(b, mul(-1, a)), bounds)
+    if lo >= 0:
+        return True
+    if hi < 0:
+        return False
+    return None
+
+
+def prove_lt(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
+    return prove_le(add(a, 1), b, bounds)
+
+
+def prove_equal(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
+    """``True`` if ``a`` and ``b`` are the same expression (canonically equal), ``False`` if
+    they provably differ for every value, ``None`` when it depends on the variables."""
+    if a == b:
+        return True
+    diff = add(a, mul(-1, b))
+    if isinstance(diff, int):
+        return diff == 0
+    lo, hi = bounds_of(diff, bounds)
+    if lo > 0 or hi < 0:
+        return False
+    return None
+
+
+# ---- variables, substitution, evaluation --------------------------------------------------
+
+
+def dim_vars(d: object) -> frozenset[str]:
+    """The shape variables ``d`` mentions (empty for an ``int`` or ``?``)."""
+    if not isinstance(d, SymDim):
+        return frozenset()
+    out: set[str] = set()
+    for mono, _ in d.terms:
+        for atom, _ in mono:
+            if atom.op == "var":
+                out.add(atom.args[0])
+            else:
+                for arg in atom.args:
+                    out |= dim_vars(arg)
+    return frozenset(out)
+
+
+def var_name(d: object) -> str | None:
+    """The variable's name if ``d`` is a bare shape variable (``n``), else ``None``."""
+    if isinstance(d, SymDim) and len(d.terms) == 1:
+        mono, coeff = d.terms[0]
+        if coeff == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].op == "var":
+            return mono[0][0].args[0]
+    return None
+
+
+_OPS = {"floordiv": floordiv, "floormod": floormod, "min": dim_min, "max": dim_max}
+
+
+def substitute_dim(d: object, mapping: Mapping[str, object]) -> object:
+    """``d`` with each variable in ``mapping`` replaced by its value (a ``Dim``, or any
+    non-dimension such as ``?``, which then makes the whole result that value). Canonical."""
+    if not isinstance(d, SymDim):
+        return d
+    total: Dim = 0
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom, p in mono:
+            if atom.op == "var":
+                val = mapping.get(atom.args[0], SymDim.var(atom.args[0]))
+            else:
+                args = [substitute_dim(a, mapping) for a in atom.args]
+                bad = next((a for a in args if not _is_dim(a)), None)
+                val = bad if bad is not None else _OPS[atom.op](*args)
+            if not _is_dim(val):
+                return val
+            for _ in range(p):
+                term = mul(term, val)
+        total = add(total, term)
+    return total
+
+
+def eval_dim(d: object, env: Mapping[str, int]) -> int:
+    """The value of ``d`` when every variable has a value in ``env``; ``KeyError`` names the
+    first variable without one."""
+    if isinstance(d, int):
+        return d
+    missing = sorted(dim_vars(d) - env.keys())
+    if missing:
+        raise KeyError(missing[0])
+    out = substitute_dim(d, env)
+    assert isinstance(out, int)
+    return out
+
+
+# ---- text ---------------------------------------------------------------------------------
+
+
+def _mono_text(mono: Monomial, coeff: int) -> str:
+    parts = [atom.text() for atom, p in mono for _ in range(p)]
+    if coeff != 1:
+        parts.append(str(coeff))
+    return " * ".join(parts)
+
+
+def dim_to_text(d: object) -> str:
+    """A dimension as the text format writes it: ``n * 4 + 2``, ``n - 1``, ``floordiv(n, 2)``
+    (positive terms first, highest degree first, constant last; re-parses to the same
+    canonical value)."""
+    if not isinstance(d, SymDim):
+        return str(d)
+    pos = [(m, c) for m, c in d.terms if c > 0 and m != ()]
+    neg = [(m, -c) for m, c in d.terms if c < 0 and m != ()]
+    const = dict(d.terms).get((), 0)
+    text = " + ".join(_mono_text(m, c) for m, c in pos) if pos else ""
+    if const > 0 and text:
+        text += f" + {const}"
+    elif const > 0:
+        text = str(const)
+    if not text:
+        text = "0"
+    for m, c in neg:
+        text += f" - {_mono_text(m, c)}"
+    if const < 0:
+        text += f" - {-const}"
+    return text

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import is_any, shape_text
+from relay_ref.ir.shape import dims_compatible, is_any, shape_text
 from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import NOT_YET, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
@@ -85,7 +85,7 @@ def _reduce_rel(op: str, out_dtype: str | None = None, num_inputs: int = 1
                                     f"{mean.dtype} (mean)")
             both = broadcast_shapes(op, data.shape, mean.shape)
             if len(both) != data.ndim or any(
-                    not is_any(d) and not is_any(b) and d != b
+                    not dims_compatible(d, b)
                     for d, b in zip(data.shape, both, strict=True)):
                 raise RelationError(f"{op}: mean of shape {shape_text(mean.shape)} does "
                                     f"not broadcast to data's shape {shape_text(data.shape)}")
@@ -251,7 +251,7 @@ def _collapse_check(op: str, data: TensorType, target: tuple, dtype: str) -> Non
                             f"rank of {shape_text(target)}")
     out = broadcast_shapes(op, data.shape, target)
     for d, o in zip(data.shape, out, strict=True):
-        if not (is_any(d) or is_any(o)) and d != o:
+        if not (is_any(d) or is_any(o)) and not dims_compatible(d, o):
             raise RelationError(f"{op}: {shape_text(data.shape)} does not broadcast from "
                                 f"{shape_text(target)}")
 

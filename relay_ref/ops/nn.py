@@ -1187,7 +1187,7 @@ def _pad_rel(arg_types: list[Type], attrs: PadAttrs) -> object:
     for d, (before, after) in zip(data.shape, attrs.pad_width, strict=True):
         if before < 0 or after < 0:
             raise RelationError(f"{op}: negative padding ({before}, {after})")
-        if attrs.pad_mode == "reflect" and not is_any(d) and (before >= d or after >= d):
+        if attrs.pad_mode == "reflect" and True in (dim_le(d, before), dim_le(d, after)):
             raise RelationError(f"{op}: reflect padding ({before}, {after}) must be smaller "
                                 f"than the dimension {d}")
         if attrs.pad_mode == "edge" and d == 0 and (before or after):

@@ -300,7 +300,7 @@ def _collapse_sum_to_rel(arg_types: list[Type], attrs: InitOpAttrs) -> object:
     if shape.ndim != 1 or not is_int(shape.dtype):
         raise RelationError(f"{op}: shape must be a 1-d integer tensor, found "
                             f"{shape.dtype}{shape_text(shape.shape)}")
-    if is_any(shape.shape[0]):
+    if not isinstance(shape.shape[0], int):  # ? or a shape expression
         raise RelationError(f"{op}: the shape argument must have a static length")
     rank = shape.shape[0]
     if attrs.shape is not None and len(attrs.shape) != rank:

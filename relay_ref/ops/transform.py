@@ -25,6 +25,7 @@ from relay_ref.ir.shape import (
     dims_compatible,
     floordiv,
     is_any,
+    is_symbolic,
     prove_le,
     shape_prod,
     shape_text,
@@ -672,21 +673,26 @@ _INT64_MAX = 2**63 - 1
 
 def _dmin(a: object, b: object) -> object:
     """``min`` of two dimensions (ints or expressions, never ``?``): decided when provable
-    with every shape variable in the int64 range, else an opaque ``min`` (Shape-Rel)."""
+    (either way round) with every shape variable in the int64 range, else an opaque ``min``
+    (Shape-Rel)."""
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    le = prove_le(a, b, _int64_bounds(a, b))  # type: ignore[arg-type]
-    if le is not None:
-        return a if le else b
+    bounds = _int64_bounds(a, b)
+    if prove_le(a, b, bounds) is True:  # type: ignore[arg-type]
+        return a
+    if prove_le(b, a, bounds) is True:  # type: ignore[arg-type]
+        return b
     return dim_min(a, b)  # type: ignore[arg-type]
 
 
 def _dmax(a: object, b: object) -> object:
     if isinstance(a, int) and isinstance(b, int):
         return max(a, b)
-    le = prove_le(a, b, _int64_bounds(a, b))  # type: ignore[arg-type]
-    if le is not None:
-        return b if le else a
+    bounds = _int64_bounds(a, b)
+    if prove_le(a, b, bounds) is True:  # type: ignore[arg-type]
+        return b
+    if prove_le(b, a, bounds) is True:  # type: ignore[arg-type]
+        return a
     return dim_max(a, b)  # type: ignore[arg-type]
 
 
@@ -737,8 +743,30 @@ def _slices(op: str, shape: tuple, attrs: StridedSliceAttrs) -> list[tuple]:
             ee = _dmin(_dmax(ee, lo), hi)
         span = -floordiv(ee - bb, -stride) if stride > 0 else -floordiv(bb - ee, stride)
         n = _dmax(0, span)
+        if is_symbolic(d) and stride > 0 and attrs.slice_mode == "end":
+            n = floordiv(_unit_len(d, b, e_raw) + stride - 1, stride)  # simpler, same value
         out[ax] = (bb, ee, stride, n)
     return out
+
+
+def _unit_len(d: object, b: int, e: int | None) -> object:
+    """The length of ``[b:e]`` (stride 1, NumPy's clamping) of a symbolic dimension ``d``,
+    in closed form: the generic ``max(0, min(e, d) - min(b, d))`` is the same value, but
+    interval proofs lose the link between the two ``d``; these forms keep it (each was
+    derived case by case on the signs of ``b`` and ``e``, and the property tests substitute
+    values to check them)."""
+    to_end = e is None or e >= _INT64_MAX
+    if b >= 0:
+        if to_end:
+            return _dmax(d - b, 0)  # type: ignore[operator]
+        if e >= 0:
+            return 0 if e <= b else _dmin(e - b, _dmax(d - b, 0))  # type: ignore[operator]
+        return _dmax(d + e - b, 0)  # type: ignore[operator]
+    if to_end:
+        return _dmin(-b, d)
+    if e >= 0:
+        return _dmax(0, _dmin(_dmin(e - b - d, -b), _dmin(e, d)))  # type: ignore[operator]
+    return _dmax(0, _dmin(e - b, d + e))  # type: ignore[operator]
 
 
 def _strided_slice_rel(arg_types: list[Type], attrs: StridedSliceAttrs) -> object:
@@ -805,7 +833,7 @@ def _gather_nd_rel(arg_types: list[Type], attrs: GatherNDAttrs) -> object:
             raise RelationError(f"{op}: index_rank={attrs.index_rank} but indices' first "
                                 f"dimension is {m}")
         m = attrs.index_rank
-    if is_any(m):
+    if not isinstance(m, int):  # ? or a shape expression: the rank must be known
         raise RelationError(f"{op}: indices' first dimension is unknown; give index_rank")
     b = attrs.batch_dims
     if m + b > data.ndim:

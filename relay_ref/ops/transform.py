@@ -16,6 +16,7 @@ import numpy as np
 
 from relay_ref.ir.shape import (
     dim_divisible,
+    dim_eq,
     dim_known_or_sym,
     dim_lt,
     dim_map,
@@ -302,6 +303,11 @@ class SqueezeAttrs:
 
 def _squeeze_shape(op: str, shape: tuple, axis: tuple[int, ...] | None) -> tuple:
     if axis is None:
+        for i, d in enumerate(shape):
+            # Shape-Rel (as TVM's SqueezeRel for non-constant dims): whether an expression
+            # is squeezed depends on its value, so it must provably differ from 1
+            if is_symbolic(d) and dim_eq(d, 1) is not False:
+                raise RelationError(f"{op}: axis must be given: dimension {i} ({d}) may be 1")
         return tuple(d for d in shape if d != 1)
     drop = {normalize_axis(op, a, len(shape)) for a in axis}
     for k in drop:

@@ -191,7 +191,11 @@ def _infer(params: str, body: str) -> object:
 @pytest.mark.parametrize(("params", "body", "want"), FAMILIES,
                          ids=[f"{i}-{c[1].split('(')[0]}" for i, c in enumerate(FAMILIES)])
 def test_family_result_type(params: str, body: str, want: str) -> None:
-    assert type_to_text(_infer(params, body)) == want
+    got = _infer(params, body)
+    assert type_to_text(got) == want
+    # the printed type parses back to the same (canonical) type
+    reparsed = rr.parse(f"def @f(%r: {want}) {{ %r }}").functions["f"].params[0].type_annotation
+    assert reparsed == got
 
 
 def test_equal_expressions_are_one_type() -> None:

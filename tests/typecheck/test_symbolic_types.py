@@ -574,3 +574,26 @@ def test_malformed_constructs_are_located_errors(call: Call) -> None:
     ds = diags(module(Function((x,), call)))
     assert ds and all(d.span is not None and (d.span.line, d.span.column) == (2, 2)
                       for d in ds), [d.message for d in ds]
+
+
+def test_match_cast_in_a_branch_binds_in_that_branch_only() -> None:
+    x = Var("x", TensorType((ANY,), "int64"))
+    u, v = Var("u"), Var("v", TensorType((K,), "int64"), span=at(9, 9))
+    then = Let(u, match_cast(x, TensorType((K,), "int64")), u)
+    body = Let(v, If(Constant(np.array(True)), then, x), v)
+    msg, line, col = one(module(Function((x,), body)), "T-ShapeScope")
+    assert "shape variable k" in msg and (line, col) == (9, 9)
+
+
+def test_a_global_used_as_a_value_has_its_own_variables_unknown() -> None:
+    text = """def @f(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] {
+  concatenate((%x, %x))
+}
+def @main(%a: Tensor[(3), float32]) {
+  let %g = @f;
+  %g(%a)
+}"""
+    mod = check(text)
+    g = mod.functions["main"].body.var
+    assert rr.astext(mod.type_of(g)) == "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"

@@ -597,3 +597,17 @@ def @main(%a: Tensor[(3), float32]) {
     g = mod.functions["main"].body.var
     assert rr.astext(mod.type_of(g)) == "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
     assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_a_returned_closure_gets_the_deduced_values() -> None:
+    text = """def @mk(%x: Tensor[(n), float32]) {
+  fn (%y: Tensor[(n), float32]) { add(%x, %y) }
+}
+def @main(%a: Tensor[(5), float32]) {
+  let %g = @mk(%a);
+  %g(%a)
+}"""
+    mod = check(text)
+    g = mod.functions["main"].body.var
+    assert rr.astext(mod.type_of(g)) == "fn (Tensor[(5), float32]) -> Tensor[(5), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(5), float32]"

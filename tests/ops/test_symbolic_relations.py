@@ -183,8 +183,23 @@ FAMILIES: list[tuple[str, str, str]] = [
 ]
 
 
+_DIM_FUNCS = {"floordiv", "floormod", "min", "max"}
+
+
+def _binders(text: str) -> str:
+    """Parameters binding each shape variable ``text``'s tensor types mention, alone as a
+    dimension (T-ShapeScope: a variable used only inside expressions such as ``n * 2``
+    must be bound by some parameter)."""
+    names: list[str] = []
+    for dims in re.findall(r"Tensor\[\(([^\]]*)\)", text):
+        for name in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", dims):
+            if name not in _DIM_FUNCS and name not in names:
+                names.append(name)
+    return "".join(f"%_{n}: Tensor[({n}), float32], " for n in names)
+
+
 def _infer(params: str, body: str) -> object:
-    mod = rr.infer_types(rr.parse(f"def @main({params}) {{ {body} }}"))
+    mod = rr.infer_types(rr.parse(f"def @main({_binders(params)}{params}) {{ {body} }}"))
     return mod.global_types["main"].ret_type
 
 

@@ -403,3 +403,18 @@ def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
     assert SHAPE_ENV not in frame
     assert all(not info.shape_checks and info.shape_ret is None
                for info in interp.fn_info.values())
+
+
+def test_a_partly_bound_cast_dimension_is_not_checked() -> None:
+    """``n + m`` with only ``n`` bound is ``?`` at run time (not ``3 + m``, which no extent
+    below 3 could match): what the environment does not determine is skipped."""
+    from relay_ref.interpreter.shapes import resolve_type
+
+    ty = parse_type("(Tensor[(n + m, 2, n), float32], Tensor[(?), float32])")
+    assert resolve_type(ty, {"n": 3}) == parse_type(
+        "(Tensor[(?, 2, 3), float32], Tensor[(?), float32])")
+    plain = parse_type("Tensor[(3, ?), float32]")
+    assert resolve_type(plain, {"n": 3}) is plain
+    cast = Cast("T-Let", parse_type("Tensor[(?), float32]"), parse_type("Tensor[(n + m), float32]"),
+                "the value of %v", None)
+    assert cast_value(ones(2), cast, IRModule({}), shape_env={"n": 3}) is not None

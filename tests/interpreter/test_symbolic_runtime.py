@@ -240,7 +240,7 @@ def test_match_cast_binds_new_variables_for_what_follows() -> None:
     """``k`` bound by match_cast fixes the shape of a packed call's output and is checked by
     a later annotation and by the function's return type."""
     src = """
-def @main(%y: Tensor[(?), float32]) -> Tensor[(k * 2), float32] {
+def @main(%y: Tensor[(?), float32]) -> Tensor[(?), float32] {
   let %u = match_cast(%y);
   let %d: Tensor[(k * 2), float32] = call_dps_packed((%u,));
   %d

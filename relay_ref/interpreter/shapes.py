@@ -28,7 +28,7 @@ from relay_ref.ir.shape import ANY, ShapeBindError, bind_shape, is_symbolic
 from relay_ref.ir.symdim import dim_vars, eval_dim
 from relay_ref.ir.types import TensorType, TupleType, Type
 
-__all__ = ["SHAPE_ENV", "bind_params", "check_result", "resolve_type",
+__all__ = ["SHAPE_ENV", "bind_params", "bound_text", "check_result", "resolve_type",
            "type_mentions_shape_vars"]
 
 #: The frame key of an activation's shape environment (``dict[str, int]``). A ``Var``, so
@@ -97,6 +97,21 @@ def check_result(ty: Type, value: object, env: Mapping[str, int]) -> str | None:
         except ShapeBindError as err:
             return f"{what}: {err}"
     return None
+
+
+def bound_text(ty: Type, env: Mapping[str, int]) -> str:
+    """``n = 3, m = 2``: the shape variables of ``ty``'s tensors (through tuple fields)
+    that ``env`` binds, sorted, for messages; empty when none."""
+    names: set[str] = set()
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if type(t) is TensorType:
+            for d in t.shape:
+                names |= dim_vars(d)
+        elif type(t) is TupleType:
+            stack.extend(t.fields)
+    return ", ".join(f"{n} = {env[n]}" for n in sorted(names) if n in env)
 
 
 def resolve_type(ty: Type, env: Mapping[str, int]) -> Type:

@@ -346,8 +346,10 @@ def test_casts_check_bound_variables_and_skip_unbound_ones() -> None:
     assert cast_value(value, cast, mod, shape_env={"n": 3, "m": 2}) is value
     from relay_ref.interpreter.stuck import Stuck
 
-    with pytest.raises(Stuck, match="cast failed"):
+    with pytest.raises(Stuck, match="cast failed") as info:
         cast_value(value, cast, mod, shape_env={"n": 4})
+    assert "expected a tensor of type Tensor[(8, ?), float32]" in info.value.message
+    assert "gave it type Tensor[(n * 2, m), float32] (with n = 4)" in info.value.notes[0].message
     with pytest.raises(Stuck, match="cast failed"):
         cast_value(value, cast, mod, shape_env={"n": 3, "m": 5})
 

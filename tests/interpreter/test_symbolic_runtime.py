@@ -243,6 +243,38 @@ def @main(%y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), flo
     assert run(mod, ones(2), ones(5)).shape == (5,)
 
 
+def test_the_variables_a_branch_binds_are_its_own() -> None:
+    """A match_cast inside an ``if`` branch or a ``match`` clause binds for that branch only
+    (as the checker scopes it): the later match_cast binds ``k`` afresh, whichever branch
+    ran, and the one before the ``if`` stays bound after it."""
+    src = """
+def @main(%c: bool, %y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), float32] {
+  let %w = match_cast(%y, Tensor[(j), float32]);
+  let %a = if (%c) {
+    let %u = match_cast(%y, Tensor[(k), float32]);
+    sum(%u)
+  } else {
+    sum(%y)
+  };
+  let %b = match (%c) {
+    _ => { let %t = match_cast(%y, Tensor[(m), float32]); sum(%t) },
+  };
+  let %v = match_cast(%z, Tensor[(k), float32]);
+  let %q = match_cast(%z, Tensor[(m), float32]);
+  let %again = match_cast(%y, Tensor[(j), float32]);
+  %v
+}
+"""
+    mod = rr.parse(src)
+    for trace in (False, True):
+        for c in (True, False):
+            out = rr.evaluate(mod, np.array(c), ones(3), ones(4), typecheck=False, trace=trace)
+            assert (out[0] if trace else out).shape == (4,)
+    err = fails(rr.parse(src.replace("%again = match_cast(%y", "%again = match_cast(%z")),
+                np.array(True), ones(3), ones(4))
+    assert "j is 3 but the value has 4" in str(err)
+
+
 # -- Shape-DPS ---------------------------------------------------------------------------------
 
 DPS = """

@@ -302,7 +302,7 @@ def test_call_dps_packed_with_a_numpy_function_and_sym_args() -> None:
 
 
 def test_call_tir_with_a_numba_kernel_and_a_tuple_output() -> None:
-    numba = pytest.importorskip("numba")
+    import numba  # a dependency of relay_ref
 
     @numba.njit(cache=False)
     def split_sum(x, lo, hi, n):  # noqa: ANN001, ANN202 - a numba kernel

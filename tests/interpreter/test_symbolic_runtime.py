@@ -178,6 +178,26 @@ def @main(%x: Tensor[(n), float32]) -> float32 { @f(%x, %x, 150) }
     assert "n is 199 but the value has 198" in str(err) and line_of(err) == 6
 
 
+def test_an_expression_s_free_variables_bind_like_parameters() -> None:
+    """``rr.evaluate(expr, env=...)``: the free variables' annotations bind ``n``."""
+    from relay_ref.ir.expr import Call, Op, Tuple, Var
+    from relay_ref.ops.symbolic import DPSAttrs
+
+    x = Var("x", parse_type("Tensor[(n), float32]"))
+    y = Var("y", parse_type("Tensor[(n), float32]"))
+    rr.register_packed("test_sym.copy", _copy, replace=True)
+    expr = Call(Op("call_dps_packed"), (Tuple((x, y)),),
+                DPSAttrs("test_sym.copy", parse_type("Tensor[(n), float32]")))
+    out = rr.evaluate(expr, env={x: np.arange(3, dtype=F32), y: ones(3)}, typecheck=False)
+    np.testing.assert_array_equal(out, np.arange(3, dtype=F32))
+    with pytest.raises(rr.RelayRuntimeError, match="free variable %y: dimension 0: n is 3"):
+        rr.evaluate(expr, env={x: ones(3), y: ones(2)}, typecheck=False)
+
+
+def _copy(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    out[:] = x
+
+
 # -- Shape-MatchCast --------------------------------------------------------------------------
 
 CAST = """

@@ -13,6 +13,9 @@ function activation. Invariants:
   (``bind_params``'s caller and ``match_cast`` do), so a closure, which captures the dict
   of the frame it was made in, sees exactly the variables bound before it was made
   (lexical scope, spec Shape-Scope), and a callee's bindings never leak into its caller.
+* The shape variables a branch of ``if`` or a clause of ``match`` binds are its own: the
+  frame's environment is put back once the ``if``/``match`` has its value
+  (``Interpreter.eval``), as the checker scopes them.
 * Checks never fail falsely: a dimension whose variables are not all bound is not checked
   (``bind_shape``'s rule; the checker refuses programs with unbound variables).
 """

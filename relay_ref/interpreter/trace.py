@@ -65,6 +65,7 @@ import numpy as np
 
 from relay_ref.interpreter import eval as _eval
 from relay_ref.interpreter.eval import BUSY, MISSING, Interpreter
+from relay_ref.interpreter.shapes import SHAPE_ENV
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import (
     Closure,
@@ -282,7 +283,16 @@ class TracingInterpreter(Interpreter):
         step = _eval._STEPS.get(type(expr))
         if step is None:
             raise Stuck(f"cannot evaluate {type(expr).__name__}", getattr(expr, "span", None))
-        return self.eval(step(self, expr, env), env)
+        if type(expr) is Let:
+            return self.eval(step(self, expr, env), env)
+        shapes = env.get(SHAPE_ENV)                      # a branch's shape variables are
+        value = self.eval(step(self, expr, env), env)    # its own (Shape-MatchCast)
+        if env.get(SHAPE_ENV) is not shapes:
+            if shapes is None:
+                del env[SHAPE_ENV]
+            else:
+                env[SHAPE_ENV] = shapes
+        return value
 
     def eval_call(self, expr: Call, env: dict) -> tuple[Value, list[Value]]:
         return self.eval(expr.op, env), [self.eval(a, env) for a in expr.args]
@@ -426,7 +436,7 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
 
 def _vars_only(env: dict) -> dict:
     """A closure's captured variables (not the shared nodes it captures, E-Shared 3.18)."""
-    return {k: v for k, v in env.items() if type(k) is Var}
+    return {k: v for k, v in env.items() if type(k) is Var and k is not SHAPE_ENV}
 
 
 def _first_failure(pattern: Pattern, value: Value) -> tuple[Pattern, Value]:

@@ -153,3 +153,8 @@ def test_passes_on_generated_symbolic_programs(name: str) -> None:
     # through match_cast / DPS calls; arguments at random sizes (programs.arguments)
     check_pass(get_pass(name), programs=symbolic_programs(), examples=20,
                allow_vacuous=True)
+
+
+def test_focus_on_a_relax_op_points_to_the_symbolic_generator() -> None:
+    with pytest.raises(ValueError, match="symbolic_programs"):
+        check_pass(get_pass("FoldConstant"), focus="match_cast")

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relay_ref as rr
 from relay_ref.ir import expr as E
@@ -265,3 +266,33 @@ def test_generated_symbolic_exprs_round_trip(expr: E.Expr) -> None:
 @given(strategies.types(symbolic=True))
 def test_generated_symbolic_types_round_trip(ty: object) -> None:
     assert rr.alpha_equal(parse_type(rr.astext(ty)), ty)
+
+
+# ---- fuzzing: mutations of the forms never raise anything but a located ParseError ---------
+
+_FUZZ_TOKENS = ["match_cast", "call_dps_packed", "call_tir", "dataflow", "(", ")", "{", "}",
+                "[", "]", ",", ";", '"f"', '"', "Tensor", "ndim=", "ndim", "=", "n", "m",
+                "-", "-1", "+", "*", "/", "%", "floordiv", "floormod(", "min", "?", "0",
+                "99999999999999999999", "float32", "let", "%x", "%a", "%0", "fn", "\n"]
+_FUZZ_TOKEN_RE = re.compile(r"\s+|[A-Za-z_%@][\w/.]*|\d+\w*|.", re.S)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_token_mutations_of_the_forms_give_located_parse_errors(data: st.DataObject) -> None:
+    tokens = _FUZZ_TOKEN_RE.findall(PROGRAM)
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(tokens) - 1))
+        op = data.draw(st.sampled_from(["replace", "delete", "insert"]))
+        if op == "replace":
+            tokens[pos] = data.draw(st.sampled_from(_FUZZ_TOKENS))
+        elif op == "delete":
+            del tokens[pos]
+        else:
+            tokens.insert(pos, data.draw(st.sampled_from(_FUZZ_TOKENS)))
+    try:
+        mod = rr.parse("".join(tokens), "fuzz.relay")
+    except rr.ParseError as err:
+        assert err.diagnostics and err.diagnostics[0].span is not None and err.render()
+    else:
+        _round_trip(mod)

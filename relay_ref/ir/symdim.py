@@ -324,10 +324,33 @@ def bounds_of(d: Dim, bounds: Bounds | None = None) -> tuple[float, float]:
     return (lo_total, hi_total)
 
 
+def _min_max_bounds(d: Dim, bounds: Bounds | None) -> tuple[float, float]:
+    """``bounds_of(d)``, tightened where ``d`` has a ``min``/``max`` atom alone in a term:
+    ``min(x, y) <= x`` and ``max(x, y) >= x``, so replacing the atom by one of its arguments
+    bounds ``d`` on one side (below for ``-min``/``+max`` terms, above for ``+min``/``-max``).
+    Interval bounds alone lose the relation between an atom and its own arguments
+    (``n - min(n, m)`` is ``>= 0``, yet its interval is ``(-inf, inf)``)."""
+    lo, hi = bounds_of(d, bounds)
+    if not isinstance(d, SymDim):
+        return lo, hi
+    for mono, coeff in d.terms:
+        if len(mono) != 1 or mono[0][1] != 1 or mono[0][0].op not in ("min", "max"):
+            continue
+        atom = mono[0][0]
+        rest = add(d, mul(-coeff, SymDim(((mono, 1),))))
+        for arg in atom.args:
+            alo, ahi = bounds_of(add(rest, mul(coeff, arg)), bounds)
+            if (atom.op == "min") == (coeff < 0):  # the replacement is a lower bound
+                lo = max(lo, alo)
+            else:
+                hi = min(hi, ahi)
+    return lo, hi
+
+
 def prove_le(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
     """``True`` if ``a <= b`` for every value of the variables (within ``bounds``), ``False``
     if ``a > b`` for every value, ``None`` when neither is provable."""
-    lo, hi = bounds_of(add(b, mul(-1, a)), bounds)
+    lo, hi = _min_max_bounds(add(b, mul(-1, a)), bounds)
     if lo >= 0:
         return True
     if hi < 0:

@@ -254,9 +254,13 @@ def test_provers_prove_the_obvious() -> None:
     assert prove_lt(n, 1, {"n": (2, 8)}) is False
     assert prove_le(floormod(n, 4), 3) is True and prove_le(0, floordiv(n, 2)) is True
     assert dim_max(n, 0) == n and dim_min(0, n) == 0 and dim_min(n + 1, 0) == 0
-    # interval bounds only: a relation between an atom and its own arguments is not seen
-    # (TVM's analyzer proves these; here they stay undecided, never wrong)
-    assert prove_le(dim_min(n, m), n) is None and prove_le(floordiv(n, 2), n) is None
+    # min/max against their own arguments (not by intervals alone)
+    assert prove_le(dim_min(n, m), n) is True and prove_le(m, dim_max(n, m)) is True
+    assert prove_lt(dim_max(n, m), m) is False and prove_le(dim_min(n, m) + 1, n) is None
+    assert prove_le(dim_min(n, 8), 8) is True
+    # interval bounds only for floordiv: floordiv(n, 2) <= n is not seen (TVM's analyzer
+    # proves it; here it stays undecided, never wrong)
+    assert prove_le(floordiv(n, 2), n) is None
 
 
 # ---- (e) undecidable questions raise ---------------------------------------------------

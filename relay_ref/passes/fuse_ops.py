@@ -48,7 +48,9 @@ and ``FUSE_RULES`` says which producer kinds fuse into which consumers, phase by
 
 **Invariants of the result** (what the executor plans from; checked by the tests):
 
-* every call of an operator (``Call`` whose callee is an ``Op``) is inside exactly one
+* every call of an operator (``Call`` whose callee is an ``Op``), except the Relax
+  constructs ``match_cast``, ``call_dps_packed``, ``call_tir`` and ``dataflow``
+  (``relay_ref.ops.symbolic.SYMBOLIC_OPS``, left where they are), is inside exactly one
   ``Primitive=1`` function (outside ``Compiler`` functions, which are left alone), and the
   body of a ``Primitive`` function contains only operator calls, tuples, projections, its
   parameters and constants: each ``Primitive`` function is one group (one kernel). A group
@@ -110,6 +112,7 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.types import AnyDim, FuncType, TensorType, TupleType, Type
 from relay_ref.ir.visitor import children_outside, post_order
 from relay_ref.ops.registry import OpPattern, get_op, has_op
+from relay_ref.ops.symbolic import SYMBOLIC_OPS
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.pattern import (
     DFPattern,
@@ -621,6 +624,12 @@ class _Fuser:
             match node:
                 case Function() if node is not fn and is_primitive(node):
                     done[id(node)] = node
+                case Call(Op(name) as op, args, attrs, type_args) if name in SYMBOLIC_OPS:
+                    # Relax's constructs stay outside groups: match_cast binds shape
+                    # variables in the enclosing function (T-MatchCast), which a Primitive
+                    # function's return type could not mention; they are opaque, alone.
+                    done[id(node)] = Call(op, tuple(value(a) for a in args), attrs,
+                                          type_args, node.span)
                 case Call(Op(name) as op, args, attrs, type_args) if id(node) in gmap:
                     if name == _STOP_FUSION:
                         done[id(node)] = value(args[0])

@@ -227,6 +227,11 @@ def dataflow_violation(body: Expr) -> tuple[Expr, str] | None:
                             else f"a call of the stateful operator {op.name}")
                     return e, what
                 stack.extend(reversed(args))
+            case Call(op=Function() as prim, args=args) if prim.attr("Primitive") is not None:
+                # a FuseOps group (or BYOC region) is operator calls only: still pure
+                # straight-line code, as Relax allows call_tir of a fused function there
+                stack.extend(reversed(args))
+                stack.append(prim.body)
             case Call(op=callee):
                 return e, _call_text(callee)
             case Tuple(fields):

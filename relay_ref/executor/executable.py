@@ -109,8 +109,8 @@ class Executable:
         self.memory = memory
         #: A call writing preallocated buffers must not overlap another (threads); nor one
         #: running under the DTR runtime's engine (one per call, held by the runtime).
-        self._lock = threading.Lock() if (memory is not None and memory.buffers) or \
-            dtr is not None else None
+        self._lock = threading.Lock() if (memory is not None and (
+            memory.buffers or memory.symbolic)) or dtr is not None else None
         self._deep = deep
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
@@ -154,6 +154,7 @@ class Executable:
         namespace["_run"] = runtime.run
         namespace["_alloc"] = runtime.allocate
         namespace["_release"] = runtime.release
+        namespace["_shapes"] = runtime.shapes
         self._runtime = runtime
 
     @property

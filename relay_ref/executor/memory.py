@@ -59,7 +59,8 @@ __all__ = ["Dataflow", "MemoryPlan", "dataflow", "plan_memory", "writer_step"]
 class MemoryPlan:
     """``views``: group call -> the array its result is written into; ``buffers``: the
     allocations (their total is the peak); ``ranges``: group call -> (first, last) step of
-    the value's live range, for the tests."""
+    the value's live range, for the tests; ``offsets``: group call -> its buffer (a static
+    buffer's index, or ``-1 - k`` for symbolic buffer ``k``)."""
 
     views: dict[Call, np.ndarray] = field(default_factory=dict)
     buffers: list[np.ndarray] = field(default_factory=list)
@@ -237,6 +238,7 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
                 plan.symbolic_sizes.append(size)
             sym_held[node] = slot
             plan.symbolic[node] = (slot, tuple(ty.shape), dtype)  # type: ignore[index]
+            plan.offsets[node] = -1 - slot  # type: ignore[index]  # symbolic: negative
             plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
             releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
         elif node in candidates:

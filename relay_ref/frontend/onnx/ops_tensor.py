@@ -81,8 +81,10 @@ def _symbolic_reshape(ctx: NodeContext, dims: list[object], allowzero: bool) -> 
     newshape: list[int] = []
     free = True  # one dim may be left to the relation as -1
     for i, (d, r) in enumerate(zip(dims, resolved, strict=True)):
-        if isinstance(r, int):
-            newshape.append(r if not (isinstance(d, int) and d == 0) else 0)
+        if isinstance(d, int) and d != -1:
+            newshape.append(d)  # a number, or 0 (copy; a zero with allowzero)
+        elif isinstance(r, int):
+            newshape.append(r)  # -1 resolved to a number
         elif not is_any(r) and not allowzero and i < len(in_shape) and \
                 prove_equal(r, in_shape[i]) is True:
             newshape.append(0)

@@ -189,6 +189,19 @@ def test_a_shape_no_static_newshape_can_say_is_a_checked_match_cast():
     _assert_like_ort(model, {"x": rand(5, 1, 4)})
 
 
+def test_expand_and_constant_of_shape_by_a_symbolic_shape():
+    """``b.expand_as(x)`` and ``zeros_like`` written as ConstantOfShape(Shape(x))."""
+    zero = numpy_helper.from_array(np.array([0.5], np.float32))
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Expand", ["b", "s"], ["e"]),
+             helper.make_node("ConstantOfShape", ["s"], ["z"], value=zero),
+             helper.make_node("Add", ["e", "z"], ["y"])]
+    model = _model(nodes, [_vi("x", ["n", 4]), _vi("b", [1, 4])], [_out("y")])
+    assert "Tensor[(n, 4), float32]" in _result_text(model)
+    for rows in (1, 3):
+        _assert_like_ort(model, {"x": rand(rows, 4), "b": rand(1, 4, seed=2)})
+
+
 # -- data-dependent output sizes -----------------------------------------------------------
 
 def _match_casts(mod) -> list:

@@ -20,6 +20,8 @@ from relay_ref.frontend.onnx.shape_values import is_symbolic_value
 from relay_ref.ir.expr import Expr
 from relay_ref.ir.shape import (
     ANY,
+    DimMismatch,
+    broadcast_shapes,
     dim_vars,
     eval_dim,
     floordiv,
@@ -200,7 +202,18 @@ def squeeze_input(ctx: NodeContext) -> Expr:
 
 @converter("Expand", since=8, static_inputs=(1,))
 def expand(ctx: NodeContext) -> Expr:
-    """Bidirectional broadcast of the input with ``shape``."""
+    """Bidirectional broadcast of the input with ``shape``. A shape known only
+    symbolically (``Shape`` of a tensor with a batch variable): ``dyn.broadcast_to`` by the
+    run-time shape, then a ``match_cast`` to the broadcast of the known dims."""
+    dims = ctx.builder.known_dims(ctx.need(1))
+    if dims is not None and is_symbolic_value(dims):
+        try:
+            out_dims = broadcast_shapes(ctx.shape(0), tuple(dims.reshape(-1)))
+        except DimMismatch as err:
+            raise ConvertError(f"cannot expand {ctx.shape(0)} to "
+                               f"{[str(d) for d in dims.reshape(-1)]} ({err})") from None
+        y = ctx.call("dyn.broadcast_to", ctx.need(0), ctx.need(1))
+        return match_cast(ctx, y, TensorType(out_dims, ctx.dtype(0)))
     shape = ctx.static_ints(1, "shape") or []
     data = ctx.shape(0)
     rank = max(len(data), len(shape))
@@ -306,9 +319,13 @@ def constant(ctx: NodeContext) -> Expr:
 def constant_of_shape(ctx: NodeContext) -> Expr:
     """``full(value, shape)``: small results are folded to a constant by the builder,
     large ones stay a ``full`` call (the model's text stays small)."""
-    shape = ctx.static_ints(0, "shape") or []
     value = ctx.attr("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(())
+    dims = ctx.builder.known_dims(ctx.need(0))
+    if dims is not None and is_symbolic_value(dims):  # dyn.full, then its known type
+        y = ctx.call("dyn.full", ctx.const(fill), ctx.need(0), dtype=fill.dtype.name)
+        return match_cast(ctx, y, TensorType(tuple(dims.reshape(-1)), fill.dtype.name))
+    shape = ctx.static_ints(0, "shape") or []
     return ctx.call("full", ctx.const(fill), shape=shape, dtype=fill.dtype.name)
 
 

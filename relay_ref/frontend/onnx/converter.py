@@ -53,8 +53,8 @@ def from_onnx(model: Any, shapes: dict[str, Any] | None = None, *,
     Symbolic dims not fixed become shape variables (``"batch_size"`` -> ``batch_size``,
     sanitised to an identifier: ``names.DimTable``; the same ``dim_param`` in two inputs is
     one variable), so ``@main`` is a function over them (Shape-Scope, spec/typing.md 5.2);
-    a dim with neither a value nor a ``dim_param`` becomes ``?``. ``params`` maps parameter names to arrays (it also
-    answers to the ONNX names; ``params.relay_names`` is the mapping); with
+    a dim with neither a value nor a ``dim_param`` becomes ``?``. ``params`` maps parameter
+    names to arrays (it also answers to the ONNX names; ``params.relay_names`` is the mapping); with
     ``freeze_params`` the weights are constants in the module and ``params`` is empty."""
     if shapes is not None and not isinstance(shapes, dict):
         raise TypeError(f"from_onnx: shapes must be a dict, not {type(shapes).__name__}")

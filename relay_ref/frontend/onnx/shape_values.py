@@ -29,7 +29,7 @@ import numpy as np
 from relay_ref.ir.expr import Expr, Tuple
 from relay_ref.ir.shape import ANY, UndecidableDim, floordiv
 from relay_ref.ir.types import TensorType, Type
-from relay_ref.ops.registry import get_op
+from relay_ref.ops.registry import OpRuntimeError, get_op
 
 _LIMIT = 1024  # elements, as the builder's FOLD_LIMIT
 
@@ -90,9 +90,10 @@ def _elementwise(fn: Callable[[object, object], object]) -> Callable[..., np.nda
 
 
 def _divide(x: object, y: object) -> object:
-    """Integer division of dimensions (non-negative): floor division when the divisor is a
-    positive number (truncation then agrees); otherwise unknown."""
-    if isinstance(y, int) and y > 0:
+    """Integer division of dimensions: floor division when the divisor is a positive
+    number and the dividend not a negative one (truncation, ONNX's, then agrees);
+    otherwise unknown."""
+    if isinstance(y, int) and y > 0 and not (isinstance(x, int) and x < 0):
         return floordiv(x, y)  # type: ignore[arg-type]
     raise UndecidableDim("a division by a symbolic or non-positive divisor")
 
@@ -171,7 +172,7 @@ def propagate(op_name: str, args: list[Expr], arg_types: list[Type], attrs: obje
             return None
     try:
         out = rule(values, statics, attrs)
-    except (UndecidableDim, TypeError, ValueError, IndexError):
-        return None
+    except (UndecidableDim, OpRuntimeError, TypeError, ValueError, IndexError):
+        return None  # not known: the converters then need a static value, as before
     out = np.asarray(out, dtype=object).reshape(tuple(result.shape))  # type: ignore[arg-type]
     return out if is_symbolic_value(out) else None

@@ -55,7 +55,6 @@ from relay_ref.ops import (
     algorithm,
     annotation,
     costs,
-    data_dependent,
     dyn,
     einsum,
     gradient_op,
@@ -80,7 +79,7 @@ from relay_ref.ops import (
 from relay_ref.ops.registry import all_ops, attach
 
 #: the family modules: each registers its ops' core aspects (and declares their examples)
-FAMILIES = (algorithm, annotation, data_dependent, dyn, einsum, gradient_op, grid_sample, image, nn,
+FAMILIES = (algorithm, annotation, dyn, einsum, gradient_op, grid_sample, image, nn,
             nn_blocked, nn_nd, nn_norm, qnn, reduce, scatter, symbolic, tensor, transform,
             transform_layout, vision)
 

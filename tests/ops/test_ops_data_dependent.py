@@ -1,6 +1,7 @@
-"""nonzero, unique and vision.all_class_non_max_suppression (ops/data_dependent.py): the
-references vs onnxruntime's NonZero, Unique and NonMaxSuppression on random data; the
-relations with ``?`` and symbolic dims; bad attributes and arguments."""
+"""The ops with data-dependent sizes, nonzero, unique (ops/algorithm.py) and
+vision.all_class_non_max_suppression (ops/vision.py): the references vs onnxruntime's
+NonZero, Unique and NonMaxSuppression on random data; the relations with ``?`` and symbolic
+dims; bad attributes and arguments."""
 
 from __future__ import annotations
 

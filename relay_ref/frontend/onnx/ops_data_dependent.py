@@ -2,7 +2,8 @@
 Compress, NonMaxSuppression (Relax's ONNX frontend does the same).
 
 Each becomes a Relay op whose relation leaves the data-dependent dims ``?``
-(``relay_ref/ops/data_dependent.py``), followed by a ``match_cast`` to a type with a fresh
+(``nonzero``, ``unique`` in ``ops/algorithm.py``, ``vision.all_class_non_max_suppression``
+in ``ops/vision.py``), followed by a ``match_cast`` to a type with a fresh
 shape variable for that size (``k``, ``k_1`` ... never a name the model's ``dim_param``s
 took): ``match_cast(nonzero(%x), Tensor[(2, k), int64])``. From there on the size is a
 symbol the rest of the graph computes with (Shape-MatchCast, spec/typing.md 5.2); the

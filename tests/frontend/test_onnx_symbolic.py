@@ -130,7 +130,8 @@ def test_a_light_model_with_a_symbolic_batch_runs_at_two_batch_sizes():
 
 _INITS = {"minus1": np.array([-1], np.int64), "i0": np.array(0, np.int64),
           "z": np.array([0], np.int64), "o": np.array([1], np.int64),
-          "ax": np.array([0], np.int64), "three": np.array(3, np.int64)}
+          "ax": np.array([0], np.int64), "three": np.array(3, np.int64),
+          "twenty": np.array(20, np.int64), "twenty1": np.array([20], np.int64)}
 
 
 def _flatten_model(kind: str) -> onnx.ModelProto:
@@ -143,6 +144,11 @@ def _flatten_model(kind: str) -> onnx.ModelProto:
         # x.view(*x.shape[:1], -1): Shape -> Slice -> Concat -> Reshape
         "slice": [helper.make_node("Slice", ["s", "z", "o"], ["g"]),
                   helper.make_node("Concat", ["g", "minus1"], ["c"], axis=0)],
+        # x.view(x.numel() // 20, 20): Size -> Div -> Concat
+        "size": [helper.make_node("Size", ["x"], ["n"]),
+                 helper.make_node("Div", ["n", "twenty"], ["q"]),
+                 helper.make_node("Unsqueeze", ["q", "ax"], ["u"]),
+                 helper.make_node("Concat", ["u", "twenty1"], ["c"], axis=0)],
         # x.view(x.size(0) * 3, -1), through a Cast as exporters write it
         "mul": [helper.make_node("Gather", ["s", "i0"], ["g"], axis=0),
                 helper.make_node("Mul", ["g", "three"], ["g3"]),
@@ -161,6 +167,7 @@ def _flatten_model(kind: str) -> onnx.ModelProto:
     ("gather", "Tensor[(batch_size, 60), float32]"),
     ("slice", "Tensor[(batch_size, 60), float32]"),
     ("mul", "Tensor[(batch_size * 3, 20), float32]"),
+    ("size", "Tensor[(batch_size * 3, 20), float32]"),
     ("flatten", "Tensor[(batch_size, 60), float32]"),
 ])
 def test_dynamic_batch_flatten_keeps_the_batch_variable(kind, result):

@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from relay_ref.ir.expr import Expr, Tuple
-from relay_ref.ir.shape import ANY, UndecidableDim, floordiv
+from relay_ref.ir.shape import ANY, UndecidableDim, floordiv, shape_prod
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import OpRuntimeError, get_op
 
@@ -144,6 +144,13 @@ def propagate(op_name: str, args: list[Expr], arg_types: list[Type], attrs: obje
         return None
     if op_name == "shape_of":
         return shape_value(arg_types[0])
+    if op_name == "ndarray_size":  # ONNX Size: the product of the dims
+        ty = arg_types[0]
+        if not isinstance(ty, TensorType) or all(isinstance(d, int) for d in ty.shape):
+            return None
+        out = np.empty((), dtype=object)
+        out[()] = shape_prod(ty.shape)
+        return out if is_symbolic_value(out) else None
     rule = _RULES.get(op_name)
     if rule is None or not args:
         return None

@@ -217,8 +217,13 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
             cache_dir: str | None = None, max_depth: int | None = None,
             memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
             dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None,
-            targets: Any = None) -> Any:
+            targets: Any = None, shape_bounds: Any = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
+
+    Symbolic shapes (``def @main(%x: Tensor[(n, 784), float32])``): one compile runs every
+    size, with the static program's plan (fused kernels compiled once per dtype and rank,
+    buffers planned with symbolic sizes, evaluated per call); ``shape_bounds={"n": 64}``
+    preallocates those buffers at the bound, and a call past it is a ``RelayRuntimeError``.
 
     ``params`` binds ``@entry`` parameters by name to arrays (weights) once: they become
     constants, folded with the rest of the program at compile time; the functions that
@@ -310,7 +315,7 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
                           max_depth=max_depth, memory_budget=memory_budget,
                           heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
-                          externs=externs)
+                          externs=externs, shape_bounds=shape_bounds)
 
 
 def _not_a_backend(target: Any) -> None:

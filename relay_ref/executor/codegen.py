@@ -88,6 +88,8 @@ from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
+from relay_ref.executor.shapes import ShapeMismatch
+from relay_ref.executor import shapes as _shapes
 from relay_ref.interpreter.casts import cast_value
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
@@ -117,7 +119,7 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type, subterms
-from relay_ref.ir.visitor import free_vars, shared_nodes
+from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
 
 __all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
            "TooDeep", "counts_calls", "generate"]
@@ -335,6 +337,17 @@ class _Generator:
         self.slots: dict[Call, int] = {}
         self.plans_allocation = False
         self.out.namespace["_check_shape"] = _check_shape
+        # Shape-Bind / Shape-MatchCast / Shape-DPS (relay_ref.executor.shapes): functions
+        # whose parameters have shape variables, or that run the symbolic ops, keep a
+        # shape environment ``_e`` per activation
+        self.out.namespace.update(_bind_param=_shapes.bind_param,
+                                  _match_cast=_shapes.match_cast, _shapes=_no_shapes)
+        self.symbolic_ops = any(type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
+                                for f in mod.functions.values() for n in post_order(f))
+        #: the entry function's name and whether the runtime's ``shapes`` hook is called on
+        #: its entry (a memory plan with symbolic sizes: ``relay_ref.executor.memory``)
+        self.entry: str | None = None
+        self.shape_hook = False
         #: the checker's cast points (typecheck/casts.py), None when there are none
         self.casts: Any = getattr(mod, "casts", None)
         if self.casts is not None:
@@ -375,10 +388,13 @@ class _Generator:
 
     def run_args(self, call: Call) -> frozenset[int] | None:
         """``liveness.RunArgs``: for a call of an operator or group, None when no kernel
-        step computes it (a scalar fast path, an unplannable group), else the positions of
-        the arguments the generated code passes as they are to ``_run`` and reads in no
-        other way (``op_call``, ``group_call``)."""
+        step computes it (a scalar fast path, an unplannable group, a symbolic op), else the
+        positions of the arguments the generated code passes as they are to ``_run`` and
+        reads in no other way (``op_call``, ``group_call``)."""
         op = call.op
+        if (type(op) is Op and op.name in SYMBOLIC_OPS) or \
+                (type(op) is Function and _symbolic_group(op) is not None):
+            return None
         if type(op) is Op:
             if _scalar_operator(op.name, [self.types.get(a) for a in call.args]) is not None:
                 return None
@@ -547,6 +563,7 @@ class _FunctionGen:
                     note = self.gen.intern(p.type_annotation, "T")
                     em.emit(f"_check_shape({self.names[p]}, {note}, {p.name_hint!r}, True)",
                             p.span)
+        self.shape_prologue()
         self.compile_to(self.func.body, ("return", None))
         captured: dict[str, Expr] = {self.names[v]: v for v in self.captured}
         captured.update(zip(node_names, self.captured_nodes, strict=True))
@@ -590,6 +607,42 @@ class _FunctionGen:
         lines.extend(body)
         lines.extend(tail)
         lines.append("")
+
+    def shape_prologue(self) -> None:
+        """Shape-Bind (``relay_ref.executor.shapes``): the activation's shape environment
+        ``_e``, bound from the parameters whose types mention shape variables (in order,
+        each on a line located at the parameter); at the entry, the runtime told (its
+        memory plan's symbolic sizes)."""
+        binds = [p for p in self.func.params if _shapes.has_shape_vars(p.type_annotation)]
+        self.env = bool(binds) or (self.gen.symbolic_ops and any(
+            type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
+            for n in post_order(self.func.body)))
+        if not self.env:
+            return
+        em = self.em
+        em.emit("_e = {}")
+        for p in binds:
+            note = self.gen.intern(p.type_annotation, "T")
+            em.emit(f"_bind_param(_e, {self.names[p]}, {note}, {p.name_hint!r})", p.span)
+        if self.gen.shape_hook and self.global_name == self.gen.entry:
+            em.emit("_shapes(_e)", self.func.span)
+
+    def symbolic_op(self, call: Call, args: list[str]) -> str:
+        """``match_cast`` (Shape-MatchCast), ``call_dps_packed`` / ``call_tir`` (Shape-DPS,
+        one runtime step on the inputs and ``_e``) and ``dataflow`` (its body's value)."""
+        name = call.op.name
+        if name == "dataflow":
+            return args[0]
+        out = self.gen.fresh("t")
+        if name == "match_cast":
+            note = self.gen.intern(call.attrs.type, "T")
+            self.em.emit(f"{out} = _match_cast({args[0]}, {note}, _e)", call.span, name)
+            return out
+        site = self.gen.site("single", name, call.attrs.func_name,
+                             _shapes.dps_step(name, call.attrs), None,
+                             self.gen.types.get(call), -1, call.span)
+        self.em.emit(f"{out} = _run({site}, [{args[0]}, _e], None)", call.span, name)
+        return out
 
     def depth_prologue(self) -> list[str]:
         """The activation's depth bookkeeping, before its loop (Depth in the module
@@ -736,6 +789,12 @@ class _FunctionGen:
     def call(self, e: Call) -> str:
         callee = e.op
         kind = type(callee)
+        if kind is Op and callee.name in SYMBOLIC_OPS:
+            return self.symbolic_op(e, [self.value(a) for a in e.args])
+        if kind is Function and (inner := _symbolic_group(callee)) is not None:
+            args = [self.value(a) for a in e.args]
+            return self.symbolic_op(inner, [_group_operand(a, callee, args)
+                                             for a in inner.args])
         if kind is Op:
             args = [self.value(a) for a in e.args]
             if self.gen.casts is not None and (point := self.gen.casts.at(e)) is not None:
@@ -1104,18 +1163,39 @@ def _group_run_args(prim: Function, plan: Any, types: dict[Expr, Type]) -> froze
     return frozenset(i for i in ok if i < n)
 
 
+#: the Relax constructs the generated code runs itself (relay_ref.ops.symbolic)
+SYMBOLIC_OPS = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
+
+
+def _symbolic_group(prim: Function) -> Call | None:
+    """The symbolic op call a FuseOps group consists of (its arguments parameters or a
+    tuple of parameters), or None."""
+    if prim.attr("Primitive") is None:
+        return None
+    body = prim.body
+    if type(body) is not Call or type(body.op) is not Op or body.op.name not in SYMBOLIC_OPS:
+        return None
+    for a in body.args:
+        if not (a in prim.params or (type(a) is Tuple and all(f in prim.params
+                                                                for f in a.fields))):
+            return None
+    return body
+
+
+def _group_operand(a: Expr, prim: Function, args: list[str]) -> str:
+    """Code for an argument of a symbolic group's op: a parameter's value, or a tuple."""
+    if type(a) is Tuple:
+        return "(" + "".join(f"{args[prim.params.index(f)]}, " for f in a.fields) + ")"
+    return args[prim.params.index(a)]
+
+
+def _no_shapes(env: dict[str, int]) -> None:
+    """The runtime's ``shapes`` hook before an executable installs its runtime's."""
+    return None
+
+
 def _static_annotation(ty: Type | None) -> bool:
     return type(ty) is TensorType and bool(ty.shape) and all(type(d) is int for d in ty.shape)
-
-
-class ShapeMismatch(Exception):
-    """A value that came through a ``?`` dimension contradicts a static annotation;
-    ``at_call``: the annotation is a parameter's, so the error is the call's (as the
-    interpreter locates it)."""
-
-    def __init__(self, message: str, at_call: bool) -> None:
-        super().__init__(message)
-        self.at_call = at_call
 
 
 def _check_shape(value: object, ty: TensorType, name: str | None,
@@ -1178,7 +1258,8 @@ def _as_array(x: Any) -> Any:
 def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None = None,
              plans_allocation: bool = False,
              max_depth: int = 1_000_000,
-             externs: dict[str, Any] | None = None) -> GeneratedModule:
+             externs: dict[str, Any] | None = None, entry: str | None = None,
+             shape_hook: bool = False) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
     ``slots`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
     the runtime's ``allocate`` is asked a buffer for (when ``plans_allocation``: the
@@ -1187,8 +1268,11 @@ def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None
     (``relay_ref.executor.runtime``): ``_run``, ``_alloc`` and ``_release`` are installed
     in the namespace by the executable. ``externs``: the regions built by external
     codegens (global name -> ``relay_ref.executor.externs.Extern``), each call of one a
-    step of kind ``"extern"`` (BYOC-Extern)."""
+    step of kind ``"extern"`` (BYOC-Extern). ``shape_hook``: the entry (``entry``) calls
+    the runtime's ``shapes(env)`` once its shape variables are bound (a memory plan with
+    symbolic sizes, ``relay_ref.executor.memory``)."""
     gen = _Generator(mod, group_planner, max_depth)
+    gen.entry, gen.shape_hook = entry, shape_hook
     gen.externs = dict(externs or {})
     gen.slots = dict(slots or {})
     gen.plans_allocation = plans_allocation

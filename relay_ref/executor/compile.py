@@ -69,7 +69,7 @@ from relay_ref.executor.executable import Executable
 from relay_ref.executor.externs import Extern, RegionSummary, prepare_externs
 from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
-from relay_ref.executor.runtime import Runtime, StaticPlanRuntime
+from relay_ref.executor.runtime import Runtime, StaticPlanRuntime, SymbolicPlanRuntime
 from relay_ref.executor.targets import get_target, make_planner
 from relay_ref.interpreter.driver import MAX_DEPTH, checked_module
 from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
@@ -103,7 +103,8 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    max_depth: int | None = None, memory_budget: object = None,
                    heuristic: object = "dtr_eq", dealloc: object = "eager",
                    cost: object = "flops", dtr_log: object = None,
-                   externs: Mapping[str, Any] | None = None) -> Executable:
+                   externs: Mapping[str, Any] | None = None,
+                   shape_bounds: Mapping[str, int] | None = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
@@ -144,8 +145,10 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                          "): their memory is the backend's; compile without targets or "
                          "without a budget", mod.functions[entry].span)
     planner = make_planner(target_def, work.checked_types, cache_dir)
+    entry_vars = _entry_shape_vars(work.functions[entry])
+    bounds = _shape_bounds(shape_bounds, entry_vars, mod.functions[entry])
     # under DTR no static memory plan: the engine owns the memory (spec/dtr.md, purity)
-    memory = plan_memory(work.functions[entry], planner, work.checked_types) \
+    memory = plan_memory(work.functions[entry], planner, work.checked_types, entry_vars) \
         if reuse_buffers and target_def.host_memory and dtr_opts is None else MemoryPlan()
     # the allocation policy: the static plan's buffers when there are any, else fresh;
     # with a memory budget, the DTR runtime (every kernel step through its engine)
@@ -155,13 +158,18 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
         from relay_ref.dtr.runtime import DTRRuntime
 
         runtime = dtr = DTRRuntime(dtr_opts)
+    elif memory.symbolic:  # symbolic sizes: evaluated per call (SymbolicPlanRuntime)
+        runtime = SymbolicPlanRuntime(list(memory.views.values()),
+                                      list(memory.symbolic.values()), memory.symbolic_sizes,
+                                      bounds, work.functions[entry].span)
     else:
         runtime = StaticPlanRuntime(list(memory.views.values())) if memory.views else Runtime()
-    slots = {call: k for k, call in enumerate(memory.views)}
+    slots = memory.slots
 
     def build() -> Any:
         return generate(work, planner, slots=slots, plans_allocation=runtime.plans_allocation,
-                        max_depth=depth, externs=built)
+                        max_depth=depth, externs=built, entry=entry,
+                        shape_hook=bool(memory.symbolic) and dtr_opts is None)
 
     generated = run_deep(build, name="relay-compile")
     try:
@@ -194,6 +202,39 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
                       device=device, runtime=runtime, dtr=dtr)
+
+
+def _entry_shape_vars(func: Function) -> frozenset[str]:
+    """The shape variables the entry's parameters bind (Shape-Scope)."""
+    from relay_ref.executor.shapes import type_vars
+
+    out: frozenset[str] = frozenset()
+    for p in func.params:
+        out |= type_vars(p.type_annotation)
+    return out
+
+
+def _shape_bounds(bounds: Mapping[str, int] | None, names: frozenset[str],
+                  func: Function) -> dict[str, int]:
+    """``shape_bounds`` checked: shape variables of the entry's parameters to positive
+    ints (a ``RelayError`` at the entry otherwise)."""
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise TypeError(f"compile: shape_bounds must be a dict of shape variable name to int, "
+                        f"not {type(bounds).__name__}")
+    out = {}
+    for name, bound in bounds.items():
+        if name not in names:
+            known = ", ".join(sorted(names)) or "none"
+            raise RelayError(f"compile: shape_bounds names {name!r}, which is not a shape "
+                             f"variable of the entry's parameters (they have: {known})",
+                             func.span)
+        if type(bound) is not int and not isinstance(bound, np.integer) or bound < 0:
+            raise RelayError(f"compile: the bound of {name} must be a non-negative int, not "
+                             f"{bound!r}", func.span)
+        out[name] = int(bound)
+    return out
 
 
 def _gradient_call(func: Function, made: set[str]) -> Call | None:
@@ -347,7 +388,12 @@ def _plan(mod: IRModule, entry: str, target: str, passes: tuple[str, ...], gener
     views = {id(v) for v in memory.views.values()}
     consts = [v for v in generated.namespace.values()
               if type(v) is np.ndarray and id(v) not in views]
+    from relay_ref.ir.shape import dim_text
+
     return Plan(entry, target, passes, len(generated.functions), groups, len(consts),
-                sum(c.nbytes for c in consts), buffers=len(memory.buffers),
-                peak_bytes=memory.peak_bytes, planned_values=len(memory.views),
-                compile_seconds=seconds)
+                sum(c.nbytes for c in consts),
+                buffers=len(memory.buffers) + len(memory.symbolic_sizes),
+                peak_bytes=memory.peak_bytes,
+                planned_values=len(memory.views) + len(memory.symbolic),
+                compile_seconds=seconds,
+                symbolic_buffers=tuple(dim_text(d) for d in memory.symbolic_sizes))

@@ -60,7 +60,7 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     # The stuck state's rule tag, as the interpreter names it (spec/semantics.md 4).
     rule = err.rule if isinstance(err, Stuck) else (
         "E-Match-Fail" if isinstance(err, MatchFailure) else
-        "Stuck-Cast" if isinstance(err, ShapeMismatch) else None)
+        err.rule if isinstance(err, ShapeMismatch) else None)
     # A Stuck raised by a cast (Stuck-Cast) keeps its notes: the same text as the interpreter's.
     stuck = Stuck(message, span, err.notes if isinstance(err, Stuck) else (), rule=rule)
     # The interpreter's frames: (called global, call site), innermost first.

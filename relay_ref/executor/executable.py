@@ -46,6 +46,7 @@ from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError, RelayRuntimeError
 from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
 from relay_ref.executor.errors import runtime_failure
+from relay_ref.executor.jitstats import Counter
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.runtime import Profiling, Runtime
 from relay_ref.executor.values import Converter
@@ -66,11 +67,16 @@ RECURSION_LIMIT = 1_000_000
 @dataclass(slots=True)
 class Stats:
     """Measurements of the last call: wall time, calls so far; with ``profile=True`` the
-    time per fused group and kernel (label -> [calls, seconds]), summed over calls."""
+    time per fused group and kernel (label -> [calls, seconds]), summed over calls.
+    ``compilations``: numba specialisations (compiled or loaded from the disk cache) the
+    calls made so far, ``last_compilations`` the last call's (``relay_ref.executor.
+    jitstats``): after the first call of a symbolic program, new sizes make none."""
 
     calls: int = 0
     last_seconds: float = 0.0
     kernels: dict[str, list[float]] = field(default_factory=dict)
+    compilations: int = 0
+    last_compilations: int = 0
 
     def table(self) -> str:
         """The per-kernel times as text, slowest first."""
@@ -82,7 +88,8 @@ class Stats:
         return "\n".join(lines)
 
     def __str__(self) -> str:
-        head = f"calls: {self.calls}, last call: {self.last_seconds * 1e3:.3f} ms"
+        head = (f"calls: {self.calls}, last call: {self.last_seconds * 1e3:.3f} ms, "
+                f"compilations: {self.compilations} (last call: {self.last_compilations})")
         return head + ("\n" + self.table() if self.kernels else "")
 
 
@@ -103,14 +110,15 @@ class Executable:
         self.entry = entry
         self.plan = plan
         self.stats = Stats()
+        self._jit = Counter()  # numba specialisations made by calls (stats.compilations)
         self.profile = profile
         self.device = device  # a cuda_plan.DeviceRuntime for target "cuda"
         self.converter = Converter(self)
         self.memory = memory
         #: A call writing preallocated buffers must not overlap another (threads); nor one
         #: running under the DTR runtime's engine (one per call, held by the runtime).
-        self._lock = threading.Lock() if (memory is not None and memory.buffers) or \
-            dtr is not None else None
+        self._lock = threading.Lock() if (memory is not None and (
+            memory.buffers or memory.symbolic)) or dtr is not None else None
         self._deep = deep
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
@@ -123,6 +131,7 @@ class Executable:
         self._params = func.params
         self._param_types = param_types(module, entry, func)
         self._fast = [_fast_check(t) for t in self._param_types]
+        self._sym_fast = [_symbolic_check(t) for t in self._param_types]
         self._names = {p.name_hint: i for i, p in enumerate(func.params)}
         #: other names of parameters (a frontend's original names -> parameter name)
         self._aliases = {k: v for k, v in (aliases or {}).items()
@@ -154,6 +163,7 @@ class Executable:
         namespace["_run"] = runtime.run
         namespace["_alloc"] = runtime.allocate
         namespace["_release"] = runtime.release
+        namespace["_shapes"] = runtime.shapes
         self._runtime = runtime
 
     @property
@@ -226,6 +236,13 @@ class Executable:
                 # array arithmetic costs ~10x more per operation
                 values.append(arg[()] if not fast[0] else arg)
                 continue
+            sym = self._sym_fast[i]
+            if sym is not None and type(arg) is np.ndarray and arg.dtype == sym[1] and \
+                    arg.ndim == len(sym[0]) and arg.dtype.isnative and \
+                    all(d is None or d == n for d, n in zip(sym[0], arg.shape)):
+                # symbolic dimensions: the generated code binds and checks them (Shape-Bind)
+                values.append(arg)
+                continue
             def convert(arg: Any = arg, ty: Any = self._param_types[i]) -> Any:
                 return convert_argument(arg, ty, self.host_module)
 
@@ -267,12 +284,19 @@ class Executable:
         return result
 
     def _run_plain(self, fn: Callable[..., Any], values: list[Any]) -> Any:
+        jit = self._jit
+        jit.start()
         start = time.perf_counter()
-        if self._deep:
-            result = run_deep(lambda: self._job(fn, values), name="relay-exe",
-                              recursion_limit=self._recursion_limit)
-        else:
-            result = self._job(fn, values)
+        try:
+            if self._deep:
+                result = run_deep(lambda: self._job(fn, values), name="relay-exe",
+                                  recursion_limit=self._recursion_limit)
+            else:
+                result = self._job(fn, values)
+        finally:
+            made = jit.stop()
+            self.stats.compilations += made
+            self.stats.last_compilations = made
         stats = self.stats
         stats.calls += 1
         stats.last_seconds = time.perf_counter() - start
@@ -340,6 +364,20 @@ def _quietly(fn: Callable[..., Any], values: list[Any]) -> Any:
     """``fn(*values)`` as the references compute: IEEE results without warnings, Relay's
     integers wrapping silently (the decorator form of ``errstate`` is the cheaper one)."""
     return fn(*values)
+
+
+def _symbolic_check(ty: Type | None) -> tuple[tuple[int | None, ...], np.dtype] | None:
+    """(shape with None for each symbolic dimension, dtype) of a tensor parameter whose
+    dimensions are numbers and symbolic ones (the symbolic argument fast path)."""
+    from relay_ref.ir.shape import is_symbolic
+
+    if type(ty) is not TensorType or not any(is_symbolic(d) for d in ty.shape) or \
+            not all(type(d) is int or is_symbolic(d) for d in ty.shape):
+        return None
+    try:
+        return tuple(d if type(d) is int else None for d in ty.shape), np.dtype(ty.dtype)
+    except TypeError:
+        return None
 
 
 def _fast_check(ty: Type | None) -> tuple[tuple[int, ...], np.dtype] | None:

@@ -36,8 +36,18 @@ result's shape and dtype). ``ElementwiseKernel.inplace_ok`` lists the parameters
 the very array passed as ``out``: those of the output's shape and dtype read only at the
 output element's own index (each element is read before it is written).
 
+**Symbolic shapes** (issue 29, spec/typing.md Shape-Sym): dimensions may be symbolic
+(``n``, ``n * 4``). The collapsed layout's *structure* (which output axes merge, which views
+are broadcast on each) is then decided statically, a dimension counting as broadcast only
+when it is the number 1 and as dense when it is provably equal to the output's
+(``prove_equal``); a symbolic output dimension is never dropped (a run-time 1 is a loop of
+one). The collapsed dims and strides are computed from the arguments' shapes at the first
+call with those shapes and memoised by them (``_layouts``), so the same source, hence the
+same numba kernel, serves every size: one compilation per dtype and rank, never per size.
+
 ``build_elementwise`` returns None (the executor then runs the ops one by one) for: a node
-whose type is not a static tensor type, an op that is not elementwise/broadcast or has no
+whose type is not a tensor type of numbers and shape variables (``?`` is refused: it may be
+a run-time 1), an op that is not elementwise/broadcast or has no
 template for its dtypes (float16, integer ``exp``, ...), free variables other than
 ``params``, tuples, functions, lets.
 """
@@ -53,6 +63,7 @@ import numpy as np
 
 from relay_ref.compute.cpu import codecache, elementwise, numba
 from relay_ref.ir.expr import Call, Constant, Expr, Op, Var
+from relay_ref.ir.shape import is_symbolic, prove_equal
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import OpPattern, OpRuntimeError, get_op, has_op
 
@@ -84,15 +95,21 @@ class ElementwiseKernel:
     source: str = field(repr=False)
     inplace_sources: Mapping[int, str] = field(default_factory=dict, repr=False)
     cache_dir: str | os.PathLike[str] | None = field(default=None, repr=False)
+    #: symbolic shapes (see the module docstring): the layout's structure, which
+    #: ``_symbolic_layout`` evaluates for the arguments' shapes; None when static
+    structure: tuple | None = field(default=None, repr=False)
     # per input: (parameter index, shape, dtype) or (-1, None, None) for a bound constant
     _plan: tuple[tuple[int, object, object], ...] = field(init=False, repr=False)
     _variants: dict[int, Callable[..., int]] = field(init=False, repr=False)
+    #: symbolic shapes: the arguments' shapes -> (output shape, dims, strides)
+    _layouts: dict[tuple, tuple] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         plan = tuple((src, *self.param_types[src]) if isinstance(src, int) else (-1, None, None)
                      for src in self.inputs)
         object.__setattr__(self, "_plan", plan)
         object.__setattr__(self, "_variants", {})
+        object.__setattr__(self, "_layouts", {})
 
     def __call__(self, args: Sequence[np.ndarray], out: np.ndarray | None = None
                  ) -> np.ndarray:
@@ -101,6 +118,8 @@ class ElementwiseKernel:
         if len(args) != len(self.param_types):
             raise ValueError(f"fused kernel takes {len(self.param_types)} arguments, "
                              f"got {len(args)}")
+        if self.structure is not None:
+            return self._call_symbolic(args, out)
         flat = []
         for (p, shape, dtype), src in zip(self._plan, self.inputs, strict=True):
             if p < 0:
@@ -125,15 +144,50 @@ class ElementwiseKernel:
                 if args[p] is out:
                     fn = self._variants.get(p) or self._variant(p)
                     break
+        return self._launch(fn, out, self.dims, self.strides, flat)
+
+    def _launch(self, fn: Callable[..., int], out: np.ndarray, dims: np.ndarray,
+                strides: np.ndarray, flat: list[np.ndarray]) -> np.ndarray:
         if out.size:
             try:
-                code = fn(out.reshape(-1), self.dims, self.strides, *flat)
+                code = fn(out.reshape(-1), dims, strides, *flat)
             except numba.core.errors.NumbaError as err:  # a template bug, not a user error
                 raise RuntimeError(f"internal error: compiling the fused kernel of "
                                    f"{', '.join(self.ops)} failed: {err}") from err
             if code:
                 raise OpRuntimeError(self.errors[code - 1])
         return out
+
+    def _call_symbolic(self, args: Sequence[np.ndarray], out: np.ndarray | None
+                       ) -> np.ndarray:
+        """``__call__`` with symbolic shapes: the layout for these argument shapes (computed
+        once per distinct shapes), then the one kernel."""
+        arrays = []
+        for a, (_, dtype) in zip(args, self.param_types, strict=True):
+            if a.__class__ is not np.ndarray:
+                a = np.asarray(a)
+            if a.dtype is not dtype and a.dtype != dtype:
+                raise ValueError(f"fused kernel argument: expected {dtype}, got {a.dtype}")
+            arrays.append(a)
+        key = tuple(a.shape for a in arrays)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = self._layouts[key] = _symbolic_layout(self.structure, self.inputs, key)
+        shape, dims, strides = layout
+        flat = [src if not isinstance(src, int) else arrays[src].reshape(-1)
+                for src in self.inputs]
+        fn = self.fn
+        if out is None:
+            out = np.empty(shape, self.dtype)
+        else:
+            if (out.shape != shape or out.dtype != self.dtype
+                    or not out.flags.c_contiguous):
+                raise ValueError(f"out must be a C-contiguous {shape} {self.dtype} array")
+            for p in self.inplace_sources:
+                if arrays[p] is out:
+                    fn = self._variants.get(p) or self._variant(p)
+                    break
+        return self._launch(fn, out, dims, strides, flat)
 
     def _variant(self, p: int) -> Callable[..., int]:
         fn = codecache.load_source(self.inplace_sources[p], self.cache_dir).kernel
@@ -163,7 +217,7 @@ def build_elementwise(params: Sequence[Var], body: Expr, types: Mapping[Expr, Ty
     when some node is not supported. ``types`` maps nodes (by identity) to checked types;
     ``cache_dir`` overrides the kernel source cache's root directory."""
     try:
-        gen = _Generator(params, types, body)
+        gen = _Generator(params, types, body, symbolic=True)
         return gen.kernel(cache_dir)
     except _Unsupported:
         return None
@@ -174,8 +228,11 @@ class _Generator:
     innermost loop and each leaf a view."""
 
     def __init__(self, params: Sequence[Var], types: Mapping[Expr, Type], body: Expr,
-                 templates: Mapping[str, elementwise.OpTemplates] | None = None):
+                 templates: Mapping[str, elementwise.OpTemplates] | None = None, *,
+                 symbolic: bool = False):
         self.templates = templates  # None: the CPU table (the CUDA kernels pass theirs)
+        #: whether shapes may have symbolic dimensions (the CPU kernels; not CUDA's)
+        self.symbolic_ok = symbolic
         self.params = {p: i for i, p in enumerate(params)}
         self.param_types = tuple(self._static(p, types) for p in params)
         self.types = types
@@ -199,10 +256,13 @@ class _Generator:
             ty = node.type_annotation
         if ty is None and isinstance(node, Constant):
             ty = TensorType(node.data.shape, node.data.dtype.name)
-        if not isinstance(ty, TensorType) or not ty.is_static or ty.dtype not in \
-                elementwise.KINDS:
+        if not isinstance(ty, TensorType) or ty.dtype not in elementwise.KINDS:
             raise _Unsupported
-        return TensorType(tuple(int(d) for d in ty.shape), ty.dtype)  # type: ignore[arg-type]
+        if ty.is_static:
+            return TensorType(tuple(int(d) for d in ty.shape), ty.dtype)  # type: ignore[arg-type]
+        if not self.symbolic_ok or not all(type(d) is int or is_symbolic(d) for d in ty.shape):
+            raise _Unsupported
+        return ty
 
     # -- the walk -----------------------------------------------------------------------
 
@@ -259,8 +319,9 @@ class _Generator:
                 raise _Unsupported
             source = self.params[node]
         for d, a in zip(ty.shape, axes, strict=True):
-            if d != 1 and d != self.shape[a]:
-                raise _Unsupported  # not a broadcast of the output shape
+            if not _is_one(d) and d != self.shape[a] and \
+                    prove_equal(d, self.shape[a]) is not True:
+                raise _Unsupported  # not (provably) a broadcast of the output shape
         key = (id(node), axes)
         v = self.view_of.get(key)
         if v is None:
@@ -386,7 +447,41 @@ class _Generator:
         lines += [f"{ind}return err", ""]
         return "\n".join(lines)
 
+    @property
+    def symbolic(self) -> bool:
+        return not all(type(d) is int for d in self.shape) or \
+            any(not all(type(d) is int for d in v.shape) for v in self.views)
+
+    def structure(self) -> tuple[tuple, list[tuple[bool, ...]]]:
+        """The collapsed layout's structure for symbolic shapes: ``(out rank, groups, views)``
+        where ``groups`` lists the output axes merged into each collapsed dim and ``views``
+        each view's ``(axes, static shape, dense per group)``; and the patterns."""
+        groups: list[list[int]] = []
+        status: tuple[bool, ...] | None = None
+        for a, d in enumerate(self.shape):
+            if _is_one(d):
+                continue
+            now = tuple(any(ax == a and not _is_one(vd)
+                            for ax, vd in zip(v.axes, v.shape, strict=True))
+                        for v in self.views)
+            if now == status:
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+                status = now
+        patterns = [tuple(any(ax == g[-1] and not _is_one(vd)
+                              for ax, vd in zip(v.axes, v.shape, strict=True))
+                          for g in groups) for v in self.views]
+        if not groups:
+            patterns = [(True,) for _ in self.views]
+        views = tuple((v.axes, v.shape if not isinstance(v.source, int) else None, pat,
+                       tuple(not _is_one(d) for d in v.shape))
+                      for v, pat in zip(self.views, patterns, strict=True))
+        return (len(self.shape), tuple(tuple(g) for g in groups), views), patterns
+
     def kernel(self, cache_dir: str | os.PathLike[str] | None) -> ElementwiseKernel:
+        if self.symbolic:
+            return self._symbolic_kernel(cache_dir)
         dims, strides, patterns = self.layout()
         source = self._source(len(dims), patterns)
         module = codecache.load_source(source, cache_dir)
@@ -407,6 +502,78 @@ class _Generator:
             strides=np.array(strides, np.int64).reshape(len(self.views), len(dims)),
             errors=tuple(self.errors), inplace_ok=inplace, ops=tuple(self.ops),
             source=source, inplace_sources=variants, cache_dir=cache_dir)
+
+
+    def _symbolic_kernel(self, cache_dir: str | os.PathLike[str] | None
+                         ) -> ElementwiseKernel:
+        """The kernel for symbolic shapes: the same source as a static shape with the same
+        structure (so the same numba kernel), the layout evaluated per argument shapes."""
+        structure, patterns = self.structure()
+        rank = max(len(structure[1]), 1)
+        source = self._source(rank, patterns)
+        module = codecache.load_source(source, cache_dir)
+        shape = tuple(self.shape)
+        inplace = frozenset(
+            i for i, t in enumerate(self.param_types)
+            if len(t.shape) == len(shape) and t.dtype == self.out_dtype
+            and all(a == b or prove_equal(a, b) is True
+                    for a, b in zip(t.shape, shape, strict=True))
+            and all(all(p) for v, p in zip(self.views, patterns, strict=True)
+                    if isinstance(v.source, int) and v.source == i))
+        variants = {v.source: self._source(rank, patterns, inplace=i)
+                    for i, v in enumerate(self.views)
+                    if isinstance(v.source, int) and v.source in inplace}
+        return ElementwiseKernel(
+            fn=module.kernel, shape=shape, dtype=np.dtype(self.out_dtype),
+            param_types=tuple((t.shape, np.dtype(t.dtype)) for t in self.param_types),
+            inputs=tuple(v.source for v in self.views),
+            dims=np.zeros(0, np.int64), strides=np.zeros((0, 0), np.int64),
+            errors=tuple(self.errors), inplace_ok=inplace, ops=tuple(self.ops),
+            source=source, inplace_sources=variants, cache_dir=cache_dir,
+            structure=structure)
+
+
+def _is_one(d: object) -> bool:
+    """Whether a dimension is the number 1 (a broadcast axis; a symbolic one never is)."""
+    return type(d) is int and d == 1
+
+
+def _symbolic_layout(structure: tuple, inputs: tuple, shapes: tuple[tuple[int, ...], ...]
+                     ) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    """(output shape, collapsed dims, strides) of a symbolic kernel for its parameters'
+    concrete ``shapes``; a ``ValueError`` when they do not line up (the entry's Shape-Bind
+    and the checker's rules make that an internal error)."""
+    rank, groups, views = structure
+    out = [1] * rank
+    seen = [False] * rank
+    concrete = []
+    for src, (axes, static, _, dense) in zip(inputs, views, strict=True):
+        shape = shapes[src] if isinstance(src, int) else static
+        if len(shape) != len(axes):
+            raise ValueError(f"fused kernel: an argument of rank {len(shape)}, expected "
+                             f"{len(axes)}")
+        concrete.append(shape)
+        for a, n, d in zip(axes, shape, dense, strict=True):
+            if not d:
+                if n != 1:
+                    raise ValueError(f"fused kernel: axis {a} of a broadcast operand is {n}")
+            elif seen[a] and out[a] != n:  # dense operands agree (no run-time broadcast)
+                raise ValueError(f"fused kernel: axis {a} is {out[a]} and {n}")
+            else:
+                out[a], seen[a] = n, True
+    dims = [int(np.prod([out[a] for a in g], dtype=np.int64)) for g in groups] or [1]
+    strides = []
+    for (axes, _, pattern, _), shape in zip(views, concrete, strict=True):
+        row = []
+        for g, dense in zip(groups, pattern, strict=False):
+            if not dense:
+                row.append(0)
+                continue
+            j = axes.index(g[-1])
+            row.append(int(np.prod(shape[j + 1:], dtype=np.int64)))
+        strides.append(row or [1])
+    return (tuple(out), np.array(dims, np.int64),
+            np.array(strides, np.int64).reshape(len(views), len(dims)))
 
 
 #: the walk and the collapsed layout, public for the CUDA kernels' generator

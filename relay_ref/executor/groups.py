@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from relay_ref.deepstack import run_deep
+from relay_ref.ir.shape import bounds_of, is_symbolic, shape_prod, shape_vars
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type
@@ -402,10 +403,19 @@ def _feeds(param: Var, tail: set[Expr]) -> bool:
 
 
 def _big(ty: Type | None) -> bool:
-    """A static tensor type with at least ``MIN_FUSED_ELEMENTS`` elements."""
-    if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
+    """A tensor type with at least ``MIN_FUSED_ELEMENTS`` elements: a static one, or one
+    with symbolic dimensions (issue 29) whose element count is at least that with every
+    shape variable at least 1 (``bounds_of``), so that a symbolic program gets the plan its
+    static instance gets at batch 1 and the same kernels at every size. ``?`` dims: no."""
+    if type(ty) is not TensorType:
         return False
-    return int(np.prod(ty.shape, dtype=np.int64)) >= MIN_FUSED_ELEMENTS
+    if all(type(d) is int for d in ty.shape):
+        return int(np.prod(ty.shape, dtype=np.int64)) >= MIN_FUSED_ELEMENTS
+    if not all(type(d) is int or is_symbolic(d) for d in ty.shape):
+        return False
+    count = shape_prod(ty.shape)
+    bounds = {v: (1, float("inf")) for v in shape_vars(ty.shape)}
+    return bounds_of(count, bounds)[0] >= MIN_FUSED_ELEMENTS
 
 
 def _fresh_result(name: str) -> bool:

@@ -21,6 +21,18 @@ never writes over its own inputs. Each planned value is a fixed view of a fixed 
 made at compile time, handed out by the runtime's allocation policy
 (``relay_ref.executor.runtime.StaticPlanRuntime``) at the value's slot.
 
+**Symbolic sizes** (issue 29): a value whose type has symbolic dimensions, all of them
+over the shape variables the entry's parameters bind (Shape-Bind; not those a
+``match_cast`` binds later: such values are allocated fresh when reached), is planned the
+same way with a symbolic byte size (``shape_prod * itemsize``, canonical); a buffer is
+reused only by a value whose size is provably equal to the buffer's (canonically equal:
+``prove_equal``), and a symbolic buffer never serves a static value or the reverse. The
+plan records ``symbolic[call] = (buffer, shape, dtype)`` and ``symbolic_sizes[buffer]``;
+the runtime (``relay_ref.executor.runtime.SymbolicPlanRuntime``) evaluates the sizes
+from the shape environment bound at the entry, allocating each buffer when a call needs
+it larger than it is (or once, at compile time, at ``shape_bounds``), and makes the
+views. The liveness argument is unchanged: it is about steps, not sizes.
+
 Invariant (checked by ``tests/executor/test_memory.py``): two planned values share bytes
 only if their live ranges are disjoint, and no value handed to the caller is in a buffer,
 so an output is never overwritten by a later call.
@@ -34,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from relay_ref.executor.groups import Unplannable
+from relay_ref.ir.shape import is_symbolic, shape_prod, shape_vars
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
@@ -46,16 +59,29 @@ __all__ = ["Dataflow", "MemoryPlan", "dataflow", "plan_memory", "writer_step"]
 class MemoryPlan:
     """``views``: group call -> the array its result is written into; ``buffers``: the
     allocations (their total is the peak); ``ranges``: group call -> (first, last) step of
-    the value's live range, for the tests."""
+    the value's live range, for the tests; ``offsets``: group call -> its buffer (a static
+    buffer's index, or ``-1 - k`` for symbolic buffer ``k``)."""
 
     views: dict[Call, np.ndarray] = field(default_factory=dict)
     buffers: list[np.ndarray] = field(default_factory=list)
     ranges: dict[Call, tuple[int, int]] = field(default_factory=dict)
     offsets: dict[Call, int] = field(default_factory=dict)
+    #: symbolic sizes: group call -> (symbolic buffer index, shape, dtype); each symbolic
+    #: buffer's byte size (a ``SymDim``)
+    symbolic: dict[Call, tuple[int, tuple, np.dtype]] = field(default_factory=dict)
+    symbolic_sizes: list[object] = field(default_factory=list)
 
     @property
     def peak_bytes(self) -> int:
+        """Bytes of the static buffers (the symbolic ones depend on the shapes)."""
         return sum(b.nbytes for b in self.buffers)
+
+    @property
+    def slots(self) -> dict[Call, int]:
+        """Group call -> its slot: the static views first, then the symbolic values."""
+        out = {call: k for k, call in enumerate(self.views)}
+        out.update({call: len(self.views) + k for k, call in enumerate(self.symbolic)})
+        return out
 
 
 def _is_group_call(node: Expr) -> bool:
@@ -150,8 +176,19 @@ def writer_step(plan: object) -> int | None:
     return len(steps) - 1 if _fresh_step(last) else None
 
 
-def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> MemoryPlan:
-    """Assign buffers to the entry's group results (see the module docstring)."""
+def _symbolic_ok(ty: TensorType, bound: frozenset[str]) -> bool:
+    """A tensor type with symbolic dimensions over the variables ``bound`` only."""
+    if all(type(d) is int for d in ty.shape):
+        return False
+    if not all(type(d) is int or is_symbolic(d) for d in ty.shape):
+        return False
+    return shape_vars(ty.shape) <= bound
+
+
+def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
+                bound_vars: frozenset[str] = frozenset()) -> MemoryPlan:
+    """Assign buffers to the entry's group results (see the module docstring);
+    ``bound_vars``: the shape variables the entry's parameters bind (symbolic sizes)."""
     plan = MemoryPlan()
     flow = dataflow(func)
     if flow is None:
@@ -169,7 +206,8 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
     candidates: dict[Expr, int] = {}
     for node, gp in plans.items():
         ty = types.get(node)
-        if type(ty) is not TensorType or not all(type(d) is int for d in ty.shape):
+        if type(ty) is not TensorType or not (all(type(d) is int for d in ty.shape)
+                                              or _symbolic_ok(ty, bound_vars)):
             continue
         if node is flow.result or writer_step(gp) is None:
             continue
@@ -184,8 +222,26 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
     serial = 0
     releases: dict[int, list[Call]] = {}
     held: dict[Expr, int] = {}
+    # symbolic sizes: free buffers by their (canonical) byte size, earliest freed first
+    sym_free: dict[object, list[tuple[int, int]]] = {}
+    sym_held: dict[Expr, int] = {}
     for i, node in enumerate(nodes):
-        if node in candidates:
+        if node in candidates and not all(type(d) is int for d in types[node].shape):
+            ty = types[node]
+            dtype = np.dtype(ty.dtype)
+            size = shape_prod(ty.shape) * dtype.itemsize
+            pool = sym_free.get(size)
+            if pool:
+                slot = pool.pop(0)[1]
+            else:
+                slot = len(plan.symbolic_sizes)
+                plan.symbolic_sizes.append(size)
+            sym_held[node] = slot
+            plan.symbolic[node] = (slot, tuple(ty.shape), dtype)  # type: ignore[index]
+            plan.offsets[node] = -1 - slot  # type: ignore[index]  # symbolic: negative
+            plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
+            releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
+        elif node in candidates:
             ty = types[node]
             dtype = np.dtype(ty.dtype)
             nbytes = int(np.prod(ty.shape, dtype=np.int64)) * dtype.itemsize
@@ -203,7 +259,11 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type]) -> Mem
             plan.offsets[node] = slot  # type: ignore[index]
             releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
         for done in releases.pop(i, ()):
-            slot = held.pop(done)
-            bisect.insort(free, (plan.buffers[slot].nbytes, serial, slot))
+            if done in sym_held:
+                slot = sym_held.pop(done)
+                sym_free.setdefault(plan.symbolic_sizes[slot], []).append((serial, slot))
+            else:
+                slot = held.pop(done)
+                bisect.insort(free, (plan.buffers[slot].nbytes, serial, slot))
             serial += 1
     return plan

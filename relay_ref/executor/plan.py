@@ -52,6 +52,9 @@ class Plan:
     host_ops: tuple[str, ...] = ()
     #: BYOC regions (``relay_ref.executor.externs.RegionSummary``), in module order
     regions: tuple[Any, ...] = ()
+    #: the byte sizes of the buffers with symbolic sizes (issue 29), as text (``n * 4096``);
+    #: counted in ``buffers``, not in ``peak_bytes`` (which depends on the shapes)
+    symbolic_buffers: tuple[str, ...] = ()
 
     def region_table(self) -> str:
         """The regions, one a line: name, backend, op calls, estimated operations, note."""
@@ -100,7 +103,9 @@ class Plan:
             f"kernel calls: {self.launches}",
             f"constants: {self.constants} ({self.constant_bytes / 1e6:.2f} MB)",
             f"buffers: {self.buffers} preallocated for {self.planned_values} intermediate "
-            f"values, peak {self.peak_bytes / 1e6:.2f} MB (outputs are always fresh arrays)",
+            f"values, peak {self.peak_bytes / 1e6:.2f} MB"
+            + (f" + {' + '.join(self.symbolic_buffers)} bytes" if self.symbolic_buffers
+               else "") + " (outputs are always fresh arrays)",
             *self.notes,
             *([self.region_table()] if self.regions else []),
         ]

@@ -90,7 +90,7 @@ import numpy as np
 from relay_ref.ir.span import Span
 
 __all__ = ["Instrumented", "Layer", "Observer", "Profiling", "Recorder", "Runtime", "Site",
-           "StaticPlanRuntime", "site_call"]
+           "StaticPlanRuntime", "SymbolicPlanRuntime", "site_call"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -174,6 +174,12 @@ class Runtime:
         """Called once when installed, with every site of the program (index order)."""
         return None
 
+    def shapes(self, env: dict[str, int]) -> None:
+        """Called at the entry of a program whose memory plan has symbolic sizes, once its
+        shape variables are bound (Shape-Bind), before any step: ``env`` gives the sizes
+        ``allocate`` hands out for this call."""
+        return None
+
 
 class StaticPlanRuntime(Runtime):
     """The compile-time memory plan as a policy: ``allocate`` hands out the planned view of
@@ -188,6 +194,77 @@ class StaticPlanRuntime(Runtime):
 
     def allocate(self, site: Site) -> Any:
         return self.views[site.slot]
+
+
+class SymbolicPlanRuntime(StaticPlanRuntime):
+    """The compile-time memory plan with symbolic sizes (``relay_ref.executor.memory``):
+    ``shapes(env)`` evaluates each symbolic buffer's size and each planned value's shape in
+    the call's environment, (re)allocating a buffer only when it is too small (with
+    ``bounds``, every buffer whose size the bounds limit is allocated once, here, at the
+    bound, and a call whose variable exceeds its bound is a ``RelayRuntimeError`` at the
+    entry: the bound is a promise, as Relax's upper-bound attribute); the views are
+    remade only when the environment changed since the last call. The static plan's
+    views come first (``static``), then one slot per symbolic value (``entries``:
+    buffer index, shape, dtype)."""
+
+    name = "static"
+
+    def __init__(self, static: list[np.ndarray], entries: list[tuple[int, tuple, np.dtype]],
+                 sizes: list[object], bounds: dict[str, int] | None = None,
+                 span: Span | None = None) -> None:
+        from relay_ref.ir.shape import bounds_of, shape_vars
+
+        super().__init__([*static, *([None] * len(entries))])
+        self.first = len(static)
+        self.entries = entries
+        self.sizes = sizes
+        self.bounds = dict(bounds or {})
+        self.span = span
+        names: frozenset[str] = frozenset()
+        for _, shape, _ in entries:
+            names |= shape_vars(shape)
+        self.vars = tuple(sorted(names))
+        self.key: tuple | None = None
+        self.buffers: list[np.ndarray | None] = []
+        limits = {v: (0, b) for v, b in self.bounds.items()}
+        for size in sizes:
+            hi = bounds_of(size, limits)[1]  # type: ignore[arg-type]
+            self.buffers.append(np.empty(max(int(hi), 1), np.uint8)
+                                if hi != float("inf") else None)
+        #: buffers allocated at run time (growing past what a buffer had), for the tests
+        self.allocations = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the symbolic buffers allocated so far."""
+        return sum(b.nbytes for b in self.buffers if b is not None)
+
+    def shapes(self, env: dict[str, int]) -> None:
+        key = tuple(env.get(v) for v in self.vars)
+        if key == self.key:
+            return
+        from relay_ref.diagnostics import RelayRuntimeError
+        from relay_ref.ir.shape import eval_dim, eval_shape
+
+        for name, bound in self.bounds.items():
+            if name in env and env[name] > bound:
+                raise RelayRuntimeError(
+                    f"shape variable {name} is {env[name]}, above its bound {bound} "
+                    f"(rr.compile(shape_bounds=...) preallocated the buffers for {name} <= "
+                    f"{bound}); compile with a larger bound, or without shape_bounds",
+                    self.span)
+        need = [eval_dim(size, env) for size in self.sizes]
+        for b, n in enumerate(need):
+            buf = self.buffers[b]
+            if buf is None or buf.nbytes < n:
+                self.buffers[b] = np.empty(max(n, 1), np.uint8)
+                self.allocations += 1
+        views, first = self.views, self.first
+        for k, (b, shape, dtype) in enumerate(self.entries):
+            dims = eval_shape(shape, env)
+            n = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+            views[first + k] = self.buffers[b][:n].view(dtype).reshape(dims)  # type: ignore[index]
+        self.key = key
 
 
 class Layer(Runtime):
@@ -212,6 +289,9 @@ class Layer(Runtime):
 
     def bind(self, sites: tuple[Site, ...]) -> None:
         self.inner.bind(sites)
+
+    def shapes(self, env: dict[str, int]) -> None:
+        self.inner.shapes(env)
 
 
 class Profiling(Layer):

@@ -1,5 +1,6 @@
 """Scan and sorting operators (TVM ``src/relay/op/algorithm/*.cc``, ``transform.cc`` for the
-scans): cumsum, cumprod, sort, argsort, topk.
+scans): cumsum, cumprod, sort, argsort, topk; and Relax's ``nonzero`` and ``unique``, whose
+output sizes depend on the data (see "Data-dependent sizes" below).
 
 Sorting is stable: equal elements keep their input order, in descending order too (the
 element with the lower index comes first, as TVM's CPU kernels and ONNX TopK do).
@@ -204,3 +205,133 @@ register_op("topk", attrs=TopKAttrs, num_inputs=1, arg_names=("data",), support_
             doc="The ``k`` largest (``is_ascend``: smallest) elements along ``axis``, in "
                 "order, and their indices; ``ret_type`` ``both`` returns the tuple "
                 "(values, indices). Ties: the lower index first.")
+
+
+# -- Data-dependent sizes (Relax's ``relax.op.nonzero`` / ``relax.op.unique``) -------------
+# Their relations give ``?`` for each dimension the data decides (and exact dimensions for
+# the rest); a program names such a size with ``match_cast`` to a type with a fresh shape
+# variable (``match_cast(nonzero(%x), Tensor[(2, k), int64])``, T-MatchCast), which binds
+# ``k`` at run time. The ONNX importer does exactly that for NonZero, Unique and Compress
+# (``vision.all_class_non_max_suppression`` is the fourth such op). Invariant: the
+# references return exactly the relations' dtypes, and their shapes with each ``?`` a size
+# computed from the data; index outputs are int64.
+
+from relay_ref.ir.shape import ANY  # noqa: E402
+from relay_ref.ops.registry import Examples  # noqa: E402
+
+# -- nonzero ------------------------------------------------------------------------------
+
+
+def _nonzero_rel(arg_types: list[Type], attrs: object) -> object:
+    """``nonzero(x)``: ``Tensor[(max(ndim, 1), ?), int64]``, the coordinates of the
+    non-zero elements, one column each, in row-major order (ONNX NonZero; a 0-d input
+    counts as 1-d)."""
+    args = tensor_args("nonzero", arg_types, 1)
+    if args is NOT_YET:
+        return NOT_YET
+    return TensorType((max(len(args[0].shape), 1), ANY), "int64")
+
+
+def _nonzero_ref(args: list, attrs: object) -> np.ndarray:
+    x = np.atleast_1d(np.asarray(args[0]))
+    return np.stack(np.nonzero(x), axis=0).astype(np.int64).reshape(x.ndim, -1)
+
+
+register_op("nonzero", num_inputs=1, arg_names=("data",), support_level=10,
+            relation=_nonzero_rel, reference=_nonzero_ref,
+            doc="Relax's nonzero (ONNX NonZero): the int64 coordinates of the non-zero "
+                "elements, shape (max(ndim, 1), count), in row-major order; count is "
+                "known at run time only (match_cast names it).")
+
+
+# -- unique -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class UniqueAttrs:
+    """Relax's ``unique``: ``sorted`` (ascending; else in order of first occurrence),
+    which extra outputs to return, and ``axis`` (None: of the flattened input; else the
+    unique slices along ``axis``)."""
+
+    sorted: bool = True
+    return_index: bool = False
+    return_inverse: bool = False
+    return_counts: bool = False
+    axis: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("sorted", "return_index", "return_inverse", "return_counts"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise AttrError(f"{name} must be a bool, found {getattr(self, name)!r}", name)
+        if self.axis is not None and (isinstance(self.axis, bool) or
+                                      not isinstance(self.axis, int | np.integer)):
+            raise AttrError(f"axis must be an int or None, found {self.axis!r}", "axis")
+
+
+def _unique_rel(arg_types: list[Type], attrs: UniqueAttrs) -> object:
+    """The unique values: ``(?)`` without ``axis``, else the input's shape with ``?`` at
+    ``axis``; then, as asked, ``index`` ``(?)``, ``inverse`` (the input's size, or its
+    dim at ``axis``) and ``counts`` ``(?)``, all int64. One output is a tensor, more a
+    tuple."""
+    args = tensor_args("unique", arg_types, 1)
+    if args is NOT_YET:
+        return NOT_YET
+    x = args[0]
+    if attrs.axis is None:
+        values = TensorType((ANY,), x.dtype)
+        length = shape_prod(x.shape)
+    else:
+        if not x.shape:
+            raise RelationError("unique: axis needs an input of rank 1 or more")
+        axis = normalize_axis("unique", int(attrs.axis), len(x.shape))
+        values = TensorType(tuple(ANY if i == axis else d for i, d in enumerate(x.shape)),
+                            x.dtype)
+        length = x.shape[axis]
+    outs: list[Type] = [values]
+    if attrs.return_index:
+        outs.append(TensorType((ANY,), "int64"))
+    if attrs.return_inverse:
+        outs.append(TensorType((length,), "int64"))
+    if attrs.return_counts:
+        outs.append(TensorType((ANY,), "int64"))
+    return outs[0] if len(outs) == 1 else TupleType(tuple(outs))
+
+
+def _unique_ref(args: list, attrs: UniqueAttrs) -> object:
+    x = np.asarray(args[0])
+    axis = None if attrs.axis is None else int(attrs.axis) % max(x.ndim, 1)
+    if axis is None:
+        x = x.reshape(-1)
+    values, index, inverse, counts = np.unique(x, return_index=True, return_inverse=True,
+                                               return_counts=True, axis=0 if axis is None
+                                               else axis)
+    inverse = inverse.reshape(-1)
+    if not attrs.sorted:  # in order of first occurrence (ONNX Unique sorted=0)
+        order = np.argsort(index, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        index, counts, inverse = index[order], counts[order], rank[inverse]
+    outs = [values.astype(x.dtype, copy=False)]
+    if attrs.return_index:
+        outs.append(index.astype(np.int64))
+    if attrs.return_inverse:
+        outs.append(inverse.astype(np.int64))
+    if attrs.return_counts:
+        outs.append(counts.astype(np.int64))
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+register_op("unique", attrs=UniqueAttrs, num_inputs=1, arg_names=("data",), support_level=10,
+            relation=_unique_rel, reference=_unique_ref,
+            doc="Relax's unique (ONNX Unique): the unique values (of the flattened input, "
+                "or the unique slices along axis), sorted ascending or in order of first "
+                "occurrence; optionally the index of each one's first occurrence, the "
+                "inverse (each input element's or slice's position in the result) and "
+                "the counts. Their length is known at run time only.")
+
+
+# -- test-generation hints for the ops above (relay_ref.testing.programs) ------------------
+EXAMPLES: dict[str, Examples] = {
+    "unique": Examples(attrs=({}, {"sorted": False, "return_counts": True},
+                              {"return_index": True, "return_inverse": True, "axis": 0})),
+}

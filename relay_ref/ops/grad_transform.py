@@ -289,4 +289,6 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
     "scatter_nd": f"{_LATER} (data: masked; updates: gather_nd)",
     "einsum": f"{_LATER} (each operand's adjoint is another einsum)",
     "reinterpret": "reinterprets the bits as another dtype: not a numeric function",
+    "nonzero": "integer result (coordinates)",
+    "unique": f"{_LATER} (values: a scatter-add by the inverse; the rest are integers)",
 }

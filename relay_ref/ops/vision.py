@@ -527,3 +527,130 @@ EXAMPLES["vision.non_max_suppression"] = Examples(attrs=(
      ((), "float32")),
     (((2, 3, 5), "float32"), ((2,), "int32"), ((2, 3), "int32"), ((1,), "int32"),
      ((1,), "float32"))))
+
+
+# -- vision.all_class_non_max_suppression ---------------------------------------------------
+# Relax's; its row count depends on the data ("Data-dependent sizes" in algorithm.py).
+
+@dataclass(frozen=True, slots=True)
+class AllClassNMSAttrs:
+    """Only ONNX's output format (Relax's default): rows ``[batch, class, box]``."""
+
+    output_format: str = "onnx"
+
+    def __post_init__(self) -> None:
+        if self.output_format != "onnx":
+            raise AttrError(f"output_format must be 'onnx', found {self.output_format!r}",
+                            "output_format")
+
+
+from relay_ref.ir.shape import ANY  # noqa: E402
+
+_ACNMS_NAMES = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
+                "score_threshold")
+
+
+def _all_class_nms_rel(arg_types: list[Type], attrs: AllClassNMSAttrs) -> object:
+    """boxes ``(B, N, 4)`` ([y1, x1, y2, x2], corners in either order), scores
+    ``(B, C, N)`` of the same float dtype, an integer and two float scalars (or 1-element
+    tensors); the result is ``(selected (?, 3) int64, (1,) int64 count)``."""
+    op = "vision.all_class_non_max_suppression"
+    args = tensor_args(op, arg_types, 5, _ACNMS_NAMES)
+    if args is NOT_YET:
+        return NOT_YET
+    boxes, scores, limit, iou, score = args
+    if len(boxes.shape) != 3 or not dims_compatible(boxes.shape[2], 4):
+        raise RelationError(f"{op}: boxes must be (batch, boxes, 4), found {describe(boxes)}")
+    if len(scores.shape) != 3:
+        raise RelationError(f"{op}: scores must be (batch, classes, boxes), found "
+                            f"{describe(scores)}")
+    if not (dims_compatible(boxes.shape[0], scores.shape[0]) and
+            dims_compatible(boxes.shape[1], scores.shape[2])):
+        raise RelationError(f"{op}: boxes {describe(boxes)} and scores {describe(scores)} "
+                            "disagree on the batch or the number of boxes")
+    if not is_float(boxes.dtype) or boxes.dtype != scores.dtype:
+        raise RelationError(f"{op}: boxes and scores must have one float dtype, found "
+                            f"{boxes.dtype} and {scores.dtype}")
+    if not limit.dtype.startswith(("int", "uint")) or not is_float(iou.dtype) or \
+            not is_float(score.dtype):
+        raise RelationError(f"{op}: max_output_boxes_per_class must be an integer, the "
+                            "thresholds floats")
+    for t, name in zip((limit, iou, score), _ACNMS_NAMES[2:], strict=True):
+        if len(t.shape) > 1 or (t.shape and not dims_compatible(t.shape[0], 1)):
+            raise RelationError(f"{op}: {name} must be a scalar or hold one value, found "
+                                f"{describe(t)}")
+    return TupleType((TensorType((ANY, 3), "int64"), TensorType((1,), "int64")))
+
+
+def _iou_exceeds(a: np.ndarray, b: np.ndarray, threshold: object) -> bool:
+    """ONNX's ``suppress_by_iou`` for corner boxes ``[y1, x1, y2, x2]``, in the boxes'
+    own float type, the same comparisons in the same order."""
+    ax0, ax1 = (a[1], a[3]) if a[1] < a[3] else (a[3], a[1])
+    bx0, bx1 = (b[1], b[3]) if b[1] < b[3] else (b[3], b[1])
+    ix0, ix1 = max(ax0, bx0), min(ax1, bx1)
+    if ix1 <= ix0:
+        return False
+    ay0, ay1 = (a[0], a[2]) if a[0] < a[2] else (a[2], a[0])
+    by0, by1 = (b[0], b[2]) if b[0] < b[2] else (b[2], b[0])
+    iy0, iy1 = max(ay0, by0), min(ay1, by1)
+    if iy1 <= iy0:
+        return False
+    inter = (ix1 - ix0) * (iy1 - iy0)
+    if inter <= 0:
+        return False
+    area_a = (ax1 - ax0) * (ay1 - ay0)
+    area_b = (bx1 - bx0) * (by1 - by0)
+    union = area_a + area_b - inter
+    if area_a <= 0 or area_b <= 0 or union <= 0:
+        return False
+    return bool(inter / union > threshold)
+
+
+def _scalar(value: object, what: str) -> object:
+    arr = np.asarray(value)
+    if arr.size != 1:
+        raise OpRuntimeError(f"vision.all_class_non_max_suppression: {what} must hold one "
+                             f"value, found {arr.size}")
+    return arr.reshape(())[()]
+
+
+def _all_class_nms_ref(args: list, attrs: AllClassNMSAttrs) -> tuple[np.ndarray, np.ndarray]:
+    """ONNX NonMaxSuppression (its reference implementation's order): per batch, per
+    class, the boxes scoring above ``score_threshold`` by descending score (ties: lower
+    box index first), each kept unless its IoU with a box kept before in this class is
+    above ``iou_threshold``, at most ``max_output_boxes_per_class`` (negative: 0)."""
+    boxes, scores = np.asarray(args[0]), np.asarray(args[1])
+    limit = max(int(_scalar(args[2], "max_output_boxes_per_class")), 0)
+    iou = _scalar(args[3], "iou_threshold")
+    threshold = _scalar(args[4], "score_threshold")
+    rows: list[tuple[int, int, int]] = []
+    for b in range(boxes.shape[0]):
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            candidates = [i for i in range(s.shape[0]) if s[i] > threshold]
+            candidates.sort(key=lambda i: (-s[i], i))
+            kept: list[int] = []
+            for i in candidates:
+                if len(kept) >= limit:
+                    break
+                if not any(_iou_exceeds(boxes[b, i], boxes[b, k], iou) for k in kept):
+                    kept.append(i)
+                    rows.append((b, c, i))
+    out = np.array(rows, dtype=np.int64).reshape(len(rows), 3)
+    return out, np.array([len(rows)], dtype=np.int64)
+
+
+register_op("vision.all_class_non_max_suppression", attrs=AllClassNMSAttrs, num_inputs=5,
+            arg_names=_ACNMS_NAMES, support_level=5, relation=_all_class_nms_rel,
+            reference=_all_class_nms_ref,
+            doc="Relax's all_class_non_max_suppression in ONNX format: greedy NMS per batch "
+                "and class on corner boxes [y1, x1, y2, x2]; the selected rows [batch, "
+                "class, box] (their number known at run time only) and that number.")
+
+
+# rows [y1, x1, y2, x2]; the limit and the thresholds as (1,) tensors or scalars
+EXAMPLES["vision.all_class_non_max_suppression"] = Examples(args=(
+    (((1, 4, 4), "float32"), ((1, 2, 4), "float32"), ((1,), "int64"), ((1,), "float32"),
+     ((1,), "float32")),
+    (((2, 3, 4), "float32"), ((2, 1, 3), "float32"), ((), "int64"), ((), "float32"),
+     ((), "float32"))))

@@ -134,3 +134,7 @@ EXTRA_EXAMPLES.update({
     "einsum": ([TupleType((T(2, 3), T(3, 4)))], {"equation": "ij,jk->ik"}),
     "image.grid_sample": ([DATA, T(2, 2, 3, 5)], {}),
 })
+EXTRA_EXAMPLES.update({  # data-dependent sizes (algorithm.py's note)
+    "vision.all_class_non_max_suppression": (
+        [T(1, 6, 4), T(1, 2, 6), T(1, dtype="int64"), T(1), T(1)], {}),
+})

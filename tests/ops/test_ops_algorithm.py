@@ -1,4 +1,5 @@
-"""cumsum / cumprod / sort / argsort / topk vs onnxruntime (CumSum, TopK) and NumPy."""
+"""cumsum / cumprod / sort / argsort / topk vs onnxruntime (CumSum, TopK) and NumPy; nonzero
+and unique (data-dependent sizes) vs onnxruntime's NonZero and Unique."""
 
 from __future__ import annotations
 
@@ -89,3 +90,64 @@ def test_topk_ret_types_and_relation() -> None:
 
 
 DIFF_TESTED = {"cumsum", "cumprod", "sort", "argsort", "topk"}
+
+
+# -- nonzero / unique: data-dependent sizes (relations give ? for them) --------------------
+
+from relay_ref.ir.shape import sym  # noqa: E402
+from relay_ref.ir.types import IncompleteType  # noqa: E402
+from relay_ref.ops.registry import NOT_YET  # noqa: E402
+
+
+@pytest.mark.parametrize("shape, dtype", [((7,), "float32"), ((3, 4), "int32"),
+                                          ((2, 3, 2), "bool"), ((0, 3), "float32")])
+def test_nonzero_vs_onnxruntime(shape, dtype):
+    rng = np.random.default_rng(len(shape))
+    x = (rng.integers(0, 3, shape) * (rng.uniform(size=shape) > 0.4)).astype(dtype)
+    got = run_op("nonzero", [x])
+    (want,) = onnx_run("NonZero", [x], opset=13)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("attrs, shape", [
+    ({}, (9,)), ({"sorted": 0}, (9,)), ({"axis": 0}, (6, 2)), ({"axis": 1, "sorted": 0},
+                                                               (2, 7)),
+    ({"axis": -1}, (2, 3, 5)), ({}, (1,)),
+])
+def test_unique_vs_onnxruntime(attrs, shape):
+    x = np.random.default_rng(3).integers(0, 3, shape).astype(np.float32)
+    want = onnx_run("Unique", [x], n_outputs=4, opset=11, **attrs)
+    got = run_op("unique", [x], sorted=bool(attrs.get("sorted", 1)), return_index=True,
+                 return_inverse=True, return_counts=True, axis=attrs.get("axis"))
+    assert len(got) == 4
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    alone = run_op("unique", [x], sorted=bool(attrs.get("sorted", 1)), axis=attrs.get("axis"))
+    np.testing.assert_array_equal(alone, want[0])  # one output: a tensor, not a tuple
+
+
+def test_nonzero_unique_relations_leave_only_the_data_dependent_dims_unknown():
+    n = sym("n")
+    assert get_op("nonzero").relation([TensorType((n, 3), "float32")], None) == \
+        TensorType((2, ANY), "int64")
+    assert get_op("nonzero").relation([TensorType((), "bool")], None) == \
+        TensorType((1, ANY), "int64")
+    uniq = get_op("unique").relation
+    full = make_attrs("unique", {"return_index": True, "return_inverse": True,
+                                 "return_counts": True, "axis": 1})
+    assert uniq([TensorType((n, 4, 5), "int32")], full) == TupleType((
+        TensorType((n, ANY, 5), "int32"), TensorType((ANY,), "int64"),
+        TensorType((4,), "int64"), TensorType((ANY,), "int64")))
+    flat = make_attrs("unique", {"return_inverse": True})
+    assert uniq([TensorType((n, 4), "int32")], flat) == TupleType((
+        TensorType((ANY,), "int32"), TensorType((n * 4,), "int64")))
+    assert uniq([IncompleteType()], flat) is NOT_YET
+    with pytest.raises(AttrError):
+        make_attrs("unique", {"axis": 1.5})
+    with pytest.raises(RelationError, match="axis"):
+        uniq([TensorType((3,), "float32")], make_attrs("unique", {"axis": 2}))
+
+
+DIFF_TESTED |= {"nonzero", "unique"}

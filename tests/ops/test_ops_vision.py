@@ -320,3 +320,50 @@ def test_nms_and_valid_counts_relations() -> None:
 
 
 DIFF_TESTED |= {"vision.get_valid_counts", "vision.non_max_suppression"}
+
+
+# -- vision.all_class_non_max_suppression ---------------------------------------------------
+
+from relay_ref.ir.shape import sym  # noqa: E402
+from relay_ref.ir.types import TupleType  # noqa: E402
+
+
+@pytest.mark.parametrize("seed, limit, iou, score", [
+    (0, 3, 0.5, 0.0), (1, 10, 0.2, 0.4), (2, 0, 0.5, 0.0), (3, 2, 0.9, -1.0)])
+def test_all_class_nms_vs_onnxruntime(seed, limit, iou, score):
+    rng = np.random.default_rng(seed)
+    boxes = rng.uniform(0, 8, (2, 10, 4)).astype(np.float32)  # corners in either order
+    scores = rng.uniform(0, 1, (2, 3, 10)).astype(np.float32)
+    scores[0, 0, :4] = 0.5  # ties: the lower box index first
+    args = [boxes, scores, np.array([limit], np.int64), np.array([iou], np.float32),
+            np.array([score], np.float32)]
+    got, count = run_op("vision.all_class_non_max_suppression", args)
+    (want,) = onnx_run("NonMaxSuppression", args, opset=11)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert count.tolist() == [len(want)]
+
+
+def test_all_class_nms_relation_and_refusals():
+    n = sym("n")
+    nms = get_op("vision.all_class_non_max_suppression").relation
+    attrs = make_attrs("vision.all_class_non_max_suppression", {})
+    out = nms([TensorType((n, 6, 4), "float32"), TensorType((n, 2, 6), "float32"),
+               TensorType((1,), "int64"), TensorType((), "float32"),
+               TensorType((1,), "float32")], attrs)
+    assert out == TupleType((TensorType((ANY, 3), "int64"), TensorType((1,), "int64")))
+    with pytest.raises(AttrError):
+        make_attrs("vision.all_class_non_max_suppression", {"output_format": "tensorflow"})
+    scalars = [TensorType((1,), "int64"), TensorType((), "float32"), TensorType((), "float32")]
+    with pytest.raises(RelationError, match="disagree"):
+        nms([TensorType((1, 6, 4), "float32"), TensorType((1, 2, 5), "float32"), *scalars],
+            attrs)
+    with pytest.raises(RelationError, match="boxes must be"):
+        nms([TensorType((1, 6, 5), "float32"), TensorType((1, 2, 6), "float32"), *scalars],
+            attrs)
+    with pytest.raises(RelationError, match="one value"):
+        nms([TensorType((1, 6, 4), "float32"), TensorType((1, 2, 6), "float32"),
+             TensorType((2,), "int64"), *scalars[1:]], attrs)
+
+
+DIFF_TESTED |= {"vision.all_class_non_max_suppression"}

@@ -14,6 +14,11 @@ Constant folding, two kinds:
 * on demand: ``static(expr)`` evaluates an expression built from constants only (a
   ``Reshape`` shape computed by ``Shape -> Gather -> Concat``) with the same references.
 
+Shape arithmetic on symbolic shapes (``Shape`` of a ``(n, 3, 224, 224)`` input) cannot be
+folded; its value is known symbolically instead (``shape_values.py``):
+``known_dims(expr)`` is ``[n, 3, 224, 224]`` for that ``shape_of`` and for what
+``take`` / ``concatenate`` / ``expand_dims`` ... make of it.
+
 Invariants: every expression the builder returns has an entry in ``types``; folding
 never changes a value (the references are the semantics).
 """
@@ -24,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from relay_ref.frontend.onnx import shape_values
+from relay_ref.frontend.onnx.names import DimTable
 from relay_ref.ir.expr import Call, Constant, Expr, Op, Tuple, TupleGetItem, Var
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.registry import (
@@ -49,6 +56,8 @@ class Builder:
 
     types: dict[Expr, Type] = field(default_factory=dict)
     _values: dict[Expr, object] = field(default_factory=dict)
+    _dims: dict[Expr, object] = field(default_factory=dict)  # symbolic shape values
+    dim_names: DimTable = field(default_factory=DimTable)  # the shape variables' names
 
     # -- leaves ---------------------------------------------------------------------------
     def var(self, name: str, ty: TensorType) -> Var:
@@ -89,6 +98,10 @@ class Builder:
             value = self.static(expr)
             if isinstance(value, np.ndarray):
                 return self.const(value, ty.dtype)  # type: ignore[union-attr]
+        dims = shape_values.propagate(op_name, list(args), arg_types, attr_obj, ty,
+                                      self.known_dims, self.static)
+        if dims is not None:
+            self._dims[expr] = dims
         return expr
 
     def tuple(self, *fields: Expr) -> Tuple:
@@ -141,6 +154,20 @@ class Builder:
             self._values[node] = None if any(v is None for v in values) else \
                 _evaluate(node, values)
         return self._values[expr]
+
+    def known_dims(self, expr: Expr) -> np.ndarray | None:
+        """The value of the integer tensor ``expr`` as an object array of dimensions (ints,
+        ``SymDim``s, ``?``) when the importer knows it: a constant's numbers, or a symbolic
+        shape value (``shape_values.py``); else None."""
+        if expr in self._dims:
+            return self._dims[expr]  # type: ignore[return-value]
+        if isinstance(expr, Tuple):
+            return None
+        value = self.static(expr)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and \
+                value.size <= FOLD_LIMIT:
+            return shape_values.as_dims(value)
+        return None
 
     def _is_const(self, expr: Expr) -> bool:
         if isinstance(expr, Constant):

@@ -20,6 +20,7 @@ import numpy as np
 
 from relay_ref.frontend.onnx.builder import Builder, ConvertError
 from relay_ref.ir.expr import Expr
+from relay_ref.ir.shape import SymDim, sym
 from relay_ref.ir.types import Dim, TensorType
 
 
@@ -116,3 +117,16 @@ def axis_of(ctx: NodeContext, axis: int, rank: int) -> int:
     if not -rank <= axis < rank:
         raise ConvertError(f"axis {axis} is out of range for rank {rank}")
     return axis % rank
+
+
+def match_cast(ctx: NodeContext, value: Expr, target: TensorType) -> Expr:
+    """``match_cast(value, target)`` (Shape-MatchCast, spec/typing.md 5.2): ``value``'s
+    type refined to ``target``, checked at run time. Its type in the builder is
+    ``target``."""
+    return ctx.call("match_cast", value, type=target)
+
+
+def fresh_dim(ctx: NodeContext, base: str) -> SymDim:
+    """A shape variable not used so far in this conversion (``k``, ``k_1`` ...): the size
+    of a data-dependent output, bound by the ``match_cast`` that follows the op."""
+    return sym(ctx.builder.dim_names.fresh(base))

@@ -38,6 +38,7 @@ from relay_ref.frontend.onnx.signature import mismatch
 from relay_ref.frontend.onnx.survey import Step, all_steps, node_label, survey
 from relay_ref.ir.expr import Expr, Function, Var
 from relay_ref.ir.module import IRModule
+from relay_ref.ir.shape import sym
 from relay_ref.ir.types import ANY, Dim, TensorType
 from relay_ref.ops.registry import AttrError, OpRuntimeError, RelationError
 
@@ -49,8 +50,11 @@ def from_onnx(model: Any, shapes: dict[str, Any] | None = None, *,
     ``shapes`` fixes input dimensions: a key naming a graph input gives its whole shape (a
     sequence of ints, None keeping a dim as the model declares it), a key naming a symbolic
     dimension (``dim_param``, e.g. ``"batch"``) gives that symbol's value everywhere.
-    Symbolic dims not fixed become ``?``. ``params`` maps parameter names to arrays (it also
-    answers to the ONNX names; ``params.relay_names`` is the mapping); with
+    Symbolic dims not fixed become shape variables (``"batch_size"`` -> ``batch_size``,
+    sanitised to an identifier: ``names.DimTable``; the same ``dim_param`` in two inputs is
+    one variable), so ``@main`` is a function over them (Shape-Scope, spec/typing.md 5.2);
+    a dim with neither a value nor a ``dim_param`` becomes ``?``. ``params`` maps parameter
+    names to arrays (it also answers to the ONNX names; ``params.relay_names`` is the mapping); with
     ``freeze_params`` the weights are constants in the module and ``params`` is empty."""
     if shapes is not None and not isinstance(shapes, dict):
         raise TypeError(f"from_onnx: shapes must be a dict, not {type(shapes).__name__}")
@@ -100,6 +104,10 @@ class _Converter:
 
         # valid identifiers keep their names: a sanitised name never takes one of them
         self.names.reserve([i.name for i in self.graph.input] + list(inits))
+        self.builder.dim_names.reserve([d.dim_param for i in self.graph.input
+                                        if i.name not in inits
+                                        for d in i.type.tensor_type.shape.dim
+                                        if d.HasField("dim_param")])
         params: list[Var] = []
         for inp in self.graph.input:
             if inp.name not in inits:
@@ -166,6 +174,8 @@ class _Converter:
                 dims.append(int(d.dim_value))
             elif d.HasField("dim_param") and _dim(self.shapes.get(d.dim_param)) is not None:
                 dims.append(int(self.shapes[d.dim_param]))
+            elif d.HasField("dim_param") and d.dim_param:
+                dims.append(sym(self.builder.dim_names.dim_name(d.dim_param)))
             else:
                 dims.append(ANY)
         given = self.shapes.get(inp.name)

@@ -31,6 +31,7 @@ def _load() -> None:
     from relay_ref.frontend.onnx import (  # noqa: F401
         ops_control,
         ops_control_scan,
+        ops_data_dependent,
         ops_extra,
         ops_extra_attention,
         ops_extra_loss,

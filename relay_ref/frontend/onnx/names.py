@@ -8,6 +8,12 @@ unique identifier, keeping the name unchanged when it is already valid and free.
 Invariants: ``relay_name`` is a function of the names seen so far (the same ONNX name
 always maps to the same identifier); two ONNX names never share an identifier; every
 identifier matches ``VALID``.
+
+A symbolic dimension (``dim_param``: ``"batch_size"``, ``"N"``, ``"unk__123"``,
+``"batch-size"``) becomes a shape variable (spec/typing.md 5.2, Shape-Scope): ``DimTable``
+maps each ``dim_param`` to a shape variable name with the same invariants (the same
+``dim_param`` is the same variable wherever it occurs, two ``dim_param``s are two
+variables), every name matching ``DIM_VALID`` and none a word the type grammar reserves.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from dataclasses import dataclass, field
 
 VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:/[A-Za-z0-9_]+)*")
 _BAD = re.compile(r"[^A-Za-z0-9_]")
+DIM_VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# words a dimension cannot be: keywords and type-level names of grammar/relay.lark
+_DIM_RESERVED = frozenset({"def", "type", "extern", "let", "fn", "if", "else", "ref",
+                           "match", "Tensor", "True", "False", "_", "floordiv", "floormod",
+                           "min", "max", "ndim", "meta"})
 
 
 def sanitise(name: str) -> str:
@@ -53,5 +64,44 @@ class NameTable:
             k += 1
             name = f"{base}_{k}"
         self.forward[onnx_name] = name
+        self.taken.add(name)
+        return name
+
+
+@dataclass(slots=True)
+class DimTable:
+    """``dim_param`` -> shape variable name, unique within one conversion (one ``@main``)."""
+
+    forward: dict[str, str] = field(default_factory=dict)
+    taken: set[str] = field(default_factory=set)
+
+    def reserve(self, dim_params: list[str]) -> None:
+        """Give every ``dim_param`` that is already a valid name itself, so that sanitising
+        another (``"batch-size"``) cannot take it (``"batch_size"``)."""
+        for p in dim_params:
+            if p not in self.forward and DIM_VALID.fullmatch(p) and p not in _DIM_RESERVED \
+                    and p not in self.taken:
+                self.forward[p] = p
+                self.taken.add(p)
+
+    def dim_name(self, dim_param: str) -> str:
+        if dim_param in self.forward:
+            return self.forward[dim_param]
+        base = _BAD.sub("_", dim_param) or "d"
+        if base[0].isdigit():
+            base = "d" + base
+        if base in _DIM_RESERVED:
+            base += "_"
+        name = self.fresh(base)
+        self.forward[dim_param] = name
+        return name
+
+    def fresh(self, base: str) -> str:
+        """A name not taken (``base``, ``base_1`` ...), taken from now on. ``base`` must
+        be valid and not reserved."""
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
         self.taken.add(name)
         return name

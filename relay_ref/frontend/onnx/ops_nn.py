@@ -251,9 +251,22 @@ def _softmax_like(ctx: NodeContext, apply) -> Expr:
     axis = axis_of(ctx, int(ctx.attr("axis", 1)), rank) if rank else 0
     if axis == rank - 1:
         return apply(x, axis)
-    shape = ctx.static_shape(0, f"{ctx.node.op_type}'s input (axis {axis} of {rank})")
-    flat = ctx.call("reshape", x, newshape=[math.prod(shape[:axis]), math.prod(shape[axis:])])
-    return ctx.call("reshape", apply(flat, 1), newshape=list(shape))
+    shape = ctx.shape(0)
+    if all(isinstance(d, int) for d in shape):
+        flat = ctx.call("reshape", x, newshape=[math.prod(shape[:axis]),  # type: ignore
+                                                math.prod(shape[axis:])])  # type: ignore
+        return ctx.call("reshape", apply(flat, 1), newshape=list(shape))
+    # a symbolic (or unknown) dim: -1 stands for the side that is not static, and the
+    # result takes the input's shape back with reshape_like (no static newshape needed)
+    if all(isinstance(d, int) for d in shape[axis:]):
+        newshape = [-1, math.prod(shape[axis:])]  # type: ignore[arg-type]
+    elif all(isinstance(d, int) for d in shape[:axis]):
+        newshape = [math.prod(shape[:axis]), -1]  # type: ignore[arg-type]
+    else:
+        raise ConvertError(f"{ctx.node.op_type}'s input (axis {axis} of {rank}) needs "
+                           f"static dims before or after the axis, found {shape}")
+    flat = ctx.call("reshape", x, newshape=newshape)
+    return ctx.call("reshape_like", apply(flat, 1), x)
 
 
 @converter("Softmax")

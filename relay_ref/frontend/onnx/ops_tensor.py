@@ -13,10 +13,24 @@ import math
 import numpy as np
 
 from relay_ref.frontend.onnx.builder import ConvertError
-from relay_ref.frontend.onnx.context import NodeContext, axis_of
+from relay_ref.frontend.onnx.context import NodeContext, axis_of, match_cast
 from relay_ref.frontend.onnx.dtypes import relay_dtype, type_name
 from relay_ref.frontend.onnx.registry import converter
+from relay_ref.frontend.onnx.shape_values import is_symbolic_value
 from relay_ref.ir.expr import Expr
+from relay_ref.ir.shape import (
+    ANY,
+    DimMismatch,
+    broadcast_shapes,
+    dim_vars,
+    eval_dim,
+    floordiv,
+    floormod,
+    is_any,
+    prove_equal,
+    shape_prod,
+)
+from relay_ref.ir.types import Dim, TensorType
 
 _MANY = 1 << 16  # "any number of outputs" (Split)
 
@@ -32,11 +46,72 @@ def identity(ctx: NodeContext) -> Expr:
 def reshape(ctx: NodeContext) -> Expr:
     """``0`` copies the input dim (unless ``allowzero=1``, Reshape-14), ``-1`` is inferred:
     Relay's ``reshape`` reads them the same way."""
-    shape = ctx.static_ints(1, "shape")
     allowzero = bool(ctx.attr("allowzero", 0))
+    dims = ctx.builder.known_dims(ctx.need(1))
+    if dims is not None and is_symbolic_value(dims):
+        return _symbolic_reshape(ctx, list(dims.reshape(-1)), allowzero)
+    shape = ctx.static_ints(1, "shape")
     if any(d < -1 for d in shape or ()):
         raise ConvertError(f"shape {shape} has a negative dim other than -1")
     return ctx.call("reshape", ctx.need(0), newshape=shape, allowzero=allowzero)
+
+
+def _symbolic_reshape(ctx: NodeContext, dims: list[object], allowzero: bool) -> Expr:
+    """``Reshape`` to a shape known symbolically (``[n, -1]`` from ``Shape -> Gather ->
+    Concat``). The target dims are resolved first (``0``: the input's dim; ``-1``: the
+    element count divided by the others' product when provably exact); then a static
+    ``newshape`` keeps numbers, writes ``0`` for a symbolic dim provably equal to the
+    input's at that position and ``-1`` for one other symbolic dim (the relation computes
+    it). When that cannot be done, ``dyn.reshape`` by the run-time shape, then
+    ``match_cast`` to the resolved dims (Shape-MatchCast)."""
+    in_shape = ctx.shape(0)
+    if any(isinstance(d, int) and d < -1 for d in dims) or dims.count(-1) > 1:
+        raise ConvertError(f"shape {[str(d) for d in dims]} has a negative dim other than "
+                           "one -1")
+    resolved: list[Dim] = []
+    for i, d in enumerate(dims):
+        if isinstance(d, int) and d == 0 and not allowzero:
+            if i >= len(in_shape):
+                raise ConvertError(f"shape dim {i} is 0 (copy) beyond the input's rank")
+            d = in_shape[i]
+        resolved.append(d)  # type: ignore[arg-type]
+    if -1 in dims:
+        k = dims.index(-1)
+        rest = shape_prod([d for i, d in enumerate(resolved) if i != k])
+        total = shape_prod(in_shape)
+        resolved[k] = _exact_quotient(total, rest)
+    newshape: list[int] = []
+    free = True  # one dim may be left to the relation as -1
+    for i, (d, r) in enumerate(zip(dims, resolved, strict=True)):
+        if isinstance(d, int) and d != -1:
+            newshape.append(d)  # a number, or 0 (copy; a zero with allowzero)
+        elif isinstance(r, int):
+            newshape.append(r)  # -1 resolved to a number
+        elif not is_any(r) and not allowzero and i < len(in_shape) and \
+                prove_equal(r, in_shape[i]) is True:
+            newshape.append(0)
+        elif free:
+            free = False
+            newshape.append(-1)
+        else:
+            y = ctx.call("dyn.reshape", ctx.need(0), ctx.need(1), allowzero=allowzero)
+            return match_cast(ctx, y, TensorType(tuple(resolved), ctx.dtype(0)))
+    return ctx.call("reshape", ctx.need(0), newshape=newshape, allowzero=allowzero)
+
+
+def _exact_quotient(total: Dim, rest: Dim) -> Dim:
+    """``total / rest`` when provably exact (``60 * n / (3 * n)`` is 20, ``60 * n / 3`` is
+    ``20 * n``), else ``?``."""
+    if is_any(total) or is_any(rest) or rest == 0:
+        return ANY
+    if prove_equal(floormod(total, rest), 0) is True:  # type: ignore[arg-type]
+        return floordiv(total, rest)  # type: ignore[arg-type]
+    names = dim_vars(total) | dim_vars(rest)
+    env = {n: 2 for n in names}
+    t, r = eval_dim(total, env), eval_dim(rest, env)
+    if r and t % r == 0 and prove_equal(rest * (t // r), total) is True:  # type: ignore
+        return t // r
+    return ANY
 
 
 @converter("Flatten")
@@ -56,8 +131,10 @@ def flatten(ctx: NodeContext) -> Expr:
         new = [0, -1]
     elif all(isinstance(d, int) for d in shape[:axis]):
         new = [math.prod(shape[:axis]), -1]  # type: ignore[arg-type]
+    elif all(isinstance(d, int) for d in shape[axis:]):
+        new = [-1, math.prod(shape[axis:])]  # type: ignore[arg-type]
     else:
-        raise ConvertError("Flatten needs static leading dims")
+        raise ConvertError("Flatten needs static dims before or after its axis")
     return ctx.call("reshape", ctx.need(0), newshape=new)
 
 
@@ -125,7 +202,18 @@ def squeeze_input(ctx: NodeContext) -> Expr:
 
 @converter("Expand", since=8, static_inputs=(1,))
 def expand(ctx: NodeContext) -> Expr:
-    """Bidirectional broadcast of the input with ``shape``."""
+    """Bidirectional broadcast of the input with ``shape``. A shape known only
+    symbolically (``Shape`` of a tensor with a batch variable): ``dyn.broadcast_to`` by the
+    run-time shape, then a ``match_cast`` to the broadcast of the known dims."""
+    dims = ctx.builder.known_dims(ctx.need(1))
+    if dims is not None and is_symbolic_value(dims):
+        try:
+            out_dims = broadcast_shapes(ctx.shape(0), tuple(dims.reshape(-1)))
+        except DimMismatch as err:
+            raise ConvertError(f"cannot expand {ctx.shape(0)} to "
+                               f"{[str(d) for d in dims.reshape(-1)]} ({err})") from None
+        y = ctx.call("dyn.broadcast_to", ctx.need(0), ctx.need(1))
+        return match_cast(ctx, y, TensorType(out_dims, ctx.dtype(0)))
     shape = ctx.static_ints(1, "shape") or []
     data = ctx.shape(0)
     rank = max(len(data), len(shape))
@@ -231,9 +319,13 @@ def constant(ctx: NodeContext) -> Expr:
 def constant_of_shape(ctx: NodeContext) -> Expr:
     """``full(value, shape)``: small results are folded to a constant by the builder,
     large ones stay a ``full`` call (the model's text stays small)."""
-    shape = ctx.static_ints(0, "shape") or []
     value = ctx.attr("value")
     fill = np.zeros((), np.float32) if value is None else np.asarray(value).reshape(())
+    dims = ctx.builder.known_dims(ctx.need(0))
+    if dims is not None and is_symbolic_value(dims):  # dyn.full, then its known type
+        y = ctx.call("dyn.full", ctx.const(fill), ctx.need(0), dtype=fill.dtype.name)
+        return match_cast(ctx, y, TensorType(tuple(dims.reshape(-1)), fill.dtype.name))
+    shape = ctx.static_ints(0, "shape") or []
     return ctx.call("full", ctx.const(fill), shape=shape, dtype=fill.dtype.name)
 
 

@@ -235,3 +235,21 @@ def @main(%x: Tensor[(n, m, 1024), float64]) {
         if k:
             assert exe.stats.last_compilations == 0
     assert exe.stats.compilations >= 1  # the first call's
+
+
+def test_fused_kernel_with_symbolic_broadcasting_shapes() -> None:
+    mod = rr.parse("""
+def @main(%x: Tensor[(n, 64, 16, m), float32], %y: Tensor[(64, 1, 1), float32]) {
+  nn.relu(add(multiply(%x, %y), 1f))
+}""")
+    exe = rr.compile(mod)
+    assert [g.strategy for g in exe.plan.groups] == ["fused"]
+    rng = np.random.default_rng(4)
+    y = rng.standard_normal((64, 1, 1)).astype("float32")
+    for shape in [(1, 64, 16, 1), (3, 64, 16, 5), (0, 64, 16, 2), (2, 64, 16, 1)]:
+        x = rng.standard_normal(shape).astype("float32")
+        got = exe(x, y)
+        assert got.shape == shape
+        np.testing.assert_allclose(got, np.maximum(x * y + 1, 0), rtol=1e-6)
+    with pytest.raises(rr.RelayRuntimeError):
+        exe(np.ones((2, 64, 15, 1), np.float32), y)  # a number in the type: refused

@@ -62,7 +62,7 @@ def _check(ty: object, scope: set[int], adts: Mapping[str, TypeData], where: Spa
                 _add(out, "K-Tensor", "a shape must be a tuple of dimensions", span)
                 return
             for i, d in enumerate(shape):
-                if is_any(d) or is_symbolic(d):  # (temporary: sym-chk owns this)
+                if is_any(d) or is_symbolic(d):  # a shape expression (Shape-Sym)
                     continue
                 if isinstance(d, bool) or not isinstance(d, int) or d < 0:
                     _add(out, "K-Tensor", f"dimension {i} must be a non-negative integer "

@@ -50,8 +50,8 @@ import relay_ref as rr  # noqa: E402
 
 SLEEP = 0.12
 TARGET_SECONDS = 0.2
-BATCHES = {"mlp": (1, 7, 64), "cnn": (1, 7, 64), "squeezenet": (1, 4), "resnet50": (1, 4)}
-ONNX = ("squeezenet", "resnet50", "bvlc_alexnet", "inception_v1")
+BATCHES = {"mlp": (1, 7, 64), "cnn": (1, 7, 64), "squeezenet": (1, 4), "shufflenet": (1, 4),
+           "resnet50": (1, 4)}
 
 
 def _onnx_text(name: str) -> tuple[str, dict[str, np.ndarray], tuple[int, ...]]:
@@ -112,8 +112,9 @@ def bench_run(names: list[str], rounds: int) -> list[tuple]:
                 continue
             same = _summary(exe.plan) == _summary(static.plan)
             compiled = exe.stats.compilations
-            n = _loops(lambda: exe(x))
-            entries = [("sym", lambda: exe(x), n), ("static", lambda: static(x), n)]
+            n = _loops(lambda e=exe, x=x: e(x))
+            entries = [("sym", lambda e=exe, x=x: e(x), n),
+                       ("static", lambda e=static, x=x: e(x), n)]
             ratios, sym_t, sta_t = [], [], []
             for r in range(rounds):
                 got = one_round(r, entries, SLEEP)
@@ -176,7 +177,8 @@ def _mb(n: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--only", nargs="*", default=["mlp", "cnn", "squeezenet", "resnet50"])
+    ap.add_argument("--only", nargs="*",
+                    default=["mlp", "cnn", "squeezenet", "shufflenet", "resnet50"])
     ap.add_argument("--skip-run", action="store_true")
     ap.add_argument("--skip-typecheck", action="store_true")
     ap.add_argument("--skip-memory", action="store_true")

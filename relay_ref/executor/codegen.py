@@ -84,12 +84,12 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor import shapes as _shapes
 from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
 from relay_ref.executor.shapes import ShapeMismatch
-from relay_ref.executor import shapes as _shapes
 from relay_ref.interpreter.casts import cast_value
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (

@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from relay_ref.executor.groups import Unplannable
-from relay_ref.ir.shape import is_symbolic, prove_le, shape_prod, shape_vars
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
+from relay_ref.ir.shape import is_symbolic, prove_le, shape_prod, shape_vars
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import op_kernel

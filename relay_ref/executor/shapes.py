@@ -31,8 +31,8 @@ from relay_ref.ir.shape import ShapeBindError, bind_shape, shape_vars
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 
-__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "dps_step", "has_shape_vars", "match_cast",
-           "type_vars"]
+__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "dps_step", "has_shape_vars",
+           "match_cast", "type_vars"]
 
 
 class ShapeMismatch(Exception):

@@ -85,6 +85,8 @@ from relay_ref.passes.pattern_utils import (
     match_broadcast_to_left_axes,
     op_call,
     reshape_or_expand_to_match_axis,
+)
+from relay_ref.passes.pattern_utils import (
     tensor_type as _static_tensor_type,
 )
 from relay_ref.passes.rewrite import map_functions, with_children

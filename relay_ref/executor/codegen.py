@@ -622,8 +622,8 @@ class _FunctionGen:
         em = self.em
         em.emit("_e = {}")
         for p in binds:
-            note = self.gen.intern(p.type_annotation, "T")
-            em.emit(f"_bind_param(_e, {self.names[p]}, {note}, {p.name_hint!r})", p.span)
+            binder = self.gen.intern(_shapes.param_binder(p.type_annotation, p.name_hint), "B")
+            em.emit(f"{binder}(_e, {self.names[p]})", p.span)
         if self.gen.shape_hook and self.global_name == self.gen.entry:
             em.emit("_shapes(_e)", self.func.span)
 

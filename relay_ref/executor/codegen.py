@@ -84,12 +84,12 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor import shapes as _shapes
 from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
 from relay_ref.executor.memory import writer_step
 from relay_ref.executor.runtime import Site, site_call
 from relay_ref.executor.shapes import ShapeMismatch
-from relay_ref.executor import shapes as _shapes
 from relay_ref.interpreter.casts import cast_value
 from relay_ref.interpreter.values import ConstructorValue, RefValue
 from relay_ref.ir.expr import (
@@ -622,8 +622,8 @@ class _FunctionGen:
         em = self.em
         em.emit("_e = {}")
         for p in binds:
-            note = self.gen.intern(p.type_annotation, "T")
-            em.emit(f"_bind_param(_e, {self.names[p]}, {note}, {p.name_hint!r})", p.span)
+            binder = self.gen.intern(_shapes.param_binder(p.type_annotation, p.name_hint), "B")
+            em.emit(f"{binder}(_e, {self.names[p]})", p.span)
         if self.gen.shape_hook and self.global_name == self.gen.entry:
             em.emit("_shapes(_e)", self.func.span)
 

@@ -239,7 +239,7 @@ class Executable:
             sym = self._sym_fast[i]
             if sym is not None and type(arg) is np.ndarray and arg.dtype == sym[1] and \
                     arg.ndim == len(sym[0]) and arg.dtype.isnative and \
-                    all(d is None or d == n for d, n in zip(sym[0], arg.shape)):
+                    all(d is None or d == n for d, n in zip(sym[0], arg.shape, strict=True)):
                 # symbolic dimensions: the generated code binds and checks them (Shape-Bind)
                 values.append(arg)
                 continue

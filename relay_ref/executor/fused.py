@@ -67,6 +67,10 @@ from relay_ref.ir.shape import is_symbolic, prove_equal
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import OpPattern, OpRuntimeError, get_op, has_op
 
+#: symbolic shapes: layouts a kernel keeps (one per distinct argument shapes; recomputing
+#: one costs microseconds)
+MAX_LAYOUTS = 256
+
 #: ops whose second argument is a 1-d tensor lined up with the data's ``axis``
 _PER_AXIS = frozenset({"nn.bias_add", "nn.prelu"})
 
@@ -172,6 +176,8 @@ class ElementwiseKernel:
         key = tuple(a.shape for a in arrays)
         layout = self._layouts.get(key)
         if layout is None:
+            if len(self._layouts) >= MAX_LAYOUTS:  # bounded memory over many sizes
+                self._layouts.clear()
             layout = self._layouts[key] = _symbolic_layout(self.structure, self.inputs, key)
         shape, dims, strides = layout
         flat = [src if not isinstance(src, int) else arrays[src].reshape(-1)

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from relay_ref.deepstack import run_deep
-from relay_ref.ir.shape import bounds_of, is_symbolic, shape_prod, shape_vars
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
+from relay_ref.ir.shape import bounds_of, is_symbolic, shape_prod, shape_vars
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order

@@ -24,9 +24,11 @@ made at compile time, handed out by the runtime's allocation policy
 **Symbolic sizes** (issue 29): a value whose type has symbolic dimensions, all of them
 over the shape variables the entry's parameters bind (Shape-Bind; not those a
 ``match_cast`` binds later: such values are allocated fresh when reached), is planned the
-same way with a symbolic byte size (``shape_prod * itemsize``, canonical); a buffer is
-reused only by a value whose size is provably equal to the buffer's (canonically equal:
-``prove_equal``), and a symbolic buffer never serves a static value or the reverse. The
+same way with a symbolic byte size (``shape_prod * itemsize``, canonical); a free buffer
+is reused by a value whose size is provably at most the buffer's for every value of the
+shape variables (``prove_le``; provably equal sizes first among equals: best fit as in
+the static scan, so sizes ``n * c`` get the buffers the static plan gives ``b * c``), and
+a symbolic buffer never serves a static value or the reverse. The
 plan records ``symbolic[call] = (buffer, shape, dtype)`` and ``symbolic_sizes[buffer]``;
 the runtime (``relay_ref.executor.runtime.SymbolicPlanRuntime``) evaluates the sizes
 from the shape environment bound at the entry, allocating each buffer when a call needs
@@ -46,8 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from relay_ref.executor.groups import Unplannable
-from relay_ref.ir.shape import is_symbolic, shape_prod, shape_vars
 from relay_ref.ir.expr import Call, Constant, Expr, Function, Let, Op, Tuple, TupleGetItem, Var
+from relay_ref.ir.shape import is_symbolic, prove_le, shape_prod, shape_vars
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import op_kernel
@@ -185,6 +187,22 @@ def _symbolic_ok(ty: TensorType, bound: frozenset[str]) -> bool:
     return shape_vars(ty.shape) <= bound
 
 
+def _best_fit(free: list[tuple[int, int]], need: object, sizes: list[object]) -> int | None:
+    """The position in ``free`` of the symbolic buffer a value of ``need`` bytes takes: the
+    smallest of those provably large enough for every value of the shape variables
+    (``prove_le``; sizes ``n * c`` are then ordered as the static plan orders ``b * c``),
+    ties to the earliest freed; None when none provably fits."""
+    best: int | None = None
+    for k, (_, slot) in enumerate(free):
+        size = sizes[slot]
+        if prove_le(need, size) is not True:  # type: ignore[arg-type]
+            continue
+        if best is None or (prove_le(size, sizes[free[best][1]]) is True  # type: ignore[arg-type]
+                            and size != sizes[free[best][1]]):
+            best = k
+    return best
+
+
 def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
                 bound_vars: frozenset[str] = frozenset()) -> MemoryPlan:
     """Assign buffers to the entry's group results (see the module docstring);
@@ -222,17 +240,17 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
     serial = 0
     releases: dict[int, list[Call]] = {}
     held: dict[Expr, int] = {}
-    # symbolic sizes: free buffers by their (canonical) byte size, earliest freed first
-    sym_free: dict[object, list[tuple[int, int]]] = {}
+    # symbolic sizes: free buffers as (serial, buffer index), earliest freed first
+    sym_free: list[tuple[int, int]] = []
     sym_held: dict[Expr, int] = {}
     for i, node in enumerate(nodes):
         if node in candidates and not all(type(d) is int for d in types[node].shape):
             ty = types[node]
             dtype = np.dtype(ty.dtype)
             size = shape_prod(ty.shape) * dtype.itemsize
-            pool = sym_free.get(size)
-            if pool:
-                slot = pool.pop(0)[1]
+            k = _best_fit(sym_free, size, plan.symbolic_sizes)
+            if k is not None:
+                slot = sym_free.pop(k)[1]
             else:
                 slot = len(plan.symbolic_sizes)
                 plan.symbolic_sizes.append(size)
@@ -261,7 +279,7 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
         for done in releases.pop(i, ()):
             if done in sym_held:
                 slot = sym_held.pop(done)
-                sym_free.setdefault(plan.symbolic_sizes[slot], []).append((serial, slot))
+                sym_free.append((serial, slot))
             else:
                 slot = held.pop(done)
                 bisect.insort(free, (plan.buffers[slot].nbytes, serial, slot))

@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.ir.shape import ShapeBindError, bind_shape, shape_vars
+from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic, shape_vars
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 
-__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "dps_step", "has_shape_vars", "match_cast",
-           "type_vars"]
+__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "dps_step", "has_shape_vars",
+           "match_cast", "param_binder", "type_vars"]
 
 
 class ShapeMismatch(Exception):
@@ -84,6 +84,48 @@ def bind_param(env: dict[str, int], value: Any, ty: Type, name: str) -> None:
         bind_shape(ty.shape, shape, env)
     except ShapeBindError as err:
         raise ShapeBindMismatch(f"shape mismatch: %{name}: {err}", True) from None
+
+
+def param_binder(ty: Type, name: str) -> Any:
+    """``bind_param`` for one parameter, specialised at compile time: a tensor type's
+    numbers and bare variables are checked / bound by a loop over precomputed pairs, other
+    dimensions (``n * 4``) evaluated after; any mismatch is handed to ``bind_param`` for its
+    message (the same checks, in ``bind_shape``'s order). Other types: ``bind_param``."""
+    if type(ty) is not TensorType:
+        return lambda env, value: bind_param(env, value, ty, name)
+    from relay_ref.ir.shape import eval_dim, var_name
+
+    rank = len(ty.shape)
+    simple = tuple((i, d if type(d) is int else var_name(d)) for i, d in enumerate(ty.shape)
+                   if type(d) is int or var_name(d) is not None)
+    exprs = tuple((i, d) for i, d in enumerate(ty.shape)
+                  if type(d) is not int and var_name(d) is None and is_symbolic(d))
+
+    def bind(env: dict[str, int], value: Any) -> None:
+        shape = value.shape if type(value) is np.ndarray else np.shape(value)
+        if len(shape) != rank:
+            bind_param(env, value, ty, name)
+            return
+        for i, d in simple:
+            n = shape[i]
+            if type(d) is int:
+                if d != n:
+                    break
+            else:
+                have = env.get(d)
+                if have is None:
+                    env[d] = int(n)
+                elif have != n:
+                    break
+        else:
+            for i, d in exprs:
+                if dim_vars(d) <= env.keys() and eval_dim(d, env) != shape[i]:
+                    break
+            else:
+                return
+        bind_param(env, value, ty, name)  # the mismatch, reported by the rule's checks
+
+    return bind
 
 
 def match_cast(value: Any, ty: Type, env: dict[str, int]) -> Any:

@@ -75,7 +75,8 @@ import numpy as np
 
 from relay_ref.ir.expr import Call, Expr, Function, Op, children
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.types import Type
+from relay_ref.ir.shape import is_symbolic
+from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.fold_constant import constant_value
@@ -84,7 +85,9 @@ from relay_ref.passes.pattern_utils import (
     match_broadcast_to_left_axes,
     op_call,
     reshape_or_expand_to_match_axis,
-    tensor_type,
+)
+from relay_ref.passes.pattern_utils import (
+    tensor_type as _static_tensor_type,
 )
 from relay_ref.passes.rewrite import map_functions, with_children
 from relay_ref.typecheck.infer import infer_types
@@ -154,10 +157,22 @@ def _dense_ok(call: Call, types: Types) -> bool:
             and data.dtype == weight.dtype == out.dtype)
 
 
+def tensor_type(types: Types, expr: Expr) -> TensorType | None:
+    """``expr``'s tensor type when its dimensions are numbers or symbolic (issue 29: a
+    symbolic batch folds as a static one does; the scaled axes must be numbers, which
+    ``_match`` and ``_add_sub_fwd`` check); None for ``?`` dimensions or another type."""
+    ty = types.get(expr)
+    if isinstance(ty, TensorType) and all(isinstance(d, int) or is_symbolic(d)
+                                          for d in ty.shape):
+        return ty
+    return _static_tensor_type(types, expr)
+
+
 def _match(types: Types, lhs: Expr, rhs: Expr, axes: tuple[int, ...],
            rhs_value: Expr | None = None) -> tuple[bool, Expr | None]:
     tl, tr = tensor_type(types, lhs), tensor_type(types, rhs)
-    if tl is None or tr is None:
+    if tl is None or tr is None or not all(isinstance(tl.shape[a], int) for a in axes
+                                           if a < tl.ndim):
         return False, None
     return match_broadcast_to_left_axes(tl, tr, axes, rhs_value)
 
@@ -294,7 +309,7 @@ def _add_sub_fwd(call: Call, args: list, msg: Message | None, types: Types) -> S
         return None
     s = lhs if isinstance(lhs, Scaled) else rhs
     ty = tensor_type(types, call.args[0] if s is lhs else call.args[1])
-    if ty is None:
+    if ty is None or not all(isinstance(ty.shape[a], int) for a in s.axes if a < ty.ndim):
         return None
     scale = reshape_or_expand_to_match_axis(s.scale, ty.shape, s.axes)
     other = call.args[1] if s is lhs else call.args[0]

@@ -38,8 +38,11 @@ def _cnn(batch: object) -> str:
     return f"""
 def @main(%x: Tensor[({batch}, 3, 16, 16), float32], %w: Tensor[(8, 3, 3, 3), float32],
           %bc: Tensor[(8), float32], %wd: Tensor[(10, 512), float32],
-          %bd: Tensor[(10), float32]) {{
-  %0 = nn.relu(nn.bias_add(nn.conv2d(%x, %w, padding=[1, 1, 1, 1]), %bc));
+          %bd: Tensor[(10), float32], %gamma: Tensor[(8), float32],
+          %beta: Tensor[(8), float32], %mean: Tensor[(8), float32],
+          %var: Tensor[(8), float32]) {{
+  %9 = nn.batch_norm(nn.conv2d(%x, %w, padding=[1, 1, 1, 1]), %gamma, %beta, %mean, %var);
+  %0 = nn.relu(nn.bias_add(%9.0, %bc));
   %1 = nn.max_pool2d(%0, pool_size=[2, 2], strides=[2, 2]);
   %2 = nn.dense(nn.batch_flatten(%1), %wd);
   nn.softmax(nn.bias_add(%2, %bd))
@@ -51,6 +54,9 @@ def _params(mod: rr.IRModule, seed: int = 0) -> dict[str, np.ndarray]:
     out = {}
     for p in mod.functions["main"].params[1:]:
         shape = p.type_annotation.shape
+        if p.name_hint in ("gamma", "var"):  # batch norm: folded into the conv (both)
+            out[p.name_hint] = rng.uniform(0.5, 1.5, shape).astype("float32")
+            continue
         scale = 1 / np.sqrt(np.prod(shape[1:])) if len(shape) > 1 else 0.1
         out[p.name_hint] = (rng.standard_normal(shape) * scale).astype("float32")
     return out
@@ -58,9 +64,9 @@ def _params(mod: rr.IRModule, seed: int = 0) -> dict[str, np.ndarray]:
 
 def _summary(plan: object) -> tuple:
     """The plan's structure: groups (label, strategy, kernels, count), buffers, planned
-    values, kernel calls; not the text (sizes differ)."""
+    values, kernel calls, constants (FoldScaleAxis folded the same); not the text."""
     groups = sorted((g.label, g.strategy, g.kernels, g.count) for g in plan.groups)
-    return groups, plan.buffers, plan.planned_values, plan.launches
+    return groups, plan.buffers, plan.planned_values, plan.launches, plan.constants
 
 
 @pytest.mark.parametrize(("source", "feature"), [(_mlp, (64,)), (_cnn, (3, 16, 16))],
@@ -229,3 +235,21 @@ def @main(%x: Tensor[(n, m, 1024), float64]) {
         if k:
             assert exe.stats.last_compilations == 0
     assert exe.stats.compilations >= 1  # the first call's
+
+
+def test_fused_kernel_with_symbolic_broadcasting_shapes() -> None:
+    mod = rr.parse("""
+def @main(%x: Tensor[(n, 64, 16, m), float32], %y: Tensor[(64, 1, 1), float32]) {
+  nn.relu(add(multiply(%x, %y), 1f))
+}""")
+    exe = rr.compile(mod)
+    assert [g.strategy for g in exe.plan.groups] == ["fused"]
+    rng = np.random.default_rng(4)
+    y = rng.standard_normal((64, 1, 1)).astype("float32")
+    for shape in [(1, 64, 16, 1), (3, 64, 16, 5), (0, 64, 16, 2), (2, 64, 16, 1)]:
+        x = rng.standard_normal(shape).astype("float32")
+        got = exe(x, y)
+        assert got.shape == shape
+        np.testing.assert_allclose(got, np.maximum(x * y + 1, 0), rtol=1e-6)
+    with pytest.raises(rr.RelayRuntimeError):
+        exe(np.ones((2, 64, 15, 1), np.float32), y)  # a number in the type: refused

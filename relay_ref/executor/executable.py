@@ -238,11 +238,16 @@ class Executable:
                 continue
             sym = self._sym_fast[i]
             if sym is not None and type(arg) is np.ndarray and arg.dtype == sym[1] and \
-                    arg.ndim == len(sym[0]) and arg.dtype.isnative and \
-                    all(d is None or d == n for d, n in zip(sym[0], arg.shape, strict=True)):
-                # symbolic dimensions: the generated code binds and checks them (Shape-Bind)
-                values.append(arg)
-                continue
+                    arg.ndim == sym[2] and arg.dtype.isnative:
+                shape = arg.shape
+                for k, d in sym[0]:
+                    if shape[k] != d:
+                        break
+                else:
+                    # symbolic dimensions: the generated code binds and checks them
+                    # (Shape-Bind)
+                    values.append(arg)
+                    continue
             def convert(arg: Any = arg, ty: Any = self._param_types[i]) -> Any:
                 return convert_argument(arg, ty, self.host_module)
 
@@ -366,16 +371,18 @@ def _quietly(fn: Callable[..., Any], values: list[Any]) -> Any:
     return fn(*values)
 
 
-def _symbolic_check(ty: Type | None) -> tuple[tuple[int | None, ...], np.dtype] | None:
-    """(shape with None for each symbolic dimension, dtype) of a tensor parameter whose
-    dimensions are numbers and symbolic ones (the symbolic argument fast path)."""
+def _symbolic_check(ty: Type | None
+                    ) -> tuple[tuple[tuple[int, int], ...], np.dtype, int] | None:
+    """((index, number) of each numeric dimension, dtype, rank) of a tensor parameter
+    whose dimensions are numbers and symbolic ones (the symbolic argument fast path)."""
     from relay_ref.ir.shape import is_symbolic
 
     if type(ty) is not TensorType or not any(is_symbolic(d) for d in ty.shape) or \
             not all(type(d) is int or is_symbolic(d) for d in ty.shape):
         return None
     try:
-        return tuple(d if type(d) is int else None for d in ty.shape), np.dtype(ty.dtype)
+        return (tuple((k, d) for k, d in enumerate(ty.shape) if type(d) is int),
+                np.dtype(ty.dtype), len(ty.shape))
     except TypeError:
         return None
 

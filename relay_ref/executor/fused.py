@@ -167,20 +167,22 @@ class ElementwiseKernel:
         """``__call__`` with symbolic shapes: the layout for these argument shapes (computed
         once per distinct shapes), then the one kernel."""
         arrays = []
+        shapes = []
         for a, (_, dtype) in zip(args, self.param_types, strict=True):
             if a.__class__ is not np.ndarray:
                 a = np.asarray(a)
             if a.dtype is not dtype and a.dtype != dtype:
                 raise ValueError(f"fused kernel argument: expected {dtype}, got {a.dtype}")
             arrays.append(a)
-        key = tuple(a.shape for a in arrays)
+            shapes.append(a.shape)
+        key = tuple(shapes)
         layout = self._layouts.get(key)
         if layout is None:
             if len(self._layouts) >= MAX_LAYOUTS:  # bounded memory over many sizes
                 self._layouts.clear()
             layout = self._layouts[key] = _symbolic_layout(self.structure, self.inputs, key)
         shape, dims, strides = layout
-        flat = [src if not isinstance(src, int) else arrays[src].reshape(-1)
+        flat = [arrays[src].reshape(-1) if src.__class__ is int else src
                 for src in self.inputs]
         fn = self.fn
         if out is None:

@@ -224,7 +224,7 @@ class SymbolicPlanRuntime(StaticPlanRuntime):
         for _, shape, _ in entries:
             names |= shape_vars(shape)
         self.vars = tuple(sorted(names))
-        self.key: tuple | None = None
+        self.key: list | None = None
         self.buffers: list[np.ndarray | None] = []
         limits = {v: (0, b) for v, b in self.bounds.items()}
         for size in sizes:
@@ -240,7 +240,7 @@ class SymbolicPlanRuntime(StaticPlanRuntime):
         return sum(b.nbytes for b in self.buffers if b is not None)
 
     def shapes(self, env: dict[str, int]) -> None:
-        key = tuple(env.get(v) for v in self.vars)
+        key = [env.get(v) for v in self.vars]
         if key == self.key:
             return
         from relay_ref.diagnostics import RelayRuntimeError

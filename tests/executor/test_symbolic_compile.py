@@ -253,3 +253,17 @@ def @main(%x: Tensor[(n, 64, 16, m), float32], %y: Tensor[(64, 1, 1), float32]) 
         np.testing.assert_allclose(got, np.maximum(x * y + 1, 0), rtol=1e-6)
     with pytest.raises(rr.RelayRuntimeError):
         exe(np.ones((2, 64, 15, 1), np.float32), y)  # a number in the type: refused
+
+
+def test_dataflow_block_runs_its_body_with_planned_buffers() -> None:
+    mod = rr.parse("""
+def @main(%x: Tensor[(n, 1024), float32]) {
+  copy(let %a = nn.relu(%x); let %b = add(%a, 1f); multiply(%b, %b))
+}""")
+    func = mod.functions["main"]
+    block = Call(Op("dataflow"), func.body.args, None, (), func.body.span)
+    exe = rr.compile(rr.IRModule({"main": dataclasses.replace(func, body=block)}))
+    assert [g.strategy for g in exe.plan.groups] == ["fused"] * 3
+    assert exe.plan.planned_values == 2  # relu's and add's results, in n * 4096 buffers
+    x = np.random.default_rng(5).standard_normal((3, 1024)).astype("float32")
+    np.testing.assert_allclose(exe(x), (np.maximum(x, 0) + 1) ** 2, rtol=1e-6)

@@ -54,6 +54,8 @@ FAMILIES: dict[str, str] = {
     "AD": "automatic differentiation: the type and term transforms (ad.md 1-6)",
     "D": "dynamic tensor rematerialization: the budgeted runtime (dtr.md 3)",
     "BYOC": "partitioning for external compilers (byoc.md)",
+    "Shape": "symbolic shapes: dimension algebra, relations, run-time binding (typing.md 5, "
+             "semantics.md 8)",
 }
 
 # A rule name: a family prefix, then capitalised parts, the first of two characters or more.

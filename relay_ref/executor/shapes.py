@@ -16,7 +16,7 @@ or its body runs ``match_cast`` / ``call_dps_packed`` / ``call_tir``:
   inputs' tuple and ``_e``: outputs allocated from ``out_type`` evaluated in ``_e``.
 
 Invariant: an environment only grows within an activation (``match_cast`` adds names it did
-not have, Shape-Scope makes a name bound once), so a size evaluated from it stays valid
+not have, T-ShapeScope makes a name bound once), so a size evaluated from it stays valid
 for the rest of the activation. Closures get an environment of their own (their own
 parameters and ``match_cast`` s), not the enclosing activation's.
 """

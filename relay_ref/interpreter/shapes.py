@@ -12,7 +12,7 @@ function activation. Invariants:
 * A shape environment stored in a frame is never mutated: binding copies it first
   (``bind_params``'s caller and ``match_cast`` do), so a closure, which captures the dict
   of the frame it was made in, sees exactly the variables bound before it was made
-  (lexical scope, spec Shape-Scope), and a callee's bindings never leak into its caller.
+  (lexical scope, spec T-ShapeScope), and a callee's bindings never leak into its caller.
 * The shape variables a branch of ``if`` or a clause of ``match`` binds are its own: the
   frame's environment is put back once the ``if``/``match`` has its value
   (``Interpreter.eval``), as the checker scopes them.

@@ -208,7 +208,7 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
     if a == 1:
         return b
     if isinstance(a, SymDim) or isinstance(b, SymDim):
-        # Shape-Broadcast-Sym: not provably equal and neither is 1. A number c against a
+        # Shape-Broadcast: not provably equal and neither is 1. A number c against a
         # symbol: the symbol must be c or 1 at run time, the result is c. Provably different
         # with both at least 2: an error. Otherwise unknown until run time (checked there).
         if prove_equal(a, b) is False and prove_le(2, a) and prove_le(2, b):

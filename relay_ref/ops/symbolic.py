@@ -103,7 +103,7 @@ def _tensor_types(ty: Type) -> list[TensorType] | None:
 def _match_cast_rel(arg_types: list[Type], attrs: MatchCastAttrs) -> object:
     """Shape-MatchCast (static part): the argument must be able to have the target type
     (same kind, rank and dtype; dimensions not provably different); the result is the
-    target type. Binding the target's new shape variables is the checker's (Shape-Scope)."""
+    target type. Binding the target's new shape variables is the checker's (T-ShapeScope)."""
     check_arity("match_cast", arg_types, 1)
     target = attrs.type
     if target is None:

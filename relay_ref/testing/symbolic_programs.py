@@ -7,7 +7,7 @@ takes tensors with symbolic shapes, with what the generator derived about it:
 
 * parameters ``%x: Tensor[(n, C), float32]`` (``n`` shared by several parameters), maybe
   ``%y: Tensor[(m, C), float32]`` (a second variable), ``%z: Tensor[(n * 2, C), float32]``
-  (an expression dimension: ``n`` is bound bare by ``%x``, Shape-Scope), a bias
+  (an expression dimension: ``n`` is bound bare by ``%x``, T-ShapeScope), a bias
   ``Tensor[(C), float32]`` and a dense weight ``Tensor[(D, C), float32]``;
 * a let chain of operator calls whose output shapes are arithmetic on the inputs':
   elementwise unary and binary ops on operands of *the same* type, broadcasting against the

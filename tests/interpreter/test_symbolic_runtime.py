@@ -129,7 +129,7 @@ def @main(%x: Tensor[(a), float32], %y: Tensor[(b), float32]) -> Tensor[(?), flo
 
 
 def test_closures_see_the_variables_of_their_scope() -> None:
-    """Shape-Scope: ``n`` in the inner function's parameter is the outer function's ``n``
+    """T-ShapeScope: ``n`` in the inner function's parameter is the outer function's ``n``
     (bound when it was made), so applying it to a different length fails; ``k`` is the
     closure's own, bound afresh at each call."""
     mod = rr.parse("""

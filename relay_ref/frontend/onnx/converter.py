@@ -52,7 +52,7 @@ def from_onnx(model: Any, shapes: dict[str, Any] | None = None, *,
     dimension (``dim_param``, e.g. ``"batch"``) gives that symbol's value everywhere.
     Symbolic dims not fixed become shape variables (``"batch_size"`` -> ``batch_size``,
     sanitised to an identifier: ``names.DimTable``; the same ``dim_param`` in two inputs is
-    one variable), so ``@main`` is a function over them (Shape-Scope, spec/typing.md 5.2);
+    one variable), so ``@main`` is a function over them (T-ShapeScope, spec/typing.md 5.2);
     a dim with neither a value nor a ``dim_param`` becomes ``?``. ``params`` maps parameter
     names to arrays (it also answers to the ONNX names; ``params.relay_names`` is the mapping); with
     ``freeze_params`` the weights are constants in the module and ``params`` is empty."""

@@ -10,7 +10,7 @@ always maps to the same identifier); two ONNX names never share an identifier; e
 identifier matches ``VALID``.
 
 A symbolic dimension (``dim_param``: ``"batch_size"``, ``"N"``, ``"unk__123"``,
-``"batch-size"``) becomes a shape variable (spec/typing.md 5.2, Shape-Scope): ``DimTable``
+``"batch-size"``) becomes a shape variable (spec/typing.md 5.2, T-ShapeScope): ``DimTable``
 maps each ``dim_param`` to a shape variable name with the same invariants (the same
 ``dim_param`` is the same variable wherever it occurs, two ``dim_param``s are two
 variables), every name matching ``DIM_VALID`` and none a word the type grammar reserves.

@@ -1,0 +1,367 @@
+"""apache-tvm (Relax, TVM >= 0.27) as a live oracle for symbolic shapes (issue 29, item 9).
+
+The differential tests (``tests/relax/test_tvm_differential.py``) write each program twice,
+in this project's text and in TVMScript, and compare what the two systems say:
+
+* **Shapes.** TVM's inferred struct info and ``rr.infer_types``' types must have the same
+  dtype and rank, and wherever TVM knows a dimension (a ``PrimExpr``), this project's
+  dimension, converted to a ``PrimExpr`` over variables *of the same names*, must be provably
+  equal to it by TVM's analyzer (``DimProver``). A ``?`` here where TVM knows the
+  dimension is a disagreement; where TVM does not know it (``R.Tensor(ndim=2)``) anything
+  is accepted.
+* **Values.** ``rr.evaluate`` and the Relax VM (``tvm.compile`` for ``llvm``, run on CPU) give
+  the same numbers on the same NumPy inputs.
+* **Refusals.** What TVM refuses (when parsing or checking, or at run time) this project
+  refuses as an ``rr.RelayError`` (``ParseError``/``RelayTypeError`` or ``RelayRuntimeError``).
+
+TVM is imported on first use only (about 1 s), so importing this module costs nothing and it
+can be imported where apache-tvm is absent; the functions that need TVM raise ``ImportError``
+there (the tests use ``pytest.importorskip("tvm")``).
+
+TVM 0.27 names used here (they changed from earlier releases): ``tvm.script.parser.parse``
+(the TVMScript parser, from source text), ``Function.ret_ty`` / ``Var.ty`` (struct info),
+``tvm.relax.TensorType`` / ``ShapeExpr.values``, ``tvm.tirx`` (TIR expressions),
+``tvm.sym.Analyzer`` (the arithmetic analyzer), ``tvm.compile`` and
+``tvm.relax.VirtualMachine``, ``tvm.runtime.tensor`` (NumPy -> device tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from relay_ref.ir.shape import is_any
+from relay_ref.ir.symdim import Atom, SymDim
+from relay_ref.ir.types import TensorType, TupleType, Type
+
+
+def _tvm() -> Any:
+    import tvm  # noqa: PLC0415 - optional dependency, imported on first use
+
+    return tvm
+
+
+# ---- TVM's side -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TvmTensor:
+    """A tensor's struct info as TVM inferred it: ``shape`` is a tuple of ``PrimExpr`` or
+    ``None`` when TVM knows only the rank (``R.Tensor(ndim=k)``); ``ndim`` is ``-1`` when
+    TVM does not know the rank either."""
+
+    dtype: str
+    ndim: int
+    shape: tuple | None
+
+
+#: A struct info flattened to the nested-tuple form used here: a ``TvmTensor`` or a tuple.
+TvmShape = Any
+
+
+def parse_tvmscript(source: str) -> Any:
+    """The ``IRModule`` TVMScript ``source`` denotes (an ``@I.ir_module class``), checked
+    well-formed. Raises what TVM raises for a program it refuses (a ``DiagnosticError`` for
+    malformed or ill-typed programs)."""
+    from tvm.script import parser  # noqa: PLC0415
+
+    return parser.parse(source)
+
+
+def struct_info(ty: Any) -> TvmShape:
+    """TVM's ``TensorType`` / ``TupleType`` struct info as ``TvmTensor`` / nested tuples;
+    other struct info (shapes, primitive values, objects) as ``None``."""
+    relax = _tvm().relax
+    if isinstance(ty, relax.TensorType):
+        shape = None
+        if ty.shape is not None and isinstance(ty.shape, relax.ShapeExpr):
+            shape = tuple(ty.shape.values)
+        return TvmTensor(str(ty.dtype), int(ty.ndim), shape)
+    if isinstance(ty, relax.TupleType):
+        return tuple(struct_info(f) for f in ty.fields)
+    return None
+
+
+def output_of(mod: Any, entry: str = "main") -> TvmShape:
+    """The struct info TVM inferred for the result of ``mod[entry]``: its body's, which is
+    TVM's deduction (a return annotation, when written, may be coarser)."""
+    return struct_info(mod[entry].body.body.ty)
+
+
+def _var_name(var: Any) -> str:
+    return str(var.name)
+
+
+def bindings_of(mod: Any, entry: str = "main") -> dict[str, TvmShape]:
+    """Each variable bound in ``mod[entry]``'s body (dataflow blocks included), by name, with
+    the struct info TVM inferred for it (a name bound twice keeps its last binding)."""
+    out: dict[str, TvmShape] = {}
+    for block in mod[entry].body.blocks:
+        for binding in block.bindings:
+            out[_var_name(binding.var)] = struct_info(binding.var.ty)
+    return out
+
+
+def compile_module(mod: Any) -> Any:
+    """A Relax VM running ``mod`` on the CPU (``llvm``); one compile serves every shape."""
+    tvm = _tvm()
+    executable = tvm.compile(mod, target="llvm")
+    return tvm.relax.VirtualMachine(executable, tvm.cpu())
+
+
+def _to_numpy(value: Any) -> Any:
+    if isinstance(value, (list, tuple)) or type(value).__name__ in ("Array", "Tuple"):
+        return tuple(_to_numpy(v) for v in value)
+    return value.numpy()
+
+
+def run_vm(vm: Any, args: Sequence[np.ndarray], entry: str = "main") -> Any:
+    """``vm[entry]`` applied to NumPy ``args``: a NumPy array or a tuple of them."""
+    tvm = _tvm()
+    return _to_numpy(vm[entry](*(tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args)))
+
+
+def register_tvm_packed(name: str, fn: Callable[..., None]) -> None:
+    """Make ``fn(*inputs, *outputs)`` (NumPy arrays; it writes the outputs in place) callable
+    from TVMScript's ``R.call_dps_packed(name, ...)``: the VM passes device tensors, which
+    are converted to NumPy and the outputs copied back."""
+    tvm = _tvm()
+
+    def packed(*tensors: Any) -> None:
+        arrays = [t.numpy() for t in tensors]
+        fn(*arrays)
+        for t, a in zip(tensors, arrays):
+            t.copyfrom(a)
+
+    tvm.register_global_func(name, packed, override=True)
+
+
+# ---- this project's side ------------------------------------------------------------------
+
+
+def relay_output_type(checked: Any, entry: str = "main") -> Type:
+    """The return type ``rr.infer_types`` gave ``checked[entry]``."""
+    return checked.global_types[entry].ret_type
+
+
+def relay_bindings(checked: Any, entry: str = "main") -> dict[str, Type]:
+    """Each let-bound variable of ``checked[entry]`` (in let-chains and dataflow blocks, not
+    in nested functions), by name, with its checked type. Iterative: let-chains are long."""
+    from relay_ref.ir.expr import Call, Function, Let, Op  # noqa: PLC0415
+
+    out: dict[str, Type] = {}
+    stack = [checked[entry].body]
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, Let):
+            out[expr.var.name_hint] = checked.type_of(expr.var)
+            stack.append(expr.body)
+            stack.append(expr.value)
+        elif isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == "dataflow":
+            stack.extend(expr.args)
+        elif isinstance(expr, Function):
+            continue
+    return out
+
+
+# ---- comparing dimensions -----------------------------------------------------------------
+
+
+def to_primexpr(dim: Any, variables: dict[str, Any]) -> Any:
+    """``dim`` (an ``int`` or a ``SymDim``) as a TVM ``PrimExpr`` of dtype ``int64`` whose
+    variables are ``variables[name]`` (created and added when absent), so that the result
+    and TVM's own expressions share variables by name. ``?`` has no ``PrimExpr``:
+    ``ValueError``. Dimensions are small expressions; recursion follows their nesting."""
+    tvm = _tvm()
+    tirx = tvm.tirx
+    if isinstance(dim, int):
+        return tirx.const(dim, "int64")
+    if not isinstance(dim, SymDim):
+        raise ValueError(f"no PrimExpr for the dimension {dim}")
+    total = tirx.const(0, "int64")
+    for monomial, coeff in dim.terms:
+        term = tirx.const(coeff, "int64")
+        for atom, power in monomial:
+            factor = _atom_expr(atom, variables)
+            for _ in range(power):
+                term = term * factor
+        total = total + term
+    return total
+
+
+def _atom_expr(atom: Atom, variables: dict[str, Any]) -> Any:
+    tirx = _tvm().tirx
+    if atom.op == "var":
+        name = atom.args[0]
+        if name not in variables:
+            variables[name] = tirx.Var(name, "int64")
+        return variables[name]
+    a, b = (to_primexpr(x, variables) for x in atom.args)
+    ops = {"floordiv": tirx.floordiv, "floormod": tirx.floormod, "min": tirx.min,
+           "max": tirx.max}
+    return ops[atom.op](a, b)
+
+
+def _collect_vars(exprs: Iterator[Any], variables: dict[str, Any]) -> None:
+    undefined = _tvm().tirx.analysis.undefined_vars
+    for e in exprs:
+        for v in undefined(e):
+            variables.setdefault(str(v.name), v)
+
+
+def _tvm_dims(theirs: TvmShape) -> Iterator[Any]:
+    stack = [theirs]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, tuple):
+            stack.extend(t)
+        elif isinstance(t, TvmTensor) and t.shape is not None:
+            yield from t.shape
+
+
+class DimProver:
+    """TVM's analyzer over one set of shape variables, matched by name.
+
+    Shape variables range over the non-negative integers (this project's invariant,
+    ``relay_ref.ir.symdim``); ``assume`` raises the lower bound of some (``{"n": 2}``: a
+    program slicing ``[1:-1]`` is compared where that slice is in range, since TVM's formula
+    and a non-clamping one differ only below it)."""
+
+    def __init__(self, theirs: TvmShape, assume: Mapping[str, int] | None = None) -> None:
+        tvm = _tvm()
+        self.variables: dict[str, Any] = {}
+        _collect_vars(_tvm_dims(theirs), self.variables)
+        self.analyzer = tvm.sym.Analyzer()
+        self.assume = dict(assume or {})
+        for name, var in self.variables.items():
+            self._bound(name, var)
+
+    def _bound(self, name: str, var: Any) -> None:
+        sym = _tvm().sym
+        lower = self.assume.get(name, 0)
+        self.analyzer.update(var, sym.ConstIntBound(lower, sym.ConstIntBound.POS_INF))
+
+    def agree(self, ours: Any, theirs: Any) -> bool:
+        """Whether our dimension is provably equal to TVM's ``PrimExpr`` ``theirs``. ``?``
+        agrees with nothing TVM knows."""
+        if is_any(ours):
+            return False
+        known = set(self.variables)
+        ours_expr = to_primexpr(ours, self.variables)
+        for name in set(self.variables) - known:  # our variables TVM's shape lacks
+            self._bound(name, self.variables[name])
+        return bool(self.analyzer.can_prove_equal(ours_expr, theirs))
+
+
+def compare_types(ours: Type, theirs: TvmShape, where: str = "result",
+                  assume: Mapping[str, int] | None = None) -> list[str]:
+    """The disagreements between our type and TVM's struct info (empty when they agree): a
+    kind, dtype or rank difference, or a dimension TVM knows that ours is not provably
+    equal to (``DimProver``; variables matched by name)."""
+    problems: list[str] = []
+    prover = DimProver(theirs, assume)
+    stack: list[tuple[Type, TvmShape, str]] = [(ours, theirs, where)]
+    while stack:
+        a, b, at = stack.pop()
+        if b is None:
+            continue  # TVM knows nothing of this one (not a tensor or tuple)
+        if isinstance(b, tuple):
+            if not isinstance(a, TupleType) or len(a.fields) != len(b):
+                problems.append(f"{at}: TVM has a {len(b)}-tuple, we have {a}")
+                continue
+            stack.extend((fa, fb, f"{at}.{i}") for i, (fa, fb) in enumerate(zip(a.fields, b)))
+            continue
+        if not isinstance(a, TensorType):
+            problems.append(f"{at}: TVM has a tensor, we have {a}")
+            continue
+        if a.dtype != b.dtype:
+            problems.append(f"{at}: dtype {a.dtype}, TVM says {b.dtype}")
+        if b.ndim >= 0 and len(a.shape) != b.ndim:
+            problems.append(f"{at}: rank {len(a.shape)}, TVM says {b.ndim}")
+            continue
+        if b.shape is None:
+            continue
+        for i, (da, db) in enumerate(zip(a.shape, b.shape)):
+            if not prover.agree(da, db):
+                problems.append(f"{at}: dimension {i} is {da}, TVM proves it is {db}")
+    return problems
+
+
+def dim_pairs(ours: Type, theirs: TvmShape) -> Iterator[tuple[Any, Any]]:
+    """Each (our dimension, TVM's ``PrimExpr``) at the same place in two types of the same
+    structure (places where TVM knows nothing, or the structures differ, are skipped)."""
+    stack: list[tuple[Type, TvmShape]] = [(ours, theirs)]
+    while stack:
+        a, b = stack.pop()
+        if isinstance(b, tuple) and isinstance(a, TupleType) and len(a.fields) == len(b):
+            stack.extend(zip(a.fields, b))
+        elif isinstance(b, TvmTensor) and isinstance(a, TensorType) and b.shape is not None \
+                and len(a.shape) == len(b.shape):
+            yield from zip(a.shape, b.shape)
+
+
+def unproved_equalities(pairs: Sequence[tuple[Any, Any]],
+                        assume: Mapping[str, int] | None = None) -> list[str]:
+    """Whenever TVM's analyzer proves two of its dimensions equal, this project's prover
+    (``relay_ref.ir.symdim.prove_equal``, with the same bounds) must prove ours equal too:
+    the pairs of ours it does not, one line each."""
+    from relay_ref.ir.symdim import prove_equal  # noqa: PLC0415
+
+    bounds = {name: (lo, float("inf")) for name, lo in (assume or {}).items()}
+    # one representative per distinct pair of texts: programs repeat dimensions a lot
+    seen: dict[tuple[str, str], tuple[Any, Any]] = {}
+    for ours, theirs in pairs:
+        seen.setdefault((str(ours), str(theirs)), (ours, theirs))
+    items = list(seen.values())
+    prover = DimProver(tuple(TvmTensor("", 1, (t,)) for _, t in items), assume)
+    problems = []
+    for i, (a, ta) in enumerate(items):
+        for b, tb in items[i + 1:]:
+            if is_any(a) or is_any(b) or str(a) == str(b):
+                continue
+            if prover.analyzer.can_prove_equal(ta, tb) and prove_equal(a, b, bounds) is not True:
+                problems.append(f"TVM proves {ta} == {tb}; we do not prove {a} == {b}")
+    return problems
+
+
+def values_close(ours: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-5) -> list[str]:
+    """The differences between two results (arrays or nested tuples); empty when equal in
+    shape and dtype and close in value."""
+    problems: list[str] = []
+    stack: list[tuple[Any, Any, str]] = [(ours, theirs, "result")]
+    while stack:
+        a, b, at = stack.pop()
+        if isinstance(b, tuple):
+            if not isinstance(a, tuple) or len(a) != len(b):
+                problems.append(f"{at}: TVM gives a {len(b)}-tuple, we give {type(a).__name__}")
+                continue
+            stack.extend((x, y, f"{at}.{i}") for i, (x, y) in enumerate(zip(a, b)))
+            continue
+        a = np.asarray(a)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            problems.append(f"{at}: {a.dtype}{list(a.shape)} vs TVM's {b.dtype}{list(b.shape)}")
+        elif not np.allclose(a, b, rtol=rtol, atol=atol):
+            problems.append(f"{at}: values differ by up to {np.max(np.abs(a - b))}")
+    return problems
+
+
+def random_inputs(specs: Sequence[tuple[tuple, str, Any]], sizes: Mapping[str, int],
+                  seed: int = 0) -> list[np.ndarray]:
+    """NumPy inputs for ``specs`` (``(shape, dtype, high)``: dimensions are ints or shape
+    variable names looked up in ``sizes``; integer tensors are drawn from ``[0, high)``,
+    ``high`` an int or a variable name; floats from ``[-1, 1)``), reproducibly."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for shape, dtype, high in specs:
+        concrete = tuple(sizes[d] if isinstance(d, str) else d for d in shape)
+        if np.dtype(dtype).kind in "iu":
+            top = sizes[high] if isinstance(high, str) else (high or 4)
+            out.append(rng.integers(0, top, size=concrete).astype(dtype))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, size=concrete).astype(bool))
+        else:
+            out.append(rng.uniform(-1, 1, size=concrete).astype(dtype))
+    return out

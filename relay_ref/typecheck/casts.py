@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from relay_ref.ir.expr import Expr
+from relay_ref.ir.shape import AnyDim
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import (
     ANY,
@@ -158,8 +159,12 @@ def needs_cast(source: Type, target: Type) -> bool:
         seen.add((id(s), id(t)))
         match s, t:
             case TensorType(), TensorType():
-                if any(type(a) is not int and type(b) is int
-                       for a, b in zip(s.shape, t.shape, strict=False)):
+                # a known (or symbolic) target extent that the source does not provably
+                # have: ``?``, or another expression (``m`` vs ``n``, ``3`` vs ``n``: checked
+                # at run time with the shape variables' values, spec 5.3 T-ShapeCall)
+                if s.shape != t.shape and any(
+                        a != b and type(b) is not AnyDim
+                        for a, b in zip(s.shape, t.shape, strict=False)):
                     return True
             case TupleType(), TupleType():
                 work.extend(zip(s.fields, t.fields, strict=False))

@@ -61,6 +61,7 @@ from relay_ref.ir.expr import (
     pattern_vars,
 )
 from relay_ref.ir.module import IRModule, TypeData
+from relay_ref.ir.shape import ANY, dim_text
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import (
     BOOL,
@@ -80,6 +81,13 @@ from relay_ref.trampoline import no_gc
 from relay_ref.typecheck.casts import Site, cast_table
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
+from relay_ref.typecheck.shapes import (
+    bare_vars,
+    dataflow_violation,
+    deduce,
+    substitute_type,
+    type_vars,
+)
 from relay_ref.typecheck.solver import Constraint, Failure, Solver
 from relay_ref.typecheck.unify import Unifier, UnifyError, show
 
@@ -344,6 +352,13 @@ class _Checker:
         self.headers: dict[str, Type] = {}             # global name -> its declared type
         self.fn_headers: dict[int, FuncType] = {}      # id(Function) -> its declared type
         self.scope: set[int] = set()                   # uids of type parameters in scope
+        #: T-ShapeScope: the shape variables in scope (the enclosing functions' implicit
+        #: ones, and those bound by a match_cast met so far in them); rigid inside
+        self.shape_scope: frozenset[str] = frozenset()
+        #: id(Function) -> the shape variables its parameters bind (its own, T-ShapeScope)
+        self.own_shape_vars: dict[int, frozenset[str]] = {}
+        #: id(FuncType of a global) -> (it, the shape variables of its parameters)
+        self.global_shape_vars: dict[int, tuple[FuncType, frozenset[str]]] = {}
         self.diagnostics: list[Diagnostic] = []
         self.poisoned: set[int] = set()
         self.owner: str | None = None
@@ -460,7 +475,21 @@ class _Checker:
         problems = check_kind(ty, self.scope, self.adts, _span(where))
         for message, span in problems:
             self.diagnostics.append(Diagnostic(ERROR, message, span))
-        return self.poison() if problems else ty
+        if problems:
+            return self.poison()
+        self.check_shape_scope(ty, where)
+        return ty
+
+    def check_shape_scope(self, ty: Type, where: object) -> None:
+        """T-ShapeScope: every shape variable of a written type is in scope (bound by a
+        parameter of an enclosing function or by a match_cast before it); else a located
+        error per variable (the type keeps it, as a rigid variable)."""
+        unbound = type_vars(ty) - self.shape_scope
+        for name in sorted(unbound):
+            self.diagnostics.append(_diag(
+                f"shape variable {name} is not bound by a parameter or a match_cast "
+                "(a parameter's type must use it alone as a dimension, e.g. Tensor[(n), "
+                "float32])", "T-ShapeScope", ty if _span(ty) is not None else where))
 
     def bind_var(self, var: Var, ty: Type) -> None:
         self.var_types[var] = ty
@@ -497,6 +526,7 @@ class _Checker:
             self.headers[name] = known if known is not None else self.header_of(fn)
         for var, ty in var_types.items():
             self.bind_var(var, ty)
+            self.shape_scope |= bare_vars(ty)  # T-ShapeScope: given types bind, as params
         ty = self.infer(expr)
         self.finish(report_unknowns=not allow_unknown)
         return self.unifier.resolve(ty), self.types
@@ -549,13 +579,19 @@ class _Checker:
         header = self.fn_headers.get(id(fn))
         if header is not None:
             return header
-        saved = self.scope
+        saved, saved_shapes = self.scope, self.shape_scope
         self.scope = saved | {tp.uid for tp in fn.type_params}
+        # T-ShapeScope: the function's own shape variables are those its parameter types
+        # use alone as a dimension and no enclosing function binds.
+        own = frozenset().union(*(bare_vars(p.type_annotation) for p in fn.params)) \
+            - saved_shapes
+        self.own_shape_vars[id(fn)] = own
+        self.shape_scope = saved_shapes | own
         args = tuple(self.annotation(p.type_annotation, p) if p.type_annotation is not None
                      else self.unifier.fresh() for p in fn.params)
         ret = (self.annotation(fn.ret_type, fn) if fn.ret_type is not None
                else self.unifier.fresh())
-        self.scope = saved
+        self.scope, self.shape_scope = saved, saved_shapes
         header = FuncType(args, ret, tuple(fn.type_params), fn.span)
         self.fn_headers[id(fn)] = header
         return header
@@ -563,8 +599,11 @@ class _Checker:
     def infer_function(self, fn: Function, header: FuncType) -> FuncType:
         """T-Fn (spec 3.7): the body, with the parameters bound to the header's types,
         has the declared return type; type parameters are rigid inside."""
-        saved = self.scope
+        saved, saved_shapes = self.scope, self.shape_scope
         self.scope = saved | {tp.uid for tp in fn.type_params}
+        # T-ShapeScope: its own shape variables are in scope (rigid) in its body, with those
+        # of the enclosing functions; a match_cast inside adds to them until the end.
+        self.shape_scope = saved_shapes | self.own_shape_vars.get(id(fn), frozenset())
         for param, ty in zip(fn.params, header.arg_types, strict=True):
             self.bind_var(param, ty)
         body = self.infer(fn.body)
@@ -576,7 +615,7 @@ class _Checker:
                       "the body does not have the declared return type: ", notes, parent=fn):
             # T-Fn's consistency premise body ~ return type: a cast point (spec 3.7)
             self.cast_site(fn, -1, body, header.ret_type, "T-Fn")
-        self.scope = saved
+        self.scope, self.shape_scope = saved, saved_shapes
         self.types[fn] = header
         return header
 
@@ -673,6 +712,9 @@ class _Checker:
         """T-Var: Γ(%x). Unbound variables are errors, except the free variables of an
         expression given to ``infer_expr`` (annotation, else a hole to infer)."""
         if self.free_vars_ok:
+            # a free variable's annotation binds its bare shape variables (T-ShapeScope), as
+            # a parameter's would: the expression is checked as a function body
+            self.shape_scope |= bare_vars(var.type_annotation)
             ty = (self.annotation(var.type_annotation, var)
                   if var.type_annotation is not None else self.unifier.fresh())
             self.bind_var(var, ty)
@@ -794,6 +836,12 @@ class _Checker:
             self.error(call, f"{who} takes {n} argument{'s' if n != 1 else ''}, found "
                        f"{len(args)}", "T-App", self.definition_notes(call))
             return inst.ret_type
+        own = self.callee_shape_vars(call.op, fn)
+        if own:
+            shaped = self.instantiate_shapes(call, inst, args, own)
+            if shaped is None:
+                return self.poison()
+            inst = shaped
         for i, (arg, found, expected) in enumerate(zip(call.args, args, inst.arg_types,
                                                        strict=True)):
             if self.unify(found, expected, arg, "T-App", f"argument {i} of {who}: ",
@@ -801,6 +849,76 @@ class _Checker:
                 # T-App's consistency premise: a cast point (spec 3.8)
                 self.cast_site(call, i, found, expected, "T-App")
         return inst.ret_type
+
+    def callee_shape_vars(self, callee: Expr, fn: FuncType) -> frozenset[str]:
+        """T-ShapeCall: the shape variables a call instantiates afresh: all those of a
+        global's parameters (a global's are its own, recursion included), a function
+        literal's own ones (T-ShapeScope), else those of the parameter types not in scope."""
+        if isinstance(callee, GlobalVar):
+            hit = self.global_shape_vars.get(id(fn))
+            if hit is None or hit[0] is not fn:
+                hit = (fn, frozenset().union(*(type_vars(t) for t in fn.arg_types)))
+                self.global_shape_vars[id(fn)] = hit
+            return hit[1]
+        literal = self.function_of(callee)
+        if literal is not None and id(literal) in self.own_shape_vars:
+            return self.own_shape_vars[id(literal)]
+        params = self.unifier.resolve(FuncType(fn.arg_types, UNIT))
+        return frozenset().union(*(type_vars(t) for t in params.arg_types)) \
+            - self.shape_scope
+
+    def instantiate_shapes(self, call: Call, inst: FuncType, args: list[Type],
+                           own: frozenset[str]) -> FuncType | None:
+        """T-ShapeCall: ``inst`` with the callee's shape variables ``own`` replaced by the
+        values deduced from the argument types (a bare variable in a parameter's dimension
+        takes the argument's dimension, first occurrence first), the undeduced ones by
+        ``?``; the other dimensions are then compared by unification (T-App). None after
+        reporting a variable deduced to provably different values."""
+        resolve = self.unifier.resolve
+        params = tuple(resolve(t) for t in inst.arg_types)
+        binding, conflicts = deduce(params, [resolve(a) for a in args], own)
+        who = _callee_name(call.op)
+        for c in conflicts:
+            self.error(call, f"shape variable {c.name} of {who} is {dim_text(c.first)} by "
+                       f"argument {c.first_arg} and {dim_text(c.second)} by argument "
+                       f"{c.second_arg}", "T-ShapeCall", self.definition_notes(call))
+        if conflicts:
+            return None
+        mapping = {name: binding.get(name, ANY) for name in own}
+        return FuncType(tuple(substitute_type(p, mapping) for p in params),
+                        substitute_type(resolve(inst.ret_type), mapping), (), inst.span)
+
+    def shape_construct(self, call: Call, name: str, attrs: object) -> None:
+        """The scoping side of the Relax constructs (their relations give their types):
+        T-MatchCast binds the target's new shape variables for the rest of the enclosing
+        function; T-DPS's output type uses only variables in scope; T-Dataflow's body is
+        pure straight-line code."""
+        if name == "match_cast":  # T-MatchCast
+            target = getattr(attrs, "type", None)
+            if not isinstance(target, Type):
+                return
+            new = type_vars(target) - self.shape_scope
+            for v in sorted(new - bare_vars(target)):
+                self.error(call, f"match_cast cannot bind the shape variable {v}: it must "
+                           "appear alone as a dimension of the target type",
+                           "T-MatchCast")
+            self.shape_scope |= new
+            self.annotation(target, call)
+        elif name in ("call_dps_packed", "call_tir"):  # T-DPS
+            out = getattr(attrs, "out_type", None)
+            if isinstance(out, Type):
+                for v in sorted(type_vars(out) - self.shape_scope):
+                    self.error(call, f"the output type of {name} uses the shape variable "
+                               f"{v}, which is not bound by a parameter or a match_cast",
+                               "T-DPS")
+        elif name == "dataflow" and call.args:  # T-Dataflow
+            bad = dataflow_violation(call.args[0])
+            if bad is not None:
+                node, what = bad
+                self.error(node if _span(node) is not None else call,
+                           f"{what} is not allowed inside a dataflow block (only let "
+                           "bindings of operator calls, tuples, projections, constants "
+                           "and variables)", "T-Dataflow")
 
     def infer_op_call(self, call: Call) -> Type:
         """T-App-Op: the arguments' types feed the operator's type relation, queued with the
@@ -823,6 +941,8 @@ class _Checker:
         if call.type_args:
             self.error(call, f"operator {op.name} takes no type arguments", "T-App-Op")
         attrs = call.attrs if call.attrs is not None else _default_attrs(opdef)
+        if op.name in _SHAPE_CONSTRUCTS:
+            self.shape_construct(call, op.name, attrs)
         out = self.unifier.fresh()
         self.types[op] = FuncType(tuple(args), out)
         self.solver.add(self.relation(call, opdef, attrs, args, out))
@@ -1035,6 +1155,10 @@ def _checked_annotation(ty: Type | None) -> bool:
     on entry or exit (a tensor type of static, non-empty shape: the annotation check of
     spec/semantics.md 4), so that a cast point to it would check the same thing twice."""
     return type(ty) is TensorType and bool(ty.shape) and all(type(d) is int for d in ty.shape)
+
+
+#: The operators whose typing also has a scoping side (``shape_construct``, spec 5.3).
+_SHAPE_CONSTRUCTS = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
 
 
 def _callee_name(callee: Expr) -> str:

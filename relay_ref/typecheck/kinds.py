@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 
 from relay_ref.ir.module import TypeData
-from relay_ref.ir.shape import is_any
+from relay_ref.ir.shape import is_any, is_symbolic
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import (
     FuncType,
@@ -62,11 +62,11 @@ def _check(ty: object, scope: set[int], adts: Mapping[str, TypeData], where: Spa
                 _add(out, "K-Tensor", "a shape must be a tuple of dimensions", span)
                 return
             for i, d in enumerate(shape):
-                if is_any(d):
+                if is_any(d) or is_symbolic(d):  # symbolic: scoped by T-ShapeScope
                     continue
                 if isinstance(d, bool) or not isinstance(d, int) or d < 0:
-                    _add(out, "K-Tensor", f"dimension {i} must be a non-negative integer "
-                         f"or ?, found {d!r}", span)
+                    _add(out, "K-Tensor", f"dimension {i} must be a non-negative integer, "
+                         f"a shape expression or ?, found {d!r}", span)
         case TupleType(fields):  # K-Tuple
             for f in fields:
                 _check(f, scope, adts, span, out)

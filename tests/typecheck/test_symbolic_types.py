@@ -1,0 +1,422 @@
+"""Symbolic shapes in the type checker (spec/typing.md 5.3: T-ShapeScope, T-ShapeCall,
+T-MatchCast, T-DPS, T-Dataflow): deduction through calls, one canonical type, scoping errors,
+the Relax constructs. Every located error is checked for its line and column; programs the
+text format cannot write yet (match_cast, dataflow, call_dps_packed) are built as IR around
+parsed pieces, or given spans of a small source of their own."""
+
+from __future__ import annotations
+
+import pytest
+
+import relay_ref as rr
+from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, RefCreate, \
+    Tuple, Var
+from relay_ref.ir.module import IRModule
+from relay_ref.ir.shape import ANY, sym
+from relay_ref.ir.span import Source, Span
+from relay_ref.ir.types import TensorType, TupleType
+from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
+from relay_ref.typecheck.casts import needs_cast
+
+N, M, K = sym("n"), sym("m"), sym("k")
+SRC = Source("<ir>", "\n".join(["x" * 80] * 20))
+
+
+def at(line: int, col: int) -> Span:
+    return Span(SRC, line, col, line, col + 1)
+
+
+def check(text: str) -> IRModule:
+    return rr.infer_types(rr.parse(text))
+
+
+def main_type(text_or_mod: str | IRModule) -> str:
+    mod = check(text_or_mod) if isinstance(text_or_mod, str) else rr.infer_types(text_or_mod)
+    return rr.astext(mod.global_types["main"])
+
+
+def diags(text_or_mod: str | IRModule) -> list:
+    mod = rr.parse(text_or_mod) if isinstance(text_or_mod, str) else text_or_mod
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.infer_types(mod)
+    return list(info.value.diagnostics)
+
+
+def one(text_or_mod: str | IRModule, rule: str) -> tuple[str, int, int]:
+    """The single diagnostic: (message, line, column); it cites ``rule``."""
+    ds = diags(text_or_mod)
+    assert len(ds) == 1, [d.message for d in ds]
+    d = ds[0]
+    assert f"[{rule}]" in d.message, d.message
+    return d.message, d.span.line, d.span.column
+
+
+def f32(*shape: object) -> TensorType:
+    return TensorType(tuple(shape), "float32")
+
+
+# ---- canonical types, printing -----------------------------------------------------------
+
+def test_symbolic_types_print_after_inference() -> None:
+    text = """
+def @main(%x: Tensor[(n, 5, 2), float32], %y: Tensor[(m), float32]) {
+  (nn.relu(%x), add(%y, %y))
+}"""
+    assert main_type(text) == ("fn (Tensor[(n, 5, 2), float32], Tensor[(m), float32]) -> "
+                               "(Tensor[(n, 5, 2), float32], Tensor[(m), float32])")
+    mod = check(text)
+    relu = mod.functions["main"].body.fields[0]
+    assert rr.astext(mod.type_of(relu)) == "Tensor[(n, 5, 2), float32]"
+    assert "Tensor[(n, 5, 2), float32]" in rr.astext(mod, show_types=True)
+
+
+def test_4n_and_n4_are_one_type() -> None:
+    text = """
+def @main(%n: Tensor[(n), float32], %x: Tensor[(n * 4), float32]) -> Tensor[(4 * n), float32] {
+  let %y: Tensor[(2 * (2 * n)), float32] = %x;
+  %y
+}"""
+    mod = check(text)
+    assert mod.casts is None  # equal types: no cast point, no gradual flow
+    assert rr.astext(mod.global_types["main"]) == \
+        "fn (Tensor[(n), float32], Tensor[(n * 4), float32]) -> Tensor[(n * 4), float32]"
+
+
+def test_provably_different_dimensions_are_a_located_error() -> None:
+    text = """def @main(%x: Tensor[(n, 3), float32]) -> Tensor[(n + 1, 3), float32] {
+  %x
+}"""
+    msg, line, col = one(text, "T-Fn")
+    assert "dimension 0 differs (n vs n + 1)" in msg
+    assert (line, col) == (1, 1)  # the body is a variable: located at the function
+
+
+def test_undecidable_dimensions_are_gradual_with_a_cast() -> None:
+    text = """def @main(%x: Tensor[(n), float32], %y: Tensor[(m), float32]) -> Tensor[(m), float32] {
+  %x
+}"""
+    mod = check(text)
+    assert mod.casts is not None
+    [(node, index, cast)] = list(mod.casts.items())
+    assert cast.rule == "T-Fn" and cast.source == f32(N) and cast.target == f32(M)
+    assert (cast.span.line, cast.span.column) == (1, 1)
+
+
+def test_needs_cast_with_symbolic_dimensions() -> None:
+    assert needs_cast(f32(ANY), f32(N))
+    assert needs_cast(f32(M), f32(N))
+    assert needs_cast(f32(3), f32(N))
+    assert needs_cast(f32(N), f32(3))
+    assert not needs_cast(f32(N * 4), f32(4 * N))
+    assert not needs_cast(f32(N), f32(ANY))
+    assert not needs_cast(f32(3, 4), f32(3, 4))
+
+
+# ---- T-ShapeScope ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "where"), [
+    # only in the return type
+    ("def @main(%x: Tensor[(n), float32]) -> Tensor[(k), float32] {\n  %x\n}", (1, 40)),
+    # only in a let annotation
+    ("def @main(%x: Tensor[(n), float32]) {\n  let %y: Tensor[(k), float32] = %x;\n  %y\n}",
+     (2, 11)),
+    # only inside an expression among the parameters
+    ("def @main(%x: Tensor[(n * 2), float32]) {\n  %x\n}", (1, 15)),
+])
+def test_unbound_shape_variable(text: str, where: tuple[int, int]) -> None:
+    msg, line, col = one(text, "T-ShapeScope")
+    assert "shape variable" in msg and "is not bound by a parameter or a match_cast" in msg
+    assert (line, col) == where
+
+
+def test_expression_of_a_bound_variable_in_a_parameter_is_fine() -> None:
+    text = """def @main(%x: Tensor[(n), float32], %y: Tensor[(n * 2), float32]) {
+  concatenate((%x, %x))
+}"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(n * 2), float32]"
+
+
+def test_inner_function_sees_the_enclosing_variables_rigidly() -> None:
+    ok = """def @main(%x: Tensor[(n), float32]) {
+  let %g = fn (%y: Tensor[(n), float32]) -> Tensor[(n), float32] { %y };
+  %g(%x)
+}"""
+    assert main_type(ok) == "fn (Tensor[(n), float32]) -> Tensor[(n), float32]"
+    bad = """def @main(%x: Tensor[(n), float32]) {
+  let %g = fn (%y: Tensor[(n), float32]) -> Tensor[(n + 1), float32] { %y };
+  %g(%x)
+}"""
+    msg, line, col = one(bad, "T-Fn")
+    assert "dimension 0 differs (n vs n + 1)" in msg and (line, col) == (2, 12)
+
+
+# ---- T-ShapeCall ---------------------------------------------------------------------------
+
+def test_deduction_through_a_call() -> None:
+    text = """
+def @f(%x: Tensor[(n, 4), float32]) -> Tensor[(n * 2, 4), float32] {
+  concatenate((%x, %x))
+}
+def @main(%y: Tensor[(m, 4), float32], %z: Tensor[(1, 4), float32]) {
+  let %w = concatenate((%y, %z));
+  @f(%w)
+}"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(m * 2 + 2, 4), float32]"
+    assert mod.casts is None
+    # the callee's own type is unchanged
+    assert rr.astext(mod.global_types["f"]) == \
+        "fn (Tensor[(n, 4), float32]) -> Tensor[(n * 2, 4), float32]"
+
+
+def test_numbers_deduced_and_each_call_fresh() -> None:
+    text = """
+def @f(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] {
+  concatenate((%x, %x))
+}
+def @main(%a: Tensor[(3), float32], %b: Tensor[(5), float32]) {
+  (@f(%a), @f(%b))
+}"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == \
+        "(Tensor[(6), float32], Tensor[(10), float32])"
+
+
+def test_inconsistent_variable_across_arguments_is_located_at_the_call() -> None:
+    text = """def @g(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 4), float32]) {
+  add(%x, %y)
+}
+def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(4, 4), float32]) {
+  @g(%a, %b)
+}"""
+    msg, line, col = one(text, "T-ShapeCall")
+    assert "shape variable n of @g is 3 by argument 0 and 4 by argument 1" in msg
+    assert (line, col) == (5, 3)
+
+
+def test_provably_different_dependent_dimension_at_a_call() -> None:
+    text = """def @g(%x: Tensor[(n), float32], %y: Tensor[(n + 1), float32]) {
+  %x
+}
+def @main(%a: Tensor[(m), float32]) {
+  @g(%a, %a)
+}"""
+    msg, line, col = one(text, "T-App")
+    assert "argument 1 of @g" in msg and "dimension 0 differs (m vs m + 1)" in msg
+    assert (line, col) == (5, 3)
+
+
+def test_undecidable_at_a_call_is_a_run_time_check() -> None:
+    text = """def @g(%x: Tensor[(n), float32], %y: Tensor[(n), float32]) -> Tensor[(n), float32] {
+  add(%x, %y)
+}
+def @main(%a: Tensor[(m), float32], %b: Tensor[(k), float32]) {
+  @g(%a, %b)
+}"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(m), float32]"
+    casts = [(i, c) for _, i, c in mod.casts.items()]
+    assert [(i, c.rule, c.source, c.target) for i, c in casts] == \
+        [(1, "T-App", f32(K), f32(M))]
+
+
+def test_undeduced_variable_becomes_any() -> None:
+    text = """def @g(%x: Tensor[(n), float32]) -> Tensor[(n), float32] { %x }
+def @main(%a: Tensor[(?), float32]) {
+  @g(%a)
+}"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_recursion_with_smaller_data() -> None:
+    text = """
+def @drop(%a: Tensor[(k), float32]) -> Tensor[(k - 1), float32] { @drop(%a) }
+def @f(%x: Tensor[(n), float32], %c: int32) -> Tensor[(n * 2), float32] {
+  if (less(%c, 1)) {
+    concatenate((%x, %x))
+  } else {
+    let %y = @drop(%x);
+    let %r = @f(%y, subtract(%c, 1));
+    concatenate((%r, ones(shape=[2], dtype="float32")))
+  }
+}"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["f"]) == \
+        "fn (Tensor[(n), float32], int32) -> Tensor[(n * 2), float32]"
+    wrong = text.replace("shape=[2]", "shape=[3]")
+    msg, line, col = one(wrong, "T-If")
+    assert "dimension 0 differs (n * 2 + 1 vs n * 2)" in msg and (line, col) == (7, 5)
+
+
+def test_closure_with_its_own_variables() -> None:
+    text = """def @main(%x: Tensor[(n), float32], %z: Tensor[(3), float32]) {
+  let %g = fn (%y: Tensor[(k), float32]) -> Tensor[(k * 2), float32] {
+    concatenate((%y, %y))
+  };
+  (%g(%x), %g(%z))
+}"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == \
+        "(Tensor[(n * 2), float32], Tensor[(6), float32])"
+
+
+def test_closure_through_a_parameter() -> None:
+    text = """def @main(%f: fn (Tensor[(n), float32]) -> Tensor[(n), float32],
+          %x: Tensor[(n), float32]) {
+  %f(%x)
+}"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == "Tensor[(n), float32]"
+
+
+def test_polymorphic_functions_still_work_with_symbolic_arguments() -> None:
+    text = """def @id[A](%x: A) -> A { %x }
+def @main(%x: Tensor[(n, 2), float32]) { @id(%x) }"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == \
+        "Tensor[(n, 2), float32]"
+
+
+# ---- T-MatchCast ------------------------------------------------------------------------
+
+def match_cast(value, ty, span=None) -> Call:
+    return Call(Op("match_cast"), (value,), MatchCastAttrs(type=ty), span=span)
+
+
+def module(main: Function) -> IRModule:
+    return IRModule({"main": main})
+
+
+def test_match_cast_binds_new_variables() -> None:
+    x = Var("x", TensorType((ANY,), "int64"))
+    u = Var("u")
+    v = Var("v", TensorType((K,), "int64"))   # uses k after the match_cast: in scope
+    body = Let(u, match_cast(x, TensorType((K,), "int64")), Let(v, u, v))
+    mod = rr.infer_types(module(Function((x,), body)))
+    assert rr.astext(mod.global_types["main"]) == \
+        "fn (Tensor[(?), int64]) -> Tensor[(k), int64]"
+
+
+def test_match_cast_does_not_leak_out_of_its_function() -> None:
+    x = Var("x", TensorType((ANY,), "int64"))
+    u = Var("u")
+    main = Function((x,), Let(u, match_cast(x, TensorType((K,), "int64")), u))
+    y = Var("y", TensorType((K,), "int64"), span=at(3, 7))
+    other = Function((Var("z", TensorType((ANY,), "int64")),), Let(y, Constant(
+        __import__("numpy").zeros(2, "int64")), y))
+    with pytest.raises(rr.RelayTypeError) as info:
+        rr.infer_types(IRModule({"main": main, "other": other}))
+    [d] = info.value.diagnostics
+    assert "[T-ShapeScope]" in d.message and "shape variable k" in d.message
+    assert (d.span.line, d.span.column) == (3, 7)
+
+
+def test_annotation_before_the_match_cast_is_unbound() -> None:
+    x = Var("x", TensorType((ANY,), "int64"))
+    u = Var("u", TensorType((K,), "int64"), span=at(2, 5))
+    w = Var("w")
+    main = Function((x,), Let(u, x, Let(w, match_cast(x, TensorType((K,), "int64")), w)))
+    msg, line, col = one(module(main), "T-ShapeScope")
+    assert (line, col) == (2, 5)
+
+
+def test_match_cast_with_an_existing_variable_is_the_same_variable() -> None:
+    x = Var("x", f32(N))
+    y = Var("y", f32(ANY))
+    u = Var("u")
+    main = Function((x, y), Let(u, match_cast(y, f32(N)), Call(Op("add"), (x, u))))
+    assert rr.astext(rr.infer_types(module(main)).global_types["main"].ret_type) == \
+        "Tensor[(n), float32]"
+
+
+def test_match_cast_provably_impossible() -> None:
+    x = Var("x", f32(N))
+    main = Function((x,), match_cast(x, f32(N + 1), span=at(4, 9)))
+    msg, line, col = one(module(main), "T-App-Op")
+    assert "can never match" in msg and (line, col) == (4, 9)
+
+
+def test_match_cast_new_variable_must_be_bare() -> None:
+    x = Var("x", f32(ANY))
+    main = Function((x,), match_cast(x, f32(K * 2), span=at(6, 2)))
+    msg, line, col = one(module(main), "T-MatchCast")
+    assert "cannot bind the shape variable k" in msg and (line, col) == (6, 2)
+
+
+# ---- T-DPS ---------------------------------------------------------------------------------
+
+def dps(inputs, out_type, span=None) -> Call:
+    return Call(Op("call_dps_packed"), (Tuple(tuple(inputs)),),
+                DPSAttrs(func_name="my_kernel", out_type=out_type), span=span)
+
+
+def test_dps_result_is_its_output_type() -> None:
+    x = Var("x", f32(N, 4))
+    main = Function((x,), dps([x], f32(N * 4)))
+    assert rr.astext(rr.infer_types(module(main)).global_types["main"].ret_type) == \
+        "Tensor[(n * 4), float32]"
+
+
+def test_dps_output_type_needs_bound_variables() -> None:
+    x = Var("x", f32(N, 4))
+    main = Function((x,), dps([x], f32(M), span=at(7, 3)))
+    msg, line, col = one(module(main), "T-DPS")
+    assert "shape variable m" in msg and (line, col) == (7, 3)
+
+
+# ---- T-Dataflow ----------------------------------------------------------------------------
+
+def dataflow(body, span=None) -> Call:
+    return Call(Op("dataflow"), (body,), span=span)
+
+
+def test_dataflow_accepts_pure_straight_line_code() -> None:
+    x = Var("x", f32(N, 4))
+    a, b, c = Var("a"), Var("b"), Var("c")
+    body = Let(a, Call(Op("nn.relu"), (x,)),
+               Let(b, Tuple((a, x)),
+                   Let(c, match_cast(Call(Op("add"), (a, a)), f32(N, 4)), Tuple((c, b)))))
+    main = Function((x,), dataflow(body))
+    assert rr.astext(rr.infer_types(module(main)).global_types["main"].ret_type) == \
+        "(Tensor[(n, 4), float32], (Tensor[(n, 4), float32], Tensor[(n, 4), float32]))"
+
+
+def _refused(value_at):
+    x = Var("x", f32(N))
+    a = Var("a")
+    value = value_at(x)
+    return module(Function((x,), dataflow(Let(a, value, a), span=at(1, 1))))
+
+
+@pytest.mark.parametrize(("make", "what"), [
+    (lambda x: If(Constant(__import__("numpy").array(True)), x, x, span=at(3, 11)),
+     "an if is not allowed inside a dataflow block"),
+    (lambda x: RefCreate(x, span=at(3, 11)), "a reference operation is not allowed"),
+    (lambda x: Function((Var("y", f32(3)),), Var("z"), span=at(3, 11)),
+     "a function literal is not allowed"),
+    (lambda x: Call(GlobalVar("h"), (x,), span=at(3, 11)), "a call of a function"),
+    (lambda x: dataflow(x, span=at(3, 11)), "a nested dataflow block"),
+])
+def test_dataflow_refusals(make, what: str) -> None:
+    mod = _refused(make)
+    h = Var("q", f32(N))
+    mod = IRModule({**mod.functions, "h": Function((h,), h)})
+    ds = diags(mod)
+    mine = [d for d in ds if "[T-Dataflow]" in d.message]
+    assert len(mine) == 1, [d.message for d in ds]
+    assert what in mine[0].message
+    assert (mine[0].span.line, mine[0].span.column) == (3, 11)
+
+
+def test_dataflow_refuses_if_nested_in_an_operator_argument() -> None:
+    import numpy as np
+    x = Var("x", f32(N))
+    cond = If(Constant(np.array(True)), x, x, span=at(5, 4))
+    main = Function((x,), dataflow(Call(Op("nn.relu"), (cond,))))
+    msg, line, col = one(module(main), "T-Dataflow")
+    assert "an if is not allowed" in msg and (line, col) == (5, 4)
+
+
+def test_tuple_type_with_symbolic_fields_unifies_canonically() -> None:
+    x = Var("x", TupleType((f32(N), f32(N * 4), f32(2 * N + 2))))
+    y = Var("y", TupleType((f32(N), f32(4 * N), f32(2 * (N + 1)))))
+    main = Function((x,), Let(y, x, y))
+    mod = rr.infer_types(module(main))
+    assert mod.casts is None

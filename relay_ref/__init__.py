@@ -37,7 +37,7 @@ __all__ = [
     "RelayTypeError", "__version__", "alpha_equal", "astext", "evaluate", "infer_types",
     "optimize", "parse", "parse_expr", "pass_names", "structural_hash", "ConstructorValue",
     "Closure", "RecClosure", "RefValue", "compile", "cuda_available", "gradient",
-    "partition",
+    "partition", "register_packed",
 ]
 
 
@@ -424,6 +424,27 @@ def pass_names() -> list[str]:
     from relay_ref.passes import pass_names as _names
 
     return _names()
+
+
+def register_packed(name: str, fn: Any, *, replace: bool = False) -> None:
+    """Register ``fn`` as the packed function ``name`` for Relax's destination-passing calls
+    ``call_dps_packed("name", (%x, ...), Tensor[(n, 4), float32])`` and ``call_tir`` (the
+    interpreter and ``rr.compile`` alike; spec/semantics.md Shape-DPS).
+
+    The call allocates the outputs from its output type (shape variables resolved in the
+    calling function) and runs ``fn(*inputs, *outputs, *sym_args)``: ``inputs`` and
+    ``outputs`` are NumPy arrays (the outputs zeroed, ``fn`` writes its results into them
+    and returns nothing), ``sym_args`` the values of the shape variables ``fn`` asks for in
+    a ``sym_args`` attribute (``fn.sym_args = ("n",)``; none when absent). ``fn`` may be a
+    NumPy function or a numba ``@njit`` kernel. An unknown name at a call, or ``fn``
+    raising, is a located ``RelayRuntimeError`` at the call.
+
+    Registering another function under a name already taken is a ``ValueError`` unless
+    ``replace=True``; a name that is not a non-empty str, or an ``fn`` that is not
+    callable, is a ``TypeError``."""
+    from relay_ref.ops.symbolic import register_packed as _register
+
+    _register(name, fn, replace=replace)
 
 
 def __getattr__(name: str) -> Any:

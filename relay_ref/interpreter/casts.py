@@ -21,10 +21,12 @@ identity is the store's), so a function inside one is checked for being a functi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from relay_ref.diagnostics import Note
 from relay_ref.interpreter.args import value_mismatch
+from relay_ref.interpreter.shapes import resolve_type
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, Value
 from relay_ref.ir.expr import Call, Constructor, Function, Op, Var
@@ -68,13 +70,21 @@ CastMemo = dict[tuple[int, Type], Value]
 
 
 def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None,
-               compiled: bool = False, memo: CastMemo | None = None) -> Value:
+               compiled: bool = False, memo: CastMemo | None = None,
+               shape_env: Mapping[str, int] | None = None) -> Value:
     """E-Cast (spec/semantics.md 4.2): ``value`` checked against ``cast.target`` (Stuck-Cast
     at ``span`` or the cast's own span if not), with the functions inside it that need it
     wrapped. ``compiled``: the executor's value representation (``value_mismatch``).
     ``memo``: the tuples and ADT values already checked at a type are not walked again, so
     a list handed across a cast at every step of a recursion is checked once per cell and
-    type (linear, not quadratic)."""
+    type (linear, not quadratic). ``shape_env``: the current activation's shape variables
+    (spec/semantics.md Shape-Bind); the target's dimensions that mention them are checked
+    at their values, the ones mentioning other variables are not (never a false failure).
+    """
+    if shape_env:
+        target = resolve_type(cast.target, shape_env)
+        if target is not cast.target:
+            cast = replace(cast, target=target)
     problem = _mismatch(value, cast.target, mod, compiled, memo)
     if problem is not None:
         raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span)

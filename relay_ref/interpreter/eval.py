@@ -50,7 +50,19 @@ from relay_ref.interpreter.casts import (
     cast_value,
     result_cast,
 )
-from relay_ref.interpreter.operators import checked_reference, op_failure, op_reference, short
+from relay_ref.interpreter.operators import (
+    check_op_arguments,
+    checked_reference,
+    op_failure,
+    op_reference,
+    short,
+)
+from relay_ref.interpreter.shapes import (
+    SHAPE_ENV,
+    bind_params,
+    check_result,
+    type_mentions_shape_vars,
+)
 from relay_ref.interpreter.stuck import Interrupted, Stuck
 from relay_ref.interpreter.values import (
     Closure,
@@ -87,6 +99,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.sharing import module_sharing_plan, plan_of_function, sharing_plan
 from relay_ref.ir.span import Span
+from relay_ref.ir.symdim import SymDim
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import free_vars, shared_nodes
@@ -102,13 +115,18 @@ MAX_DEPTH = 1_000_000
 class _FnInfo:
     """What the interpreter precomputes once per ``Function`` node."""
 
-    __slots__ = ("free_vars", "param_checks", "ret_check")
+    __slots__ = ("free_vars", "param_checks", "ret_check", "shape_checks", "shape_ret")
 
     def __init__(self, func: Function) -> None:
         self.free_vars = tuple(free_vars(func))
         self.param_checks = tuple((p, t) for p in func.params
                                   if (t := _static_tensor_type(p.type_annotation)))
         self.ret_check = _static_tensor_type(func.ret_type)
+        #: Shape-Bind: the parameters whose types mention shape variables (empty for
+        #: almost every function: then the activation does nothing for shape variables)
+        self.shape_checks = tuple((p, p.type_annotation) for p in func.params
+                                  if type_mentions_shape_vars(p.type_annotation))
+        self.shape_ret = func.ret_type if type_mentions_shape_vars(func.ret_type) else None
 
 
 MISSING = object()
@@ -221,9 +239,9 @@ class Interpreter:
             self.force_anchored(expr, env)
         env[var] = bound = self.eval(value, env)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            env[var] = bound = self.cast_value(bound, cast)     # T-Let's cast
+            env[var] = bound = self.cast_value(bound, cast, frame=env)  # T-Let's cast
         if var.type_annotation is not None:
-            self.check_annotation(bound, var, var.type_annotation, value.span)
+            self.check_annotation(bound, var, var.type_annotation, value.span, env)
         return expr.body
 
     def e_let_rec(self, expr: Let, env: dict) -> Expr:
@@ -234,7 +252,7 @@ class Interpreter:
             self.force_anchored(expr, env)
         env[var] = RecClosure(self.make_closure(expr.value, env, var), var)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            env[var] = self.cast_value(env[var], cast)          # T-Let's cast
+            env[var] = self.cast_value(env[var], cast, frame=env)   # T-Let's cast
         return expr.body
 
     def e_fn(self, expr: Function, env: dict) -> Value:
@@ -250,7 +268,7 @@ class Interpreter:
             return self.e_app_op(expr, env)
         fn, args = self.eval_call(expr, env)
         if self.casts is not None and (casts := self.casts.args(expr)) is not None:
-            args = [a if c is None else self.cast_value(a, c)  # T-App's casts
+            args = [a if c is None else self.cast_value(a, c, frame=env)  # T-App's casts
                     for a, c in zip(args, casts, strict=False)]
         kind = type(fn)
         if kind is Closure:
@@ -287,14 +305,21 @@ class Interpreter:
             info = self.info(func)
         for param, ty in info.param_checks:
             self.check_annotation(frame[param], param, ty, _span(call))
+        if info.shape_checks:                            # Shape-Bind
+            self.bind_shape_vars(fn, info, frame, call)
         name = fn.global_name
         self.calls = depth
         try:
             result = self.eval(func.body, frame)
             if self.casts is not None and (cast := self.casts.at(func)) is not None:
-                result = self.cast_value(result, cast)          # T-Fn's cast
+                result = self.cast_value(result, cast, frame=frame)  # T-Fn's cast
             if info.ret_check is not None:
                 self.check_annotation(result, None, info.ret_check, func.body.span)
+            if info.shape_ret is not None:               # Shape-Bind, the result
+                problem = check_result(info.shape_ret, result, frame.get(SHAPE_ENV) or {})
+                if problem is not None:
+                    raise Stuck(f"{_callee(fn)} returned a value that does not have its "
+                                f"return type: {problem}", func.body.span, rule="Shape-Bind")
         except Stuck as stuck:
             if name is not None:
                 stuck.frames.append((name, _span(call)))
@@ -330,20 +355,61 @@ class Interpreter:
         values = self.eval_args(expr.args, env)
         cached = self.op_calls.get(expr)
         if cached is None:
-            cached = self.op_calls[expr] = self.op_reference(expr.op.name, expr.attrs, expr)
+            cached = self.op_calls[expr] = (
+                (None, expr.attrs) if expr.op.name in _SHAPE_OPS  # they need the frame
+                else self.op_reference(expr.op.name, expr.attrs, expr))
         reference, attrs = cached
-        try:
-            result = reference(values, attrs)
-        except Exception as err:
-            raise op_failure(expr.op.name, err, expr) from None
+        if reference is None:
+            result = self.shape_op(expr, values, env)
+        else:
+            try:
+                result = reference(values, attrs)
+            except Exception as err:
+                raise op_failure(expr.op.name, err, expr) from None
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            return self.cast_value(result, cast)                # T-Rel's cast
+            return self.cast_value(result, cast, frame=env)     # T-Rel's cast
         return result
+
+    def shape_op(self, expr: Call, values: list[Value], env: dict) -> Value:
+        """E-App-Op for the three Relax constructs, which see the frame's shape
+        environment (spec/semantics.md Symbolic shapes): ``match_cast`` checks its value
+        and binds the new shape variables of its type in the frame (Shape-MatchCast, copying
+        the environment: closures made before keep theirs); ``call_dps_packed`` and
+        ``call_tir`` allocate their outputs with the frame's variables and call the packed
+        function (Shape-DPS); ``dataflow`` is the value of its body (Shape-Dataflow)."""
+        from relay_ref.ops.registry import OpRuntimeError
+        from relay_ref.ops.symbolic import call_packed, match_value
+
+        name, attrs = expr.op.name, expr.attrs
+        if not self.checked and name not in ("match_cast", "dataflow"):  # Stuck-Op (4);
+            from relay_ref.ops.registry import get_op  # match_cast's check is its own
+
+            check_op_arguments(get_op(name), values, attrs, expr)
+        if name == "dataflow":                           # Shape-Dataflow
+            return values[0]
+        shapes = env.get(SHAPE_ENV)
+        if name == "match_cast":                         # Shape-MatchCast
+            bound = dict(shapes) if shapes else {}
+            try:
+                match_value(values[0], attrs.type, bound)
+            except OpRuntimeError as err:
+                raise Stuck(str(err), expr.span, rule="Shape-MatchCast") from None
+            if len(bound) != (len(shapes) if shapes else 0):
+                env[SHAPE_ENV] = bound
+            return values[0]
+        args = values[0] if type(values[0]) is tuple else (values[0],)
+        try:                                             # Shape-DPS
+            return call_packed(name, attrs, args, shapes or {})
+        except OpRuntimeError as err:
+            raise Stuck(str(err), expr.span, rule="Shape-DPS") from None
+        except Exception as err:  # noqa: BLE001 - e.g. allocating a negative extent
+            raise Stuck(f"{name}: {type(err).__name__}: {err}", expr.span,
+                        rule="Shape-DPS") from None
 
     def e_op(self, expr: Op, env: dict) -> Value:
         """E-Op (3.10): an operator is a function value."""
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            return self.cast_value(expr, cast)                  # T-Rel's cast
+            return self.cast_value(expr, cast, frame=env)       # T-Rel's cast
         return expr
 
     def e_ctor(self, expr: Constructor, env: dict) -> Value:
@@ -431,7 +497,7 @@ class Interpreter:
             raise _not_a_ref("ref_write", cell, expr)
         value = self.eval(expr.value, env)
         if self.casts is not None and (cast := self.casts.at(expr)) is not None:
-            value = self.cast_value(value, cast)                # T-WriteRef's cast
+            value = self.cast_value(value, cast, frame=env)     # T-WriteRef's cast
         cell.value = value
         return ()
 
@@ -463,13 +529,17 @@ class Interpreter:
             cast = casts.at(clause)
             for var in pattern_vars(clause.lhs):            # annotated pattern variables
                 if (bound := casts.at(var)) is not None:
-                    env[var] = self.cast_value(env[var], bound)
+                    env[var] = self.cast_value(env[var], bound, frame=env)
         value = self.eval(taken, env)
-        return value if cast is None else self.cast_value(value, cast)
+        return value if cast is None else self.cast_value(value, cast, frame=env)
 
-    def cast_value(self, value: Value, cast: Any, span: Span | None = None) -> Value:
-        """E-Cast (``interpreter/casts.py``) with this evaluation's memo."""
-        return cast_value(value, cast, self.module, span, memo=self.cast_memo)
+    def cast_value(self, value: Value, cast: Any, span: Span | None = None,
+                   frame: dict | None = None) -> Value:
+        """E-Cast (``interpreter/casts.py``) with this evaluation's memo; the target's shape
+        variables bound in ``frame`` are checked too (the others are not)."""
+        shapes = frame.get(SHAPE_ENV) if frame is not None else None
+        return cast_value(value, cast, self.module, span, memo=self.cast_memo,
+                          shape_env=shapes)
 
     def e_app_cast(self, fn: CastClosure, args: list[Value], call: Call | None) -> Value:
         """E-Cast-App (spec/semantics.md 4): a function that crossed a cast point is
@@ -594,7 +664,23 @@ class Interpreter:
                 except KeyError:                                           # Stuck-Var (4)
                     raise Stuck(f"unbound variable %{var.name_hint}", var.span,
                                 rule="Stuck-Var") from None
+        shapes = env.get(SHAPE_ENV)
+        if shapes is not None:  # Shape-Bind: the variables bound so far, lexically
+            captured[SHAPE_ENV] = shapes
         return Closure(captured, func)
+
+    def bind_shape_vars(self, fn: Closure, info: _FnInfo, frame: dict,
+                        call: Call | None) -> None:
+        """Shape-Bind: a fresh shape environment for this activation (the captured one
+        extended), binding the shape variables of the parameter types from the
+        arguments' shapes in parameter order; a mismatch is stuck at the call."""
+        outer = frame.get(SHAPE_ENV)
+        shapes = dict(outer) if outer else {}
+        problem = bind_params(info.shape_checks, frame, shapes)
+        if problem is not None:
+            raise Stuck(f"call of {_callee(fn)}: argument {problem}",
+                        _span(call) or fn.func.span, rule="Shape-Bind")
+        frame[SHAPE_ENV] = shapes
 
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:
         """E-App-Op for an operator applied as a value."""
@@ -614,19 +700,35 @@ class Interpreter:
         return checked_reference(name, reference, call), attrs
 
     def check_annotation(self, value: Value, var: Var | None, ty: Type,
-                         span: Span | None) -> None:
+                         span: Span | None, frame: dict | None = None) -> None:
         """Annotated static dimensions must hold of values whose type had ``?``: the cast
-        point of a static tensor annotation (Stuck-Cast, spec/semantics.md 4.2)."""
+        point of a static tensor annotation (Stuck-Cast, spec/semantics.md 4.2). With
+        ``frame``, symbolic dimensions whose shape variables it binds are checked too
+        (Shape-Bind; the others are not: never a false failure)."""
         if type(ty) is not TensorType or not ty.shape or type(value) is not np.ndarray:
             return
-        if value.ndim == len(ty.shape) and all(
-                type(d) is not int or d == n for d, n in zip(ty.shape, value.shape,
-                                                             strict=True)):
-            return
+        symbolic = False
+        if value.ndim == len(ty.shape):
+            for d, n in zip(ty.shape, value.shape, strict=True):
+                if type(d) is int:
+                    if d != n:
+                        break
+                elif type(d) is SymDim:
+                    symbolic = True
+            else:
+                if not symbolic or frame is None:
+                    return
+                problem = check_result(ty, value, frame.get(SHAPE_ENV) or {})
+                if problem is None:
+                    return
         what = f"%{var.name_hint}" if var is not None else "the result"
         raise Stuck(f"shape mismatch: {what} is annotated {type_to_text(ty)} but the value "
                     f"has shape {shape_to_text(value.shape)}", span, rule="Stuck-Cast")
 
+
+#: The operators whose E-App-Op reads or extends the frame's shape environment
+#: (``Interpreter.shape_op``).
+_SHAPE_OPS = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
 
 #: The rules that return a value, by expression class, in the spec's order.
 _RULES: dict[type, Callable[[Interpreter, Any, dict], Value]] = {
@@ -662,6 +764,11 @@ def _static_tensor_type(ty: Type | None) -> TensorType | None:
 
 def _span(node: object) -> Span | None:
     return getattr(node, "span", None)
+
+
+def _callee(fn: Closure) -> str:
+    """How messages name the function of an activation."""
+    return f"@{fn.global_name}" if fn.global_name else "a function"
 
 
 def _not_a_ref(what: str, value: Value, expr: Expr) -> Stuck:

@@ -18,7 +18,7 @@ from relay_ref.ir.span import Span
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import TensorType, TupleType, Type
 
-__all__ = ["checked_reference", "op_failure", "op_reference"]
+__all__ = ["check_op_arguments", "checked_reference", "op_failure", "op_reference"]
 
 
 def op_reference(name: str, attrs: object,
@@ -45,13 +45,13 @@ def checked_reference(name: str, reference: Callable[..., Any],
     opdef = get_op(name)
 
     def checked(values: list[Value], attrs: object) -> Value:
-        _check_op_arguments(opdef, values, attrs, call)
+        check_op_arguments(opdef, values, attrs, call)
         return reference(values, attrs)
 
     return checked
 
 
-def _check_op_arguments(opdef: Any, values: list[Value], attrs: object,
+def check_op_arguments(opdef: Any, values: list[Value], attrs: object,
                         call: Call | None) -> None:
     """Stuck-Op for unchecked programs: the argument values' types must satisfy the
     operator's arity and type relation (T-App-Op, checked at run time)."""

@@ -65,6 +65,7 @@ import numpy as np
 
 from relay_ref.interpreter import eval as _eval
 from relay_ref.interpreter.eval import BUSY, MISSING, Interpreter
+from relay_ref.interpreter.shapes import SHAPE_ENV
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import (
     Closure,
@@ -426,7 +427,7 @@ def _detail(rule: str, node: _Node, value: Value, env: dict | None) -> tuple:
 
 def _vars_only(env: dict) -> dict:
     """A closure's captured variables (not the shared nodes it captures, E-Shared 3.18)."""
-    return {k: v for k, v in env.items() if type(k) is Var}
+    return {k: v for k, v in env.items() if type(k) is Var and k is not SHAPE_ENV}
 
 
 def _first_failure(pattern: Pattern, value: Value) -> tuple[Pattern, Value]:

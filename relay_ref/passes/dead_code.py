@@ -23,6 +23,12 @@ globals or let-bound function literals whose bodies are all of those (a least fi
 the call graph for globals; local recursion counts as may-write). Anything containing a
 ``ref_write`` or an unknown call is kept.
 
+Dataflow blocks (spec/semantics.md Shape-Dataflow): the bindings of the ``let`` chain that is
+a ``dataflow(...)`` call's body are pure by the checker's rule (no control flow, references
+or possibly impure calls inside a block), so an unused one is dropped without the effect
+analysis (its value is not asked whether it may write); the other conditions (types stay
+determined, sharing) hold there as everywhere.
+
 Not done: TVM's ``inline_once`` (substituting bindings used once) -- ToGraphNormalForm
 followed by ToANormalForm gives that effect for pure bindings, and doing it here would need
 a second pass over each body.
@@ -35,7 +41,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from relay_ref.deepstack import run_deep
-from relay_ref.ir.expr import Expr, Function, Let, Var
+from relay_ref.ir.expr import Call, Expr, Function, Let, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
@@ -51,6 +57,17 @@ class _DCE(LetChainMutator):
         self.det = det
         self.uses = uses
         self.used: set[Var] = set()
+        #: ids of the lets of dataflow blocks' chains (alive: nodes of the function)
+        self.in_block: set[int] = set()
+
+    def visit(self, node: Expr) -> Expr:
+        if type(node) is Call and type(node.op) is Op and node.op.name == "dataflow" \
+                and node.args:                   # Shape-Dataflow: mark the block's lets
+            cur = node.args[0]
+            while type(cur) is Let:
+                self.in_block.add(id(cur))
+                cur = cur.body
+        return super().visit(node)
 
     def visit_var(self, var: Var) -> Expr:
         self.used.add(var)
@@ -60,7 +77,8 @@ class _DCE(LetChainMutator):
         lets, rest = self.chain(node)
         out = self.visit(rest)  # the body first: it decides which bindings are live
         for let in reversed(lets):
-            if (let.var in self.used or self.effects.writes(let.value)
+            if (let.var in self.used
+                    or (id(let) not in self.in_block and self.effects.writes(let.value))
                     or not self.det.vars_fixed(let.value)
                     or self.uses.pins(let.value)):  # spec/partial_eval.md 0, sharing
                 value = self.visit(let.value)

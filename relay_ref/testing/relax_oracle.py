@@ -226,9 +226,9 @@ class DimProver:
     """TVM's analyzer over one set of shape variables, matched by name.
 
     Shape variables range over the non-negative integers (this project's invariant,
-    ``relay_ref.ir.symdim``); ``assume`` raises the lower bound of some (``{"n": 2}``: a
-    program slicing ``[1:-1]`` is compared where that slice is in range, since TVM's formula
-    and a non-clamping one differ only below it)."""
+    ``relay_ref.ir.symdim``); ``assume`` raises the lower bound of some (``{"n": 2}``: used
+    only where TVM's own formula is wrong below the bound, as TVM 0.27's length of
+    ``x[1:-1]``, which is ``-1`` at ``n = 1``)."""
 
     def __init__(self, theirs: TvmShape, assume: Mapping[str, int] | None = None) -> None:
         tvm = _tvm()
@@ -286,7 +286,8 @@ def compare_types(ours: Type, theirs: TvmShape, where: str = "result",
             continue
         for i, (da, db) in enumerate(zip(a.shape, b.shape)):
             if not prover.agree(da, db):
-                problems.append(f"{at}: dimension {i} is {da}, TVM proves it is {db}")
+                problems.append(f"{at}: dimension {i} is {da} here, TVM infers {db}: "
+                                "not provably equal")
     return problems
 
 

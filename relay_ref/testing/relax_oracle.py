@@ -133,7 +133,7 @@ def register_tvm_packed(name: str, fn: Callable[..., None]) -> None:
     def packed(*tensors: Any) -> None:
         arrays = [t.numpy() for t in tensors]
         fn(*arrays)
-        for t, a in zip(tensors, arrays):
+        for t, a in zip(tensors, arrays, strict=True):
             t.copyfrom(a)
 
     tvm.register_global_func(name, packed, override=True)
@@ -272,7 +272,8 @@ def compare_types(ours: Type, theirs: TvmShape, where: str = "result",
             if not isinstance(a, TupleType) or len(a.fields) != len(b):
                 problems.append(f"{at}: TVM has a {len(b)}-tuple, we have {a}")
                 continue
-            stack.extend((fa, fb, f"{at}.{i}") for i, (fa, fb) in enumerate(zip(a.fields, b)))
+            fields = enumerate(zip(a.fields, b, strict=True))
+            stack.extend((fa, fb, f"{at}.{i}") for i, (fa, fb) in fields)
             continue
         if not isinstance(a, TensorType):
             problems.append(f"{at}: TVM has a tensor, we have {a}")
@@ -284,7 +285,7 @@ def compare_types(ours: Type, theirs: TvmShape, where: str = "result",
             continue
         if b.shape is None:
             continue
-        for i, (da, db) in enumerate(zip(a.shape, b.shape)):
+        for i, (da, db) in enumerate(zip(a.shape, b.shape, strict=True)):
             if not prover.agree(da, db):
                 problems.append(f"{at}: dimension {i} is {da} here, TVM infers {db}: "
                                 "not provably equal")
@@ -298,10 +299,10 @@ def dim_pairs(ours: Type, theirs: TvmShape) -> Iterator[tuple[Any, Any]]:
     while stack:
         a, b = stack.pop()
         if isinstance(b, tuple) and isinstance(a, TupleType) and len(a.fields) == len(b):
-            stack.extend(zip(a.fields, b))
+            stack.extend(zip(a.fields, b, strict=True))
         elif isinstance(b, TvmTensor) and isinstance(a, TensorType) and b.shape is not None \
                 and len(a.shape) == len(b.shape):
-            yield from zip(a.shape, b.shape)
+            yield from zip(a.shape, b.shape, strict=True)
 
 
 def unproved_equalities(pairs: Sequence[tuple[Any, Any]],
@@ -339,7 +340,7 @@ def values_close(ours: Any, theirs: Any, rtol: float = 1e-5, atol: float = 1e-5)
             if not isinstance(a, tuple) or len(a) != len(b):
                 problems.append(f"{at}: TVM gives a {len(b)}-tuple, we give {type(a).__name__}")
                 continue
-            stack.extend((x, y, f"{at}.{i}") for i, (x, y) in enumerate(zip(a, b)))
+            stack.extend((x, y, f"{at}.{i}") for i, (x, y) in enumerate(zip(a, b, strict=True)))
             continue
         a = np.asarray(a)
         if a.shape != b.shape or a.dtype != b.dtype:

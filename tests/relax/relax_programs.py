@@ -466,7 +466,8 @@ def @main(%x: Tensor[(n, 8), float32], %y: Tensor[(8, m), float32]) {
   %r
 }""", _module("""
     @R.function
-    def g(a: R.Tensor(("i", "j"), "float32"), b: R.Tensor(("j", "l"), "float32")) -> R.Tensor(("i", "l"), "float32"):
+    def g(a: R.Tensor(("i", "j"), "float32"),
+          b: R.Tensor(("j", "l"), "float32")) -> R.Tensor(("i", "l"), "float32"):
         c = R.matmul(a, b)
         return c
 
@@ -790,7 +791,8 @@ def @main(%x: Tensor[(n, 4), float32]) {
         return b
 """), (F("n", 4),), covers="reshape"),
     Program("call_deduce_expression_param", """
-def @f(%x: Tensor[(n, 4), float32], %y: Tensor[(n * 2, 4), float32]) -> Tensor[(n * 3, 4), float32] {
+def @f(%x: Tensor[(n, 4), float32], %y: Tensor[(n * 2, 4), float32])
+    -> Tensor[(n * 3, 4), float32] {
   concatenate((%x, %y), axis=0)
 }
 def @main(%x: Tensor[(m, 4), float32]) {
@@ -799,7 +801,8 @@ def @main(%x: Tensor[(m, 4), float32]) {
   %r
 }""", _module("""
     @R.function
-    def f(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(("n * 2", 4), "float32")) -> R.Tensor(("n * 3", 4), "float32"):
+    def f(x: R.Tensor(("n", 4), "float32"),
+          y: R.Tensor(("n * 2", 4), "float32")) -> R.Tensor(("n * 3", 4), "float32"):
         z = R.concat((x, y), axis=0)
         return z
 

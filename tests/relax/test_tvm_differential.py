@@ -28,9 +28,9 @@ import pytest
 
 pytest.importorskip("tvm", reason="apache-tvm (the Relax oracle) is not installed")
 
-import relay_ref as rr  # noqa: E402
 from relax_programs import PACKED, PROGRAMS, REFUSALS, SIZES, Program  # noqa: E402
-from relay_ref.ops.symbolic import register_packed  # noqa: E402 - rr.register_packed
+
+import relay_ref as rr  # noqa: E402
 from relay_ref.testing import relax_oracle as ro  # noqa: E402
 
 _BY_NAME = {p.name: p for p in PROGRAMS}
@@ -40,7 +40,7 @@ _BY_NAME = {p.name: p for p in PROGRAMS}
 def _packed_functions() -> None:
     """The corpus's packed functions, registered with both systems (same NumPy code)."""
     for name, fn in PACKED.items():
-        register_packed(name, fn, replace=True)
+        rr.register_packed(name, fn, replace=True)
         ro.register_tvm_packed(name, fn)
 
 
@@ -91,7 +91,7 @@ def test_shapes_agree_with_tvm(name: str) -> None:
     for var in shared:
         problems += ro.compare_types(ours[var], theirs[var], f"%{var}", program.assume)
         pairs += ro.dim_pairs(ours[var], theirs[var])
-    for param, tparam in zip(checked["main"].params, mod["main"].params):
+    for param, tparam in zip(checked["main"].params, mod["main"].params, strict=True):
         pairs += ro.dim_pairs(checked.type_of(param), ro.struct_info(tparam.ty))
     problems += ro.unproved_equalities(pairs, program.assume)
     assert not problems, "\n".join([f"{name}: shapes disagree with TVM", *problems])

@@ -317,6 +317,39 @@ class _Projection(Constraint):
         return [self.out, self.tuple_type]
 
 
+class _ShapeInstance(Constraint):
+    """T-ShapeCall on a callee whose return type was still a hole at the call (a global
+    checked later, or a recursive call without a return annotation): once it is known, the
+    call's type ``out`` is it with the deduced shape variables substituted (``mapping``), so
+    the callee's own variable names never reach the caller."""
+
+    rule = "T-ShapeCall"
+
+    def __init__(self, call: Call, ret: Type, mapping: dict[str, object], out: Type,
+                 owner: str | None) -> None:
+        self.expr, self.ret, self.mapping, self.out, self.owner = call, ret, mapping, out, owner
+
+    def run(self, unifier: Unifier) -> list[IncompleteType] | None:
+        ret = unifier.resolve(self.ret)
+        holes = unifier.holes(ret)
+        if holes:
+            return holes
+        result = substitute_type(ret, self.mapping)
+        try:
+            unifier.unify(result, self.out)
+        except UnifyError as err:
+            raise Failure(_diag(f"the result of this call has type {show(result)}, but "
+                                f"{show(unifier.resolve(self.out))} is required here: "
+                                f"{err.reason}", "T-ShapeCall", self.expr)) from None
+        return None
+
+    def describe(self) -> str:
+        return "cannot infer the result type of this call; annotate the callee's return type"
+
+    def pending_types(self) -> list[Type]:
+        return [self.out, self.ret]
+
+
 def _project(unifier: Unifier, ty: Type, proj: TupleGetItem) -> Type:
     """Field ``proj.index`` of the (non-hole) type ``ty``, or raise ``Failure``."""
     if not isinstance(ty, TupleType):
@@ -547,8 +580,9 @@ class _Checker:
         for constraint in self.solver.unsolved():
             holes = [h.uid for t in constraint.pending_types() for h in self.unifier.holes(t)]
             if any(uid not in reported for uid in holes) or not holes:
-                rule = ("T-Proj" if not isinstance(constraint, _OpRelation)
-                        else "T-Op" if isinstance(constraint.expr, Op) else "T-App-Op")
+                rule = (getattr(constraint, "rule", None)
+                        or ("T-Proj" if not isinstance(constraint, _OpRelation)
+                            else "T-Op" if isinstance(constraint.expr, Op) else "T-App-Op"))
                 self.error(constraint.expr, constraint.describe(), rule)
             reported.update(holes)
         walked: dict[int, Type] = {}  # type objects whose holes are all in ``reported``
@@ -885,8 +919,16 @@ class _Checker:
         if conflicts:
             return None
         mapping = {name: binding.get(name, ANY) for name in own}
-        return FuncType(tuple(substitute_type(p, mapping) for p in params),
-                        substitute_type(resolve(inst.ret_type), mapping), (), inst.span)
+        ret = resolve(inst.ret_type)
+        if self.unifier.holes(ret):  # known later: substituted then (_ShapeInstance)
+            out = self.unifier.fresh()
+            self.solver.add(_ShapeInstance(call, ret, mapping, out, self.owner))
+            self.solver.solve()
+            ret = out
+        else:
+            ret = substitute_type(ret, mapping)
+        return FuncType(tuple(substitute_type(p, mapping) for p in params), ret, (),
+                        inst.span)
 
     def shape_construct(self, call: Call, name: str, attrs: object) -> None:
         """The scoping side of the Relax constructs (their relations give their types):

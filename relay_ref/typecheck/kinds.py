@@ -62,6 +62,8 @@ def _check(ty: object, scope: set[int], adts: Mapping[str, TypeData], where: Spa
                 _add(out, "K-Tensor", "a shape must be a tuple of dimensions", span)
                 return
             for i, d in enumerate(shape):
+                if type(d) is int and d >= 0:  # the common case first
+                    continue
                 if is_any(d) or is_symbolic(d):  # symbolic: scoped by T-ShapeScope
                     continue
                 if isinstance(d, bool) or not isinstance(d, int) or d < 0:

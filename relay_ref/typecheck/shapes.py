@@ -38,11 +38,19 @@ from relay_ref.ir.expr import (
     Var,
 )
 from relay_ref.ir.shape import ANY, SymDim, dim_vars, prove_equal, substitute_dim, var_name
-from relay_ref.ir.types import FuncType, RefType, TensorType, TupleType, Type, TypeCall, \
-    subterms, type_children
+from relay_ref.ir.types import (
+    FuncType,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    subterms,
+    type_children,
+)
 
-__all__ = ["Conflict", "bare_vars", "dataflow_violation", "deduce", "substitute_type",
-           "type_vars"]
+__all__ = ["Conflict", "bare_vars", "dataflow_violation", "deduce", "in_env",
+           "substitute_type", "type_vars"]
 
 
 def type_vars(ty: Type | None) -> frozenset[str]:
@@ -161,6 +169,18 @@ def substitute_type(ty: Type, mapping: Mapping[str, object]) -> Type:
         return out
 
     return go(ty)
+
+
+def in_env(ty: Type, env: Mapping[str, int]) -> Type:
+    """``ty`` at run time: every dimension whose shape variables all have values in ``env``
+    evaluated to its number, every other symbolic dimension ``?`` (a cast to it then checks
+    only what it can: spec/typing.md 5.3). ``ty`` itself when it has no shape variables."""
+    names = type_vars(ty)
+    if not names:
+        return ty
+    mapping: dict[str, object] = {n: ANY for n in names if n not in env}
+    mapping.update((n, env[n]) for n in names if n in env)
+    return substitute_type(ty, mapping)
 
 
 def _pure_op(op: Op) -> bool:

@@ -406,11 +406,16 @@ class Unifier:
             raise UnifyError(f"dtype differs ({a.dtype} vs {b.dtype}{hint})")
         if len(a.shape) != len(b.shape):
             raise UnifyError(f"rank differs ({len(a.shape)} vs {len(b.shape)})")
+        if a.shape == b.shape:  # the common case (equal ints, canonical symbolic forms)
+            return
         for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)):
-            if x != y:
-                if not dims_compatible(x, y):  # ? is compatible with every dimension
+            if x is not y and x != y:
+                # ? is compatible with every dimension; two symbolic dimensions unless they
+                # provably differ (spec/typing.md 5.3: rigid shape variables, ``n`` vs
+                # ``n + 1`` is an error, ``n`` vs ``m`` or ``3`` is checked at run time)
+                if not dims_compatible(x, y):
                     raise UnifyError(f"dimension {i} differs ({x} vs {y})")
-                self.gradual = True  # ? met a known dimension: a cast may be needed
+                self.gradual = True  # ? (or an undecided dimension) met another one
 
     def _unify_funcs(self, a: FuncType, b: FuncType) -> None:
         if a.type_params and b.type_params:

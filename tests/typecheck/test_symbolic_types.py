@@ -9,8 +9,18 @@ from __future__ import annotations
 import pytest
 
 import relay_ref as rr
-from relay_ref.ir.expr import Call, Constant, Function, GlobalVar, If, Let, Op, RefCreate, \
-    Tuple, Var
+from relay_ref.ir.expr import (
+    Call,
+    Constant,
+    Function,
+    GlobalVar,
+    If,
+    Let,
+    Op,
+    RefCreate,
+    Tuple,
+    Var,
+)
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.shape import ANY, sym
 from relay_ref.ir.span import Source, Span
@@ -92,9 +102,8 @@ def test_provably_different_dimensions_are_a_located_error() -> None:
 
 
 def test_undecidable_dimensions_are_gradual_with_a_cast() -> None:
-    text = """def @main(%x: Tensor[(n), float32], %y: Tensor[(m), float32]) -> Tensor[(m), float32] {
-  %x
-}"""
+    text = ("def @main(%x: Tensor[(n), float32], %y: Tensor[(m), float32]) -> "
+            "Tensor[(m), float32] {\n  %x\n}")
     mod = check(text)
     assert mod.casts is not None
     [(node, index, cast)] = list(mod.casts.items())
@@ -420,3 +429,35 @@ def test_tuple_type_with_symbolic_fields_unifies_canonically() -> None:
     main = Function((x,), Let(y, x, y))
     mod = rr.infer_types(module(main))
     assert mod.casts is None
+
+
+def test_callee_checked_later_without_return_annotation() -> None:
+    # @main is checked before @f: @f's result is still a hole at the call; the deduced
+    # values are substituted once it is known, so @f's own n never reaches @main
+    text = """def @main(%a: Tensor[(m, 2), float32]) {
+  @f(%a)
+}
+def @f(%x: Tensor[(n, 2), float32]) {
+  concatenate((%x, %x))
+}"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(m * 2, 2), float32]"
+    assert rr.astext(mod.global_types["f"].ret_type) == "Tensor[(n * 2, 2), float32]"
+
+
+def test_recursion_without_return_annotation() -> None:
+    text = """def @f(%x: Tensor[(n), float32], %c: int32) {
+  if (less(%c, 1)) { %x } else { @f(%x, subtract(%c, 1)) }
+}
+def @main(%a: Tensor[(7), float32]) { @f(%a, 3) }"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["f"].ret_type) == "Tensor[(n), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(7), float32]"
+
+
+def test_in_env_evaluates_what_it_can() -> None:
+    from relay_ref.typecheck.shapes import in_env
+    ty = TupleType((f32(N * 2, M), f32(3)))
+    assert in_env(ty, {"n": 4}) == TupleType((f32(8, ANY), f32(3)))
+    assert in_env(ty, {"n": 4, "m": 1}) == TupleType((f32(8, 1), f32(3)))
+    assert in_env(f32(3), {}) == f32(3)

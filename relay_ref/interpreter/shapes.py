@@ -24,7 +24,8 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from relay_ref.ir.expr import Var
-from relay_ref.ir.shape import ShapeBindError, bind_shape, is_symbolic, substitute_shape
+from relay_ref.ir.shape import ANY, ShapeBindError, bind_shape, is_symbolic
+from relay_ref.ir.symdim import dim_vars, eval_dim
 from relay_ref.ir.types import TensorType, TupleType, Type
 
 __all__ = ["SHAPE_ENV", "bind_params", "check_result", "resolve_type",
@@ -99,14 +100,16 @@ def check_result(ty: Type, value: object, env: Mapping[str, int]) -> str | None:
 
 
 def resolve_type(ty: Type, env: Mapping[str, int]) -> Type:
-    """``ty`` with the shape variables bound in ``env`` replaced by their values in its
-    tensors (through tuple fields); ``ty`` itself when nothing changes. Variables not in
-    ``env`` stay (their dimensions are then not checked: never a false failure)."""
+    """``ty`` at run time, in its tensors (through tuple fields): each symbolic dimension
+    whose variables ``env`` all binds is its number, every other one ``?`` (not checked:
+    never a false failure); ``ty`` itself when it has no symbolic dimension."""
     if type(ty) is TensorType:
         if not any(is_symbolic(d) for d in ty.shape):
             return ty
-        shape = substitute_shape(ty.shape, env)
-        return ty if shape == ty.shape else TensorType(shape, ty.dtype, ty.span)
+        shape = tuple(d if not is_symbolic(d) else
+                      eval_dim(d, env) if dim_vars(d) <= env.keys() else ANY
+                      for d in ty.shape)
+        return TensorType(shape, ty.dtype, ty.span)
     if type(ty) is TupleType:
         fields = tuple(resolve_type(f, env) for f in ty.fields)  # types are shallow
         if all(a is b for a, b in zip(fields, ty.fields, strict=True)):

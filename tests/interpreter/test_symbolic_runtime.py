@@ -240,7 +240,7 @@ def test_match_cast_binds_new_variables_for_what_follows() -> None:
     """``k`` bound by match_cast fixes the shape of a packed call's output and is checked by
     a later annotation and by the function's return type."""
     src = """
-def @main(%y: Tensor[(?), float32]) -> Tensor[(k * 2), float32] {
+def @main(%y: Tensor[(?), float32]) -> Tensor[(?), float32] {
   let %u = match_cast(%y);
   let %d: Tensor[(k * 2), float32] = call_dps_packed((%u,));
   %d
@@ -403,3 +403,18 @@ def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
     assert SHAPE_ENV not in frame
     assert all(not info.shape_checks and info.shape_ret is None
                for info in interp.fn_info.values())
+
+
+def test_a_partly_bound_cast_dimension_is_not_checked() -> None:
+    """``n + m`` with only ``n`` bound is ``?`` at run time (not ``3 + m``, which no extent
+    below 3 could match): what the environment does not determine is skipped."""
+    from relay_ref.interpreter.shapes import resolve_type
+
+    ty = parse_type("(Tensor[(n + m, 2, n), float32], Tensor[(?), float32])")
+    assert resolve_type(ty, {"n": 3}) == parse_type(
+        "(Tensor[(?, 2, 3), float32], Tensor[(?), float32])")
+    plain = parse_type("Tensor[(3, ?), float32]")
+    assert resolve_type(plain, {"n": 3}) is plain
+    cast = Cast("T-Let", parse_type("Tensor[(?), float32]"), parse_type("Tensor[(n + m), float32]"),
+                "the value of %v", None)
+    assert cast_value(ones(2), cast, IRModule({}), shape_env={"n": 3}) is not None

@@ -36,6 +36,14 @@ NAMESPACE_REASONS: dict[str, str] = {
 OTHER_REASONS: dict[str, str] = {
     "gradient": "a program transformation (expanded by the AD pass before evaluation), "
                 "not a numeric function",
+    # Relax's constructs (ops/symbolic.py): no rules yet. match_cast and dataflow are
+    # identities on values, but AD over shape refinement and dataflow blocks is not
+    # specified (spec/ad.md); a packed function is an opaque user kernel.
+    "match_cast": "Relax shape refinement (checked at run time): AD over it is not "
+                  "specified yet",
+    "dataflow": "Relax dataflow block: AD over blocks is not specified yet",
+    "call_dps_packed": "an opaque user kernel (rr.register_packed) without a gradient",
+    "call_tir": "an opaque user kernel (rr.register_packed) without a gradient",
 }
 
 

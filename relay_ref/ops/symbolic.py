@@ -51,6 +51,14 @@ class DPSAttrs:
     out_type: Type | None = None
 
 
+#: the four ops of this module. They are not drawn by the generic generated-op table
+#: (``relay_ref.testing.programs.op_table``): match_cast's and the DPS calls' attributes
+#: hold a Type, a DPS call needs a registered function, and a dataflow block constrains
+#: the form of its body (Shape-Dataflow); ``relay_ref.testing.symbolic_programs``
+#: generates them in well-formed positions instead.
+SYMBOLIC_OPS = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
+
+
 # ---- the packed-function registry (rr.register_packed) -----------------------------------
 
 _PACKED: dict[str, Callable[..., object]] = {}
@@ -137,10 +145,29 @@ def _dps_rel(op: str):  # noqa: ANN202 - a relation
     return rel
 
 
+def _is_data(ty: Type) -> bool:
+    """A tensor or a (nested) tuple of tensors: what a dataflow block may produce."""
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TupleType):
+            stack.extend(t.fields)
+        elif not isinstance(t, TensorType):
+            return False
+    return True
+
+
 def _dataflow_rel(arg_types: list[Type], attrs: object) -> object:
+    """Shape-Dataflow (the value part): the block's value, a tensor or a tuple of them
+    (closures, references and type variables do not leave a dataflow block)."""
     check_arity("dataflow", arg_types, 1)
     ty = arg_types[0]
-    return NOT_YET if has_hole(ty) else ty
+    if has_hole(ty):
+        return NOT_YET
+    if not _is_data(ty):
+        raise RelationError(f"dataflow: the block's value must be a tensor or a tuple of "
+                            f"tensors, found {describe(ty)}")
+    return ty
 
 
 # ---- references (no shape environment: see the module docstring) --------------------------

@@ -80,6 +80,7 @@ from relay_ref.ir.types import (
     TypeVar,
 )
 from relay_ref.ops.registry import OpDef, all_ops, make_attrs
+from relay_ref.ops.symbolic import SYMBOLIC_OPS
 from relay_ref.suggest import did_you_mean
 from relay_ref.testing.focus import FOCUS_FORMS, Focus, focus_values
 
@@ -190,6 +191,8 @@ def op_table() -> OpTable:
     if _TABLE is None or _TABLE[0] != len(ops):
         table = OpTable()
         for op in ops.values():
+            if op.name in SYMBOLIC_OPS:  # generated in place by symbolic_programs
+                continue
             table.levels[op.name] = op.support_level
             for sig in _signatures(op):
                 table.add(sig)

@@ -37,6 +37,10 @@ EXTRA_EXAMPLES: dict[str, tuple[list, dict]] = {
     "nn.depth_to_space": ([DATA], {"block_size": 2}),
     "nn.space_to_depth": ([DATA], {"block_size": 3}),
     "layout_transform": ([DATA], {"src_layout": "NCHW", "dst_layout": "NHWC"}),
+    # the Relax constructs (ops/symbolic.py): their attrs hold a Type
+    "match_cast": ([DATA], {"type": DATA}),
+    "call_dps_packed": ([TupleType((DATA, DATA))], {"func_name": "f", "out_type": DATA}),
+    "call_tir": ([TupleType((DATA,))], {"func_name": "f", "out_type": T(2, 3)}),
 }
 
 EXTRA_EXAMPLES.update({

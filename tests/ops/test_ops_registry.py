@@ -22,6 +22,7 @@ import test_ops_pool_grad
 import test_ops_qnn
 import test_ops_reduce
 import test_ops_scatter
+import test_ops_symbolic
 import test_ops_transform
 import test_ops_transform_layout
 import test_ops_vision
@@ -62,7 +63,8 @@ def test_every_op_is_differentially_tested() -> None:
               | test_ops_qnn.DIFF_TESTED | test_ops_nn_blocked.DIFF_TESTED
               | test_ops_vision.DIFF_TESTED | test_ops_scatter.DIFF_TESTED
               | test_ops_einsum.DIFF_TESTED | test_ops_grid_sample.DIFF_TESTED
-              | test_ops_gradient_op.DIFF_TESTED | test_ops_pool_grad.DIFF_TESTED)
+              | test_ops_gradient_op.DIFF_TESTED | test_ops_pool_grad.DIFF_TESTED
+              | test_ops_symbolic.DIFF_TESTED)
     assert not set(ALL) - tested, f"untested ops: {sorted(set(ALL) - tested)}"
     assert not tested - set(ALL), f"tested but unregistered: {sorted(tested - set(ALL))}"
 

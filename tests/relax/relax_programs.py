@@ -55,6 +55,9 @@ class Refusal:
     relay_error: tuple[str, ...]
     args: tuple = ()
     sizes: dict = field(default_factory=dict)
+    #: the line (of ``relay``, which starts with an empty line 1) the first diagnostic must
+    #: point at, so that a refusal for another reason (a syntax not yet supported) fails
+    line: int | None = None
 
 
 def F(*shape: int | str) -> tuple:
@@ -690,7 +693,7 @@ def @main(%x: Tensor[(n, 4), float32], %c: bool) {
                 a = R.multiply(x, x)
             R.output(a)
         return a
-"""), "static", ("ParseError", "RelayTypeError")),
+"""), "static", ("ParseError", "RelayTypeError"), line=4),
     Refusal("broadcast_provably_different", """
 def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 5), float32]) {
   add(%x, %y)
@@ -698,7 +701,7 @@ def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 5), float32]) {
     @R.function
     def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(("n", 5), "float32")):
         return R.add(x, y)
-"""), "static", ("RelayTypeError",)),
+"""), "static", ("RelayTypeError",), line=3),
     Refusal("concat_other_axis_differs", """
 def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(m, 5), float32]) {
   concatenate((%x, %y), axis=0)
@@ -706,7 +709,7 @@ def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(m, 5), float32]) {
     @R.function
     def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(("m", 5), "float32")):
         return R.concat((x, y), axis=0)
-"""), "static", ("RelayTypeError",)),
+"""), "static", ("RelayTypeError",), line=3),
     Refusal("matmul_inner_differs", """
 def @main(%x: Tensor[(n, 8), float32], %y: Tensor[(9, m), float32]) {
   nn.matmul(%x, %y)
@@ -714,7 +717,7 @@ def @main(%x: Tensor[(n, 8), float32], %y: Tensor[(9, m), float32]) {
     @R.function
     def main(x: R.Tensor(("n", 8), "float32"), y: R.Tensor((9, "m"), "float32")):
         return R.matmul(x, y)
-"""), "static", ("RelayTypeError",)),
+"""), "static", ("RelayTypeError",), line=3),
     Refusal("match_cast_fails", """
 def @main(%x: Tensor[ndim=2, float32]) {
   let %b = match_cast(%x, Tensor[(k, 4), float32]);
@@ -725,7 +728,7 @@ def @main(%x: Tensor[ndim=2, float32]) {
         k = T.int64()
         b = R.match_cast(x, R.Tensor((k, 4), "float32"))
         return b
-"""), "runtime", ("RelayRuntimeError",), (F(3, 5),)),
+"""), "runtime", ("RelayRuntimeError",), (F(3, 5),), line=3),
     Refusal("match_cast_repeated_var_fails", """
 def @main(%x: Tensor[ndim=2, float32]) {
   let %b = match_cast(%x, Tensor[(k, k), float32]);
@@ -736,7 +739,7 @@ def @main(%x: Tensor[ndim=2, float32]) {
         k = T.int64()
         b = R.match_cast(x, R.Tensor((k, k), "float32"))
         return b
-"""), "runtime", ("RelayRuntimeError",), (F(3, 4),)),
+"""), "runtime", ("RelayRuntimeError",), (F(3, 4),), line=3),
     Refusal("parameter_shapes_disagree", """
 def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 4), float32]) {
   add(%x, %y)
@@ -763,7 +766,7 @@ def @main(%a: Tensor[(3), float32], %b: Tensor[(4), float32]) {
     def main(a: R.Tensor((3,), "float32"), b: R.Tensor((4,), "float32")):
         r = Module.f(a, b)
         return r
-"""), "runtime", ("RelayTypeError", "RelayRuntimeError"), (F(3), F(4))),
+"""), "runtime", ("RelayTypeError", "RelayRuntimeError"), (F(3), F(4)), line=6),
     Refusal("match_cast_rank_differs", """
 def @main(%x: Tensor[(n, 4), float32]) {
   let %b = match_cast(%x, Tensor[(k), float32]);
@@ -774,7 +777,7 @@ def @main(%x: Tensor[(n, 4), float32]) {
         k = T.int64()
         b = R.match_cast(x, R.Tensor((k,), "float32"))
         return b
-"""), "static", ("RelayTypeError",)),
+"""), "static", ("RelayTypeError",), line=3),
 ]
 
 PROGRAMS += [

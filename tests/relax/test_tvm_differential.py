@@ -167,5 +167,7 @@ def test_what_tvm_refuses_we_refuse(refusal) -> None:  # noqa: ANN001 - a Refusa
         assert refusal.stage == "runtime", "accepted statically what TVM refuses statically"
         rr.evaluate(mod, *ro.random_inputs(refusal.args, refusal.sizes or SIZES[0]))
     assert isinstance(info.value, allowed), f"{type(info.value).__name__}: {info.value}"
-    assert info.value.diagnostics and info.value.diagnostics[0].span is not None, \
-        "the refusal has no source location"
+    span = info.value.diagnostics[0].span if info.value.diagnostics else None
+    assert span is not None, f"the refusal has no source location: {info.value}"
+    if refusal.line is not None:
+        assert span.line == refusal.line, f"refused for another reason?\n{info.value}"

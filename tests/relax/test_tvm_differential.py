@@ -77,23 +77,31 @@ def test_corpus_covers_the_issue() -> None:
 # ---- 1. shapes ------------------------------------------------------------------------------
 
 
+def _shape_problems(checked, mod, fn: str, assume: dict) -> list[str]:  # noqa: ANN001
+    """The disagreements in the function ``fn`` (defined in both): its result, each variable
+    bound in both versions, and the equalities TVM proves among all their dimensions and
+    the parameters'."""
+    out_ours, out_theirs = ro.relay_output_type(checked, fn), ro.output_of(mod, fn)
+    problems = ro.compare_types(out_ours, out_theirs, f"@{fn} result", assume)
+    pairs = list(ro.dim_pairs(out_ours, out_theirs))
+    ours, theirs = ro.relay_bindings(checked, fn), ro.bindings_of(mod, fn)
+    for var in sorted(set(ours) & set(theirs)):
+        problems += ro.compare_types(ours[var], theirs[var], f"@{fn} %{var}", assume)
+        pairs += ro.dim_pairs(ours[var], theirs[var])
+    for param, tparam in zip(checked[fn].params, mod[fn].params, strict=True):
+        pairs += ro.dim_pairs(checked.type_of(param), ro.struct_info(tparam.ty))
+    return problems + ro.unproved_equalities(pairs, assume)
+
+
 @pytest.mark.parametrize("name", [p.name for p in PROGRAMS])
 def test_shapes_agree_with_tvm(name: str) -> None:
     program = _BY_NAME[name]
     mod, _ = _tvm_side(name)
     checked = _relay_side(name)
-    ours = ro.relay_bindings(checked)
-    theirs = ro.bindings_of(mod)
-    shared = sorted(set(ours) & set(theirs))
-    problems = ro.compare_types(ro.relay_output_type(checked), ro.output_of(mod),
-                                "result", program.assume)
-    pairs = list(ro.dim_pairs(ro.relay_output_type(checked), ro.output_of(mod)))
-    for var in shared:
-        problems += ro.compare_types(ours[var], theirs[var], f"%{var}", program.assume)
-        pairs += ro.dim_pairs(ours[var], theirs[var])
-    for param, tparam in zip(checked["main"].params, mod["main"].params, strict=True):
-        pairs += ro.dim_pairs(checked.type_of(param), ro.struct_info(tparam.ty))
-    problems += ro.unproved_equalities(pairs, program.assume)
+    theirs = {gv.name_hint for gv in mod.functions}
+    functions = [fn for fn in checked.functions if fn in theirs]
+    assert "main" in functions
+    problems = [p for fn in functions for p in _shape_problems(checked, mod, fn, program.assume)]
     assert not problems, "\n".join([f"{name}: shapes disagree with TVM", *problems])
 
 

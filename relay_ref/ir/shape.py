@@ -47,6 +47,7 @@ from relay_ref.ir.symdim import (
 __all__ = [
     "ANY", "AnyDim", "Bounds", "Dim", "DimMismatch", "Shape", "ShapeBindError", "SymDim",
     "UndecidableDim", "bind_shape", "bounds_of", "broadcast_dim", "broadcast_shapes",
+    "dim_divisible", "dim_eq", "dim_le", "dim_lt", "dim_known_or_sym",
     "dim_map", "dim_max", "dim_min", "dim_text", "dim_vars", "dims_compatible", "eval_dim",
     "eval_shape", "floordiv", "floormod", "is_any", "is_known", "is_static", "is_symbolic",
     "prove_equal", "prove_le", "prove_lt", "shape_prod", "shape_text", "shape_vars",
@@ -138,6 +139,57 @@ def dims_compatible(a: Dim, b: Dim) -> bool:
     if isinstance(a, SymDim) or isinstance(b, SymDim):
         return prove_equal(a, b) is not False
     return False
+
+
+def dim_eq(a: Dim, b: Dim) -> bool | None:
+    """Three-valued ``a == b``: ``True`` when provably equal, ``False`` when provably
+    different, ``None`` when it depends on run time (``?``, or undecidable expressions).
+    Relations reject only on ``False`` and leave ``None`` to the run-time check (Shape-Rel)."""
+    if isinstance(a, AnyDim) or isinstance(b, AnyDim):
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    return prove_equal(a, b)
+
+
+def dim_le(a: Dim, b: Dim) -> bool | None:
+    """Three-valued ``a <= b`` (``None``: unknown statically; see ``dim_eq``)."""
+    if isinstance(a, AnyDim) or isinstance(b, AnyDim):
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return a <= b
+    return prove_le(a, b)
+
+
+def dim_lt(a: Dim, b: Dim) -> bool | None:
+    """Three-valued ``a < b`` (``None``: unknown statically; see ``dim_eq``)."""
+    if isinstance(a, AnyDim) or isinstance(b, AnyDim):
+        return None
+    if isinstance(a, int) and isinstance(b, int):
+        return a < b
+    return prove_lt(a, b)
+
+
+def dim_divisible(d: Dim, k: Dim) -> bool | None:
+    """Three-valued "``k`` divides ``d``" for ``k != 0``: ``floormod(d, k) == 0`` decided
+    where it simplifies (``n * 4`` by 2: ``True``; ``2 * n + 1`` by 2: ``False``), ``None``
+    otherwise (``n`` by 2, or a ``?``)."""
+    if isinstance(d, AnyDim) or isinstance(k, AnyDim):
+        return None
+    if isinstance(k, int) and k == 0:
+        return None
+    rem = floormod(d, k)
+    if isinstance(rem, int):
+        return rem == 0
+    lo, hi = bounds_of(rem)
+    return False if lo > 0 else None
+
+
+def dim_known_or_sym(a: Dim, b: Dim) -> Dim:
+    """Of two dimensions that must be equal (checked by the caller), the more informative
+    one: a number over an expression over ``?``; ``a`` when equally informative."""
+    rank = lambda d: 0 if isinstance(d, int) else (1 if isinstance(d, SymDim) else 2)  # noqa: E731
+    return b if rank(b) < rank(a) else a
 
 
 def broadcast_dim(a: Dim, b: Dim) -> Dim:

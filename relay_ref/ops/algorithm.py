@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import is_any, shape_prod
+from relay_ref.ir.shape import dim_lt, shape_prod
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import as_dtype, check_dtype, normalize_axis, tensor_args
@@ -171,7 +171,7 @@ def _topk_rel(arg_types: list[Type], attrs: TopKAttrs) -> object:
     shape = list(data.shape)
     if k is not None and k >= 1:
         n = shape[axis]
-        if not is_any(n) and k > n:
+        if dim_lt(n, k) is True:
             raise RelationError(f"{op}: k={k} is larger than axis {attrs.axis} "
                                 f"(length {n})")
         shape[axis] = k

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import is_any
 from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import (
     NOT_YET,
@@ -38,7 +37,7 @@ def _vector_len(op: str, t: TensorType, what: str) -> int:
         raise RelationError(f"{op}: {what} must have an integer dtype, found {t.dtype}")
     if t.ndim != 1:
         raise RelationError(f"{op}: {what} must be a 1-d tensor, found {describe(t)}")
-    if is_any(t.shape[0]):
+    if not isinstance(t.shape[0], int):  # ? or a shape expression
         raise RelationError(f"{op}: the length of {what} must be static")
     return int(t.shape[0])  # type: ignore[arg-type]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dim_map, shape_text
+from relay_ref.ir.shape import ANY, dim_map, is_symbolic, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
 from relay_ref.ops.relations import as_dtype, check_dtype, is_float, tensor_args
@@ -250,8 +250,12 @@ class UpSamplingAttrs:
                             f"found {self.method!r}", "method")
 
 
-def _scaled(n: int, scale: float) -> int:
-    return int(np.round(n * scale))  # TVM: round(dim * scale), cast to int
+def _scaled(n: object, scale: float) -> object:
+    """round(n * scale) (TVM casts to int); a symbolic ``n`` stays exact under a whole
+    scale (``h * 2``) and is ``?`` under a fractional one (Shape-Rel)."""
+    if is_symbolic(n):
+        return n * int(scale) if float(scale).is_integer() else ANY  # type: ignore[operator]
+    return int(np.round(n * scale))  # type: ignore[operator]
 
 
 def _upsampling_size(attrs: UpSamplingAttrs, h: object, w: object) -> tuple:

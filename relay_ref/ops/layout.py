@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import Dim, dim_map, is_any, shape_text
+from relay_ref.ir.shape import Dim, dim_divisible, dim_map, is_any, shape_text
 from relay_ref.ir.types import ANY, TensorType
 from relay_ref.ops.registry import AttrError, RelationError
 
@@ -160,7 +160,7 @@ def blocked_shape(op: str, plain: Sequence[Dim], axes: Sequence[LayoutAxis]) -> 
             continue
         n = plain[names.index(a.name)]
         f = factors.get(a.name, 1)
-        if not is_any(n) and n % f:
+        if dim_divisible(n, f) is False:
             raise RelationError(f"{op}: axis {a.name} has size {n}, not a multiple of the "
                                 f"block size {f}")
         out.append(dim_map(lambda n, f=f: n // f, n))

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_prod, shape_text
+from relay_ref.ir.shape import (
+    dim_divisible,
+    dim_le,
+    dim_map,
+    dims_compatible,
+    is_any,
+    shape_prod,
+    shape_text,
+)
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.layout import (
     along,
@@ -175,11 +183,12 @@ def conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
     n, c, h, w = shape_to(data.shape, attrs.data_layout, "NCHW")
     o, i, kh, kw = shape_to(weight.shape, attrs.kernel_layout, "OIHW")
     g = attrs.groups
-    if not is_any(c) and c % g:
+    # Shape-Rel: a symbolic fact is refused only when provably false
+    if dim_divisible(c, g) is False:
         raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
-    if not is_any(o) and o % g:
+    if dim_divisible(o, g) is False:
         raise RelationError(f"{op}: output channels {o} are not divisible by groups={g}")
-    if not (is_any(c) or is_any(i)) and c != i * g:
+    if not (is_any(c) or is_any(i)) and not dims_compatible(c, i * g):
         raise RelationError(f"{op}: input has {c} channels but weight expects {i * g} "
                             f"(groups={g})")
     if attrs.channels is not None and not dims_compatible(o, attrs.channels):
@@ -194,7 +203,7 @@ def conv2d_rel(arg_types: list[Type], attrs: Conv2DAttrs) -> object:
     oh = _conv_out(h, kh, attrs.strides[0], pt + pb, attrs.dilation[0])
     ow = _conv_out(w, kw, attrs.strides[1], pl + pr, attrs.dilation[1])
     for d, name in ((oh, "height"), (ow, "width")):
-        if not is_any(d) and d <= 0:  # type: ignore[operator]
+        if dim_le(d, 0) is True:  # Shape-Rel: provably empty
             raise RelationError(f"{op}: the (dilated) kernel is larger than the padded "
                                 f"input (output {name} would be {d})")
     out = (n, o, oh, ow)
@@ -291,9 +300,9 @@ def _conv2d_transpose_rel(arg_types: list[Type], attrs: Conv2DTransposeAttrs) ->
     # the kernel layout names I (input channels) and O (output channels per group)
     i, o, kh, kw = shape_to(weight.shape, attrs.kernel_layout, "IOHW")
     g = attrs.groups
-    if not (is_any(c) or is_any(i)) and c != i:
+    if not dims_compatible(c, i):
         raise RelationError(f"{op}: input has {c} channels but weight expects {i}")
-    if not is_any(c) and c % g:
+    if dim_divisible(c, g) is False:
         raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
     out_c = dim_map(lambda o: o * g, o)
     if attrs.channels is not None and not dims_compatible(out_c, attrs.channels):
@@ -309,7 +318,7 @@ def _conv2d_transpose_rel(arg_types: list[Type], attrs: Conv2DTransposeAttrs) ->
     ow = _convt_out(w, kw, attrs.strides[1], pl + pr, attrs.dilation[1],
                     attrs.output_padding[1])
     for d in (oh, ow):
-        if not is_any(d) and d <= 0:  # type: ignore[operator]
+        if dim_le(d, 0) is True:  # Shape-Rel: provably empty
             raise RelationError(f"{op}: padding leaves an empty output")
     out = (n, out_c, oh, ow)
     return TensorType(shape_from(out, attrs.out_layout or attrs.data_layout, "NCHW"),
@@ -690,7 +699,7 @@ def pool2d_rel(op: str) -> object:
         ow = pool_out(w, attrs.pool_size[1], attrs.strides[1], pl + pr, attrs.dilation[1],
                        attrs.ceil_mode)
         for d in (oh, ow):
-            if not is_any(d) and d <= 0:  # type: ignore[operator]
+            if dim_le(d, 0) is True:  # Shape-Rel: provably empty
                 raise RelationError(f"{op}: the pooling window is larger than the padded "
                                     f"input {shape_text(data.shape)}")
         return TensorType(shape_from((n, c, oh, ow), attrs.out_layout or attrs.layout,
@@ -1178,7 +1187,7 @@ def _pad_rel(arg_types: list[Type], attrs: PadAttrs) -> object:
     for d, (before, after) in zip(data.shape, attrs.pad_width, strict=True):
         if before < 0 or after < 0:
             raise RelationError(f"{op}: negative padding ({before}, {after})")
-        if attrs.pad_mode == "reflect" and not is_any(d) and (before >= d or after >= d):
+        if attrs.pad_mode == "reflect" and True in (dim_le(d, before), dim_le(d, after)):
             raise RelationError(f"{op}: reflect padding ({before}, {after}) must be smaller "
                                 f"than the dimension {d}")
         if attrs.pad_mode == "edge" and d == 0 and (before or after):

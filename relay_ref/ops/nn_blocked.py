@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import is_any, shape_text
+from relay_ref.ir.shape import dims_compatible, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops import nn
 from relay_ref.ops.layout import (
@@ -85,7 +85,7 @@ def _unpacked_shape(op: str, t: TensorType, axes: tuple[LayoutAxis, ...], canon:
         raise RelationError(f"{op}: {what} {shape_text(t.shape)} has rank {t.ndim} but "
                             f"{layout!r} has {len(axes)} axes")
     for a, n in zip(axes, t.shape, strict=True):
-        if a.is_block and not is_any(n) and n != a.factor:
+        if a.is_block and not dims_compatible(n, a.factor):
             raise RelationError(f"{op}: the {a.factor}{a.name.lower()} block of {what} "
                                 f"{shape_text(t.shape)} ({layout!r}) has size {n}")
     return shape_to(unblocked_shape(t.shape, axes), primal(axes), canon)

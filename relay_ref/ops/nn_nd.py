@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_text
+from relay_ref.ir.shape import dim_divisible, dim_le, dim_map, dims_compatible, is_any, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops import nn
 from relay_ref.ops.layout import (
@@ -128,12 +128,12 @@ def _conv_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
         n, c, *sp = shape_to(data.shape, attrs.data_layout, dcanon)
         o, i, *ks = shape_to(weight.shape, attrs.kernel_layout, kcanon)
         g = attrs.groups
-        if not is_any(c) and c % g:
+        if dim_divisible(c, g) is False:
             raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
-        if not is_any(o) and o % g:
+        if dim_divisible(o, g) is False:
             raise RelationError(f"{op}: output channels {o} are not divisible by "
                                 f"groups={g}")
-        if not (is_any(c) or is_any(i)) and c != i * g:
+        if not (is_any(c) or is_any(i)) and not dims_compatible(c, i * g):
             raise RelationError(f"{op}: input has {c} channels but weight expects {i * g} "
                                 f"(groups={g})")
         if attrs.channels is not None and not dims_compatible(o, attrs.channels):
@@ -149,7 +149,7 @@ def _conv_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
             s, d, p = attrs.strides[j], attrs.dilation[j], before[j] + after[j]
             od = dim_map(lambda n, k, s=s, d=d, p=p: (n + p - ((k - 1) * d + 1)) // s + 1,
                          sp[j], ks[j])
-            if not is_any(od) and od <= 0:  # type: ignore[operator]
+            if dim_le(od, 0) is True:  # Shape-Rel: provably empty
                 raise RelationError(f"{op}: the (dilated) kernel is larger than the padded "
                                     f"input")
             out.append(od)
@@ -347,7 +347,7 @@ def _pool3d_rel(op: str) -> object:
         for j in range(3):
             od = nn.pool_out(sp[j], attrs.pool_size[j], attrs.strides[j],
                                before[j] + after[j], attrs.dilation[j], attrs.ceil_mode)
-            if not is_any(od) and od <= 0:  # type: ignore[operator]
+            if dim_le(od, 0) is True:  # Shape-Rel: provably empty
                 raise RelationError(f"{op}: the pooling window is larger than the padded "
                                     f"input {shape_text(data.shape)}")
             out.append(od)
@@ -497,9 +497,9 @@ def _convt_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
         n, c, *sp = shape_to(data.shape, attrs.data_layout, dcanon)
         i, o, *ks = shape_to(weight.shape, attrs.kernel_layout, kcanon)
         g = attrs.groups
-        if not (is_any(c) or is_any(i)) and c != i:
+        if not (is_any(c) or is_any(i)) and not dims_compatible(c, i):
             raise RelationError(f"{op}: input has {c} channels but weight expects {i}")
-        if not is_any(c) and c % g:
+        if dim_divisible(c, g) is False:
             raise RelationError(f"{op}: input channels {c} are not divisible by groups={g}")
         out_c = dim_map(lambda o: o * g, o)
         if attrs.channels is not None and not dims_compatible(out_c, attrs.channels):
@@ -516,7 +516,7 @@ def _convt_rel(op: str, nd: int, dcanon: str, kcanon: str) -> object:
             op_ = attrs.output_padding[j]
             od = dim_map(lambda n, k, s=s, d=d, p=p, op_=op_:
                          (n - 1) * s - p + d * (k - 1) + 1 + op_, sp[j], ks[j])
-            if not is_any(od) and od <= 0:  # type: ignore[operator]
+            if dim_le(od, 0) is True:  # Shape-Rel: provably empty
                 raise RelationError(f"{op}: padding leaves an empty output")
             out.append(od)
         return TensorType(shape_from((n, out_c, *out), attrs.out_layout or attrs.data_layout,

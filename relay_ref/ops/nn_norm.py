@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dims_compatible, is_any, shape_text
+from relay_ref.ir.shape import dim_divisible, dims_compatible, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.layout import along
 from relay_ref.ops.registry import NOT_YET, AttrError, RelationError, register_op
@@ -71,7 +71,7 @@ def _norm_rel(op: str) -> object:
             if t.dtype != data.dtype:
                 raise RelationError(f"{op}: dtypes differ: {data.dtype} (data) vs "
                                     f"{t.dtype} ({name})")
-        if isinstance(attrs, GroupNormAttrs) and not is_any(c) and c % attrs.num_groups:
+        if isinstance(attrs, GroupNormAttrs) and dim_divisible(c, attrs.num_groups) is False:
             raise RelationError(f"{op}: channels {c} are not divisible by "
                                 f"num_groups={attrs.num_groups}")
         if not is_float(data.dtype):

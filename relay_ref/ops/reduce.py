@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import is_any, shape_text
+from relay_ref.ir.shape import dims_compatible, is_any, shape_text
 from relay_ref.ir.types import ANY, TensorType, Type
 from relay_ref.ops.registry import NOT_YET, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import (
@@ -85,7 +85,7 @@ def _reduce_rel(op: str, out_dtype: str | None = None, num_inputs: int = 1
                                     f"{mean.dtype} (mean)")
             both = broadcast_shapes(op, data.shape, mean.shape)
             if len(both) != data.ndim or any(
-                    not is_any(d) and not is_any(b) and d != b
+                    not dims_compatible(d, b)
                     for d, b in zip(data.shape, both, strict=True)):
                 raise RelationError(f"{op}: mean of shape {shape_text(mean.shape)} does "
                                     f"not broadcast to data's shape {shape_text(data.shape)}")
@@ -251,7 +251,7 @@ def _collapse_check(op: str, data: TensorType, target: tuple, dtype: str) -> Non
                             f"rank of {shape_text(target)}")
     out = broadcast_shapes(op, data.shape, target)
     for d, o in zip(data.shape, out, strict=True):
-        if not (is_any(d) or is_any(o)) and d != o:
+        if not (is_any(d) or is_any(o)) and not dims_compatible(d, o):
             raise RelationError(f"{op}: {shape_text(data.shape)} does not broadcast from "
                                 f"{shape_text(target)}")
 
@@ -300,7 +300,7 @@ def _collapse_sum_to_rel(arg_types: list[Type], attrs: InitOpAttrs) -> object:
     if shape.ndim != 1 or not is_int(shape.dtype):
         raise RelationError(f"{op}: shape must be a 1-d integer tensor, found "
                             f"{shape.dtype}{shape_text(shape.shape)}")
-    if is_any(shape.shape[0]):
+    if not isinstance(shape.shape[0], int):  # ? or a shape expression
         raise RelationError(f"{op}: the shape argument must have a static length")
     rank = shape.shape[0]
     if attrs.shape is not None and len(attrs.shape) != rank:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dims_compatible, is_any, shape_text
+from relay_ref.ir.shape import dim_lt, dims_compatible, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
 from relay_ref.ops.relations import is_int, normalize_axis, tensor_args
@@ -84,7 +84,7 @@ def _scatter_elements_rel(arg_types: list[Type], attrs: ScatterElementsAttrs) ->
                             f"shape {shape_text(indices.shape)}")
     normalize_axis(op, attrs.axis, data.ndim)
     for k, (i, d) in enumerate(zip(indices.shape, data.shape, strict=True)):
-        if not (is_any(i) or is_any(d)) and i > d and (k != attrs.axis % data.ndim):
+        if dim_lt(d, i) is True and (k != attrs.axis % data.ndim):
             raise RelationError(f"{op}: indices {shape_text(indices.shape)} exceed data "
                                 f"{shape_text(data.shape)} on axis {k}")
     return TensorType(data.shape, data.dtype)
@@ -140,7 +140,7 @@ def _scatter_nd_rel(arg_types: list[Type], attrs: ScatterNDAttrs) -> object:
         return NOT_YET
     data, indices, updates = args
     _check_updates(op, data, indices, updates)
-    if indices.ndim < 1 or is_any(indices.shape[0]):
+    if indices.ndim < 1 or not isinstance(indices.shape[0], int):
         raise RelationError(f"{op}: indices need a static first axis (the coordinates), "
                             f"found {shape_text(indices.shape)}")
     m = int(indices.shape[0])

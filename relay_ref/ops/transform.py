@@ -14,7 +14,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dim_map, dims_compatible, is_any, shape_prod, shape_text
+from relay_ref.ir.shape import (
+    dim_divisible,
+    dim_eq,
+    dim_known_or_sym,
+    dim_lt,
+    dim_map,
+    dim_max,
+    dim_min,
+    dim_vars,
+    dims_compatible,
+    floordiv,
+    is_any,
+    is_symbolic,
+    prove_le,
+    shape_prod,
+    shape_text,
+)
 from relay_ref.ir.types import ANY, TensorType, TupleType, Type
 from relay_ref.ops.registry import (
     NOT_YET,
@@ -144,7 +160,8 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
                 d0 = dim_map(lambda d, p=d1: d // p, d)
             if d1 == -1:
                 d1 = dim_map(lambda d, p=d0: d // p, d)  # type: ignore[operator]
-            if not is_any(d) and not is_any(d0) and not is_any(d1) and d0 * d1 != d:
+            if not is_any(d) and not is_any(d0) and not is_any(d1) and not dims_compatible(
+                    d0 * d1, d):
                 raise RelationError(f"{op}: cannot split dimension {d} into {d0} x {d1}")
             used_in.add(src)
             used_out.update((len(out), len(out) + 1))
@@ -159,13 +176,16 @@ def reshape_shape(op: str, ishape: tuple, newshape: tuple[int, ...],
         rest = shape_prod([d for k, d in enumerate(out) if k not in used_out and k != infer])
         if is_any(free_in) or is_any(rest):
             out[infer] = ANY
-        elif rest == 0 or free_in % rest:  # type: ignore[operator]
+        elif rest == 0 or dim_divisible(free_in, rest) is False:
             raise RelationError(f"{op}: cannot reshape {shape_text(ishape)} to "
                                 f"{tuple(newshape)} ({total_in} elements)")
         else:
-            out[infer] = free_in // rest  # type: ignore[operator]
+            # Shape-Rel: the -1 is the exact quotient (floordiv of an expression when the
+            # division is not provably exact: the element counts are checked at run time)
+            out[infer] = floordiv(free_in, rest)  # type: ignore[arg-type]
     total_out = shape_prod(out)
-    if not is_any(total_in) and not is_any(total_out) and total_in != total_out:
+    if not is_any(total_in) and not is_any(total_out) and not dims_compatible(total_in,
+                                                                               total_out):
         raise RelationError(f"{op}: cannot reshape {shape_text(ishape)} ({total_in} "
                             f"elements) to {shape_text(tuple(out))} ({total_out} elements)")
     return tuple(out)
@@ -215,7 +235,7 @@ def _reshape_like_shape(op: str, data: tuple, like: tuple, attrs: ReshapeLikeAtt
     rb, re = _span(op, len(like), attrs.rhs_begin, attrs.rhs_end)
     out = tuple(data[:lb]) + tuple(like[rb:re]) + tuple(data[le:])
     a, b = shape_prod(data), shape_prod(out)
-    if not is_any(a) and not is_any(b) and a != b:
+    if not dims_compatible(a, b):
         raise RelationError(f"{op}: cannot reshape {shape_text(data)} ({a} elements) to "
                             f"{shape_text(out)} ({b} elements)")
     return out
@@ -283,6 +303,11 @@ class SqueezeAttrs:
 
 def _squeeze_shape(op: str, shape: tuple, axis: tuple[int, ...] | None) -> tuple:
     if axis is None:
+        for i, d in enumerate(shape):
+            # Shape-Rel (as TVM's SqueezeRel for non-constant dims): whether an expression
+            # is squeezed depends on its value, so it must provably differ from 1
+            if is_symbolic(d) and dim_eq(d, 1) is not False:
+                raise RelationError(f"{op}: axis must be given: dimension {i} ({d}) may be 1")
         return tuple(d for d in shape if d != 1)
     drop = {normalize_axis(op, a, len(shape)) for a in axis}
     for k in drop:
@@ -372,8 +397,7 @@ def _concatenate_rel(arg_types: list[Type], attrs: ConcatenateAttrs) -> object:
                 raise RelationError(f"{op}: field {i} has shape {shape_text(f.shape)}, "
                                     f"incompatible with {shape_text(first.shape)} outside "
                                     f"axis {attrs.axis}")
-            if is_any(out[k]):
-                out[k] = f.shape[k]
+            out[k] = dim_known_or_sym(out[k], f.shape[k])
         total = dim_map(lambda a, b: a + b, total, f.shape[axis])
     out[axis] = total
     return TensorType(tuple(out), first.dtype)
@@ -415,7 +439,7 @@ def _stack_rel(arg_types: list[Type], attrs: StackAttrs) -> object:
                 dims_compatible(a, b) for a, b in zip(shape, f.shape, strict=True)):
             raise RelationError(f"{op}: field {i} has shape {shape_text(f.shape)}, field 0 "
                                 f"has {shape_text(first.shape)}")
-        shape = [b if is_any(a) else a for a, b in zip(shape, f.shape, strict=True)]
+        shape = [dim_known_or_sym(a, b) for a, b in zip(shape, f.shape, strict=True)]
     axis = normalize_axis(op, attrs.axis, first.ndim + 1)
     shape.insert(axis, len(fields))
     return TensorType(tuple(shape), first.dtype)
@@ -448,7 +472,7 @@ class SplitAttrs:
 
 def _split_sizes(op: str, d: object, ios: int | tuple[int, ...]) -> list:
     if isinstance(ios, int):
-        if not is_any(d) and d % ios:  # type: ignore[operator]
+        if dim_divisible(d, ios) is False:
             raise RelationError(f"{op}: dimension {d} is not divisible into {ios} sections")
         return [dim_map(lambda d: d // ios, d)] * ios
     sizes = []
@@ -456,7 +480,7 @@ def _split_sizes(op: str, d: object, ios: int | tuple[int, ...]) -> list:
     for idx in ios:
         if idx <= begin and not (begin == 0 and idx == 0 and not sizes):
             raise RelationError(f"{op}: indices {tuple(ios)} must be ascending")
-        if not is_any(d) and idx > d:  # type: ignore[operator]
+        if dim_lt(d, idx) is True:
             raise RelationError(f"{op}: index {idx} is beyond dimension {d}")
         sizes.append(idx - begin)
         begin = idx
@@ -647,9 +671,49 @@ class StridedSliceAttrs:
             raise AttrError("strides must not be 0", "strides")
 
 
+#: the largest int64: ONNX and PyTorch write "to the end" as this, and a dimension (a shape
+#: variable included) never exceeds it, so ``min(end, n)`` is ``n`` (TVM's analyzer knows
+#: the same from the int64 type of its shape variables).
+_INT64_MAX = 2**63 - 1
+
+
+def _dmin(a: object, b: object) -> object:
+    """``min`` of two dimensions (ints or expressions, never ``?``): decided when provable
+    (either way round) with every shape variable in the int64 range, else an opaque ``min``
+    (Shape-Rel)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    bounds = _int64_bounds(a, b)
+    if prove_le(a, b, bounds) is True:  # type: ignore[arg-type]
+        return a
+    if prove_le(b, a, bounds) is True:  # type: ignore[arg-type]
+        return b
+    return dim_min(a, b)  # type: ignore[arg-type]
+
+
+def _dmax(a: object, b: object) -> object:
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    bounds = _int64_bounds(a, b)
+    if prove_le(a, b, bounds) is True:  # type: ignore[arg-type]
+        return b
+    if prove_le(b, a, bounds) is True:  # type: ignore[arg-type]
+        return a
+    return dim_max(a, b)  # type: ignore[arg-type]
+
+
+def _int64_bounds(*dims: object) -> dict[str, tuple[int, int]]:
+    names: set[str] = set()
+    for d in dims:
+        names |= dim_vars(d)
+    return {v: (0, _INT64_MAX) for v in names}
+
+
 def _slices(op: str, shape: tuple, attrs: StridedSliceAttrs) -> list[tuple]:
     """Per axis (begin, end, stride, out_dim) with canonical (clamped) begin/end; for an
-    unknown dim begin/end are None and out_dim is ``?``."""
+    unknown dim begin/end are None and out_dim is ``?``. For a symbolic dim the same
+    arithmetic runs on expressions (Shape-Rel): the clamps are ``min``/``max``, decided
+    where provable, and the length is exact (``x[1:]`` of ``n`` is ``max(n - 1, 0)``)."""
     ndim = len(shape)
     axes = list(range(len(attrs.begin))) if attrs.axes is None else [
         normalize_axis(op, a, ndim) for a in attrs.axes]
@@ -677,15 +741,38 @@ def _slices(op: str, shape: tuple, attrs: StridedSliceAttrs) -> list[tuple]:
             e_raw = e
         lo, hi = (0, d) if stride > 0 else (-1, d - 1)
         bb = b + d if b < 0 else b
-        bb = min(max(bb, lo), hi)
+        bb = _dmin(_dmax(bb, lo), hi)
         if e_raw is None:
             ee = d if stride > 0 else -1
         else:
-            ee = e_raw + d if (e_raw < 0 and attrs.slice_mode == "end") else e_raw
-            ee = min(max(ee, lo), hi)
-        n = max(0, -((ee - bb) // -stride) if stride > 0 else -((bb - ee) // stride))
+            ee = e_raw + d if (attrs.slice_mode == "end" and e_raw < 0) else e_raw
+            ee = _dmin(_dmax(ee, lo), hi)
+        span = -floordiv(ee - bb, -stride) if stride > 0 else -floordiv(bb - ee, stride)
+        n = _dmax(0, span)
+        if is_symbolic(d) and stride > 0 and attrs.slice_mode == "end":
+            n = floordiv(_unit_len(d, b, e_raw) + stride - 1, stride)  # simpler, same value
         out[ax] = (bb, ee, stride, n)
     return out
+
+
+def _unit_len(d: object, b: int, e: int | None) -> object:
+    """The length of ``[b:e]`` (stride 1, NumPy's clamping) of a symbolic dimension ``d``,
+    in closed form: the generic ``max(0, min(e, d) - min(b, d))`` is the same value, but
+    interval proofs lose the link between the two ``d``; these forms keep it (each was
+    derived case by case on the signs of ``b`` and ``e``, and the property tests substitute
+    values to check them)."""
+    to_end = e is None or e >= _INT64_MAX
+    if b >= 0:
+        if to_end:
+            return _dmax(d - b, 0)  # type: ignore[operator]
+        if e >= 0:
+            return 0 if e <= b else _dmin(e - b, _dmax(d - b, 0))  # type: ignore[operator]
+        return _dmax(d + e - b, 0)  # type: ignore[operator]
+    if to_end:
+        return _dmin(-b, d)
+    if e >= 0:
+        return _dmax(0, _dmin(_dmin(e - b - d, -b), _dmin(e, d)))  # type: ignore[operator]
+    return _dmax(0, _dmin(e - b, d + e))  # type: ignore[operator]
 
 
 def _strided_slice_rel(arg_types: list[Type], attrs: StridedSliceAttrs) -> object:
@@ -752,7 +839,7 @@ def _gather_nd_rel(arg_types: list[Type], attrs: GatherNDAttrs) -> object:
             raise RelationError(f"{op}: index_rank={attrs.index_rank} but indices' first "
                                 f"dimension is {m}")
         m = attrs.index_rank
-    if is_any(m):
+    if not isinstance(m, int):  # ? or a shape expression: the rank must be known
         raise RelationError(f"{op}: indices' first dimension is unknown; give index_rank")
     b = attrs.batch_dims
     if m + b > data.ndim:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dim_map, is_any, shape_text
+from relay_ref.ir.shape import dim_divisible, dim_map, dims_compatible, shape_text
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.layout import (
     blocked_shape,
@@ -71,7 +71,7 @@ def _layout_transform_rel(arg_types: list[Type], attrs: LayoutTransformAttrs) ->
         raise RelationError(f"{op}: data {shape_text(data.shape)} has rank {data.ndim}, "
                             f"src_layout {attrs.src_layout!r} has {len(src)} axes")
     for a, n in zip(src, data.shape, strict=True):
-        if a.is_block and not is_any(n) and n != a.factor:
+        if a.is_block and not dims_compatible(n, a.factor):
             raise RelationError(f"{op}: the {a.factor}{a.name.lower()} block of "
                                 f"{attrs.src_layout!r} has size {n} in data "
                                 f"{shape_text(data.shape)}")
@@ -125,13 +125,13 @@ def _subpixel_rel(op: str, to_depth: bool) -> object:
         b = attrs.block_size
         if to_depth:
             for d, name in ((h, "height"), (w, "width")):
-                if not is_any(d) and d % b:
+                if dim_divisible(d, b) is False:
                     raise RelationError(f"{op}: {name} {d} is not divisible by "
                                         f"block_size={b}")
             out = (n, dim_map(lambda c: c * b * b, c), dim_map(lambda h: h // b, h),
                    dim_map(lambda w: w // b, w))
         else:
-            if not is_any(c) and c % (b * b):
+            if dim_divisible(c, (b * b)) is False:
                 raise RelationError(f"{op}: channels {c} are not divisible by "
                                     f"block_size**2={b * b}")
             out = (n, dim_map(lambda c: c // (b * b), c), dim_map(lambda h: h * b, h),

@@ -15,7 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from relay_ref.ir.shape import dim_map, dim_text, dims_compatible, is_any, shape_text
+from relay_ref.ir.shape import (
+    dim_le,
+    dim_lt,
+    dim_map,
+    dim_text,
+    dims_compatible,
+    shape_text,
+)
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.layout import check_rank, from_canonical, to_canonical
 from relay_ref.ops.registry import NOT_YET, AttrError, OpRuntimeError, RelationError, register_op
@@ -278,7 +285,7 @@ def _check_columns(op: str, data: TensorType, **columns: int) -> None:
     """Every named column index must exist in rows of length ``data.shape[2]``."""
     length = data.shape[2]
     for name, index in columns.items():
-        if not is_any(length) and index >= length:
+        if dim_le(length, index) is True:
             raise RelationError(f"{op}: {name}={index} but the rows of data have {length} "
                                 f"values (shape {shape_text(data.shape)})")
 
@@ -396,7 +403,7 @@ def _nms_rel(arg_types: list[Type], attrs: NonMaximumSuppressionAttrs) -> object
     _scalar_arg(op, max_out, "max_output_size", "int")
     _scalar_arg(op, iou, "iou_threshold", "float")
     _check_columns(op, data, score_index=attrs.score_index, id_index=attrs.id_index)
-    if not is_any(data.shape[2]) and attrs.coord_start + 4 > data.shape[2]:
+    if dim_lt(data.shape[2], attrs.coord_start + 4) is True:
         raise RelationError(f"{op}: the 4 coordinates from coord_start={attrs.coord_start} "
                             f"do not fit in rows of {data.shape[2]} values")
     if attrs.return_indices:

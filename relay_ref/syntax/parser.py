@@ -343,6 +343,40 @@ def _describe_expected(expected: set[str]) -> str:
     return " or ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
+#: S-MatchCast, S-DPS, S-Dataflow: the forms, shown when a syntax error is inside one
+_RELAX_FORMS = {
+    "match_cast": "match_cast(value, Type), e.g. match_cast(%x, Tensor[(n, 4), float32])",
+    "call_dps_packed": 'call_dps_packed("name", (args...), OutType), e.g. '
+                       'call_dps_packed("f", (%x,), Tensor[(n), float32])',
+    "call_tir": 'call_tir("name", (args...), OutType), e.g. '
+                'call_tir("f", (%x, %y), Tensor[(n), float32])',
+}
+
+
+def _relax_form_note(clean: str, pos: int | None) -> tuple[Note, ...]:
+    """A note showing the form of the Relax construct whose parentheses enclose ``pos``
+    (the innermost unclosed ``(`` before it, preceded by the keyword), else none."""
+    if pos is None or pos > len(clean):
+        return ()
+    depth, i = 0, pos - 1
+    while i >= 0:
+        c = clean[i]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{":
+            if depth == 0:
+                if c != "(":
+                    return ()
+                m = re.search(r"(match_cast|call_dps_packed|call_tir)\s*$", clean[:i])
+                if m is None or (m.start() > 0 and (clean[m.start() - 1].isalnum()
+                                                    or clean[m.start() - 1] in "_.%@/")):
+                    return ()
+                return (Note(f"the form is {_RELAX_FORMS[m.group(1)]}"),)
+            depth -= 1
+        i -= 1
+    return ()
+
+
 def _previous_token(text: str, line: int, col: int) -> str | None:
     lines = text.split("\n")
     offset = sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
@@ -422,6 +456,8 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
             message = "the version header #[version = \"0.0.5\"] must come first"
         if "BINOP" in expected and str(tok.value) == "=" and prev is not None:
             notes = (Note("bindings are written `let %x = e;` or `%0 = e;`"),)
+        if str(tok.value) == "/" and "BINOP" not in expected:  # S-SymDim: `n / 2`
+            notes = (Note("in a dimension, a quotient is written floordiv(n, 2)"),)
         if tok.type == "NUMBER" and "BINOP" in expected and str(tok.value).startswith("-"):
             notes = (Note("write a space after '-' for subtraction: `%x - 1`"),)
     elif isinstance(err, UnexpectedCharacters):
@@ -433,12 +469,26 @@ def _syntax_error(source: Source, clean: str, err: UnexpectedInput) -> ParseErro
                        "allowed")
         elif ch in "%@":
             message = f"'{ch}' must be directly followed by a name"
+            if ch == "%":  # S-SymDim: `n % 2` in a dimension
+                notes = (Note("in a dimension, a remainder is written floormod(n, 2)"),)
         else:
             message = f"unexpected character {ch!r}"
     else:  # pragma: no cover - LALR raises only the two kinds above
         message = "syntax error"
+    if not notes:
+        notes = _relax_form_note(clean, getattr(err, "pos_in_stream", None))
     span = Span(source, line, col, line, col + length)
     return ParseError(Diagnostic(ERROR, message, span, notes))
+
+
+def _check_cast_type(res: Any, ty: T.Type, at: Any, what: str) -> None:
+    """S-MatchCast, S-DPS: the type is a tensor type or a tuple of tensor types."""
+    fields = ty.fields if isinstance(ty, T.TupleType) else (ty,)
+    if not all(isinstance(f, T.TensorType) for f in fields):
+        from relay_ref.ir.type_text import type_to_text
+
+        raise res.error(f"{what} needs a tensor type or a tuple of tensor types, found "
+                        f"{type_to_text(ty)}", at)
 
 
 # ---- literals (S-Literal) --------------------------------------------------------------------
@@ -1277,6 +1327,45 @@ class _Resolver:
         value = yield self.expr(t.children[2])
         return E.RefWrite(ref, value, self.span(t))
 
+    # -- the Relax constructs (S-MatchCast, S-DPS, S-Dataflow): calls of the ops of
+    # relay_ref/ops/symbolic.py, with their own syntax since their attributes hold a type
+    def _e_match_cast(self, t: Tree) -> Iterator[Any]:
+        """S-MatchCast: ``match_cast(e, T)`` is ``Call(Op("match_cast"), (e,), {type=T})``."""
+        from relay_ref.ops.symbolic import MatchCastAttrs
+
+        kw, value_t, type_t = t.children
+        value = yield self.expr(value_t)
+        ty = yield self.type(type_t)
+        _check_cast_type(self, ty, type_t, "match_cast")
+        return E.Call(E.Op("match_cast", self.span(kw)), (value,), MatchCastAttrs(ty), (),
+                      self.span(t))
+
+    def _e_dps_call(self, t: Tree) -> Iterator[Any]:
+        """S-DPS: ``call_dps_packed("f", (args), T)`` (and ``call_tir``) is
+        ``Call(Op(kw), (Tuple(args),), {func_name="f", out_type=T})``; the arguments may
+        also be one expression holding a tuple (``%t``)."""
+        from relay_ref.ops.symbolic import DPSAttrs
+
+        kw, name_tok, args_t, type_t = t.children
+        name = str(name_tok)[1:-1]
+        if not name:
+            raise self.error(f"{kw} needs the name of a registered function", name_tok)
+        args = yield self.expr(args_t)
+        ty = yield self.type(type_t)
+        _check_cast_type(self, ty, type_t, str(kw))
+        return E.Call(E.Op(str(kw), self.span(kw)), (args,), DPSAttrs(name, ty), (),
+                      self.span(t))
+
+    def _e_dataflow(self, t: Tree) -> Iterator[Any]:
+        """S-Dataflow: ``dataflow { let %a = ...; e }`` is ``Call(Op("dataflow"), (body,))``."""
+        kw, body_t = t.children
+        body = yield self.expr(body_t)
+        attrs = self.op_attrs("dataflow", {}, {}, kw)  # as a generic call's: NoAttrs()
+        node = E.Call(E.Op("dataflow", self.span(kw)), (body,), attrs, (), self.span(t))
+        if self.anchors is not None:
+            self.own(body_t, node)
+        return node
+
     def _e_match_expr(self, t: Tree) -> Iterator[Any]:
         # S-Match: each clause's pattern variables scope over its right-hand side.
         kw, data_t, clauses_t = t.children
@@ -1439,7 +1528,10 @@ class _Resolver:
         if tok.type == "NAME":
             name = str(tok)
             if not name.isidentifier():
-                raise self.error(f"a shape variable is a plain name, found '{name}'", tok)
+                notes = (Note("a quotient is written floordiv(n, 2)"),) if "/" in name \
+                    else ()
+                raise self.error(f"a shape variable is a plain name, found '{name}'", tok,
+                                 *notes)
             return SH.sym(name)
         if tok.type != "NUMBER":
             raise self.error(f"unexpected {tok} in a dimension", tok)

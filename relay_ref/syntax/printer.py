@@ -678,6 +678,8 @@ class _Printer:
                 yield self.body_into(e, inner, own=True, owner=e)
                 out.append(inner.lines)
                 out.append(body.indent + ")")
+            case E.Call(E.Op(name), args, attrs, ()) if relax_call_form(name, args, attrs):
+                yield self.relax_call(e, name, out, body)
             case E.Call(op, args, attrs, type_args):  # Pr-Call
                 if isinstance(op, E.Constructor) and not args and not type_args:
                     out.append(op.name)
@@ -758,6 +760,24 @@ class _Printer:
                 raise TypeError(f"cannot print {type(e).__name__}")
         return None
 
+    def relax_call(self, e: E.Call, name: str, out: list[Any], body: _Body) -> Any:
+        """Pr-Relax: ``match_cast(e, T)``, ``call_dps_packed("f", (args), T)`` /
+        ``call_tir(...)`` and ``dataflow { ... }`` in their own syntax (S-MatchCast, S-DPS,
+        S-Dataflow), which the parser reads back to the same calls."""
+        arg = e.args[0]
+        if name == "dataflow":
+            out.append("dataflow ")
+            yield self.nested_body(arg, out, body, e)
+        elif name == "match_cast":
+            out.append("match_cast(")
+            yield self.expr(arg, out, body, "oparg")
+            out.append(", " + self.ty(e.attrs.type) + ")")
+        else:
+            out.append(f"{name}({_string_text(e.attrs.func_name)}, ")
+            yield self.expr(arg, out, body, "oparg")
+            out.append(", " + self.ty(e.attrs.out_type) + ")")
+        self.type_comment(e, out)
+
     def type_comment(self, e: E.Expr, out: list[Any]) -> None:
         if self.show_types:  # Pr-Types
             ty = self.checked.get(e)
@@ -809,6 +829,28 @@ class _Printer:
                     stack.extend(_interleave(pats))
                     stack.append("(")
         return "".join(parts)
+
+
+def relax_call_form(name: str, args: tuple[E.Expr, ...], attrs: object) -> bool:
+    """Whether a call of one of the Relax ops prints in its own syntax (Pr-Relax): one
+    argument and attributes of the op's own class (a hand-built call with anything else
+    prints as a generic call, which the parser then refuses with a located error)."""
+    if name not in ("match_cast", "call_dps_packed", "call_tir", "dataflow") or len(args) != 1:
+        return False
+    from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
+
+    if name == "dataflow":
+        from relay_ref.ops.registry import NoAttrs
+
+        return isinstance(attrs, NoAttrs)
+    if name == "match_cast":
+        return isinstance(attrs, MatchCastAttrs) and isinstance(attrs.type, T.Type)
+    return isinstance(attrs, DPSAttrs) and isinstance(attrs.out_type, T.Type) \
+        and '"' not in attrs.func_name and bool(attrs.func_name)
+
+
+def _string_text(s: str) -> str:
+    return '"' + s + '"'
 
 
 def _call_attr_items(op: E.Expr, attrs: object) -> list[tuple[str, object]]:

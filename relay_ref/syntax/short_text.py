@@ -62,7 +62,7 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.type_text import type_to_text
 from relay_ref.ir.types import TensorType
 from relay_ref.ops.registry import attrs_items
-from relay_ref.syntax.printer import attr_value_text, graph_names, scalar_text
+from relay_ref.syntax.printer import attr_value_text, graph_names, relax_call_form, scalar_text
 
 __all__ = ["EXPR_WIDTH", "SMALL_CONSTANT", "graph_names", "pattern_text", "short_text"]
 
@@ -159,6 +159,9 @@ def constant_text(data: object) -> str:
                                       or repr(np.asarray(x)[()])})
 
 
+_RELAX = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
+
+
 def _attr_text(value: object) -> str:
     """An attribute value as the printer writes it, ``...`` past ``ATTR_WIDTH``."""
     try:
@@ -218,6 +221,20 @@ class _Writer:
                 self.expr(value, d)
                 put("; ")
                 self.expr(body, d - 1)
+            case Call(op=Op(name=name), args=(arg,), attrs=call_attrs, type_args=()) \
+                    if name in _RELAX and relax_call_form(name, (arg,), call_attrs):
+                # Pr-Relax: the text format's own forms (S-MatchCast, S-DPS, S-Dataflow)
+                if name == "dataflow":
+                    put("dataflow { ")
+                    self.expr(arg, d - 1)
+                    put(" }")
+                    return
+                ty = call_attrs.type if name == "match_cast" else call_attrs.out_type
+                put(name + "(")
+                if name != "match_cast":
+                    put(f'"{call_attrs.func_name}", ')
+                self.expr(arg, d)
+                put(", " + type_to_text(ty) + ")")
             case Call(op=op, args=args, attrs=call_attrs, type_args=type_args):
                 shown = self.attr_items(op, call_attrs)
                 if isinstance(op, Op) and op.name in _BINARY and len(args) == 2 \

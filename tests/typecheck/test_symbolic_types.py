@@ -461,3 +461,77 @@ def test_in_env_evaluates_what_it_can() -> None:
     assert in_env(ty, {"n": 4}) == TupleType((f32(8, ANY), f32(3)))
     assert in_env(ty, {"n": 4, "m": 1}) == TupleType((f32(8, 1), f32(3)))
     assert in_env(f32(3), {}) == f32(3)
+
+
+# ---- the text forms (spec/syntax.md S-MatchCast, S-DPS, S-Dataflow) -------------------------
+
+def test_text_match_cast_after_a_data_dependent_op() -> None:
+    text = """def @main(%x: Tensor[(?), int64]) {
+  let %u = match_cast(%x, Tensor[(k), int64]);
+  let %v: Tensor[(k), int64] = add(%u, %u);
+  %v
+}"""
+    assert main_type(text) == "fn (Tensor[(?), int64]) -> Tensor[(k), int64]"
+
+
+def test_text_dataflow_refuses_an_if() -> None:
+    text = """def @main(%x: Tensor[(n, 4), float32]) {
+  dataflow {
+    let %a = nn.relu(%x);
+    let %b = if (True) { %a } else { %a };
+    %b
+  }
+}"""
+    msg, line, col = one(text, "T-Dataflow")
+    assert "an if is not allowed inside a dataflow block" in msg and (line, col) == (4, 14)
+
+
+def test_text_dataflow_refuses_a_call_of_a_global() -> None:
+    text = """def @g(%y: Tensor[(n, 4), float32]) { %y }
+def @main(%x: Tensor[(n, 4), float32]) {
+  dataflow {
+    let %a = @g(%x);
+    %a
+  }
+}"""
+    msg, line, col = one(text, "T-Dataflow")
+    assert "a call of a function" in msg and (line, col) == (4, 14)
+
+
+def test_text_dataflow_of_pure_code_keeps_symbolic_types() -> None:
+    text = """def @main(%x: Tensor[(n, 4), float32]) {
+  dataflow {
+    let %a = nn.relu(%x);
+    let %b = reshape(%a, newshape=[-1]);
+    %b
+  }
+}"""
+    assert main_type(text) == "fn (Tensor[(n, 4), float32]) -> Tensor[(n * 4), float32]"
+
+
+def test_text_dps_output_type() -> None:
+    ok = """def @main(%x: Tensor[(n, 4), float32]) {
+  call_dps_packed("my_kernel", (%x,), Tensor[(n * 4), float32])
+}"""
+    assert main_type(ok) == "fn (Tensor[(n, 4), float32]) -> Tensor[(n * 4), float32]"
+    bad = ok.replace("(n * 4)", "(m)")
+    msg, line, col = one(bad, "T-DPS")
+    assert "shape variable m" in msg and (line, col) == (2, 3)
+
+
+def test_text_recursion_on_a_slice() -> None:
+    # @f calls itself on x[1:] (length max(0, n - 1)): each call deduces its own n
+    text = """def @f(%x: Tensor[(n), float32], %c: int32) -> Tensor[(n), float32] {
+  if (less(%c, 1)) { %x } else {
+    let %y = strided_slice(%x, begin=[1], end=[2147483647]);
+    let %r = @f(%y, subtract(%c, 1));
+    concatenate((%r, ones(shape=[1], dtype="float32")))
+  }
+}
+def @main(%x: Tensor[(7), float32]) { @f(%x, 2) }"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(7), float32]"
+    y_let = mod.functions["f"].body.false_branch
+    y, r = y_let.var, y_let.body.var
+    assert "max(0, n - 1)" in rr.astext(mod.type_of(y))
+    assert mod.type_of(r) == mod.type_of(y)  # the callee's n deduced as %y's length

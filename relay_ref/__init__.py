@@ -11,6 +11,7 @@ The public API (names are stable; see DESIGN.md section 3)::
     exe  = rr.compile(mod, params=None, target="cpu")  # fast executor: exe(*args)
     gmod = rr.gradient(mod_or_fn, mode="higher_order")  # @main: fn(T..) -> (O, (T..))
     rr.cuda_available()                             # whether target="cuda" can run here
+    rr.register_packed("f", fn)                     # for call_dps_packed("f", ...) / call_tir
 
 Heavy modules (numba, the op library) are imported on first use, so ``import relay_ref``
 stays cheap.

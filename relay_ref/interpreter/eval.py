@@ -677,9 +677,10 @@ class Interpreter:
         outer = frame.get(SHAPE_ENV)
         shapes = dict(outer) if outer else {}
         problem = bind_params(info.shape_checks, frame, shapes)
-        if problem is not None:
-            raise Stuck(f"call of {_callee(fn)}: argument {problem}",
-                        _span(call) or fn.func.span, rule="Shape-Bind")
+        if problem is not None:  # at the call; from the host, at the parameter
+            param, message = problem
+            raise Stuck(f"call of {_callee(fn)}: argument {message}",
+                        _span(call) or param.span or fn.func.span, rule="Shape-Bind")
         frame[SHAPE_ENV] = shapes
 
     def run_op(self, name: str, args: list[Value], attrs: object, call: Call | None) -> Value:

@@ -69,12 +69,12 @@ def _leaves(ty: Type, value: object, what: str) -> Iterator[tuple[TensorType, np
 
 
 def bind_params(checks: tuple[tuple[Var, Type], ...], frame: Mapping[Var, object],
-                env: dict[str, int]) -> str | None:
+                env: dict[str, int]) -> tuple[Var, str] | None:
     """Shape-Bind: bind the shape variables of the parameter types ``checks`` from the
     argument values in ``frame`` into ``env``, in parameter order, and check every
-    dimension; None, or what does not match (``%y: dimension 0: n is 3 but the value has
-    4``). A dimension skipped because a variable was bound only by a later parameter is
-    checked by a second pass."""
+    dimension; None, or the parameter and what does not match (``%y: dimension 0: n is 3
+    but the value has 4``). A dimension skipped because a variable was bound only by a
+    later parameter is checked by a second pass."""
     for rounds in (0, 1):
         if rounds and len(checks) < 2:
             break
@@ -83,7 +83,7 @@ def bind_params(checks: tuple[tuple[Var, Type], ...], frame: Mapping[Var, object
                 try:
                     bind_shape(t.shape, arr.shape, env)
                 except ShapeBindError as err:
-                    return f"{what}: {err}"
+                    return param, f"{what}: {err}"
     return None
 
 

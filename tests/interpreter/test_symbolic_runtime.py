@@ -95,7 +95,8 @@ def test_one_variable_two_values_is_located_at_the_call() -> None:
     message = str(err)
     assert "dimension 0" in message and "n is 3" in message and "4" in message
     assert "%y" in message and "[Shape-Bind]" in message
-    assert line_of(err) == 2  # a host call: the entry's definition
+    span = err.diagnostics[0].span  # a host call: the parameter, as for A-Array
+    assert (span.line, span.column) == (2, 40), str(err)
 
 
 def test_an_expression_dimension_is_checked_whichever_parameter_binds_it() -> None:

@@ -15,6 +15,7 @@ Three layers:
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -395,3 +396,63 @@ def test_three_valued_dimension_helpers() -> None:
     assert dim_divisible(ANY, 2) is None
     assert dim_known_or_sym(ANY, n) == n and dim_known_or_sym(n, 4) == 4
     assert dim_known_or_sym(n, ANY) == n and dim_known_or_sym(m, n) == m
+
+
+# -- relation-level grids: attributes x values of one variable -------------------------
+
+def _grid_cases() -> list[tuple[str, list, dict]]:
+    n = sym("n")
+    cases: list[tuple[str, list, dict]] = []
+    for b, e in itertools.product((-7, -3, -1, 0, 1, 2, 5), (-7, -3, -1, 0, 1, 5, 2**63 - 1)):
+        for s in (1, 2, -1, -3):
+            cases.append(("strided_slice", [T(n + 2, 3)], {"begin": (b,), "end": (e,),
+                                                           "strides": (s,)}))
+        cases.append(("strided_slice", [T(n, 3)], {"begin": (b,), "end": (e,),
+                                                   "slice_mode": "size"}))
+    for k, s, p, d, ceil in itertools.product((1, 2, 3), (1, 2, 3), (0, 1, 2), (1, 2),
+                                              (False, True)):
+        cases.append(("nn.max_pool2d", [T(1, 2, n, n + 5)],
+                      {"pool_size": (k, k), "strides": (s, s), "padding": (p, p),
+                       "dilation": (d, d), "ceil_mode": ceil}))
+        if not ceil:
+            cases.append(("nn.conv2d", [T(1, 2, n, n * 2 + 1), T(4, 2, k, k)],
+                          {"strides": (s, s), "padding": (p, p), "dilation": (d, d)}))
+            cases.append(("nn.conv2d_transpose", [T(1, 2, n, n + 1), T(2, 3, k, k)],
+                          {"strides": (s, s), "padding": (p, p), "dilation": (d, d)}))
+    for code in ((-1,), (-1, 2), (0, -1), (2, -1), (-3,), (-4, 2, -1, -2), (-4, -1, 2, 0),
+                 (-2,), (0, 0, -1)):
+        cases.append(("reshape", [T(n * 2, 6, 1)], {"newshape": code}))
+        cases.append(("reshape", [T(n, 6, 1)], {"newshape": code}))
+    for ios in (1, 2, 3, (1,), (2, 4)):
+        cases.append(("split", [T(n * 6, 2)], {"indices_or_sections": ios}))
+    return cases
+
+
+def T(*shape: object, dtype: str = "float32") -> TensorType:  # noqa: N802 - reads like the type
+    return TensorType(tuple(shape), dtype)
+
+
+def test_relation_grids_commute_with_substitution() -> None:
+    """For each op and attributes of a grid, and each value of ``n`` in 0..10 for which the
+    static relation succeeds, the symbolic result with ``n`` substituted is the static one
+    (``?`` matching anything). The symbolic relation never raises anything else than
+    ``RelationError``, and refuses only what no value of ``n`` makes valid."""
+    from relay_ref.ops.registry import make_attrs
+    checked = 0
+    for name, args, items in _grid_cases():
+        op = get_op(name)
+        attrs = make_attrs(name, items)
+        try:
+            general = op.relation(args, attrs)
+        except RelationError:
+            general = None
+        for value in range(11):
+            env = {"n": value}
+            try:
+                static = op.relation([_subst_type(a, env) for a in args], attrs)
+            except RelationError:
+                continue
+            assert general is not None, (name, items, value)
+            assert _refines(static, _subst_type(general, env)), (name, items, value, general)
+            checked += 1
+    assert checked > 2000

@@ -253,7 +253,15 @@ class DimProver:
         ours_expr = to_primexpr(ours, self.variables)
         for name in set(self.variables) - known:  # our variables TVM's shape lacks
             self._bound(name, self.variables[name])
-        return bool(self.analyzer.can_prove_equal(ours_expr, theirs))
+        return self.equal(ours_expr, theirs)
+
+    def equal(self, a: Any, b: Any) -> bool:
+        """Whether TVM proves ``a == b``: its default simplification first, then with
+        symbolic bounds (which ``n + floordiv(n, 3) == floordiv(n * 4, 3)`` needs)."""
+        if self.analyzer.can_prove_equal(a, b):
+            return True
+        strength = _tvm().sym.ProofStrength.SYMBOLIC_BOUND
+        return bool(self.analyzer.can_prove(a == b, strength))
 
 
 def compare_types(ours: Type, theirs: TvmShape, where: str = "result",
@@ -324,7 +332,7 @@ def unproved_equalities(pairs: Sequence[tuple[Any, Any]],
         for b, tb in items[i + 1:]:
             if is_any(a) or is_any(b) or str(a) == str(b):
                 continue
-            if prover.analyzer.can_prove_equal(ta, tb) and prove_equal(a, b, bounds) is not True:
+            if prover.equal(ta, tb) and prove_equal(a, b, bounds) is not True:
                 problems.append(f"TVM proves {ta} == {tb}; we do not prove {a} == {b}")
     return problems
 

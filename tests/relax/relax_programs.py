@@ -818,3 +818,50 @@ def @main(%x: Tensor[(m, 4), float32]) {
         return r
 """), (F("m", 4),), covers="call deduction"),
 ]
+
+PROGRAMS += [
+    Program("reshape_floordiv", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %a = reshape(%x, newshape=[3, -1]);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        a = R.reshape(x, (3, -1))
+        return a
+"""), (F("n", 4),), ({"n": 3}, {"n": 6}), covers="reshape"),
+]
+
+REFUSALS += [
+    Refusal("return_type_unbound_var", """
+def @main(%x: Tensor[(n, 4), float32]) -> Tensor[(k, 4), float32] {
+  %x
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")) -> R.Tensor(("k", 4), "float32"):
+        return x
+"""), "static", ("RelayTypeError",), line=2),
+    Refusal("match_cast_dtype_differs", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %b = match_cast(%x, Tensor[(k, 4), int64]);
+  %b
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        k = T.int64()
+        b = R.match_cast(x, R.Tensor((k, 4), "int64"))
+        return b
+"""), "static", ("RelayTypeError",), line=3),
+    Refusal("dps_unregistered", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %a = call_dps_packed("relax_oracle.not_registered", (%x,), Tensor[(n, 4), float32]);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+        a = R.call_dps_packed("relax_oracle.not_registered", (x,),
+                              out_ty=R.Tensor((n, 4), "float32"))
+        return a
+"""), "runtime", ("RelayRuntimeError",), (F(2, 4),), line=3),
+]

@@ -157,8 +157,8 @@ def _tvm_refuses(refusal) -> str:  # noqa: ANN001 - a Refusal
         mod = ro.parse_tvmscript(refusal.tvm)
     except Exception:  # noqa: BLE001 - TVM's DiagnosticError and friends
         return "static"
-    vm = ro.compile_module(mod)
     try:
+        vm = ro.compile_module(mod)  # the VM looks its packed functions up when created
         ro.run_vm(vm, ro.random_inputs(refusal.args, refusal.sizes or SIZES[0]))
     except Exception:  # noqa: BLE001 - TVM's RuntimeError (a failed check in the VM)
         return "runtime"

@@ -865,3 +865,145 @@ def @main(%x: Tensor[(n, 4), float32]) {
         return a
 """), "runtime", ("RelayRuntimeError",), (F(2, 4),), line=3),
 ]
+
+PROGRAMS += [
+    Program("max_pool2d_ceil", """
+def @main(%x: Tensor[(n, 2, h, w), float32]) {
+  let %a = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], ceil_mode=True);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 2, "h", "w"), "float32")):
+        a = R.nn.max_pool2d(x, pool_size=(3, 3), strides=(2, 2), ceil_mode=True)
+        return a
+"""), (F("n", 2, "h", "w"),), covers="pooling"),
+    Program("avg_pool2d_stride_pad", """
+def @main(%x: Tensor[(n, 2, h, w), float32]) {
+  let %a = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1],
+                         count_include_pad=True);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 2, "h", "w"), "float32")):
+        a = R.nn.avg_pool2d(x, pool_size=(3, 3), strides=(2, 2), padding=(1, 1),
+                            count_include_pad=True)
+        return a
+"""), (F("n", 2, "h", "w"),), covers="pooling"),
+    Program("conv2d_depthwise", """
+def @main(%x: Tensor[(n, 4, h, w), float32], %k: Tensor[(4, 1, 3, 3), float32]) {
+  let %a = nn.conv2d(%x, %k, padding=[1, 1], groups=4, channels=4, kernel_size=[3, 3]);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4, "h", "w"), "float32"), k: R.Tensor((4, 1, 3, 3), "float32")):
+        a = R.nn.conv2d(x, k, padding=(1, 1), groups=4)
+        return a
+"""), (F("n", 4, "h", "w"), F(4, 1, 3, 3)), covers="conv2d"),
+    Program("conv2d_symbolic_channels", """
+def @main(%x: Tensor[(n, m, h, w), float32], %k: Tensor[(8, m, 3, 3), float32]) {
+  let %a = nn.conv2d(%x, %k, channels=8, kernel_size=[3, 3]);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m", "h", "w"), "float32"),
+             k: R.Tensor((8, "m", 3, 3), "float32")):
+        a = R.nn.conv2d(x, k)
+        return a
+"""), (F("n", "m", "h", "w"), F(8, "m", 3, 3)), covers="conv2d"),
+    Program("dense_symbolic_features", """
+def @main(%x: Tensor[(n, k), float32], %w: Tensor[(m, k), float32]) {
+  let %a = nn.dense(%x, %w);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "k"), "float32"), w: R.Tensor(("m", "k"), "float32")):
+        a = R.matmul(x, R.permute_dims(w))
+        return a
+"""), (F("n", "k"), F("m", "k")), covers="dense"),
+    Program("transpose_then_reshape", """
+def @main(%x: Tensor[(n, m, 4), float32]) {
+  let %a = transpose(%x, axes=[1, 0, 2]);
+  let %b = reshape(%a, newshape=[0, -1]);
+  %b
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m", 4), "float32")):
+        n = T.int64()
+        m = T.int64()
+        a = R.permute_dims(x, [1, 0, 2])
+        b = R.reshape(a, R.shape([m, n * 4]))
+        return b
+"""), (F("n", "m", 4),), covers="transpose, reshape"),
+    Program("expand_dims_two", """
+def @main(%x: Tensor[(n, m), float32]) {
+  let %a = expand_dims(%x, axis=1, num_newaxis=2);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m"), "float32")):
+        a = R.expand_dims(x, axis=[1, 2])
+        return a
+"""), (F("n", "m"),), covers="expand_dims"),
+    Program("mean_all", """
+def @main(%x: Tensor[(n, m), float32]) {
+  let %a = mean(%x);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m"), "float32")):
+        a = R.mean(x)
+        return a
+"""), (F("n", "m"),), covers="reduction"),
+    Program("layer_norm", """
+def @main(%x: Tensor[(n, m, 8), float32], %g: Tensor[(8), float32], %b: Tensor[(8), float32]) {
+  let %a = nn.layer_norm(%x, %g, %b);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m", 8), "float32"), g: R.Tensor((8,), "float32"),
+             b: R.Tensor((8,), "float32")):
+        a = R.nn.layer_norm(x, g, b, axes=[-1])
+        return a
+"""), (F("n", "m", 8), F(8), F(8)), covers="normalization"),
+    Program("dataflow_match_cast", """
+def @main(%x: Tensor[ndim=2, float32]) {
+  dataflow {
+    let %b = match_cast(%x, Tensor[(k, 4), float32]);
+    let %c = reshape(%b, newshape=[-1]);
+    %c
+  }
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(ndim=2, dtype="float32")):
+        k = T.int64()
+        with R.dataflow():
+            b = R.match_cast(x, R.Tensor((k, 4), "float32"))
+            c = R.reshape(b, (-1,))
+            R.output(c)
+        return c
+"""), (F("k", 4),), covers="dataflow, match_cast"),
+    Program("dataflow_calls_pure_global", """
+def @f(%x: Tensor[(n, 4), float32]) -> Tensor[(n * 2, 4), float32] {
+  concatenate((%x, %x), axis=0)
+}
+def @main(%x: Tensor[(m, 4), float32]) {
+  dataflow {
+    let %a = nn.relu(%x);
+    let %r = @f(%a);
+    %r
+  }
+}""", _module("""
+    @R.function
+    def f(x: R.Tensor(("n", 4), "float32")) -> R.Tensor(("n * 2", 4), "float32"):
+        y = R.concat((x, x), axis=0)
+        return y
+
+    @R.function
+    def main(x: R.Tensor(("m", 4), "float32")):
+        with R.dataflow():
+            a = R.nn.relu(x)
+            r = Module.f(a)
+            R.output(r)
+        return r
+"""), (F("m", 4),), covers="dataflow, call deduction"),
+]

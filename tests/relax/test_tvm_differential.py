@@ -3,20 +3,24 @@
 Every program of ``relax_programs.PROGRAMS`` is written in this project's text and in
 TVMScript; for each:
 
-1. **Shapes** (spec/typing.md Shape-Call, Shape-Broadcast and the relations): the type
-   ``rr.infer_types`` gives the result of ``@main`` and every variable bound in both versions
-   has TVM's dtype and rank, and each dimension TVM knows is provably equal (TVM's analyzer,
-   variables matched by name) to ours; and whenever TVM proves two of these dimensions
-   equal, this project's own prover (``symdim.prove_equal``) proves ours equal too.
-2. **Values** (spec/semantics.md Shape-Bind): ``rr.evaluate`` and the Relax VM (compiled
-   once per program for ``llvm``) agree on random inputs at two sizes of the shape variables.
+1. **Shapes** (spec/typing.md T-ShapeScope, T-ShapeCall, T-MatchCast, Shape-Broadcast,
+   Shape-Rel): in every function defined in both versions, the result's type and the type
+   of every variable bound in both have TVM's dtype and rank, and each dimension TVM knows
+   is provably equal (TVM's analyzer, variables matched by name) to ours; and whenever TVM
+   proves two of the dimensions there (parameters included) equal, this project's own
+   prover (``symdim.prove_equal``) proves ours equal too.
+2. **Values** (spec/semantics.md Shape-Bind, Shape-MatchCast, Shape-DPS): ``rr.evaluate``
+   and the Relax VM (compiled once per program for ``llvm``) agree on random inputs at two
+   sizes of the shape variables.
 3. **Refusals** (``REFUSALS``): what TVM refuses when parsing/checking, this project refuses
    with a ``ParseError`` or ``RelayTypeError``; what TVM refuses at run time, this project
-   refuses with a ``RelayRuntimeError`` (or statically, where a refusal class allows).
+   refuses with a ``RelayRuntimeError`` (or statically, where a refusal allows it); the
+   first diagnostic is located, at the line the refusal names. (The converse is not
+   required: Relay's ``split`` refuses an index beyond the dimension, TVM clamps it.)
 
-Skipped only when apache-tvm is not installed (the ``dev`` extra installs it). TVM is
-parsed and compiled once per program (``_tvm_side``, cached for the module): about 5 s for the
-whole corpus on one core.
+Skipped only when apache-tvm is not installed (the ``dev`` extra installs it). TVM parses
+and compiles each program once (``_tvm_side``, cached for the module): the whole module
+takes about 10 s of CPU.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import pytest
 if importlib.util.find_spec("tvm") is None:
     pytest.skip("apache-tvm (the Relax oracle) is not installed: pip install -e '.[tvm]'",
                 allow_module_level=True)
-import tvm  # noqa: E402, F401 - fails loudly when installed but broken
+import tvm  # noqa: E402 - fails loudly when installed but broken
 from relax_programs import PACKED, PROGRAMS, REFUSALS, SIZES, Program  # noqa: E402
 
 import relay_ref as rr  # noqa: E402
@@ -131,6 +131,26 @@ def test_shape_comparison_can_fail() -> None:
     tn = ro.struct_info(mod["main"].params[0].ty).shape[0]  # TVM's n
     assert ro.unproved_equalities([(n, tn), (n * 2 - n, tn)]) == []
     assert ro.unproved_equalities([(n, tn), (m, tn)])
+
+
+def test_dimensions_convert_to_equal_primexprs() -> None:
+    """``to_primexpr`` keeps a dimension's value: at several assignments, TVM's analyzer
+    evaluates the converted expression to ``eval_dim``'s value (polynomials, floordiv and
+    floormod by constants and by variables, min, max)."""
+    from relay_ref.ir.symdim import dim_max, dim_min, eval_dim, floordiv, floormod, sym
+
+    n, m = sym("n"), sym("m")
+    dims = [n * n * 3 - n + 2, 2 * (n + 1), floordiv(n * 4 + 3, 4), floordiv(n, m) * m,
+            floormod(n * n + 3, m), floordiv(n + 7, 3) - floormod(n, 2), dim_min(n, m) + 1,
+            dim_max(n - 2, 0) * m, 5]
+    for env in ({"n": 0, "m": 1}, {"n": 5, "m": 3}, {"n": 7, "m": 2}):
+        for d in dims:
+            variables: dict = {}
+            expr = ro.to_primexpr(d, variables)
+            analyzer = tvm.sym.Analyzer()
+            for name, var in variables.items():
+                analyzer.bind(var, tvm.tirx.const(env[name], "int64"))
+            assert int(analyzer.simplify(expr)) == eval_dim(d, env), (d, env)
 
 
 # ---- 2. values ------------------------------------------------------------------------------

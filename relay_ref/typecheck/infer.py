@@ -680,6 +680,9 @@ class _Checker:
                     self.error(expr, f"no global function @{name} in this module",
                                "T-Global")
                     return self.poison()
+                if type(header) is FuncType and not (
+                        self.callee_of is not None and self.callee_of.op is expr):
+                    return self.global_as_value(expr, header)
                 return header
             case Constant(data):  # T-Const (spec/typing.md 3.3)
                 return self.infer_constant(expr, data)
@@ -703,7 +706,12 @@ class _Checker:
                 c = self.infer(cond)
                 self.unify(c, BOOL, cond, "T-If",
                            "the condition of if must be a boolean scalar: ", parent=expr)
-                t, f = self.infer(then), self.infer(else_)
+                # T-MatchCast: a branch's match_cast binds for that branch only
+                shapes = self.shape_scope
+                t = self.infer(then)
+                self.shape_scope = shapes
+                f = self.infer(else_)
+                self.shape_scope = shapes
                 if self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
                               (Note(f"the then-branch has type "
                                     f"{show(self.unifier.resolve(t))}",
@@ -884,6 +892,15 @@ class _Checker:
                 self.cast_site(call, i, found, expected, "T-App")
         return inst.ret_type
 
+    def global_as_value(self, gv: GlobalVar, header: FuncType) -> Type:
+        """T-ShapeScope: a global used as a value, not called, has its own shape variables
+        replaced by ``?`` (they are instantiated per call, and a value has no call to deduce
+        them from; the run-time binding still checks each call of it)."""
+        own = self.callee_shape_vars(gv, header)
+        if not own:
+            return header
+        return substitute_type(self.unifier.resolve(header), dict.fromkeys(own, ANY))
+
     def callee_shape_vars(self, callee: Expr, fn: FuncType) -> frozenset[str]:
         """T-ShapeCall: the shape variables a call instantiates afresh: all those of a
         global's parameters (a global's are its own, recursion included), a function
@@ -1056,9 +1073,11 @@ class _Checker:
         result: Type | None = None
         first: Clause | None = None
         patterns_ok = True
+        shapes = self.shape_scope
         for clause in expr.clauses:
             patterns_ok &= self.check_pattern(clause.lhs, data, clause)
             rhs = self.infer(clause.rhs)
+            self.shape_scope = shapes  # T-MatchCast: a clause's bindings stay in it
             if result is None:
                 result, first = rhs, clause
                 continue

@@ -6,6 +6,7 @@ parsed pieces, or given spans of a small source of their own."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import relay_ref as rr
@@ -25,8 +26,10 @@ from relay_ref.ir.module import IRModule
 from relay_ref.ir.shape import ANY, sym
 from relay_ref.ir.span import Source, Span
 from relay_ref.ir.types import TensorType, TupleType
+from relay_ref.ops.registry import make_attrs
 from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
 from relay_ref.typecheck.casts import needs_cast
+from relay_ref.typecheck.infer import infer_expr
 
 N, M, K = sym("n"), sym("m"), sym("k")
 SRC = Source("<ir>", "\n".join(["x" * 80] * 20))
@@ -309,7 +312,7 @@ def test_match_cast_does_not_leak_out_of_its_function() -> None:
     main = Function((x,), Let(u, match_cast(x, TensorType((K,), "int64")), u))
     y = Var("y", TensorType((K,), "int64"), span=at(3, 7))
     other = Function((Var("z", TensorType((ANY,), "int64")),), Let(y, Constant(
-        __import__("numpy").zeros(2, "int64")), y))
+        np.zeros(2, "int64")), y))
     with pytest.raises(rr.RelayTypeError) as info:
         rr.infer_types(IRModule({"main": main, "other": other}))
     [d] = info.value.diagnostics
@@ -395,7 +398,7 @@ def _refused(value_at):
 
 
 @pytest.mark.parametrize(("make", "what"), [
-    (lambda x: If(Constant(__import__("numpy").array(True)), x, x, span=at(3, 11)),
+    (lambda x: If(Constant(np.array(True)), x, x, span=at(3, 11)),
      "an if is not allowed inside a dataflow block"),
     (lambda x: RefCreate(x, span=at(3, 11)), "a reference operation is not allowed"),
     (lambda x: Function((Var("y", f32(3)),), Var("z"), span=at(3, 11)),
@@ -415,7 +418,6 @@ def test_dataflow_refusals(make, what: str) -> None:
 
 
 def test_dataflow_refuses_if_nested_in_an_operator_argument() -> None:
-    import numpy as np
     x = Var("x", f32(N))
     cond = If(Constant(np.array(True)), x, x, span=at(5, 4))
     main = Function((x,), dataflow(Call(Op("nn.relu"), (cond,))))
@@ -535,3 +537,63 @@ def @main(%x: Tensor[(7), float32]) { @f(%x, 2) }"""
     y, r = y_let.var, y_let.body.var
     assert "max(0, n - 1)" in rr.astext(mod.type_of(y))
     assert mod.type_of(r) == mod.type_of(y)  # the callee's n deduced as %y's length
+
+
+def test_type_parameters_and_shape_variables_together() -> None:
+    text = """def @f[A](%x: Tensor[(n), float32], %y: A) -> (Tensor[(n * 2), float32], A) {
+  (concatenate((%x, %x)), %y)
+}
+def @main(%a: Tensor[(m + 0), float32], %b: int32) { @f(%a, %b) }"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == \
+        "(Tensor[(m * 2), float32], int32)"
+
+
+def test_function_literal_called_directly() -> None:
+    text = """def @main(%x: Tensor[(n, 3), float32]) {
+  (fn (%y: Tensor[(k, 3), float32]) { concatenate((%y, %y)) })(%x)
+}"""
+    assert rr.astext(check(text).global_types["main"].ret_type) == \
+        "Tensor[(n * 2, 3), float32]"
+
+
+def test_infer_expr_binds_the_free_variables_shape_variables() -> None:
+    x = Var("x", f32(N, 4))
+    ty, _ = infer_expr(Call(Op("reshape"), (x,), make_attrs("reshape", {"newshape": (-1,)})))
+    assert ty == f32(N * 4)
+    y = Var("y", f32(N * 2))  # only inside an expression: not bound
+    with pytest.raises(rr.RelayTypeError, match=r"shape variable n .*\[T-ShapeScope\]"):
+        infer_expr(Call(Op("nn.relu"), (y,)))
+
+
+@pytest.mark.parametrize("call", [
+    Call(Op("match_cast"), (Var("x", f32(N)),), MatchCastAttrs(type=None), span=at(2, 2)),
+    Call(Op("call_dps_packed"), (Tuple(()),), DPSAttrs("f", None), span=at(2, 2)),
+])
+def test_malformed_constructs_are_located_errors(call: Call) -> None:
+    x = call.args[0] if isinstance(call.args[0], Var) else Var("x", f32(N))
+    ds = diags(module(Function((x,), call)))
+    assert ds and all(d.span is not None and (d.span.line, d.span.column) == (2, 2)
+                      for d in ds), [d.message for d in ds]
+
+
+def test_match_cast_in_a_branch_binds_in_that_branch_only() -> None:
+    x = Var("x", TensorType((ANY,), "int64"))
+    u, v = Var("u"), Var("v", TensorType((K,), "int64"), span=at(9, 9))
+    then = Let(u, match_cast(x, TensorType((K,), "int64")), u)
+    body = Let(v, If(Constant(np.array(True)), then, x), v)
+    msg, line, col = one(module(Function((x,), body)), "T-ShapeScope")
+    assert "shape variable k" in msg and (line, col) == (9, 9)
+
+
+def test_a_global_used_as_a_value_has_its_own_variables_unknown() -> None:
+    text = """def @f(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] {
+  concatenate((%x, %x))
+}
+def @main(%a: Tensor[(3), float32]) {
+  let %g = @f;
+  %g(%a)
+}"""
+    mod = check(text)
+    g = mod.functions["main"].body.var
+    assert rr.astext(mod.type_of(g)) == "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"

@@ -84,7 +84,8 @@ class SymDim:
 
     @staticmethod
     def _from(poly: dict[Monomial, int]) -> Dim:
-        terms = tuple(sorted(((m, c) for m, c in poly.items() if c), key=lambda mc: _mono_key(mc[0])))
+        terms = tuple(sorted(((m, c) for m, c in poly.items() if c),
+                             key=lambda mc: _mono_key(mc[0])))
         if not terms:
             return 0
         if len(terms) == 1 and terms[0][0] == ():
@@ -255,7 +256,11 @@ def floormod(a: Dim, b: Dim) -> Dim:
 def _minmax(op: str, a: Dim, b: Dim) -> Dim:
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b) if op == "min" else max(a, b)
+    # a <= b or b <= a provable (either order: interval bounds are not symmetric, e.g.
+    # max(n, 0) is n because 0 <= n, while n <= 0 is undecidable): the smaller / larger one
     le = prove_le(a, b)
+    if le is None and prove_le(b, a):
+        le = False
     if le is not None:
         return (a if le else b) if op == "min" else (b if le else a)
     x, y = sorted((a, b), key=dim_to_text)  # commutative: one order
@@ -274,7 +279,8 @@ def dim_max(a: Dim, b: Dim) -> Dim:
 
 
 def _imul(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
-    prods = [x * y for x in a for y in b if not ((x == 0 and abs(y) == inf) or (y == 0 and abs(x) == inf))]
+    prods = [x * y for x in a for y in b
+             if not ((x == 0 and abs(y) == inf) or (y == 0 and abs(x) == inf))]
     if not prods:
         return (0, 0)
     return (min(prods), max(prods))

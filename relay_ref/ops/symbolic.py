@@ -103,7 +103,7 @@ def _tensor_types(ty: Type) -> list[TensorType] | None:
 def _match_cast_rel(arg_types: list[Type], attrs: MatchCastAttrs) -> object:
     """Shape-MatchCast (static part): the argument must be able to have the target type
     (same kind, rank and dtype; dimensions not provably different); the result is the
-    target type. Binding the target's new shape variables is the checker's (T-MatchCast)."""
+    target type. Binding the target's new shape variables is the checker's (Shape-Scope)."""
     check_arity("match_cast", arg_types, 1)
     target = attrs.type
     if target is None:
@@ -116,12 +116,12 @@ def _match_cast_rel(arg_types: list[Type], attrs: MatchCastAttrs) -> object:
             isinstance(ty, TupleType) != isinstance(target, TupleType):
         raise RelationError(f"match_cast: cannot cast {describe(ty)} to {describe(target)}")
     from relay_ref.ir.shape import dims_compatible
-    for a, b in zip(have, want):
+    for a, b in zip(have, want, strict=True):
         if a.dtype != b.dtype:
             raise RelationError(f"match_cast: dtype differs ({a.dtype} vs {b.dtype})")
         if len(a.shape) != len(b.shape):
             raise RelationError(f"match_cast: rank differs ({len(a.shape)} vs {len(b.shape)})")
-        for i, (x, y) in enumerate(zip(a.shape, b.shape)):
+        for i, (x, y) in enumerate(zip(a.shape, b.shape, strict=True)):
             if not dims_compatible(x, y):
                 raise RelationError(f"match_cast: dimension {i} can never match ({x} vs {y})")
     return target
@@ -184,8 +184,9 @@ def match_value(value: object, target: Type, env: dict[str, int]) -> None:
     have = _as_tuple(value)
     if want is None or len(have) != len(want) or \
             isinstance(value, tuple) != isinstance(target, TupleType):
-        raise OpRuntimeError(f"match_cast: the value does not have the form of {target}")
-    for k, (v, t) in enumerate(zip(have, want)):
+        raise OpRuntimeError(f"match_cast: the value does not have the form of "
+                             f"{describe(target)}")
+    for k, (v, t) in enumerate(zip(have, want, strict=True)):
         arr = np.asarray(v)
         where = f"field {k}, " if isinstance(target, TupleType) else ""
         if str(arr.dtype) != t.dtype:
@@ -209,8 +210,8 @@ def allocate_outputs(out_type: Type, env: dict[str, int]) -> tuple[np.ndarray, .
         try:
             shape = eval_shape(t.shape, env)
         except KeyError as err:
-            raise OpRuntimeError(f"the output type {out_type} mentions {err.args[0]}, which "
-                                 "has no value here") from None
+            raise OpRuntimeError(f"the output type {describe(out_type)} mentions "
+                                 f"{err.args[0]}, which has no value here") from None
         outs.append(np.zeros(shape, dtype=t.dtype))
     return tuple(outs)
 

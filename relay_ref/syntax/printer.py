@@ -269,6 +269,7 @@ class _Printer:
         self.tused: set[str] = set()
 
     def ty(self, t: T.Type | None) -> str:
+        # Pr-SymDim: symbolic dimensions in their canonical text (shape.dim_text)
         return type_to_text(t, self.tnames)
 
     # -- comments (Pr-Comments) ---------------------------------------------------------------

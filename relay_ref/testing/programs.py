@@ -958,7 +958,55 @@ def arguments(param_types: typing.Sequence[Type], edge: bool = False,
     ``focus``: the pool also holds the focused operators' values that matter
     (``relay_ref.testing.focus.focus_values``)."""
     ops = focus.ops if focus else ()
-    return st.tuples(*(_value(t, edge, ops) for t in param_types))
+    names = sorted(_shape_vars_of(param_types))
+    if not names:
+        return st.tuples(*(_value(t, edge, ops) for t in param_types))
+    # Shape-Bind: one value per shape variable, shared by every parameter mentioning it
+    # (1..SYM_MAX: small; an environment giving some dimension a negative size is skipped)
+    types = tuple(param_types)
+    envs = st.fixed_dictionaries({v: st.integers(1, SYM_MAX) for v in names}).filter(
+        lambda env: _concrete_types(types, env) is not None)
+    return envs.flatmap(lambda env: st.tuples(
+        *(_value(t, edge, ops) for t in _concrete_types(types, env))))  # type: ignore[union-attr]
+
+
+#: the largest value ``arguments`` gives a shape variable
+SYM_MAX = 4
+
+
+def _shape_vars_of(types: typing.Iterable[Type]) -> set[str]:
+    from relay_ref.ir.shape import shape_vars
+
+    out: set[str] = set()
+    stack = list(types)
+    while stack:
+        t = stack.pop()
+        if isinstance(t, TensorType):
+            out |= shape_vars(t.shape)
+        elif isinstance(t, TupleType):
+            stack.extend(t.fields)
+    return out
+
+
+def _concrete_types(types: tuple[Type, ...], env: dict[str, int]) -> list[Type] | None:
+    """``types`` with the shape variables of ``env`` evaluated; None if a dimension is
+    negative there (or still symbolic)."""
+    from relay_ref.ir.shape import substitute_shape
+
+    def conc(t: Type) -> Type | None:
+        if isinstance(t, TupleType):
+            fields = [conc(f) for f in t.fields]
+            return None if any(f is None for f in fields) else TupleType(tuple(fields))
+        if isinstance(t, TensorType):
+            shape = substitute_shape(t.shape, env)
+            if any(isinstance(d, int) and d < 0 for d in shape) or \
+                    not all(isinstance(d, int | AnyDim) for d in shape):
+                return None
+            return TensorType(shape, t.dtype)
+        return t
+
+    out = [conc(t) for t in types]
+    return None if any(t is None for t in out) else out  # type: ignore[return-value]
 
 
 def _value(ty: Type, edge: bool, ops: tuple[str, ...] = ()) -> st.SearchStrategy:

@@ -16,8 +16,8 @@ from relay_ref.ir.expr import Call, Constant, Let, Match, Op, RefWrite, Tuple
 from relay_ref.ir.types import TensorType
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.gradient_op import FUNCTION_OPS
-from relay_ref.ops.symbolic import SYMBOLIC_OPS
 from relay_ref.ops.registry import all_ops
+from relay_ref.ops.symbolic import SYMBOLIC_OPS
 from relay_ref.passes.rewrite import fresh_copy, map_functions, rewrite
 from relay_ref.testing import PassCheckError, check_pass
 from relay_ref.testing.programs import (

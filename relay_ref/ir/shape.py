@@ -272,7 +272,8 @@ class ShapeBindError(ValueError):
                 where = f" (with {vals})" if vals else ""
                 got = eval_dim(expected, env) if dim_vars(expected) <= env.keys() else None
                 shown = f" = {got}" if got is not None and not isinstance(expected, int) else ""
-                msg = f"dimension {index}: expected {dim_text(expected)}{shown}{where}, got {actual}"
+                msg = (f"dimension {index}: expected {dim_text(expected)}{shown}{where}, "
+                       f"got {actual}")
         super().__init__(msg)
         self.index = index
         self.expected = expected
@@ -288,11 +289,11 @@ def bind_shape(pattern: Sequence[object], actual: Sequence[int], env: dict[str, 
     the first mismatch (``env`` then holds the bindings made so far)."""
     if len(pattern) != len(actual):
         raise ShapeBindError(None, len(pattern), len(actual), env)
-    for d, n in zip(pattern, actual):
+    for d, n in zip(pattern, actual, strict=True):
         name = var_name(d)
         if name is not None and name not in env:
             env[name] = int(n)
-    for i, (d, n) in enumerate(zip(pattern, actual)):
+    for i, (d, n) in enumerate(zip(pattern, actual, strict=True)):
         if isinstance(d, AnyDim):
             continue
         if isinstance(d, int):

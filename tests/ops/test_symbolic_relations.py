@@ -19,7 +19,10 @@ import itertools
 import random
 import re
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_ops_relations import ALL, example
 
 import relay_ref as rr
@@ -188,7 +191,11 @@ def _infer(params: str, body: str) -> object:
 @pytest.mark.parametrize(("params", "body", "want"), FAMILIES,
                          ids=[f"{i}-{c[1].split('(')[0]}" for i, c in enumerate(FAMILIES)])
 def test_family_result_type(params: str, body: str, want: str) -> None:
-    assert type_to_text(_infer(params, body)) == want
+    got = _infer(params, body)
+    assert type_to_text(got) == want
+    # the printed type parses back to the same (canonical) type
+    reparsed = rr.parse(f"def @f(%r: {want}) {{ %r }}").functions["f"].params[0].type_annotation
+    assert reparsed == got
 
 
 def test_equal_expressions_are_one_type() -> None:
@@ -456,3 +463,29 @@ def test_relation_grids_commute_with_substitution() -> None:
             assert _refines(static, _subst_type(general, env)), (name, items, value, general)
             checked += 1
     assert checked > 2000
+
+
+_DIMS = [1, 2, 3, sym("n"), sym("n") + 1, sym("n") * 2, sym("m"), sym("n") + 2]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(range(len(_DIMS))), max_size=3),
+       st.lists(st.sampled_from(range(len(_DIMS))), max_size=3))
+def test_symbolic_broadcast_is_sound(a: list[int], b: list[int]) -> None:
+    """Shape-Broadcast against NumPy at values of ``n`` and ``m``: a refusal means no values
+    broadcast; an answer, substituted, is NumPy's shape wherever NumPy broadcasts."""
+    sa, sb = tuple(_DIMS[i] for i in a), tuple(_DIMS[i] for i in b)
+    try:
+        general = get_op("add").relation([T(*sa), T(*sb)], None)
+    except RelationError:
+        general = None
+    for n, m in itertools.product(range(5), range(4)):
+        env = {"n": n, "m": m}
+        ca = tuple(substitute_dim(d, env) for d in sa)
+        cb = tuple(substitute_dim(d, env) for d in sb)
+        try:
+            want = np.broadcast_shapes(ca, cb)
+        except ValueError:
+            continue
+        assert general is not None, (sa, sb, env)
+        assert _refines(T(*want), _subst_type(general, env)), (sa, sb, env, general)

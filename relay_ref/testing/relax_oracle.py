@@ -106,9 +106,10 @@ def bindings_of(mod: Any, entry: str = "main") -> dict[str, TvmShape]:
 
 
 def compile_module(mod: Any) -> Any:
-    """A Relax VM running ``mod`` on the CPU (``llvm``); one compile serves every shape."""
+    """A Relax VM running ``mod`` on the CPU (``llvm``); one compile serves every shape.
+    Local functions (closures) are lifted first: TVM 0.27's default pipeline expects it."""
     tvm = _tvm()
-    executable = tvm.compile(mod, target="llvm")
+    executable = tvm.compile(tvm.relax.transform.LambdaLift()(mod), target="llvm")
     return tvm.relax.VirtualMachine(executable, tvm.cpu())
 
 

@@ -1007,3 +1007,100 @@ def @main(%x: Tensor[(m, 4), float32]) {
         return r
 """), (F("m", 4),), covers="dataflow, call deduction"),
 ]
+
+PACKED["relax_oracle.tir_add_one"] = _add_one
+
+PROGRAMS += [
+    Program("closure_captures_shape_var", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %g = fn (%y: Tensor[(n, 4), float32]) { add(%y, %x) };
+  let %a = %g(%x);
+  %a
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+
+        @R.function
+        def g(y: R.Tensor((n, 4), "float32")):
+            return R.add(y, x)
+
+        a = g(x)
+        return a
+"""), (F("n", 4),), covers="closures"),
+    Program("call_tir_add_one", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %a = call_tir("relax_oracle.tir_add_one", (%x,), Tensor[(n, 4), float32]);
+  let %b = multiply(%a, %a);
+  %b
+}""", _module("""
+    @T.prim_func(private=True)
+    def tir_add_one(x: T.handle, y: T.handle):
+        n = T.int64()
+        X = T.match_buffer(x, (n, 4), "float32")
+        Y = T.match_buffer(y, (n, 4), "float32")
+        for i, j in T.grid(n, 4):
+            Y[i, j] = X[i, j] + T.float32(1)
+
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+        a = R.call_tir(Module.tir_add_one, (x,), out_ty=R.Tensor((n, 4), "float32"))
+        b = R.multiply(a, a)
+        return b
+"""), (F("n", 4),), covers="call_tir"),
+    Program("call_returns_tuple", """
+def @f(%x: Tensor[(n, 4), float32])
+    -> (Tensor[(n, 4), float32], Tensor[(n * 2, 4), float32]) {
+  (nn.relu(%x), concatenate((%x, %x), axis=0))
+}
+def @main(%x: Tensor[(m, 4), float32], %y: Tensor[(2, 4), float32]) {
+  let %z = concatenate((%x, %y), axis=0);
+  let %t = @f(%z);
+  let %a = %t.1;
+  %a
+}""", _module("""
+    @R.function
+    def f(x: R.Tensor(("n", 4), "float32")) -> R.Tuple(R.Tensor(("n", 4), "float32"),
+                                                       R.Tensor(("n * 2", 4), "float32")):
+        y = (R.nn.relu(x), R.concat((x, x), axis=0))
+        return y
+
+    @R.function
+    def main(x: R.Tensor(("m", 4), "float32"), y: R.Tensor((2, 4), "float32")):
+        z = R.concat((x, y), axis=0)
+        t = Module.f(z)
+        a = t[1]
+        return a
+"""), (F("m", 4), F(2, 4)), covers="call deduction, tuples"),
+    Program("dataflow_then_more", """
+def @main(%x: Tensor[(n, 4), float32], %w: Tensor[(3, 4), float32]) {
+  let %d = dataflow {
+    let %a = nn.dense(%x, %w);
+    let %b = nn.relu(%a);
+    %b
+  };
+  let %e = sum(%d, axis=[0]);
+  %e
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32"), w: R.Tensor((3, 4), "float32")):
+        with R.dataflow():
+            a = R.matmul(x, R.permute_dims(w))
+            b = R.nn.relu(a)
+            R.output(b)
+        e = R.sum(b, axis=[0])
+        return e
+"""), (F("n", 4), F(3, 4)), covers="dataflow"),
+]
+
+REFUSALS += [
+    Refusal("parameter_expression_unbound", """
+def @main(%x: Tensor[(n * 2, 4), float32]) {
+  %x
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n * 2", 4), "float32")):
+        return x
+"""), "static", ("RelayTypeError",), line=2),
+]

@@ -128,7 +128,8 @@ def run_vm(vm: Any, args: Sequence[np.ndarray], entry: str = "main") -> Any:
 def register_tvm_packed(name: str, fn: Callable[..., None]) -> None:
     """Make ``fn(*inputs, *outputs)`` (NumPy arrays; it writes the outputs in place) callable
     from TVMScript's ``R.call_dps_packed(name, ...)``: the VM passes device tensors, which
-    are converted to NumPy and the outputs copied back."""
+    are converted to NumPy and copied back. (No symbolic integers are passed: the
+    ``sym_args`` of ``rr.register_packed`` have no counterpart here.)"""
     tvm = _tvm()
 
     def packed(*tensors: Any) -> None:
@@ -149,9 +150,11 @@ def relay_output_type(checked: Any, entry: str = "main") -> Type:
 
 
 def relay_bindings(checked: Any, entry: str = "main") -> dict[str, Type]:
-    """Each let-bound variable of ``checked[entry]`` (in let-chains and dataflow blocks, not
-    in nested functions), by name, with its checked type. Iterative: let-chains are long."""
-    from relay_ref.ir.expr import Call, Function, Let, Op  # noqa: PLC0415
+    """Each let-bound variable of ``checked[entry]``'s let-chains, including those inside
+    dataflow blocks and in let values (where both versions of a program name their
+    bindings; not inside nested functions or branches), by name, with its checked type.
+    Iterative: let-chains are long."""
+    from relay_ref.ir.expr import Call, Let, Op  # noqa: PLC0415
 
     out: dict[str, Type] = {}
     stack = [checked[entry].body]
@@ -163,8 +166,6 @@ def relay_bindings(checked: Any, entry: str = "main") -> dict[str, Type]:
             stack.append(expr.value)
         elif isinstance(expr, Call) and isinstance(expr.op, Op) and expr.op.name == "dataflow":
             stack.extend(expr.args)
-        elif isinstance(expr, Function):
-            continue
     return out
 
 

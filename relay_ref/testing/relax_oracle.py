@@ -377,3 +377,148 @@ def random_inputs(specs: Sequence[tuple[tuple, str, Any]], sizes: Mapping[str, i
         else:
             out.append(rng.uniform(-1, 1, size=concrete).astype(dtype))
     return out
+
+
+# ---- translating a module to TVMScript ----------------------------------------------------
+
+
+class Untranslatable(ValueError):
+    """A construct ``to_tvmscript`` does not translate (it says which)."""
+
+
+#: operators with a direct Relax counterpart taking the same positional arguments
+_SAME_ARGS = {"nn.relu": "R.nn.relu", "negative": "R.negative", "tanh": "R.tanh",
+              "abs": "R.abs", "sigmoid": "R.sigmoid", "exp": "R.exp", "add": "R.add",
+              "subtract": "R.subtract", "multiply": "R.multiply", "divide": "R.divide",
+              "maximum": "R.maximum", "minimum": "R.minimum"}
+_RESERVED = {"R", "T", "I", "Module", "tvm"}
+
+
+def _dim_script(dim: Any, variables: dict[str, Any]) -> str:
+    """A dimension as TVMScript (an int, or a PrimExpr printed in ``T.`` syntax)."""
+    if isinstance(dim, int):
+        return str(dim)
+    if is_any(dim):
+        raise Untranslatable("a ? dimension (TVM writes R.Tensor(ndim=k))")
+    return str(to_primexpr(dim, variables))
+
+
+def _type_script(ty: Type, variables: dict[str, Any], quoted: bool) -> str:
+    """``Tensor[...]`` as ``R.Tensor((...), dtype)``; ``quoted`` dimensions (a signature,
+    where shape variables are not yet Python names) are strings."""
+    if isinstance(ty, TupleType):
+        return f"R.Tuple({', '.join(_type_script(f, variables, quoted) for f in ty.fields)})"
+    if not isinstance(ty, TensorType):
+        raise Untranslatable(f"the type {ty}")
+    dims = []
+    for d in ty.shape:
+        text = _dim_script(d, variables)
+        dims.append(f'"{text}"' if quoted and not isinstance(d, int) else text)
+    inner = ", ".join(dims) + ("," if len(dims) == 1 else "")
+    return f'R.Tensor(({inner}), "{ty.dtype}")'
+
+
+class _Translator:
+    """One function's body as TVMScript lines; expressions of the generated programs are
+    shallow (operands are variables, constants and tuples of them), let-chains long."""
+
+    def __init__(self, variables: dict[str, Any]) -> None:
+        self.variables = variables
+        self.lines: list[str] = []
+        self.temp = 0
+
+    def name(self, var: Any) -> str:
+        name = var.name_hint
+        if not name.isidentifier() or name in _RESERVED or name in self.variables:
+            raise Untranslatable(f"the variable name %{name}")
+        return name
+
+    def expr(self, e: Any) -> str:
+        from relay_ref.ir.expr import Call, Constant, Op, Tuple, TupleGetItem, Var  # noqa: PLC0415
+        from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs  # noqa: PLC0415
+
+        if isinstance(e, Var):
+            return self.name(e)
+        if isinstance(e, Constant) and np.ndim(e.data) == 0:
+            return f'R.const({float(e.data)!r}, "{e.data.dtype}")'
+        if isinstance(e, Tuple):
+            items = [self.expr(f) for f in e.fields]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if isinstance(e, TupleGetItem):
+            self.temp += 1
+            temp = f"tup_{self.temp}"
+            self.lines.append(f"{temp} = {self.expr(e.tuple_value)}")
+            return f"{temp}[{e.index}]"
+        if not (isinstance(e, Call) and isinstance(e.op, Op)):
+            raise Untranslatable(f"the expression {type(e).__name__}")
+        op, args, attrs = e.op.name, e.args, e.attrs
+        if op in _SAME_ARGS:
+            return f"{_SAME_ARGS[op]}({', '.join(self.expr(a) for a in args)})"
+        if op == "reshape" and all(isinstance(d, int) and d >= -1 for d in attrs.newshape):
+            shape = ", ".join(str(d) for d in attrs.newshape)
+            return f"R.reshape({self.expr(args[0])}, ({shape},))"
+        if op == "concatenate":
+            return f"R.concat({self.expr(args[0])}, axis={attrs.axis})"
+        if op == "nn.dense" and not attrs.out_dtype:
+            return f"R.matmul({self.expr(args[0])}, R.permute_dims({self.expr(args[1])}))"
+        if op == "match_cast" and isinstance(attrs, MatchCastAttrs):
+            target = _type_script(attrs.type, self.variables, quoted=False)
+            return f"R.match_cast({self.expr(args[0])}, {target})"
+        if op in ("call_dps_packed", "call_tir") and isinstance(attrs, DPSAttrs):
+            # call_tir of a packed function: TVM's call_dps_packed is the same call
+            out = _type_script(attrs.out_type, self.variables, quoted=False)
+            return (f'R.call_dps_packed("{attrs.func_name}", {self.expr(args[0])}, '
+                    f"out_ty={out})")
+        raise Untranslatable(f"the operator {op}")
+
+    def chain(self, body: Any, indent: str) -> str:
+        """Emit ``body``'s let-chain (dataflow blocks as ``with R.dataflow()``) and return
+        its final expression."""
+        from relay_ref.ir.expr import Call, Let, Op  # noqa: PLC0415
+
+        while isinstance(body, Let):
+            value, target = body.value, self.name(body.var)
+            if isinstance(value, Call) and isinstance(value.op, Op) and \
+                    value.op.name == "dataflow":
+                self.lines.append(f"{indent}with R.dataflow():")
+                inner = self.chain(value.args[0], indent + "    ")
+                self.lines.append(f"{indent}    {target} = {inner}")
+                self.lines.append(f"{indent}    R.output({target})")
+            else:
+                mark = len(self.lines)
+                text = self.expr(value)
+                self.lines[mark:] = [f"{indent}{line}" for line in self.lines[mark:]]
+                self.lines.append(f"{indent}{target} = {text}")
+            body = body.body
+        mark = len(self.lines)
+        text = self.expr(body)
+        self.lines[mark:] = [f"{indent}{line}" for line in self.lines[mark:]]
+        return text
+
+
+def to_tvmscript(mod: Any, entry: str = "main") -> str:
+    """``mod[entry]`` as a TVMScript module (class ``Module``, function ``main``), for the
+    subset the symbolic program generator uses (``relay_ref.testing.symbolic_programs``):
+    let-chains and dataflow blocks of elementwise and broadcasting operators, ``reshape``
+    with ``-1``, ``concatenate``, ``nn.dense``, ``match_cast``, ``call_dps_packed`` /
+    ``call_tir`` of packed functions, tuples and projections, scalar constants. Variable
+    names are kept, so bindings compare by name. Raises ``Untranslatable`` otherwise."""
+    fn = mod[entry]
+    variables: dict[str, Any] = {}
+    params = []
+    for p in fn.params:
+        ty = p.type_annotation
+        if ty is None:
+            raise Untranslatable(f"the unannotated parameter %{p.name_hint}")
+        params.append(f"{p.name_hint}: {_type_script(ty, variables, quoted=True)}")
+    tr = _Translator(variables)
+    for p in fn.params:
+        tr.name(p)
+    result = tr.chain(fn.body, "        ")
+    # every shape variable the body mentions is declared first (bound by the parameters
+    # or by its match_cast, as TVM's parser expects)
+    declare = [f"        {v} = T.int64()" for v in sorted(variables)]
+    signature = ", ".join(params)
+    return "\n".join(["@I.ir_module", "class Module:", "    @R.function",
+                      f"    def main({signature}):", *declare, *tr.lines,
+                      f"        return {result}", ""])

@@ -18,6 +18,10 @@ TVMScript; for each:
    first diagnostic is located, at the line the refusal names. (The converse is not
    required: Relay's ``split`` refuses an index beyond the dimension, TVM clamps it.)
 
+The programs of the symbolic generator (``relay_ref.testing.symbolic_programs``), translated
+to TVMScript by ``relax_oracle.to_tvmscript``, get the shape and value comparisons too (20
+examples).
+
 Skipped only when apache-tvm is not installed (the ``dev`` extra installs it). TVM parses
 and compiles each program once (``_tvm_side``, cached for the module): the whole module
 takes about 10 s of CPU.
@@ -30,6 +34,7 @@ import importlib.util
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 # Skipped only where apache-tvm is absent; an installed TVM that fails to import is an error
 # (pytest.importorskip would skip that too).
@@ -41,6 +46,8 @@ from relax_programs import PACKED, PROGRAMS, REFUSALS, SIZES, Program  # noqa: E
 
 import relay_ref as rr  # noqa: E402
 from relay_ref.testing import relax_oracle as ro  # noqa: E402
+from relay_ref.testing.symbolic_programs import PACKED as GENERATED_PACKED  # noqa: E402
+from relay_ref.testing.symbolic_programs import symbolic_cases  # noqa: E402
 
 _BY_NAME = {p.name: p for p in PROGRAMS}
 
@@ -175,6 +182,29 @@ def test_value_comparison_can_fail() -> None:
     assert ro.values_close(a + 1e-3, a)
     assert ro.values_close(a.reshape(3, 2), a)
     assert ro.values_close((a, a), (a,))
+
+
+# ---- generated programs ---------------------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=symbolic_cases())
+def test_generated_programs_agree_with_tvm(case) -> None:  # noqa: ANN001 - a SymbolicCase
+    """The symbolic program generator's programs (relay_ref.testing.symbolic_programs),
+    translated to TVMScript by ``ro.to_tvmscript``: TVM accepts them, the shapes agree as
+    for the corpus, and the values agree at one size of the shape variables."""
+    for name, fn in GENERATED_PACKED.items():
+        ro.register_tvm_packed(name, fn)
+    source = ro.to_tvmscript(case.module)
+    mod = ro.parse_tvmscript(source)
+    checked = rr.infer_types(case.module)
+    problems = _shape_problems(checked, mod, "main", {})
+    assert not problems, "\n".join(["shapes disagree with TVM", source, *problems])
+    env = {"n": 3, "m": 2}
+    args = case.arguments({v: env[v] for v in case.param_vars}, seed=1)
+    problems = ro.values_close(rr.evaluate(case.module, *args),
+                               ro.run_vm(ro.compile_module(mod), args))
+    assert not problems, "\n".join(["values disagree with TVM", source, *problems])
 
 
 # ---- 3. refusals ----------------------------------------------------------------------------

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from relay_ref.ir.expr import (
     Call,
     Constant,
+    Constructor,
     Expr,
     Function,
+    GlobalVar,
     If,
     Let,
     Match,
@@ -191,6 +193,17 @@ def _pure_op(op: Op) -> bool:
     return op.name != "dataflow"
 
 
+def _call_text(callee: Expr) -> str:
+    match callee:
+        case GlobalVar(name):
+            return f"a call of the global @{name}"
+        case Var():
+            return f"a call of the function %{callee.name_hint}"
+        case Constructor():
+            return f"a call of the constructor {callee.name}"
+    return "a call of a function value"
+
+
 def dataflow_violation(body: Expr) -> tuple[Expr, str] | None:
     """T-Dataflow: the first node of a dataflow block's ``body`` that is not pure
     straight-line code, with what it is, or None. Allowed: ``let`` bindings, calls of pure
@@ -214,8 +227,8 @@ def dataflow_violation(body: Expr) -> tuple[Expr, str] | None:
                             else f"a call of the stateful operator {op.name}")
                     return e, what
                 stack.extend(reversed(args))
-            case Call():
-                return e, "a call of a function (only operator calls)"
+            case Call(op=callee):
+                return e, _call_text(callee)
             case Tuple(fields):
                 stack.extend(reversed(fields))
             case TupleGetItem(tup):

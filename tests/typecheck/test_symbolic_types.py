@@ -403,7 +403,7 @@ def _refused(value_at):
     (lambda x: RefCreate(x, span=at(3, 11)), "a reference operation is not allowed"),
     (lambda x: Function((Var("y", f32(3)),), Var("z"), span=at(3, 11)),
      "a function literal is not allowed"),
-    (lambda x: Call(GlobalVar("h"), (x,), span=at(3, 11)), "a call of a function"),
+    (lambda x: Call(GlobalVar("h"), (x,), span=at(3, 11)), "a call of the global @h"),
     (lambda x: dataflow(x, span=at(3, 11)), "a nested dataflow block"),
 ])
 def test_dataflow_refusals(make, what: str) -> None:
@@ -497,7 +497,7 @@ def @main(%x: Tensor[(n, 4), float32]) {
   }
 }"""
     msg, line, col = one(text, "T-Dataflow")
-    assert "a call of a function" in msg and (line, col) == (4, 14)
+    assert "a call of the global @g is not allowed" in msg and (line, col) == (4, 14)
 
 
 def test_text_dataflow_of_pure_code_keeps_symbolic_types() -> None:
@@ -597,3 +597,17 @@ def @main(%a: Tensor[(3), float32]) {
     g = mod.functions["main"].body.var
     assert rr.astext(mod.type_of(g)) == "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
     assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_a_returned_closure_gets_the_deduced_values() -> None:
+    text = """def @mk(%x: Tensor[(n), float32]) {
+  fn (%y: Tensor[(n), float32]) { add(%x, %y) }
+}
+def @main(%a: Tensor[(5), float32]) {
+  let %g = @mk(%a);
+  %g(%a)
+}"""
+    mod = check(text)
+    g = mod.functions["main"].body.var
+    assert rr.astext(mod.type_of(g)) == "fn (Tensor[(5), float32]) -> Tensor[(5), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(5), float32]"

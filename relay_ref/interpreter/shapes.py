@@ -64,8 +64,8 @@ def _leaves(ty: Type, value: object, what: str) -> Iterator[tuple[TensorType, np
             if isinstance(v, np.ndarray):
                 yield t, v, w
         elif type(t) is TupleType and type(v) is tuple and len(v) == len(t.fields):
-            stack.extend((ft, fv, f"{w} (field {i})")
-                         for i, (ft, fv) in reversed(list(enumerate(zip(t.fields, v)))))
+            fields = enumerate(zip(t.fields, v, strict=True))  # lengths checked above
+            stack.extend((ft, fv, f"{w} (field {i})") for i, (ft, fv) in reversed(list(fields)))
 
 
 def bind_params(checks: tuple[tuple[Var, Type], ...], frame: Mapping[Var, object],

@@ -1,11 +1,10 @@
 """Shape variables at run time in the definitional interpreter (spec/semantics.md, Symbolic
 shapes: Shape-Bind, Shape-MatchCast, Shape-DPS, Shape-Dataflow).
 
-The programs are written in the text format; the three Relax constructs are written as
-plain operator calls (``match_cast(%y)``) whose attributes (the target type, the packed
-function and output type) ``relax`` fills in, in source order. They run with
-``typecheck=False`` (the run-time semantics is what is tested here; the checker's rules are
-tested with the checker), so every failure below is the run-time check's own.
+The programs are written in the text format (spec/syntax.md S-MatchCast, S-DPS,
+S-Dataflow). They run with ``typecheck=False`` (the run-time semantics is what is tested
+here; the checker's rules are tested with the checker), so every failure below is the
+run-time check's own.
 """
 
 from __future__ import annotations
@@ -15,43 +14,11 @@ import pytest
 
 import relay_ref as rr
 from relay_ref.interpreter.casts import cast_value
-from relay_ref.ir.expr import Call, Op
 from relay_ref.ir.module import IRModule
-from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
-from relay_ref.passes.rewrite import rewrite
 from relay_ref.syntax.parser import parse_type
 from relay_ref.typecheck.casts import Cast
 
 F32 = "float32"
-
-
-def relax(src: str, *attrs: object) -> IRModule:
-    """``src`` parsed, with the attributes of its ``match_cast`` / ``call_dps_packed`` /
-    ``call_tir`` calls given in source order: a type text for ``match_cast``, a
-    ``(name, type text)`` pair for the destination-passing calls."""
-    mod = rr.parse(src)
-    calls = []
-    for fn in mod.functions.values():
-        rewrite(fn, lambda e: calls.append(e) if type(e) is Call and type(e.op) is Op
-                and e.op.name in ("match_cast", "call_dps_packed", "call_tir") else None)
-    # the rewrite rebuilt nodes; the originals' spans give the order
-    order = sorted(calls, key=lambda c: (c.span.line, c.span.column))
-    assert len(order) == len(attrs), "one attribute per symbolic call"
-    given = {}
-    for call, a in zip(order, attrs, strict=True):
-        if call.op.name == "match_cast":
-            given[(call.span.line, call.span.column)] = MatchCastAttrs(parse_type(a))
-        else:
-            name, ty = a
-            given[(call.span.line, call.span.column)] = DPSAttrs(name, parse_type(ty))
-
-    def fill(e: object) -> object:
-        if type(e) is Call and e.span is not None and (e.span.line, e.span.column) in given:
-            return Call(e.op, e.args, given[(e.span.line, e.span.column)], e.type_args, e.span)
-        return None
-
-    functions = {n: rewrite(f, fill) for n, f in mod.functions.items()}
-    return IRModule(functions, mod.type_definitions, source_name=mod.source_name)
 
 
 def run(mod: IRModule, *args: object) -> object:
@@ -215,14 +182,14 @@ def @main(%x: Tensor[(n), float32]) -> float32 { @f(%x, %x, 150) }
 
 CAST = """
 def @main(%x: Tensor[(n), float32], %y: Tensor[(?), float32]) -> Tensor[(?), float32] {
-  let %z = match_cast(%y);
+  let %z = match_cast(%y, TARGET);
   add(%x, %z)
 }
 """
 
 
 def test_match_cast_checks_against_the_bound_variables() -> None:
-    mod = relax(CAST, "Tensor[(n), float32]")
+    mod = rr.parse(CAST.replace("TARGET", "Tensor[(n), float32]"))
     np.testing.assert_array_equal(run(mod, ones(3), ones(3)), np.full(3, 2, F32))
     err = fails(mod, ones(3), ones(4))
     assert line_of(err) == 3
@@ -233,7 +200,7 @@ def test_match_cast_checks_numbers_rank_and_dtype() -> None:
     for target, got in (("Tensor[(3), float32]", "dimension 0: expected 3, got 4"),
                         ("Tensor[(n, 1), float32]", "rank"),
                         ("Tensor[(n), int32]", "dtype")):
-        err = fails(relax(CAST, target), ones(4), ones(4))
+        err = fails(rr.parse(CAST.replace("TARGET", target)), ones(4), ones(4))
         assert got in str(err) and line_of(err) == 3, (target, str(err))
 
 
@@ -242,18 +209,18 @@ def test_match_cast_binds_new_variables_for_what_follows() -> None:
     a later annotation and by the function's return type."""
     src = """
 def @main(%y: Tensor[(?), float32]) -> Tensor[(?), float32] {
-  let %u = match_cast(%y);
-  let %d: Tensor[(k * 2), float32] = call_dps_packed((%u,));
+  let %u = match_cast(%y, Tensor[(k), float32]);
+  let %d: Tensor[(k * 2), float32] = call_dps_packed("test_sym.twice", (%u,),
+                                                     Tensor[(k * 2), float32]);
   %d
 }
 """
     rr.register_packed("test_sym.twice", _twice, replace=True)
-    mod = relax(src, "Tensor[(k), float32]", ("test_sym.twice", "Tensor[(k * 2), float32]"))
+    mod = rr.parse(src)
     np.testing.assert_array_equal(run(mod, np.arange(3, dtype=F32)),
                                   np.array([0, 1, 2, 0, 1, 2], F32))
-    annotated = relax(src.replace("let %d: Tensor[(k * 2), float32]", "let %d: Tensor[(k + 1), "
-                                  "float32]"),
-                      "Tensor[(k), float32]", ("test_sym.twice", "Tensor[(k * 2), float32]"))
+    annotated = rr.parse(src.replace("let %d: Tensor[(k * 2), float32]",
+                                  "let %d: Tensor[(k + 1), float32]"))
     err = fails(annotated, np.arange(3, dtype=F32))
     assert "annotated Tensor[(k + 1), float32]" in str(err) and line_of(err) == 4
 
@@ -268,11 +235,11 @@ def test_a_closure_made_before_a_match_cast_does_not_see_its_variables() -> None
     src = """
 def @main(%y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), float32] {
   let %f = fn (%a: Tensor[(k), float32]) -> Tensor[(k), float32] { %a };
-  let %u = match_cast(%y);
+  let %u = match_cast(%y, Tensor[(k), float32]);
   %f(%z)
 }
 """
-    mod = relax(src, "Tensor[(k), float32]")
+    mod = rr.parse(src)
     assert run(mod, ones(2), ones(5)).shape == (5,)
 
 
@@ -280,7 +247,7 @@ def @main(%y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), flo
 
 DPS = """
 def @main(%x: Tensor[(n, 4), float32], %w: Tensor[(4), float32]) -> Tensor[(n, 4), float32] {
-  call_dps_packed((%x, %w))
+  call_dps_packed(NAME, (%x, %w), Tensor[(n, 4), float32])
 }
 """
 
@@ -295,7 +262,7 @@ _scale_rows.sym_args = ("n",)  # type: ignore[attr-defined]
 
 def test_call_dps_packed_with_a_numpy_function_and_sym_args() -> None:
     rr.register_packed("test_sym.scale_rows", _scale_rows, replace=True)
-    mod = relax(DPS, ("test_sym.scale_rows", "Tensor[(n, 4), float32]"))
+    mod = rr.parse(DPS.replace("NAME", '"test_sym.scale_rows"'))
     for n in (1, 7):
         x = np.arange(4 * n, dtype=F32).reshape(n, 4)
         w = np.array([1, 2, 3, 4], F32)
@@ -315,11 +282,10 @@ def test_call_tir_with_a_numba_kernel_and_a_tuple_output() -> None:
     rr.register_packed("test_sym.split_sum", split_sum, replace=True)
     src = """
 def @main(%x: Tensor[(n, 4), float32]) -> (Tensor[(n), float32], Tensor[(n), float32]) {
-  call_tir((%x,))
+  call_tir("test_sym.split_sum", (%x,), (Tensor[(n), float32], Tensor[(n), float32]))
 }
 """
-    mod = relax(src, ("test_sym.split_sum",
-                      "(Tensor[(n), float32], Tensor[(n), float32])"))
+    mod = rr.parse(src)
     x = np.arange(12, dtype=F32).reshape(3, 4)
     lo, hi = run(mod, x)
     np.testing.assert_array_equal(lo, x[:, 0] + x[:, 1])
@@ -328,7 +294,7 @@ def @main(%x: Tensor[(n, 4), float32]) -> (Tensor[(n), float32], Tensor[(n), flo
 
 def test_an_unknown_packed_function_is_located_with_a_suggestion() -> None:
     rr.register_packed("test_sym.scale_rows", _scale_rows, replace=True)
-    mod = relax(DPS, ("test_sym.scale_row", "Tensor[(n, 4), float32]"))
+    mod = rr.parse(DPS.replace("NAME", '"test_sym.scale_row"'))
     err = fails(mod, ones(2, 4), ones(4))
     assert line_of(err) == 3
     assert "no packed function 'test_sym.scale_row'" in str(err)
@@ -340,7 +306,7 @@ def test_a_failing_packed_function_is_located_at_the_call() -> None:
         raise ValueError("kernel exploded")
 
     rr.register_packed("test_sym.broken", broken, replace=True)
-    err = fails(relax(DPS, ("test_sym.broken", "Tensor[(n, 4), float32]")), ones(2, 4), ones(4))
+    err = fails(rr.parse(DPS.replace("NAME", '"test_sym.broken"')), ones(2, 4), ones(4))
     assert line_of(err) == 3 and "kernel exploded" in str(err) and "[Shape-DPS]" in str(err)
 
 
@@ -360,7 +326,7 @@ def test_register_packed_refuses_bad_registrations() -> None:
 def test_dataflow_is_the_value_of_its_body() -> None:
     mod = rr.parse("""
 def @main(%x: Tensor[(n), float32]) -> Tensor[(n), float32] {
-  dataflow(let %a = add(%x, %x); let %unused = multiply(%a, %a); negative(%a))
+  dataflow { let %a = add(%x, %x); let %unused = multiply(%a, %a); negative(%a) }
 }
 """)
     x = np.arange(4, dtype=F32)

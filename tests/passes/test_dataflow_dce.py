@@ -15,13 +15,13 @@ from relay_ref.passes.effects import Effects
 BLOCK = """
 def @main(%x: Tensor[(n), float32]) -> Tensor[(n), float32] {
   let %outside = negative(%x);
-  dataflow(
+  dataflow {
     let %a = add(%x, %x);
     let %unused = multiply(%a, %a);
     let %chain = negative(%unused);
     let %b = subtract(%a, %x);
     %b
-  )
+  }
 }
 """
 
@@ -61,7 +61,7 @@ def test_the_effect_analysis_is_not_asked_inside_a_block(monkeypatch: pytest.Mon
 def test_a_block_with_nothing_dead_is_returned_as_it_is() -> None:
     src = """
 def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {
-  dataflow(let %a = add(%x, %x); %a)
+  dataflow { let %a = add(%x, %x); %a }
 }
 """
     mod = rr.parse(src)

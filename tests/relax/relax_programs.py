@@ -1104,3 +1104,39 @@ def @main(%x: Tensor[(n * 2, 4), float32]) {
         return x
 """), "static", ("RelayTypeError",), line=2),
 ]
+
+PROGRAMS += [
+    Program("dataflow_dps", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  dataflow {
+    let %a = call_dps_packed("relax_oracle.add_one", (%x,), Tensor[(n, 4), float32]);
+    let %b = nn.relu(%a);
+    %b
+  }
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        n = T.int64()
+        with R.dataflow():
+            a = R.call_dps_packed("relax_oracle.add_one", (x,),
+                                  out_ty=R.Tensor((n, 4), "float32"))
+            b = R.nn.relu(a)
+            R.output(b)
+        return b
+"""), (F("n", 4),), covers="dataflow, call_dps_packed"),
+    Program("broadcast_var_against_one", """
+def @main(%x: Tensor[(n, m), float32], %y: Tensor[(n, 1), float32], %z: Tensor[(1, m), float32]) {
+  let %a = add(%x, %y);
+  let %b = multiply(%a, %z);
+  let %c = subtract(%y, %z);
+  (%b, %c)
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", "m"), "float32"), y: R.Tensor(("n", 1), "float32"),
+             z: R.Tensor((1, "m"), "float32")):
+        a = R.add(x, y)
+        b = R.multiply(a, z)
+        c = R.subtract(y, z)
+        return (b, c)
+"""), (F("n", "m"), F("n", 1), F(1, "m")), covers="broadcast, tuples"),
+]

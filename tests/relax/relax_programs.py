@@ -1140,3 +1140,54 @@ def @main(%x: Tensor[(n, m), float32], %y: Tensor[(n, 1), float32], %z: Tensor[(
         return (b, c)
 """), (F("n", "m"), F("n", 1), F(1, "m")), covers="broadcast, tuples"),
 ]
+
+# Programs where one size arrives by two routes and an elementwise op needs them equal: this
+# project's prover must prove what TVM's analyzer proves (or the result is ? / refused).
+PROGRAMS += [
+    Program("resnet_downsample_add", """
+def @main(%x: Tensor[(n, 4, h, w), float32], %k1: Tensor[(8, 4, 3, 3), float32],
+          %k2: Tensor[(8, 4, 1, 1), float32]) {
+  let %a = nn.conv2d(%x, %k1, strides=[2, 2], padding=[1, 1], channels=8, kernel_size=[3, 3]);
+  let %b = nn.conv2d(%x, %k2, strides=[2, 2], channels=8, kernel_size=[1, 1]);
+  let %c = nn.relu(add(%a, %b));
+  %c
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4, "h", "w"), "float32"), k1: R.Tensor((8, 4, 3, 3), "float32"),
+             k2: R.Tensor((8, 4, 1, 1), "float32")):
+        a = R.nn.conv2d(x, k1, strides=(2, 2), padding=(1, 1))
+        b = R.nn.conv2d(x, k2, strides=(2, 2))
+        c = R.nn.relu(R.add(a, b))
+        return c
+"""), (F("n", 4, "h", "w"), F(8, 4, 3, 3), F(8, 4, 1, 1)), covers="conv2d, CNN"),
+    Program("reshape_vs_concat_add", """
+def @main(%x: Tensor[(n, 6), float32], %y: Tensor[(n, 3), float32]) {
+  let %a = reshape(%x, newshape=[-1, 3]);
+  let %b = concatenate((%y, %y), axis=0);
+  let %c = add(%a, %b);
+  %c
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 6), "float32"), y: R.Tensor(("n", 3), "float32")):
+        a = R.reshape(x, (-1, 3))
+        b = R.concat((y, y), axis=0)
+        c = R.add(a, b)
+        return c
+"""), (F("n", 6), F("n", 3)), covers="reshape, concatenate, broadcast"),
+    Program("reshape_two_routes_add", """
+def @main(%x: Tensor[(n, 4), float32]) {
+  let %a = reshape(%x, newshape=[-1]);
+  let %t = transpose(%x);
+  let %b = reshape(%t, newshape=[-1]);
+  let %c = multiply(%a, %b);
+  %c
+}""", _module("""
+    @R.function
+    def main(x: R.Tensor(("n", 4), "float32")):
+        a = R.reshape(x, (-1,))
+        t = R.permute_dims(x)  # TVM 0.27's parser leaves R.reshape(R.permute_dims(x)) untyped
+        b = R.reshape(t, (-1,))
+        c = R.multiply(a, b)
+        return c
+"""), (F("n", 4),), covers="reshape, transpose"),
+]

@@ -14,15 +14,20 @@ in this project's text and in TVMScript, and compare what the two systems say:
 * **Refusals.** What TVM refuses (when parsing or checking, or at run time) this project
   refuses as an ``rr.RelayError`` (``ParseError``/``RelayTypeError`` or ``RelayRuntimeError``).
 
+``to_tvmscript`` translates the symbolic program generator's modules
+(``relay_ref.testing.symbolic_programs``) to TVMScript, so generated programs get the same
+comparisons.
+
 TVM is imported on first use only (about 1 s), so importing this module costs nothing and it
 can be imported where apache-tvm is absent; the functions that need TVM raise ``ImportError``
-there (the tests use ``pytest.importorskip("tvm")``).
+there (the tests skip only where ``importlib.util.find_spec("tvm")`` finds nothing).
 
 TVM 0.27 names used here (they changed from earlier releases): ``tvm.script.parser.parse``
-(the TVMScript parser, from source text), ``Function.ret_ty`` / ``Var.ty`` (struct info),
-``tvm.relax.TensorType`` / ``ShapeExpr.values``, ``tvm.tirx`` (TIR expressions),
-``tvm.sym.Analyzer`` (the arithmetic analyzer), ``tvm.compile`` and
-``tvm.relax.VirtualMachine``, ``tvm.runtime.tensor`` (NumPy -> device tensor).
+(the TVMScript parser, from source text; 0.27.0.post1 has no ``tvm.script.from_source``),
+``Function.ret_ty`` / ``Var.ty`` (struct info), ``tvm.relax.TensorType`` /
+``ShapeExpr.values``, ``tvm.tirx`` (TIR expressions), ``tvm.sym.Analyzer`` (the arithmetic
+analyzer), ``tvm.compile`` and ``tvm.relax.VirtualMachine``, ``tvm.runtime.tensor`` (NumPy
+-> device tensor), ``out_ty=`` of ``R.call_dps_packed`` / ``R.call_tir``.
 """
 
 from __future__ import annotations

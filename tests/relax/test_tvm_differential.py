@@ -207,6 +207,21 @@ def test_generated_programs_agree_with_tvm(case) -> None:  # noqa: ANN001 - a Sy
     assert not problems, "\n".join(["values disagree with TVM", source, *problems])
 
 
+def test_translation_says_what_it_cannot_translate() -> None:
+    """``to_tvmscript`` refuses an operator or type outside its subset by name, and what it
+    translates TVM parses to the same result shape as the hand-written TVMScript."""
+    conv = rr.parse(_BY_NAME["conv2d_same"].relay)
+    with pytest.raises(ro.Untranslatable, match="nn.conv2d"):
+        ro.to_tvmscript(conv)
+    coarse = rr.parse("def @main(%x: Tensor[ndim=2, float32]) { nn.relu(%x) }")
+    with pytest.raises(ro.Untranslatable, match=r"\?"):
+        ro.to_tvmscript(coarse)
+    mod = ro.parse_tvmscript(ro.to_tvmscript(rr.parse(_BY_NAME["concat_two_vars"].relay)))
+    ours, theirs = ro.output_of(mod), ro.output_of(_tvm_side("concat_two_vars")[0])
+    assert (ours.dtype, ours.ndim, str(ours.shape)) == (theirs.dtype, theirs.ndim,
+                                                        str(theirs.shape))
+
+
 # ---- 3. refusals ----------------------------------------------------------------------------
 
 

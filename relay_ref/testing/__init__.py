@@ -7,7 +7,9 @@
 * ``programs()`` / ``arguments(types)``: the type-directed generator it uses
   (``relay_ref.testing.programs``); ``strategies`` and ``typed_strategies``: the syntax
   and well-typed generators; ``sound_programs``, ``soundness`` and ``census``: the
-  soundness property (spec/semantics.md 7), its check and its census.
+  soundness property (spec/semantics.md 7), its check and its census;
+  ``symbolic_programs``: well-typed programs with symbolic shapes (match_cast, DPS calls,
+  dataflow blocks) and ``strategies.modules(symbolic=True)`` their syntax anywhere.
 
 Names are imported on first use, so importing a submodule stays cheap.
 """

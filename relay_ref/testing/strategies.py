@@ -10,6 +10,12 @@ pattern and type form of the text format, with:
   are in scope), so the printer's ``%N = ...;`` bindings are exercised;
 * scalar literals of every printable dtype and non-scalar constants (metadata section).
 
+With ``symbolic=True`` (``modules``, ``exprs``, ``types``) tensor types also get symbolic
+dimensions (``n``, ``m * 4 + 1``, ``floordiv(n, 2)``; S-SymDim) and expressions the Relax
+forms ``match_cast``, ``call_dps_packed`` / ``call_tir`` and ``dataflow { ... }`` (S-MatchCast,
+S-DPS, S-Dataflow), in any position: their round trip (tests/syntax/test_symbolic_syntax.py).
+It is off by default: the fuzz tests that type-check or run these programs choose it.
+
 Invariant: for every drawn module ``m``, ``parse(astext(m), prelude=False)`` succeeds and is
 alpha-equal to ``m`` (tests/syntax/test_roundtrip.py). Typed strategies live elsewhere.
 """
@@ -54,12 +60,15 @@ class _Ctx:
     locals_: list[E.Var] = field(default_factory=list)
     tvars: list[T.TypeVar] = field(default_factory=list)
     pool: list[tuple[E.Expr, frozenset[E.Var]]] = field(default_factory=list)
+    symbolic: bool = False  # symbolic dimensions and the Relax forms (module docstring)
 
     def with_locals(self, vs: list[E.Var]) -> _Ctx:
-        return _Ctx(self.adts, self.globals_, self.locals_ + vs, self.tvars, self.pool)
+        return _Ctx(self.adts, self.globals_, self.locals_ + vs, self.tvars, self.pool,
+                    self.symbolic)
 
     def with_tvars(self, tvs: list[T.TypeVar]) -> _Ctx:
-        return _Ctx(self.adts, self.globals_, self.locals_, self.tvars + tvs, self.pool)
+        return _Ctx(self.adts, self.globals_, self.locals_, self.tvars + tvs, self.pool,
+                    self.symbolic)
 
 
 def _ops() -> list[tuple[str, int, list[dict]]]:
@@ -80,8 +89,7 @@ def _draw_type(draw, ctx: _Ctx, depth: int) -> T.Type:
             choices.append("adt")
     kind = draw(st.sampled_from(choices))
     if kind == "tensor":
-        dims = draw(st.lists(st.one_of(st.integers(0, 64), st.just(T.ANY)), max_size=3))
-        return T.TensorType(tuple(dims), draw(st.sampled_from(_DTYPES)))
+        return _draw_tensor_type(draw, ctx)
     if kind == "scalar":
         return T.TensorType((), draw(st.sampled_from(_DTYPES)))
     if kind == "hole":
@@ -99,6 +107,58 @@ def _draw_type(draw, ctx: _Ctx, depth: int) -> T.Type:
         return T.RefType(_draw_type(draw, ctx, depth - 1))
     td = draw(st.sampled_from(ctx.adts))
     return T.TypeCall(td.header, tuple(_draw_type(draw, ctx, depth - 1) for _ in td.type_vars))
+
+
+def _draw_tensor_type(draw, ctx: _Ctx) -> T.TensorType:
+    dim = st.one_of(st.integers(0, 64), st.just(T.ANY))
+    if ctx.symbolic:
+        dim = st.one_of(dim, _SYM_DIMS)
+    dims = draw(st.lists(dim, max_size=3))
+    return T.TensorType(tuple(dims), draw(st.sampled_from(_DTYPES)))
+
+
+def _sym_dim(tree: tuple) -> object:
+    from relay_ref.ir import shape as SH
+
+    op, a, b = tree
+    a = SH.sym(a) if isinstance(a, str) else a
+    return {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+            "floordiv": lambda: SH.floordiv(a, b), "floormod": lambda: SH.floormod(a, b),
+            "min": lambda: SH.dim_min(a, b), "max": lambda: SH.dim_max(a, b)}[op]()
+
+
+#: symbolic dimensions (S-SymDim): a shape variable with one operation by a small number
+#: (a negative constant result, e.g. ``n - n``, never: the first operand is a variable)
+_SYM_DIMS = st.one_of(
+    st.sampled_from(["n", "m", "batch"]).map(lambda v: _sym_dim(("+", v, 0))),
+    st.tuples(st.sampled_from(["+", "-", "*", "floordiv", "floormod", "min", "max"]),
+              st.sampled_from(["n", "m"]), st.integers(1, 5)).map(_sym_dim),
+).filter(lambda d: not isinstance(d, int) or d >= 0)
+
+
+def _draw_relax(draw, ctx: _Ctx, sub: int) -> E.Expr:
+    """A Relax form (S-MatchCast, S-DPS, S-Dataflow) over drawn sub-expressions: only its
+    syntax is valid (its types need not fit)."""
+    from relay_ref.ops.registry import make_attrs
+    from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
+
+    def out_type() -> T.Type:
+        if draw(st.integers(0, 3)) == 0:
+            return T.TupleType(tuple(_draw_tensor_type(draw, ctx)
+                                     for _ in range(draw(st.integers(0, 2)))))
+        return _draw_tensor_type(draw, ctx)
+
+    which = draw(st.sampled_from(["match_cast", "call_dps_packed", "call_tir", "dataflow"]))
+    if which == "match_cast":
+        return E.Call(E.Op(which), (_draw_expr(draw, ctx, sub),), MatchCastAttrs(out_type()))
+    if which == "dataflow":
+        return E.Call(E.Op(which), (_draw_expr(draw, ctx, sub),), make_attrs(which, {}))
+    if draw(st.integers(0, 3)) == 0:  # the arguments as one expression (a tuple's variable)
+        args: E.Expr = _draw_expr(draw, ctx, sub)
+    else:
+        args = E.Tuple(tuple(_draw_expr(draw, ctx, sub) for _ in range(draw(st.integers(0, 2)))))
+    name = draw(st.sampled_from(["f", "my.kernel", "add_one"]))
+    return E.Call(E.Op(which), (args,), DPSAttrs(name, out_type()))
 
 
 # ---- expressions -----------------------------------------------------------------------------
@@ -140,6 +200,8 @@ def _draw_expr(draw, ctx: _Ctx, depth: int) -> E.Expr:
     if depth > 0:
         kinds += ["tuple", "proj", "let", "let", "op", "call", "fn", "if", "match", "ref",
                   "seq"]
+        if ctx.symbolic:
+            kinds += ["relax", "relax"]
     kind = draw(st.sampled_from(kinds))
     sub = depth - 1
     node: E.Expr
@@ -200,6 +262,8 @@ def _draw_expr(draw, ctx: _Ctx, depth: int) -> E.Expr:
         node = E.Call(callee, tuple(_draw_expr(draw, ctx, sub) for _ in range(n)), None, targs)
     elif kind == "fn":
         node = _draw_fn(draw, ctx, sub)
+    elif kind == "relax":
+        node = _draw_relax(draw, ctx, sub)
     elif kind == "if":
         node = E.If(*(_draw_expr(draw, ctx, sub) for _ in range(3)))
     elif kind == "match":
@@ -292,27 +356,27 @@ def _draw_adts(draw) -> list[TypeData]:
 
 
 @st.composite
-def types(draw, max_depth: int = 3) -> T.Type:
+def types(draw, max_depth: int = 3, symbolic: bool = False) -> T.Type:
     """A type of any form (no ADTs, no free type variables)."""
-    return _draw_type(draw, _Ctx([], []), max_depth)
+    return _draw_type(draw, _Ctx([], [], symbolic=symbolic), max_depth)
 
 
 @st.composite
-def exprs(draw, max_depth: int = 4) -> E.Expr:
+def exprs(draw, max_depth: int = 4, symbolic: bool = False) -> E.Expr:
     """An expression, possibly with free variables (printed as ``free_var`` lines)."""
     free = [E.Var(n) for n in draw(st.lists(st.sampled_from(["x", "y", "z"]), max_size=2))]
-    ctx = _Ctx([], []).with_locals(free)
+    ctx = _Ctx([], [], symbolic=symbolic).with_locals(free)
     return _draw_expr(draw, ctx, max_depth)
 
 
 @st.composite
-def modules(draw, max_depth: int = 4) -> IRModule:
+def modules(draw, max_depth: int = 4, symbolic: bool = False) -> IRModule:
     """A module of ADTs and ``def``s that may call each other (no free variables)."""
     adts = _draw_adts(draw)
     names = draw(st.lists(st.sampled_from(["main", "f", "g", "h"]), min_size=1, max_size=3,
                           unique=True))
     functions = {}
     for name in names:
-        ctx = _Ctx(adts, names)
+        ctx = _Ctx(adts, names, symbolic=symbolic)
         functions[name] = _draw_fn(draw, ctx, max_depth)
     return IRModule(functions, {td.name: td for td in adts})

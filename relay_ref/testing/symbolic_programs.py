@@ -12,7 +12,10 @@ takes tensors with symbolic shapes, with what the generator derived about it:
 * a let chain of operator calls whose output shapes are arithmetic on the inputs':
   elementwise unary and binary ops on operands of *the same* type, broadcasting against the
   bias or a scalar, ``reshape`` to ``(-1,)`` (``n * C``) and back to ``(-1, C)``,
-  ``concatenate`` on axis 0 (``n + m``) and axis 1 (``C1 + C2``), ``nn.dense``;
+  ``concatenate`` on axis 0 (``n + m``) and axis 1 (``C1 + C2``), ``nn.dense``,
+  ``transpose``, ``sum`` (with and without keepdims), ``expand_dims`` / ``squeeze``, and
+  pooling of an optional image ``Tensor[(n, C, h, h), float32]`` (output sizes
+  ``floordiv(h - 1, 2) + 1`` and friends);
 * ``match_cast`` to a fresh variable (``Tensor[(k0, C), float32]``, binding ``k0``) or to
   the type the value already has; ``call_dps_packed`` / ``call_tir`` of the packed
   functions registered here (``relay_ref.testing.double``, ``relay_ref.testing.add``);
@@ -49,8 +52,8 @@ __all__ = ["FEATURES", "PACKED", "SymbolicCase", "symbolic_cases", "symbolic_pro
 F32 = "float32"
 #: what a program may use (``SymbolicCase.features``)
 FEATURES = ("unary", "binary", "broadcast", "scalar", "reshape", "unreshape", "concat0",
-            "concat1", "dense", "match_cast", "match_cast_same", "dps", "tir", "dataflow",
-            "expr_param", "two_vars")
+            "concat1", "dense", "transpose", "sum", "expand", "squeeze", "pool", "match_cast",
+            "match_cast_same", "dps", "tir", "dataflow", "expr_param", "two_vars")
 UNARY = ("nn.relu", "negative", "tanh", "abs", "sigmoid")
 BINARY = ("add", "subtract", "multiply", "maximum", "minimum")
 
@@ -141,15 +144,31 @@ def _step(draw: st.DrawFn, ctx: _Ctx, pool: list[tuple[Var, TensorType]], pure: 
     """One binding's value (and type) from the values in ``pool``; ``pure``: operator
     calls only (inside a dataflow block)."""
     kinds = ["unary", "binary", "broadcast", "scalar", "reshape", "concat0", "concat1",
-             "dense"]
+             "dense", "transpose", "sum", "expand", "squeeze", "pool"]
     if not pure:
         kinds += ["match_cast", "match_cast_same", "dps", "tir"]
+    kinds = [k for k in kinds if any(_fits(k, t, consts) for _, t in pool)]
     kind = draw(st.sampled_from(kinds))
-    var, ty = draw(st.sampled_from(pool))
+    var, ty = draw(st.sampled_from([(v, t) for v, t in pool if _fits(kind, t, consts)]))
     made = _make(draw, ctx, kind, var, ty, pool, consts)
     if made is not None:
         ctx.features.add(kind)
     return made
+
+
+#: what a kind needs of its (first) operand's shape; the others take any tensor
+_NEEDS = {"reshape": lambda s, c: len(s) == 2 or (len(s) == 1 and _divisible(s[0], c)),
+          "concat0": lambda s, c: len(s) == 2, "concat1": lambda s, c: len(s) == 2,
+          "transpose": lambda s, c: len(s) == 2, "sum": lambda s, c: len(s) == 2,
+          "expand": lambda s, c: len(s) == 2, "broadcast": lambda s, c: s[-1:] == (c,),
+          "dense": lambda s, c: len(s) == 2 and s[1] == c,
+          "squeeze": lambda s, c: len(s) == 3 and s[0] == 1,
+          "pool": lambda s, c: len(s) == 4}
+
+
+def _fits(kind: str, ty: TensorType, consts: dict[str, object]) -> bool:
+    need = _NEEDS.get(kind)
+    return need is None or bool(need(ty.shape, consts["C"]))
 
 
 def _make(draw: st.DrawFn, ctx: _Ctx, kind: str, var: Var, ty: TensorType,
@@ -170,6 +189,32 @@ def _make(draw: st.DrawFn, ctx: _Ctx, kind: str, var: Var, ty: TensorType,
         case "scalar":
             k = Constant(np.array(draw(st.sampled_from((0.5, 2.0, -1.0))), F32))
             return _op(draw(st.sampled_from(("add", "multiply"))), (var, k)), ty
+        case "transpose" if len(ty.shape) == 2:
+            return _op("transpose", (var,), axes=(1, 0)), \
+                TensorType((ty.shape[1], ty.shape[0]), F32)
+        case "sum" if len(ty.shape) == 2:
+            axis, keep = draw(st.integers(0, 1)), draw(st.booleans())
+            shape = ty.shape[:axis] + ((1,) if keep else ()) + ty.shape[axis + 1:]
+            return _op("sum", (var,), axis=(axis,), keepdims=keep), TensorType(shape, F32)
+        case "expand" if len(ty.shape) == 2:
+            expanded = _op("expand_dims", (var,), axis=0)
+            if draw(st.booleans()):  # squeezed back at once (a nested call)
+                ctx.features.add("squeeze")
+                return _op("squeeze", (expanded,), axis=(0,)), ty
+            return expanded, TensorType((1, *ty.shape), F32)
+        case "squeeze" if len(ty.shape) == 3 and ty.shape[0] == 1:
+            return _op("squeeze", (var,), axis=(0,)), TensorType(ty.shape[1:], F32)
+        case "pool" if len(ty.shape) == 4:
+            # output sizes floordiv(h + 2p - k, s) + 1 (Relax / TVM), canonical
+            nb, ch, h, w = ty.shape
+            form = draw(st.sampled_from(("max", "avg", "global")))
+            if form == "max":  # pool 1, stride 2: floordiv(h + 1, 2)
+                return _op("nn.max_pool2d", (var,), pool_size=(1, 1), strides=(2, 2)), \
+                    TensorType((nb, ch, floordiv(h - 1, 2) + 1, floordiv(w - 1, 2) + 1), F32)
+            if form == "avg":  # pool 3, padding 1, stride 1: the same size
+                return _op("nn.avg_pool2d", (var,), pool_size=(3, 3), padding=(1, 1)), \
+                    TensorType((nb, ch, h + 2 - 3 + 1, w + 2 - 3 + 1), F32)
+            return _op("nn.global_avg_pool2d", (var,)), TensorType((nb, ch, 1, 1), F32)
         case "reshape" if len(ty.shape) == 2:
             return _op("reshape", (var,), newshape=(-1,)), \
                 TensorType((ty.shape[0] * ty.shape[1],), F32)
@@ -271,6 +316,10 @@ def symbolic_cases(draw: st.DrawFn, max_steps: int = 6) -> SymbolicCase:
         pool.append((y, y.type_annotation))  # type: ignore[arg-type]
         names.append("m")
         ctx.features.add("two_vars")
+    if draw(st.integers(0, 3)) == 0:  # an image: pooling output sizes over h
+        img = param("img", (n, c, sym("h"), sym("h")))
+        pool.append((img, img.type_annotation))  # type: ignore[arg-type]
+        names.append("h")
     if draw(st.booleans()):
         z = param("z", (n * 2, c))
         pool.append((z, z.type_annotation))  # type: ignore[arg-type]

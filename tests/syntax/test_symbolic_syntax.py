@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relay_ref as rr
 from relay_ref.ir import expr as E
@@ -16,6 +18,7 @@ from relay_ref.ops.registry import NoAttrs
 from relay_ref.ops.symbolic import DPSAttrs, MatchCastAttrs
 from relay_ref.syntax.parser import parse_type
 from relay_ref.syntax.short_text import short_text
+from relay_ref.testing import strategies
 
 H = '#[version = "0.0.5"]\n'
 N, M = sym("n"), sym("m")
@@ -207,3 +210,89 @@ def test_short_text_writes_the_forms() -> None:
     assert short_text(b["z"]) == \
         'call_dps_packed("my_add", (%y, %x), Tensor[(n, 4), float32])'
     assert short_text(b["w"]).startswith("dataflow { let %a = %z + %y; ")
+
+
+def test_comments_in_and_around_the_forms_survive_fmt() -> None:
+    from collections import Counter
+
+    from relay_ref.syntax.comments import comment_texts
+
+    src = H + '''def @main(%x: Tensor[(n, 4), float32] /* the input */) {
+  // before the block
+  let %w = dataflow { // opens
+    let %a = add(%x, %x); // trailing a
+    /* before result */
+    %a // result
+    // end of block
+  }; // after block
+  let %y = match_cast(%w /* inside */, Tensor[(m, 4), float32]); // cast
+  call_tir("f", (%y,), Tensor[(m, 4), float32]) // tail
+}
+'''
+
+    def fmt(text: str) -> str:
+        return rr.astext(rr.parse(text), omit_prelude=True)
+
+    out = fmt(src)
+    assert Counter(comment_texts(out)) == Counter(comment_texts(src)), out
+    assert fmt(out) == out
+    assert rr.alpha_equal(rr.parse(out), rr.parse(src))
+    assert "    %a // result\n    // end of block\n  }; // after block" in out
+
+
+# ---- generated programs with symbolic dimensions and the Relax forms anywhere -------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategies.modules(symbolic=True))
+def test_generated_symbolic_modules_round_trip(mod: rr.IRModule) -> None:
+    text = rr.astext(mod)
+    again = rr.parse(text, "printed", prelude=False)
+    assert rr.alpha_equal(mod, again), text
+    assert rr.structural_hash(mod) == rr.structural_hash(again)
+    assert rr.astext(again) == text
+
+
+@settings(max_examples=60, deadline=None)
+@given(strategies.exprs(symbolic=True))
+def test_generated_symbolic_exprs_round_trip(expr: E.Expr) -> None:
+    text = rr.astext(expr)
+    again = rr.parse_expr(text, "printed", prelude=False)
+    assert rr.alpha_equal(expr, again), text
+    assert rr.astext(again) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(strategies.types(symbolic=True))
+def test_generated_symbolic_types_round_trip(ty: object) -> None:
+    assert rr.alpha_equal(parse_type(rr.astext(ty)), ty)
+
+
+# ---- fuzzing: mutations of the forms never raise anything but a located ParseError ---------
+
+_FUZZ_TOKENS = ["match_cast", "call_dps_packed", "call_tir", "dataflow", "(", ")", "{", "}",
+                "[", "]", ",", ";", '"f"', '"', "Tensor", "ndim=", "ndim", "=", "n", "m",
+                "-", "-1", "+", "*", "/", "%", "floordiv", "floormod(", "min", "?", "0",
+                "99999999999999999999", "float32", "let", "%x", "%a", "%0", "fn", "\n"]
+_FUZZ_TOKEN_RE = re.compile(r"\s+|[A-Za-z_%@][\w/.]*|\d+\w*|.", re.S)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_token_mutations_of_the_forms_give_located_parse_errors(data: st.DataObject) -> None:
+    tokens = _FUZZ_TOKEN_RE.findall(PROGRAM)
+    for _ in range(data.draw(st.integers(1, 3))):
+        pos = data.draw(st.integers(0, len(tokens) - 1))
+        op = data.draw(st.sampled_from(["replace", "delete", "insert"]))
+        if op == "replace":
+            tokens[pos] = data.draw(st.sampled_from(_FUZZ_TOKENS))
+        elif op == "delete":
+            del tokens[pos]
+        else:
+            tokens.insert(pos, data.draw(st.sampled_from(_FUZZ_TOKENS)))
+    try:
+        mod = rr.parse("".join(tokens), "fuzz.relay")
+    except rr.ParseError as err:
+        assert err.diagnostics and err.diagnostics[0].span is not None and err.render()
+    else:
+        _round_trip(mod)

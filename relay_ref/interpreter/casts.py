@@ -22,11 +22,11 @@ identity is the store's), so a function inside one is checked for being a functi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from relay_ref.diagnostics import Note
 from relay_ref.interpreter.args import value_mismatch
-from relay_ref.interpreter.shapes import resolve_type
+from relay_ref.interpreter.shapes import bound_text, resolve_type
 from relay_ref.interpreter.stuck import Stuck
 from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, Value
 from relay_ref.ir.expr import Call, Constructor, Function, Op, Var
@@ -53,10 +53,14 @@ class CastClosure(Closure):
     __repr__ = Closure.__repr__
 
 
-def cast_failure(cast: Cast, message: str, span: Span | None = None) -> Stuck:
-    """Stuck-Cast: the value at ``cast`` does not have its static type."""
-    note = Note(f"{cast.rule} gave it type {type_to_text(cast.target)}, consistent with its "
-                f"value's type {type_to_text(cast.source)} only through ? dimensions "
+def cast_failure(cast: Cast, message: str, span: Span | None = None,
+                 shape_env: Mapping[str, int] | None = None) -> Stuck:
+    """Stuck-Cast: the value at ``cast`` does not have its static type (whose shape
+    variables had the values ``shape_env`` gives them)."""
+    bound = bound_text(cast.target, shape_env) if shape_env else ""
+    where = f" (with {bound})" if bound else ""
+    note = Note(f"{cast.rule} gave it type {type_to_text(cast.target)}{where}, consistent "
+                f"with its value's type {type_to_text(cast.source)} only through ? dimensions "
                 "(spec/typing.md 5.1): a cast point")
     return Stuck(f"cast failed ({cast.rule}): {cast.what}: {message}", span or cast.span,
                  (note,), rule="Stuck-Cast")
@@ -81,13 +85,11 @@ def cast_value(value: Value, cast: Cast, mod: IRModule, span: Span | None = None
     (spec/semantics.md Shape-Bind); the target's dimensions that mention them are checked
     at their values, the ones mentioning other variables are not (never a false failure).
     """
-    if shape_env:
-        target = resolve_type(cast.target, shape_env)
-        if target is not cast.target:
-            cast = replace(cast, target=target)
-    problem = _mismatch(value, cast.target, mod, compiled, memo)
+    target = resolve_type(cast.target, shape_env) if shape_env else cast.target
+    problem = _mismatch(value, target, mod, compiled, memo)
     if problem is not None:
-        raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span)
+        raise cast_failure(cast, problem[0].replace(" (no implicit casts)", ""), span,
+                           shape_env)
     return _wrap(value, cast.source, cast.target, cast, mod, memo)
 
 

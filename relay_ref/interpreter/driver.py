@@ -29,6 +29,7 @@ from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayRuntimeError
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.eval import MAX_DEPTH, Interpreter
+from relay_ref.interpreter.shapes import SHAPE_ENV, bind_params, type_mentions_shape_vars
 from relay_ref.interpreter.stuck import Interrupted, Stuck, runtime_error
 from relay_ref.interpreter.values import Closure, RecClosure, Value
 from relay_ref.ir.expr import Expr, Function, Var
@@ -221,6 +222,7 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
                                          f"free variable %{var.name_hint}", var.span,
                                          check_functions=False)
                      for var, v in (env or {}).items()}
+            _bind_free_shapes(frame)
             value = interp.eval(program, frame)
             if args:
                 params: tuple[Var, ...] = ()
@@ -268,6 +270,21 @@ def evaluate(program: IRModule | Expr, *args: Any, entry: str = "main",
     if trace:
         return value, interp.trace()  # type: ignore[attr-defined]
     return value
+
+
+def _bind_free_shapes(frame: dict) -> None:
+    """Shape-Bind for an evaluated expression: the annotations of its free variables bind
+    their shape variables, as a function's parameters would (the checker reads them so)."""
+    checks = tuple((var, var.type_annotation) for var in frame
+                   if type_mentions_shape_vars(var.type_annotation))
+    if not checks:
+        return
+    shapes: dict[str, int] = {}
+    problem = bind_params(checks, frame, shapes)
+    if problem is not None:
+        var, message = problem
+        raise Stuck(f"free variable {message}", var.span, rule="Shape-Bind")
+    frame[SHAPE_ENV] = shapes
 
 
 # -- the garbage collector while evaluations run ---------------------------------------------

@@ -177,24 +177,43 @@ class Interpreter:
         after this class, in the spec's order). A *step* (E-Let, E-Let-Rec, E-If-*,
         E-Match) is a rule whose conclusion is the value of its last premise, evaluated in
         the same frame: it returns that sub-expression and the loop goes on with it. The
-        other rules return the value. A shared node is E-Shared's first."""
+        other rules return the value. A shared node is E-Shared's first.
+
+        The shape variables a branch or clause binds (``match_cast``) are its own
+        (Shape-MatchCast): once a step of E-If-* or E-Match was taken, the frame's shape
+        environment is put back as it was before it when the value is returned."""
         shared = self.shared
+        branched = False
+        shapes = None
         while True:
             if shared and expr in shared:                # E-Shared (3.18)
                 known = env.get(expr, MISSING)
                 if known is MISSING:
-                    return self.e_shared(expr, env)
+                    value = self.e_shared(expr, env)
+                    break
                 if known is not BUSY:
-                    return known                         # a later use: the value
+                    value = known                        # a later use: the value
+                    break
             rule = _RULES.get(type(expr))
             if rule is not None:
-                return rule(self, expr, env)
+                value = rule(self, expr, env)
+                break
             step = _STEPS.get(type(expr))
             if step is None:
                 raise Stuck(f"cannot evaluate {type(expr).__name__}", _span(expr))
-            if self.casts is not None and type(expr) is not Let:
-                return self.cast_step(expr, step(self, expr, env), env)
+            if type(expr) is not Let:                    # E-If-*, E-Match: a branch
+                if not branched:
+                    branched, shapes = True, env.get(SHAPE_ENV)
+                if self.casts is not None:
+                    value = self.cast_step(expr, step(self, expr, env), env)
+                    break
             expr = step(self, expr, env)
+        if branched and env.get(SHAPE_ENV) is not shapes:  # Shape-MatchCast: scoped
+            if shapes is None:
+                del env[SHAPE_ENV]
+            else:
+                env[SHAPE_ENV] = shapes
+        return value
 
     # -- the rules (spec/semantics.md section 3), in its order -------------------------------
     def e_var(self, expr: Var, env: dict) -> Value:

@@ -13,6 +13,9 @@ function activation. Invariants:
   (``bind_params``'s caller and ``match_cast`` do), so a closure, which captures the dict
   of the frame it was made in, sees exactly the variables bound before it was made
   (lexical scope, spec Shape-Scope), and a callee's bindings never leak into its caller.
+* The shape variables a branch of ``if`` or a clause of ``match`` binds are its own: the
+  frame's environment is put back once the ``if``/``match`` has its value
+  (``Interpreter.eval``), as the checker scopes them.
 * Checks never fail falsely: a dimension whose variables are not all bound is not checked
   (``bind_shape``'s rule; the checker refuses programs with unbound variables).
 """
@@ -28,7 +31,7 @@ from relay_ref.ir.shape import ANY, ShapeBindError, bind_shape, is_symbolic
 from relay_ref.ir.symdim import dim_vars, eval_dim
 from relay_ref.ir.types import TensorType, TupleType, Type
 
-__all__ = ["SHAPE_ENV", "bind_params", "check_result", "resolve_type",
+__all__ = ["SHAPE_ENV", "bind_params", "bound_text", "check_result", "resolve_type",
            "type_mentions_shape_vars"]
 
 #: The frame key of an activation's shape environment (``dict[str, int]``). A ``Var``, so
@@ -97,6 +100,21 @@ def check_result(ty: Type, value: object, env: Mapping[str, int]) -> str | None:
         except ShapeBindError as err:
             return f"{what}: {err}"
     return None
+
+
+def bound_text(ty: Type, env: Mapping[str, int]) -> str:
+    """``n = 3, m = 2``: the shape variables of ``ty``'s tensors (through tuple fields)
+    that ``env`` binds, sorted, for messages; empty when none."""
+    names: set[str] = set()
+    stack = [ty]
+    while stack:
+        t = stack.pop()
+        if type(t) is TensorType:
+            for d in t.shape:
+                names |= dim_vars(d)
+        elif type(t) is TupleType:
+            stack.extend(t.fields)
+    return ", ".join(f"{n} = {env[n]}" for n in sorted(names) if n in env)
 
 
 def resolve_type(ty: Type, env: Mapping[str, int]) -> Type:

@@ -283,7 +283,16 @@ class TracingInterpreter(Interpreter):
         step = _eval._STEPS.get(type(expr))
         if step is None:
             raise Stuck(f"cannot evaluate {type(expr).__name__}", getattr(expr, "span", None))
-        return self.eval(step(self, expr, env), env)
+        if type(expr) is Let:
+            return self.eval(step(self, expr, env), env)
+        shapes = env.get(SHAPE_ENV)                      # a branch's shape variables are
+        value = self.eval(step(self, expr, env), env)    # its own (Shape-MatchCast)
+        if env.get(SHAPE_ENV) is not shapes:
+            if shapes is None:
+                del env[SHAPE_ENV]
+            else:
+                env[SHAPE_ENV] = shapes
+        return value
 
     def eval_call(self, expr: Call, env: dict) -> tuple[Value, list[Value]]:
         return self.eval(expr.op, env), [self.eval(a, env) for a in expr.args]

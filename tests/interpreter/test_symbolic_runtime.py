@@ -178,6 +178,26 @@ def @main(%x: Tensor[(n), float32]) -> float32 { @f(%x, %x, 150) }
     assert "n is 199 but the value has 198" in str(err) and line_of(err) == 6
 
 
+def test_an_expression_s_free_variables_bind_like_parameters() -> None:
+    """``rr.evaluate(expr, env=...)``: the free variables' annotations bind ``n``."""
+    from relay_ref.ir.expr import Call, Op, Tuple, Var
+    from relay_ref.ops.symbolic import DPSAttrs
+
+    x = Var("x", parse_type("Tensor[(n), float32]"))
+    y = Var("y", parse_type("Tensor[(n), float32]"))
+    rr.register_packed("test_sym.copy", _copy, replace=True)
+    expr = Call(Op("call_dps_packed"), (Tuple((x, y)),),
+                DPSAttrs("test_sym.copy", parse_type("Tensor[(n), float32]")))
+    out = rr.evaluate(expr, env={x: np.arange(3, dtype=F32), y: ones(3)}, typecheck=False)
+    np.testing.assert_array_equal(out, np.arange(3, dtype=F32))
+    with pytest.raises(rr.RelayRuntimeError, match="free variable %y: dimension 0: n is 3"):
+        rr.evaluate(expr, env={x: ones(3), y: ones(2)}, typecheck=False)
+
+
+def _copy(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    out[:] = x
+
+
 # -- Shape-MatchCast --------------------------------------------------------------------------
 
 CAST = """
@@ -243,6 +263,38 @@ def @main(%y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), flo
     assert run(mod, ones(2), ones(5)).shape == (5,)
 
 
+def test_the_variables_a_branch_binds_are_its_own() -> None:
+    """A match_cast inside an ``if`` branch or a ``match`` clause binds for that branch only
+    (as the checker scopes it): the later match_cast binds ``k`` afresh, whichever branch
+    ran, and the one before the ``if`` stays bound after it."""
+    src = """
+def @main(%c: bool, %y: Tensor[(?), float32], %z: Tensor[(?), float32]) -> Tensor[(?), float32] {
+  let %w = match_cast(%y, Tensor[(j), float32]);
+  let %a = if (%c) {
+    let %u = match_cast(%y, Tensor[(k), float32]);
+    sum(%u)
+  } else {
+    sum(%y)
+  };
+  let %b = match (%c) {
+    _ => { let %t = match_cast(%y, Tensor[(m), float32]); sum(%t) },
+  };
+  let %v = match_cast(%z, Tensor[(k), float32]);
+  let %q = match_cast(%z, Tensor[(m), float32]);
+  let %again = match_cast(%y, Tensor[(j), float32]);
+  %v
+}
+"""
+    mod = rr.parse(src)
+    for trace in (False, True):
+        for c in (True, False):
+            out = rr.evaluate(mod, np.array(c), ones(3), ones(4), typecheck=False, trace=trace)
+            assert (out[0] if trace else out).shape == (4,)
+    err = fails(rr.parse(src.replace("%again = match_cast(%y", "%again = match_cast(%z")),
+                np.array(True), ones(3), ones(4))
+    assert "j is 3 but the value has 4" in str(err)
+
+
 # -- Shape-DPS ---------------------------------------------------------------------------------
 
 DPS = """
@@ -270,7 +322,7 @@ def test_call_dps_packed_with_a_numpy_function_and_sym_args() -> None:
 
 
 def test_call_tir_with_a_numba_kernel_and_a_tuple_output() -> None:
-    numba = pytest.importorskip("numba")
+    import numba  # a dependency of relay_ref
 
     @numba.njit(cache=False)
     def split_sum(x, lo, hi, n):  # noqa: ANN001, ANN202 - a numba kernel
@@ -346,8 +398,10 @@ def test_casts_check_bound_variables_and_skip_unbound_ones() -> None:
     assert cast_value(value, cast, mod, shape_env={"n": 3, "m": 2}) is value
     from relay_ref.interpreter.stuck import Stuck
 
-    with pytest.raises(Stuck, match="cast failed"):
+    with pytest.raises(Stuck, match="cast failed") as info:
         cast_value(value, cast, mod, shape_env={"n": 4})
+    assert "expected a tensor of type Tensor[(8, ?), float32]" in info.value.message
+    assert "gave it type Tensor[(n * 2, m), float32] (with n = 4)" in info.value.notes[0].message
     with pytest.raises(Stuck, match="cast failed"):
         cast_value(value, cast, mod, shape_env={"n": 3, "m": 5})
 

@@ -423,6 +423,46 @@ def _type_script(ty: Type, variables: dict[str, Any], quoted: bool) -> str:
     return f'R.Tensor(({inner}), "{ty.dtype}")'
 
 
+def _ints(values: Any) -> str:
+    return "[" + ", ".join(str(int(v)) for v in values) + "]"
+
+
+def _operator_script(op: str, attrs: Any, args: list[str], variables: dict[str, Any]
+                     ) -> str | None:
+    """The Relax call for a Relay operator with attributes (``None``: not one of these).
+    Only the attribute values Relax spells the same way are translated."""
+    x = args[0] if args else ""
+    if op == "reshape" and all(isinstance(d, int) and d >= -1 for d in attrs.newshape):
+        shape = ", ".join(str(d) for d in attrs.newshape)
+        return f"R.reshape({x}, ({shape},))"
+    if op == "concatenate":
+        return f"R.concat({x}, axis={attrs.axis})"
+    if op == "nn.dense" and not attrs.out_dtype:
+        return f"R.matmul({x}, R.permute_dims({args[1]}))"
+    if op == "transpose":
+        return f"R.permute_dims({x})" if attrs.axes is None else \
+            f"R.permute_dims({x}, {_ints(attrs.axes)})"
+    if op in ("sum", "mean", "max", "min") and not attrs.exclude:
+        axis = "" if attrs.axis is None else f", axis={_ints(attrs.axis)}"
+        return f"R.{op}({x}{axis}, keepdims={bool(attrs.keepdims)})"
+    if op == "expand_dims" and attrs.axis >= 0:
+        axes = range(attrs.axis, attrs.axis + attrs.num_newaxis)
+        return f"R.expand_dims({x}, axis={_ints(axes)})"
+    if op == "squeeze":
+        return f"R.squeeze({x})" if attrs.axis is None else \
+            f"R.squeeze({x}, axis={_ints(attrs.axis)})"
+    if op in ("nn.max_pool2d", "nn.avg_pool2d") and attrs.layout == "NCHW" and \
+            not attrs.out_layout:
+        extra = f", count_include_pad={bool(attrs.count_include_pad)}" \
+            if op == "nn.avg_pool2d" else ""
+        return (f"R.{op}({x}, pool_size={tuple(attrs.pool_size)}, "
+                f"strides={tuple(attrs.strides)}, padding={tuple(attrs.padding)}, "
+                f"dilation={tuple(attrs.dilation)}, ceil_mode={bool(attrs.ceil_mode)}{extra})")
+    if op == "nn.global_avg_pool2d" and getattr(attrs, "layout", "NCHW") == "NCHW":
+        return f"R.mean({x}, axis=[2, 3], keepdims=True)"
+    return None
+
+
 class _Translator:
     """One function's body as TVMScript lines; expressions of the generated programs are
     shallow (operands are variables, constants and tuples of them), let-chains long."""
@@ -430,13 +470,26 @@ class _Translator:
     def __init__(self, variables: dict[str, Any]) -> None:
         self.variables = variables
         self.lines: list[str] = []
-        self.temp = 0
+        self.temps = 0
 
     def name(self, var: Any) -> str:
         name = var.name_hint
         if not name.isidentifier() or name in _RESERVED or name in self.variables:
             raise Untranslatable(f"the variable name %{name}")
         return name
+
+    def temp(self, text: str) -> str:
+        """Bind ``text`` to a fresh name (TVM 0.27's parser leaves some nested calls, such as
+        ``R.reshape(R.permute_dims(x), ...)``, untyped: operands are names)."""
+        self.temps += 1
+        name = f"tmp_{self.temps}"
+        self.lines.append(f"{name} = {text}")
+        return name
+
+    def operand(self, e: Any) -> str:
+        from relay_ref.ir.expr import Call  # noqa: PLC0415
+
+        return self.temp(self.expr(e)) if isinstance(e, Call) else self.expr(e)
 
     def expr(self, e: Any) -> str:
         from relay_ref.ir.expr import Call, Constant, Op, Tuple, TupleGetItem, Var  # noqa: PLC0415
@@ -447,33 +500,26 @@ class _Translator:
         if isinstance(e, Constant) and np.ndim(e.data) == 0:
             return f'R.const({float(e.data)!r}, "{e.data.dtype}")'
         if isinstance(e, Tuple):
-            items = [self.expr(f) for f in e.fields]
+            items = [self.operand(f) for f in e.fields]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         if isinstance(e, TupleGetItem):
-            self.temp += 1
-            temp = f"tup_{self.temp}"
-            self.lines.append(f"{temp} = {self.expr(e.tuple_value)}")
-            return f"{temp}[{e.index}]"
+            return f"{self.temp(self.expr(e.tuple_value))}[{e.index}]"
         if not (isinstance(e, Call) and isinstance(e.op, Op)):
             raise Untranslatable(f"the expression {type(e).__name__}")
-        op, args, attrs = e.op.name, e.args, e.attrs
+        op, attrs = e.op.name, e.attrs
+        args = [self.operand(a) for a in e.args]
         if op in _SAME_ARGS:
-            return f"{_SAME_ARGS[op]}({', '.join(self.expr(a) for a in args)})"
-        if op == "reshape" and all(isinstance(d, int) and d >= -1 for d in attrs.newshape):
-            shape = ", ".join(str(d) for d in attrs.newshape)
-            return f"R.reshape({self.expr(args[0])}, ({shape},))"
-        if op == "concatenate":
-            return f"R.concat({self.expr(args[0])}, axis={attrs.axis})"
-        if op == "nn.dense" and not attrs.out_dtype:
-            return f"R.matmul({self.expr(args[0])}, R.permute_dims({self.expr(args[1])}))"
+            return f"{_SAME_ARGS[op]}({', '.join(args)})"
+        text = _operator_script(op, attrs, args, self.variables)
+        if text is not None:
+            return text
         if op == "match_cast" and isinstance(attrs, MatchCastAttrs):
             target = _type_script(attrs.type, self.variables, quoted=False)
-            return f"R.match_cast({self.expr(args[0])}, {target})"
+            return f"R.match_cast({args[0]}, {target})"
         if op in ("call_dps_packed", "call_tir") and isinstance(attrs, DPSAttrs):
             # call_tir of a packed function: TVM's call_dps_packed is the same call
             out = _type_script(attrs.out_type, self.variables, quoted=False)
-            return (f'R.call_dps_packed("{attrs.func_name}", {self.expr(args[0])}, '
-                    f"out_ty={out})")
+            return f'R.call_dps_packed("{attrs.func_name}", {args[0]}, out_ty={out})'
         raise Untranslatable(f"the operator {op}")
 
     def chain(self, body: Any, indent: str) -> str:

@@ -200,8 +200,8 @@ def test_generated_programs_agree_with_tvm(case) -> None:  # noqa: ANN001 - a Sy
     checked = rr.infer_types(case.module)
     problems = _shape_problems(checked, mod, "main", {})
     assert not problems, "\n".join(["shapes disagree with TVM", source, *problems])
-    env = {"n": 3, "m": 2}
-    args = case.arguments({v: env[v] for v in case.param_vars}, seed=1)
+    env = {"n": 3, "m": 2, "h": 7}
+    args = case.arguments({v: env.get(v, 4) for v in case.param_vars}, seed=1)
     problems = ro.values_close(rr.evaluate(case.module, *args),
                                ro.run_vm(ro.compile_module(mod), args))
     assert not problems, "\n".join(["values disagree with TVM", source, *problems])

@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from math import inf
@@ -324,10 +325,55 @@ def bounds_of(d: Dim, bounds: Bounds | None = None) -> tuple[float, float]:
     return (lo_total, hi_total)
 
 
+def _ceil(x: float) -> float:
+    return x if abs(x) == inf else float(math.ceil(x))
+
+
+def _floor(x: float) -> float:
+    return x if abs(x) == inf else float(math.floor(x))
+
+
+def _min_max_bounds(d: Dim, bounds: Bounds | None) -> tuple[float, float]:
+    """``bounds_of(d)``, tightened where ``d`` has a ``min``/``max``/``floordiv`` atom alone
+    in a term: ``min(x, y) <= x`` and ``max(x, y) >= x``, so replacing the atom by one of its
+    arguments bounds ``d`` on one side (below for ``-min``/``+max`` terms, above for
+    ``+min``/``-max``); ``(x - k + 1) / k <= floordiv(x, k) <= x / k`` for a constant
+    ``k > 0`` bounds it on both. Interval bounds alone lose the relation between an atom and
+    its own arguments (``n - min(n, m)`` is ``>= 0``, yet its interval is ``(-inf, inf)``).
+    Each atom is tried alone (the others keep their interval bounds)."""
+    lo, hi = bounds_of(d, bounds)
+    if not isinstance(d, SymDim):
+        return lo, hi
+    for mono, coeff in d.terms:
+        if len(mono) != 1 or mono[0][1] != 1 or mono[0][0].op not in ("min", "max",
+                                                                       "floordiv"):
+            continue
+        atom = mono[0][0]
+        rest = add(d, mul(-coeff, SymDim(((mono, 1),))))
+        if atom.op == "floordiv":
+            x, k = atom.args
+            if not isinstance(k, int) or k <= 0:
+                continue
+            # (x - k + 1) / k <= floordiv(x, k) <= x / k, so k * d lies between
+            # k * rest + coeff * x and k * rest + coeff * (x - k + 1) (ordered by coeff's sign)
+            a_lo, a_hi = bounds_of(add(mul(k, rest), mul(coeff, x)), bounds)
+            b_lo, b_hi = bounds_of(add(mul(k, rest), mul(coeff, add(x, 1 - k))), bounds)
+            lo = max(lo, _ceil(min(a_lo, b_lo) / k))  # d is an integer
+            hi = min(hi, _floor(max(a_hi, b_hi) / k))
+            continue
+        for arg in atom.args:
+            alo, ahi = bounds_of(add(rest, mul(coeff, arg)), bounds)
+            if (atom.op == "min") == (coeff < 0):  # the replacement is a lower bound
+                lo = max(lo, alo)
+            else:
+                hi = min(hi, ahi)
+    return lo, hi
+
+
 def prove_le(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
     """``True`` if ``a <= b`` for every value of the variables (within ``bounds``), ``False``
     if ``a > b`` for every value, ``None`` when neither is provable."""
-    lo, hi = bounds_of(add(b, mul(-1, a)), bounds)
+    lo, hi = _min_max_bounds(add(b, mul(-1, a)), bounds)
     if lo >= 0:
         return True
     if hi < 0:

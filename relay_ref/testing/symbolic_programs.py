@@ -91,8 +91,11 @@ class SymbolicCase:
 
         return astext(self.module)
 
-    def __repr__(self) -> str:  # hypothesis shows a failing case by its repr: the text
+    def __repr__(self) -> str:  # a failing case reads as its program text
         return f"SymbolicCase(features={sorted(self.features)}, module=\n{self.text()})"
+
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:  # hypothesis's pretty-printer
+        p.text(repr(self))  # type: ignore[attr-defined]
 
     def arguments(self, env: dict[str, int], seed: int = 0) -> list[np.ndarray]:
         """Arguments for ``@main`` when its shape variables take the values of ``env``

@@ -254,9 +254,16 @@ def test_provers_prove_the_obvious() -> None:
     assert prove_lt(n, 1, {"n": (2, 8)}) is False
     assert prove_le(floormod(n, 4), 3) is True and prove_le(0, floordiv(n, 2)) is True
     assert dim_max(n, 0) == n and dim_min(0, n) == 0 and dim_min(n + 1, 0) == 0
-    # interval bounds only: a relation between an atom and its own arguments is not seen
-    # (TVM's analyzer proves these; here they stay undecided, never wrong)
-    assert prove_le(dim_min(n, m), n) is None and prove_le(floordiv(n, 2), n) is None
+    # min/max against their own arguments (not by intervals alone)
+    assert prove_le(dim_min(n, m), n) is True and prove_le(m, dim_max(n, m)) is True
+    assert prove_lt(dim_max(n, m), m) is False and prove_le(dim_min(n, m) + 1, n) is None
+    assert prove_le(dim_min(n, 8), 8) is True
+    # floordiv by a constant against its own argument
+    assert prove_le(floordiv(n, 2), n) is True and prove_le(floordiv(n + 3, 4), n) is True
+    assert prove_le(floordiv(n + 4, 4), n) is None  # 1 > 0 at n = 0, 1 <= 1 at n = 1
+    assert prove_lt(n * 2, floordiv(n, 2)) is False and prove_le(n, floordiv(n * 3 + 1, 2))
+    # what stays undecided (never wrong): two atoms related through each other
+    assert prove_le(floordiv(n, 2) + dim_min(n, m), n * 2) is None
 
 
 # ---- (e) undecidable questions raise ---------------------------------------------------
@@ -290,3 +297,27 @@ def test_undecidable_messages_name_the_dimension() -> None:
     with pytest.raises(UndecidableDim, match="cannot decide n < 3"):
         _ = n < 3
     assert (n + 1 > 0) is True and (n >= 0) is True
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees, trees, st.integers(-3, 3), st.integers(1, 4),
+       st.sampled_from(["floordiv", "min", "max"]), bounds_st,
+       st.lists(points, min_size=1, max_size=6), st.data())
+def test_relational_bounds_contain_every_value(tr, tx, coeff, k, op, bounds, envs,
+                                               data) -> None:
+    """The bounds prove_le uses (an atom against its own arguments) hold at every point."""
+    from relay_ref.ir.symdim import _min_max_bounds
+
+    x = canonical(tx)
+    atom = {"floordiv": lambda: floordiv(x, k), "min": lambda: dim_min(x, sym("m")),
+            "max": lambda: dim_max(x, sym("k"))}[op]()
+    d = canonical(tr) + coeff * atom
+    for bnd in (None, bounds):
+        lo, hi = _min_max_bounds(d, bnd)
+        for env in envs:
+            if bnd:
+                env = {v: data.draw(st.integers(*bnd[v])) if v in bnd else x_
+                       for v, x_ in env.items()}
+            value = value_at(d, env)
+            if value is not None:
+                assert lo <= value <= hi, (d, bnd, env, lo, hi)

@@ -82,6 +82,7 @@ from relay_ref.typecheck.casts import Site, cast_table
 from relay_ref.typecheck.exhaustiveness import missing_case
 from relay_ref.typecheck.kinds import check_kind
 from relay_ref.typecheck.shapes import (
+    PureGlobals,
     bare_vars,
     dataflow_violation,
     deduce,
@@ -374,6 +375,7 @@ class _Checker:
 
     def __init__(self, mod: IRModule, free_vars_ok: bool = False) -> None:
         self.mod = mod
+        self._pure: PureGlobals | None = None  # T-Dataflow's purity of globals, on demand
         self.adts: dict[str, TypeData] = dict(mod.type_definitions)
         self.unifier = Unifier()
         self.solver = Solver(self.unifier, self._constraint_failed)
@@ -971,7 +973,9 @@ class _Checker:
                                f"{v}, which is not bound by a parameter or a match_cast",
                                "T-DPS")
         elif name == "dataflow" and call.args:  # T-Dataflow
-            bad = dataflow_violation(call.args[0])
+            if self._pure is None:
+                self._pure = PureGlobals(self.mod.functions)
+            bad = dataflow_violation(call.args[0], self._pure)
             if bad is not None:
                 node, what = bad
                 self.error(node if _span(node) is not None else call,

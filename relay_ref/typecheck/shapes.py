@@ -18,7 +18,7 @@ walk, and ``type_vars`` results are cached by the checker where it matters).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from relay_ref.ir.expr import (
@@ -51,7 +51,7 @@ from relay_ref.ir.types import (
     type_children,
 )
 
-__all__ = ["Conflict", "bare_vars", "dataflow_violation", "deduce", "in_env",
+__all__ = ["Conflict", "PureGlobals", "bare_vars", "dataflow_violation", "deduce", "in_env",
            "substitute_type", "type_vars"]
 
 
@@ -204,7 +204,70 @@ def _call_text(callee: Expr) -> str:
     return "a call of a function value"
 
 
-def dataflow_violation(body: Expr) -> tuple[Expr, str] | None:
+class PureGlobals:
+    """Which global functions are pure (T-Dataflow: Relax's functions are pure unless they
+    say otherwise; here a function is pure when its body, and every global it calls, has
+    no reference operation and calls no function value whose body is unknown -- a
+    parameter, a let-bound closure). Control flow inside a callee is fine: the block only
+    needs the call itself to be free of effects. Recursion is assumed pure (a greatest
+    fixpoint: a cycle adds no effect). Memoised; iterative over each body."""
+
+    def __init__(self, functions: Mapping[str, Function]) -> None:
+        self.functions = functions
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        if name in self.known:
+            return self.known[name]
+        self.known[name] = True  # in progress: a cycle is pure
+        fn = self.functions.get(name)
+        pure = fn is not None and self._body_pure(fn.body)
+        self.known[name] = pure
+        return pure
+
+    def _body_pure(self, body: Expr) -> bool:
+        seen: set[int] = set()
+        stack: list[Expr] = [body]
+        while stack:
+            e = stack.pop()
+            if id(e) in seen:
+                continue
+            seen.add(id(e))
+            if isinstance(e, (RefCreate, RefRead, RefWrite)):
+                return False
+            if isinstance(e, Call):
+                callee = e.op
+                if isinstance(callee, GlobalVar):
+                    if not self(callee.name):
+                        return False
+                elif not isinstance(callee, (Op, Constructor, Function)):
+                    return False
+            stack.extend(_children(e))
+        return True
+
+
+def _children(e: Expr) -> tuple[Expr, ...]:
+    match e:
+        case Call(op, args):
+            return (op, *args)
+        case Let(var, value, body):
+            return (value, body)
+        case Function(body=body):
+            return (body,)
+        case If(cond, then, other):
+            return (cond, then, other)
+        case Match(data, clauses):
+            return (data, *(c.rhs for c in clauses))
+        case Tuple(fields):
+            return tuple(fields)
+        case TupleGetItem(tup):
+            return (tup,)
+    return ()
+
+
+def dataflow_violation(body: Expr,
+                       pure_global: Callable[[str], bool] | None = None
+                       ) -> tuple[Expr, str] | None:
     """T-Dataflow: the first node of a dataflow block's ``body`` that is not pure
     straight-line code, with what it is, or None. Allowed: ``let`` bindings, calls of pure
     operators (``match_cast`` and ``call_dps_packed`` included), tuples, projections,
@@ -232,6 +295,8 @@ def dataflow_violation(body: Expr) -> tuple[Expr, str] | None:
                 # straight-line code, as Relax allows call_tir of a fused function there
                 stack.extend(reversed(args))
                 stack.append(prim.body)
+            case Call(op=GlobalVar(name), args=args) if pure_global and pure_global(name):
+                stack.extend(reversed(args))  # a pure function's call: no effect here
             case Call(op=callee):
                 return e, _call_text(callee)
             case Tuple(fields):

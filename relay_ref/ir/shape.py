@@ -195,14 +195,15 @@ def dim_known_or_sym(a: Dim, b: Dim) -> Dim:
 def broadcast_dim(a: Dim, b: Dim) -> Dim:
     """One output dimension of NumPy broadcasting, ``?`` as relay.md 2.4: ``? , ?`` is ``?``;
     ``?`` with ``1`` is ``?``; ``?`` with ``n != 1`` is ``n`` (the ``?`` must be ``1`` or
-    ``n`` at run time). Raises ``DimMismatch`` for two known dimensions that differ and are
+    ``n`` at run time; a symbolic ``n`` only when provably at least 2, else ``?``: a symbol
+    that may be 1 is broadcast instead). Raises ``DimMismatch`` for two known dimensions that differ and are
     both not ``1``."""
     if isinstance(a, AnyDim) and isinstance(b, AnyDim):
         return ANY
     if isinstance(a, AnyDim):
-        return ANY if b == 1 else b
+        return b if _at_least_two(b) else ANY
     if isinstance(b, AnyDim):
-        return ANY if a == 1 else a
+        return a if _at_least_two(a) else ANY
     if a == b or b == 1:
         return a
     if a == 1:
@@ -219,6 +220,15 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
             return b
         return ANY
     raise DimMismatch(a, b)
+
+
+def _at_least_two(d: Dim) -> bool:
+    """Whether ``d`` is provably at least 2: then a ``?`` broadcast against it is ``1`` or
+    ``d``, and the result is ``d``. A symbol that may be ``1`` (or ``0``) could be broadcast
+    to the ``?``'s size instead, so the result is unknown (Shape-Broadcast)."""
+    if isinstance(d, int):
+        return d != 1
+    return prove_le(2, d) is True
 
 
 def broadcast_shapes(sa: Shape, sb: Shape) -> Shape:

@@ -17,6 +17,10 @@ Invariants:
 * A question that cannot be decided is never answered ``False``: ``bool(d)``, ``int(d)``,
   ``d < e`` and friends raise ``UndecidableDim`` unless the answer is provable;
   ``prove_equal``/``prove_le`` answer ``True``, ``False`` or ``None`` (unknown).
+  ``==`` is the one exception, on purpose: it is *structural* (the same canonical
+  expression, what type equality and hashing need), so ``n == m`` is ``False`` although
+  ``n`` and ``m`` may be equal at run time. Ask ``prove_equal`` whether two dimensions are
+  equal as numbers.
 * ``floordiv``/``floormod`` are floor division and the matching remainder (Python's ``//`` and
   ``%``), as TVM's ``floordiv``/``floormod``; by a constant ``c > 0`` they simplify exactly:
   ``floordiv(c*q + r, c) = q + floordiv(r, c)``.

@@ -67,7 +67,8 @@ _PACKED: dict[str, Callable[..., object]] = {}
 def register_packed(name: str, fn: Callable[..., object], *, replace: bool = False) -> None:
     """Make ``fn`` callable from ``call_dps_packed(name, ...)`` / ``call_tir(name, ...)``.
     ``fn(*inputs, *outputs, *sym_args)`` writes its results into the pre-allocated
-    ``outputs`` (NumPy arrays) and returns nothing; ``sym_args`` are the values of the
+    ``outputs`` (NumPy arrays) and returns nothing (a returned value is an error; the inputs
+    are read-only views, so writing into them is one too); ``sym_args`` are the values of the
     symbolic integers it asks for (a ``sym_args=("n", ...)`` attribute on ``fn``, in order)."""
     if not isinstance(name, str) or not name:
         raise TypeError("register_packed: the name must be a non-empty string")
@@ -232,13 +233,25 @@ def call_packed(op: str, attrs: DPSAttrs, inputs: tuple, env: dict[str, int]) ->
     except KeyError as err:
         raise OpRuntimeError(f"{op}: {attrs.func_name!r} asks for the shape variable "
                              f"{err.args[0]}, which has no value here") from None
-    frozen = tuple(np.asarray(x) for x in inputs)
+    frozen = tuple(_read_only(x) for x in inputs)
     try:
-        fn(*frozen, *outs, *sym_vals)
+        returned = fn(*frozen, *outs, *sym_vals)
     except Exception as err:  # a user's kernel failing is a located run-time error
         raise OpRuntimeError(f"{op}: {attrs.func_name!r} failed: "
                              f"{type(err).__name__}: {err}") from None
+    if returned is not None:  # destination-passing style: a returned result would be lost
+        raise OpRuntimeError(f"{op}: {attrs.func_name!r} returned a "
+                             f"{type(returned).__name__}; a packed function writes its "
+                             "results into the output arrays it is given and returns None")
     return outs[0] if isinstance(attrs.out_type, TensorType) else outs
+
+
+def _read_only(x: object) -> np.ndarray:
+    """A read-only view of an input: a packed function that writes into its inputs (a
+    caller's array, a bound weight) fails at the call instead of changing them."""
+    view = np.asarray(x).view()
+    view.flags.writeable = False
+    return view
 
 
 def _dps_ref(op: str):  # noqa: ANN202 - a reference

@@ -45,6 +45,7 @@ from relay_ref.ir.expr import Call, Expr, Function, Let, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
+from relay_ref.typecheck.shapes import type_vars
 from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import LetChainMutator
 from relay_ref.passes.shared_uses import SharedUses
@@ -80,7 +81,8 @@ class _DCE(LetChainMutator):
             if (let.var in self.used
                     or (id(let) not in self.in_block and self.effects.writes(let.value))
                     or not self.det.vars_fixed(let.value)
-                    or self.uses.pins(let.value)):  # spec/partial_eval.md 0, sharing
+                    or self.uses.pins(let.value)    # spec/partial_eval.md 0, sharing
+                    or _binds_shape_vars(let.value)):  # T-MatchCast: later types use them
                 value = self.visit(let.value)
                 if value is not let.value or out is not let.body:
                     out = Let(let.var, value, out, let.span)
@@ -88,6 +90,18 @@ class _DCE(LetChainMutator):
                     out = let
             self.done(node, let, out)
         return out
+
+
+def _binds_shape_vars(value: Expr) -> bool:
+    """Whether ``value`` is (or directly applies an operator to) a ``match_cast`` whose
+    type names shape variables: it binds them for the rest of the function (T-MatchCast),
+    so dropping it would change what a later ``match_cast`` checks. (A match_cast binding
+    nothing is a check only: dropping a dead one refines, as dropping a dead division.)"""
+    for node in (value, *(value.args if type(value) is Call else ())):
+        if type(node) is Call and type(node.op) is Op and node.op.name == "match_cast" \
+                and node.attrs is not None and type_vars(node.attrs.type):
+            return True
+    return False
 
 
 def dead_code_function(fn: Function, effects: Effects, det: Determinacy) -> Function:

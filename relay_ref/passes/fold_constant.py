@@ -60,6 +60,9 @@ SKIPPED_OPS: frozenset[str] = frozenset({
     "on_device", "device_copy", "stop_gradient", "annotation.checkpoint",
     "annotation.compiler_begin", "annotation.compiler_end", "annotation.stop_fusion",
     "shape_of", "ndarray_size",
+    # Relax's constructs: match_cast binds shape variables where it stands (T-MatchCast);
+    # call_dps_packed/call_tir run a user's function, at run time
+    "match_cast", "call_dps_packed", "call_tir",
 })
 
 #: A fold may make a constant bigger than its constant arguments together (a generator:

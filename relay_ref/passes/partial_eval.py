@@ -116,6 +116,10 @@ from relay_ref.ir.types import (
 from relay_ref.ir.visitor import dataflow_operands, free_vars, post_order, shared_nodes
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS
+
+#: Relax's constructs stay in the residual program: match_cast binds shape variables where
+#: it stands (T-MatchCast), call_dps_packed/call_tir run a user's function at run time.
+_NOT_FOLDED = frozenset({"match_cast", "call_dps_packed", "call_tir"})
 from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
 from relay_ref.passes.to_a_normal_form import convert_function
 
@@ -832,7 +836,8 @@ class _PE:
             except Exception:  # noqa: BLE001 - attributes without defaults
                 attrs = None
         values = [self.reflect(a) for a in args]
-        if op.name not in STATEFUL_OPS and all(v is not None for v in values):
+        if op.name not in STATEFUL_OPS and op.name not in _NOT_FOLDED \
+                and all(v is not None for v in values):
             try:                                                         # PE-App-Op-Fold
                 out = self.from_value(opdef.reference(values, attrs))
             except Exception:  # a run-time failure stays in the residual program

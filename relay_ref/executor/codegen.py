@@ -341,7 +341,8 @@ class _Generator:
         # whose parameters have shape variables, or that run the symbolic ops, keep a
         # shape environment ``_e`` per activation
         self.out.namespace.update(_bind_param=_shapes.bind_param,
-                                  _match_cast=_shapes.match_cast, _shapes=_no_shapes)
+                                  _match_cast=_shapes.match_cast, _shapes=_no_shapes,
+                                  _check_result=_shapes.check_result_shape)
         self.symbolic_ops = any(type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
                                 for f in mod.functions.values() for n in post_order(f))
         #: the entry function's name and whether the runtime's ``shapes`` hook is called on
@@ -353,8 +354,10 @@ class _Generator:
         if self.casts is not None:
             memo: dict = {}  # casts.CastMemo, emptied after each call (executable.py)
 
-            def cast(value: Any, point: Any, mod: IRModule = mod) -> Any:
-                return cast_value(value, point, mod, None, True, memo)
+            def cast(value: Any, point: Any, env: Any = None, mod: IRModule = mod) -> Any:
+                # Shape-Bind: ``env`` (the activation's ``_e``) gives the target's shape
+                # variables their values; without it they would be ``?`` (never checked)
+                return cast_value(value, point, mod, None, True, memo, shape_env=env)
 
             self.out.namespace["_cast"] = cast
             self.out.namespace["_cast_memo"] = memo
@@ -495,8 +498,13 @@ class _FunctionGen:
 
     def __init__(self, gen: _Generator, func: Function, py_name: str, captured: tuple[Var, ...],
                  rec_var: Var | None, global_name: str | None,
-                 captured_nodes: tuple[Expr, ...] = ()) -> None:
+                 captured_nodes: tuple[Expr, ...] = (), outer_env: bool = False) -> None:
         self.gen = gen
+        #: Shape-Bind: a closure made where a shape environment exists sees it (a snapshot
+        #: taken when the closure is made, the factory's ``_eo``), as the interpreter's
+        #: closures capture their frame's (lexical scope, spec T-ShapeScope)
+        self.outer_env = outer_env
+        self.env = False
         self.func = func
         self.py_name = py_name
         self.captured = captured
@@ -552,7 +560,8 @@ class _FunctionGen:
         self_name = self.py_name
         if self.rec_var is not None:
             self.names[self.rec_var] = self_name
-        closure = bool(self.captured) or bool(node_names) or self.rec_var is not None
+        closure = bool(self.captured) or bool(node_names) or self.rec_var is not None \
+            or self.outer_env
         base = 2 if closure else 1
         # The body is generated inside ``while True: for _ in _c:`` (two levels deeper);
         # the loops are dropped, and the body dedented, when no self tail call came.
@@ -571,7 +580,7 @@ class _FunctionGen:
             self.func, captured, self.rec_var, self.global_name)
         header: list[str] = []
         if closure:
-            free = ", ".join(captured)
+            free = ", ".join([*captured, "_eo"] if self.outer_env else captured)
             header.append(f"def _mk_{self_name}({free}):")
             header.append(f"    def {self_name}({', '.join(params)}):")
             if free:  # every captured value is a cell of the closure (values.py reads them)
@@ -614,16 +623,22 @@ class _FunctionGen:
         each on a line located at the parameter); at the entry, the runtime told (its
         memory plan's symbolic sizes)."""
         binds = [p for p in self.func.params if _shapes.has_shape_vars(p.type_annotation)]
-        self.env = bool(binds) or (self.gen.symbolic_ops and any(
+        grows = bool(binds) or (self.gen.symbolic_ops and any(
             type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
             for n in post_order(self.func.body)))
+        self.env = grows or self.outer_env
         if not self.env:
             return
         em = self.em
-        em.emit("_e = {}")
-        for p in binds:
-            binder = self.gen.intern(_shapes.param_binder(p.type_annotation, p.name_hint), "B")
-            em.emit(f"{binder}(_e, {self.names[p]})", p.span)
+        if not self.outer_env:
+            em.emit("_e = {}")
+        else:  # the snapshot is shared by the closure's activations: copied if extended
+            em.emit("_e = dict(_eo)" if grows else "_e = _eo")
+        if binds:  # all parameters at once: bare variables first, then the rest checked
+            binder = self.gen.intern(_shapes.params_binder(
+                tuple((p.name_hint, p.type_annotation, p.span) for p in binds),
+                self.callee_text()), "B")
+            em.emit(f"{binder}(_e, {', '.join(self.names[p] for p in binds)})", binds[0].span)
         if self.gen.shape_hook and self.global_name == self.gen.entry:
             em.emit("_shapes(_e)", self.func.span)
 
@@ -643,6 +658,18 @@ class _FunctionGen:
                              self.gen.types.get(call), -1, call.span)
         self.em.emit(f"{out} = _run({site}, [{args[0]}, _e], None)", call.span, name)
         return out
+
+    def body_span(self) -> Span | None:
+        """Where a failure of the function's result is (the interpreter: its body): a
+        fused group's call has no span of its own, its function's body has."""
+        body = self.func.body
+        if body.span is None and type(body) is Call and type(body.op) is Function:
+            return body.op.body.span or self.func.span
+        return body.span or self.func.span
+
+    def callee_text(self) -> str:
+        """How messages name this function (as the interpreter's ``_callee``)."""
+        return f"@{self.global_name}" if self.global_name is not None else "a function"
 
     def depth_prologue(self) -> list[str]:
         """The activation's depth bookkeeping, before its loop (Depth in the module
@@ -750,11 +777,14 @@ class _FunctionGen:
     def emit_assign(self, name: str, code: str, span: Span | None) -> None:
         self.em.emit(f"{name} = {code}", span)
 
-    def cast(self, atom: str, point: Any, into: str | None = None) -> str:
+    def cast(self, atom: str, point: Any, into: str | None = None,
+             span: Span | None = None) -> str:
         """Emit the check of cast point ``point`` (a ``Cast``) on ``atom``; the checked value
         (``into``, or a fresh variable) is returned. Stuck-Cast at the cast's span."""
         name = into or self.gen.fresh("t")
-        self.em.emit(f"{name} = _cast({atom}, {self.gen.intern(point, 'K')})", point.span)
+        env = ", _e" if self.env and _shapes.has_shape_vars(point.target) else ""
+        self.em.emit(f"{name} = _cast({atom}, {self.gen.intern(point, 'K')}{env})",
+                     point.span or span)
         return name
 
     def constant(self, e: Constant) -> str:
@@ -932,9 +962,11 @@ class _FunctionGen:
         hint = rec_var.name_hint if rec_var is not None else "fn"
         py_name = self.gen.fresh(f"f_{_identifier(hint)}_")
         _FunctionGen(self.gen, fn, py_name, captured, rec_var, None,
-                     nodes).generate(self.gen.lines)
-        if captured or nodes or rec_var is not None:
+                     nodes, self.env).generate(self.gen.lines)
+        if captured or nodes or rec_var is not None or self.env:
             values = [self.value(v) for v in captured] + [self.value(n) for n in nodes]
+            if self.env:  # the shape variables bound so far (``match_cast`` extends ``_e``)
+                values.append("dict(_e)")
             return f"_mk_{py_name}({', '.join(values)})"
         return py_name
 
@@ -1023,8 +1055,12 @@ class _FunctionGen:
         if dest[0] == "return":
             if self.gen.casts is not None and (
                     point := self.gen.casts.at(self.func)) is not None:
-                atom = self.cast(atom, point)                         # T-Fn's cast
+                atom = self.cast(atom, point, None, self.body_span())  # T-Fn's cast
             ret = self.func.ret_type
+            if self.env and _shapes.has_shape_vars(ret):                 # Shape-Bind, the result
+                note = self.gen.intern(ret, "T")
+                em.emit(f"_check_result({atom}, {note}, _e, {self.callee_text()!r})",
+                        self.body_span())
             if self.gen.check_shapes and _static_annotation(ret):
                 note = self.gen.intern(ret, "T")
                 em.emit(f"_check_shape({atom}, {note}, None)", self.func.body.span)

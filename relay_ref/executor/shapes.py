@@ -31,8 +31,8 @@ from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 
-__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "dps_step", "has_shape_vars",
-           "match_cast", "param_binder", "type_vars"]
+__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "check_result_shape", "dps_step",
+           "has_shape_vars", "match_cast", "params_binder", "type_vars"]
 
 
 class ShapeMismatch(Exception):
@@ -45,6 +45,8 @@ class ShapeMismatch(Exception):
     def __init__(self, message: str, at_call: bool) -> None:
         super().__init__(message)
         self.at_call = at_call
+        #: where the error is when the activation is the entry's (a parameter), if known
+        self.span: Any = None
 
 
 class ShapeBindMismatch(ShapeMismatch):
@@ -70,62 +72,119 @@ def has_shape_vars(ty: Type | None) -> bool:
 
 
 def bind_param(env: dict[str, int], value: Any, ty: Type, name: str) -> None:
-    """Shape-Bind for one parameter: bind and check ``value``'s shapes against ``ty``."""
-    if type(ty) is TupleType:
-        if type(value) is not tuple or len(value) != len(ty.fields):
-            return  # the type's own checks (the argument rule, casts) cover the form
-        for k, (v, t) in enumerate(zip(value, ty.fields, strict=True)):
-            bind_param(env, v, t, f"{name}.{k}")
-        return
-    if type(ty) is not TensorType:
-        return
-    shape = np.shape(value)
-    try:
-        bind_shape(ty.shape, shape, env)
-    except ShapeBindError as err:
-        raise ShapeBindMismatch(f"shape mismatch: %{name}: {err}", True) from None
+    """Shape-Bind for one value alone (``params_binder`` for all of a function's)."""
+    problem = _bind_leaves(((value, ty, f"%{name}"),), env)
+    if problem is not None:
+        raise ShapeBindMismatch(f"shape mismatch: {problem[1]}", True)
 
 
-def param_binder(ty: Type, name: str) -> Any:
-    """``bind_param`` for one parameter, specialised at compile time: a tensor type's
-    numbers and bare variables are checked / bound by a loop over precomputed pairs, other
-    dimensions (``n * 4``) evaluated after; any mismatch is handed to ``bind_param`` for its
-    message (the same checks, in ``bind_shape``'s order). Other types: ``bind_param``."""
-    if type(ty) is not TensorType:
-        return lambda env, value: bind_param(env, value, ty, name)
+def _bind_leaves(items: tuple[tuple[Any, Type, str], ...],
+                 env: dict[str, int]) -> tuple[int, str] | None:
+    """The interpreter's ``bind_params`` (relay_ref.interpreter.shapes): every tensor of
+    every item bound with ``bind_shape`` in order, twice when there are several (a
+    dimension skipped because a variable was bound only by a later parameter is checked
+    by the second pass); None, or the item and what does not match (``%y: dimension 0:
+    ...``)."""
+    leaves: list[tuple[TensorType, tuple[int, ...], str, int]] = []
+    for k, (value, ty, what) in enumerate(items):
+        stack: list[tuple[Type, Any, str]] = [(ty, value, what)]
+        while stack:
+            t, v, w = stack.pop()
+            if type(t) is TensorType:
+                shape = getattr(v, "shape", None)
+                if shape is not None:
+                    leaves.append((t, tuple(shape), w, k))
+            elif type(t) is TupleType and type(v) is tuple and len(v) == len(t.fields):
+                stack.extend((ft, fv, f"{w} (field {i})")
+                             for i, (ft, fv) in reversed(list(enumerate(zip(t.fields, v,
+                                                                             strict=True)))))
+    for rounds in (0, 1):
+        if rounds and len(leaves) < 2:
+            break
+        for t, shape, w, k in leaves:
+            try:
+                bind_shape(t.shape, shape, env)
+            except ShapeBindError as err:
+                return k, f"{w}: {err}"
+    return None
+
+
+def params_binder(params: tuple[tuple[str, Type, Any], ...], callee: str) -> Any:
+    """Shape-Bind for a function's parameters whose types mention shape variables
+    (``(name, type, span)`` in parameter order), specialised at compile time:
+    ``bind(env, *values)``. Every bare variable of every parameter is bound first, then
+    every other dimension checked (``n * 2`` of the first parameter against the ``n`` of
+    the second), as the interpreter's ``bind_params`` does. The fast path (tensor
+    parameters): a loop over precomputed (position, number-or-name) pairs, then the
+    dimension expressions; on any mismatch the bindings it made are undone and the
+    rule's own checks (``_bind_leaves``) give the message, raised as a
+    ``ShapeBindMismatch`` at the call (at the entry: the parameter's span)."""
     from relay_ref.ir.shape import eval_dim, var_name
 
-    rank = len(ty.shape)
-    simple = tuple((i, d if type(d) is int else var_name(d)) for i, d in enumerate(ty.shape)
-                   if type(d) is int or var_name(d) is not None)
-    exprs = tuple((i, d) for i, d in enumerate(ty.shape)
-                  if type(d) is not int and var_name(d) is None and is_symbolic(d))
+    fast = all(type(ty) is TensorType for _, ty, _ in params)
+    plan = []
+    for k, (_, ty, _) in enumerate(params):
+        if type(ty) is not TensorType:
+            continue
+        simple = tuple((i, d if type(d) is int else var_name(d)) for i, d in enumerate(ty.shape)
+                       if type(d) is int or var_name(d) is not None)
+        exprs = tuple((i, d, frozenset(dim_vars(d))) for i, d in enumerate(ty.shape)
+                      if type(d) is not int and var_name(d) is None and is_symbolic(d))
+        plan.append((k, len(ty.shape), simple, exprs))
 
-    def bind(env: dict[str, int], value: Any) -> None:
-        shape = value.shape if type(value) is np.ndarray else np.shape(value)
-        if len(shape) != rank:
-            bind_param(env, value, ty, name)
+    def slow(env: dict[str, int], added: list[str], values: tuple[Any, ...]) -> None:
+        for n in added:
+            del env[n]
+        problem = _bind_leaves(tuple((v, ty, f"%{name}") for v, (name, ty, _)
+                                     in zip(values, params, strict=True)), env)
+        if problem is not None:
+            err = ShapeBindMismatch(f"call of {callee}: argument {problem[1]}", True)
+            err.span = params[problem[0]][2]
+            raise err
+
+    def bind(env: dict[str, int], *values: Any) -> None:
+        added: list[str] = []
+        if not fast:
+            slow(env, added, values)
             return
-        for i, d in simple:
-            n = shape[i]
-            if type(d) is int:
-                if d != n:
-                    break
-            else:
-                have = env.get(d)
-                if have is None:
-                    env[d] = int(n)
-                elif have != n:
-                    break
-        else:
-            for i, d in exprs:
-                if dim_vars(d) <= env.keys() and eval_dim(d, env) != shape[i]:
-                    break
-            else:
-                return
-        bind_param(env, value, ty, name)  # the mismatch, reported by the rule's checks
+        shapes = []
+        for k, rank, simple, _ in plan:
+            value = values[k]
+            shape = value.shape if type(value) is np.ndarray else getattr(value, "shape", None)
+            if shape is None or len(shape) != rank:
+                return slow(env, added, values)
+            shapes.append(shape)
+            for i, d in simple:
+                n = shape[i]
+                if type(d) is int:
+                    if d != n:
+                        return slow(env, added, values)
+                else:
+                    have = env.get(d)
+                    if have is None:
+                        env[d] = int(n)
+                        added.append(d)
+                    elif have != n:
+                        return slow(env, added, values)
+        for (k, _, _, exprs), shape in zip(plan, shapes, strict=True):
+            for i, d, names in exprs:
+                if names <= env.keys() and eval_dim(d, env) != shape[i]:
+                    return slow(env, added, values)
+        return None
 
     return bind
+
+
+def check_result_shape(value: Any, ty: Type, env: dict[str, int], callee: str) -> None:
+    """Shape-Bind, the result: an activation's result against its return type in the
+    activation's environment (not changed); dimensions with unbound variables are not
+    checked. A mismatch is a ``ShapeBindMismatch`` at the function's body, worded as
+    the interpreter's."""
+    scratch = dict(env)
+    problem = _bind_leaves(((value, ty, "the result"),), scratch)
+    if problem is not None:
+        raise ShapeBindMismatch(f"{callee} returned a value that does not have its return "
+                                f"type: {problem[1]}", False)
 
 
 def match_cast(value: Any, ty: Type, env: dict[str, int]) -> Any:

@@ -349,6 +349,8 @@ class _Generator:
         #: its entry (a memory plan with symbolic sizes: ``relay_ref.executor.memory``)
         self.entry: str | None = None
         self.shape_hook = False
+        #: whether the entry checks ``rr.compile(shape_bounds=...)`` (``_bounds(_e)``)
+        self.bounds = False
         #: the checker's cast points (typecheck/casts.py), None when there are none
         self.casts: Any = getattr(mod, "casts", None)
         if self.casts is not None:
@@ -639,6 +641,8 @@ class _FunctionGen:
                 tuple((p.name_hint, p.type_annotation, p.span) for p in binds),
                 self.callee_text()), "B")
             em.emit(f"{binder}(_e, {', '.join(self.names[p] for p in binds)})", binds[0].span)
+        if self.gen.bounds and binds and self.global_name == self.gen.entry:
+            em.emit("_bounds(_e)")  # the bounds are promises: checked before any step
         if self.gen.shape_hook and self.global_name == self.gen.entry:
             em.emit("_shapes(_e)", self.func.span)
 
@@ -1295,7 +1299,9 @@ def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None
              plans_allocation: bool = False,
              max_depth: int = 1_000_000,
              externs: dict[str, Any] | None = None, entry: str | None = None,
-             shape_hook: bool = False) -> GeneratedModule:
+             shape_hook: bool = False,
+             shape_bounds: dict[str, int] | None = None,
+             bounds_span: Span | None = None) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
     ``slots`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
     the runtime's ``allocate`` is asked a buffer for (when ``plans_allocation``: the
@@ -1306,9 +1312,15 @@ def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None
     codegens (global name -> ``relay_ref.executor.externs.Extern``), each call of one a
     step of kind ``"extern"`` (BYOC-Extern). ``shape_hook``: the entry (``entry``) calls
     the runtime's ``shapes(env)`` once its shape variables are bound (a memory plan with
-    symbolic sizes, ``relay_ref.executor.memory``)."""
+    symbolic sizes, ``relay_ref.executor.memory``). ``shape_bounds``: ``rr.compile``'s
+    promises (shape variable -> its largest value), checked at the entry once its
+    parameters are bound, whatever the memory plan (a ``RelayRuntimeError`` at
+    ``bounds_span``)."""
     gen = _Generator(mod, group_planner, max_depth)
     gen.entry, gen.shape_hook = entry, shape_hook
+    if shape_bounds:
+        gen.bounds = True
+        gen.out.namespace["_bounds"] = _shapes.bounds_check(dict(shape_bounds), bounds_span)
     gen.externs = dict(externs or {})
     gen.slots = dict(slots or {})
     gen.plans_allocation = plans_allocation

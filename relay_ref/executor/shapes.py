@@ -31,7 +31,7 @@ from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 
-__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "check_result_shape", "dps_step",
+__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "bounds_check", "check_result_shape", "dps_step",
            "has_shape_vars", "match_cast", "params_binder", "type_vars"]
 
 
@@ -173,6 +173,27 @@ def params_binder(params: tuple[tuple[str, Type, Any], ...], callee: str) -> Any
         return None
 
     return bind
+
+
+def bounds_check(bounds: dict[str, int], span: Any) -> Any:
+    """``check(env)``: ``rr.compile(shape_bounds=...)``'s promises at the entry, once its
+    parameters bound their shape variables: a variable above its bound is a
+    ``RelayRuntimeError`` at ``span`` (the entry), whether or not the memory plan
+    preallocated buffers for the bound (as Relax's upper-bound attribute, a promise)."""
+    items = tuple(bounds.items())
+
+    def check(env: dict[str, int]) -> None:
+        for name, bound in items:
+            have = env.get(name)
+            if have is not None and have > bound:
+                from relay_ref.diagnostics import RelayRuntimeError
+
+                raise RelayRuntimeError(
+                    f"shape variable {name} is {have}, above its bound {bound} given to "
+                    f"rr.compile(shape_bounds=...); compile with a larger bound, or without "
+                    f"shape_bounds", span)
+
+    return check
 
 
 def check_result_shape(value: Any, ty: Type, env: dict[str, int], callee: str) -> None:

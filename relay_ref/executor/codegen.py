@@ -664,12 +664,8 @@ class _FunctionGen:
         return out
 
     def body_span(self) -> Span | None:
-        """Where a failure of the function's result is (the interpreter: its body): a
-        fused group's call has no span of its own, its function's body has."""
-        body = self.func.body
-        if body.span is None and type(body) is Call and type(body.op) is Function:
-            return body.op.body.span or self.func.span
-        return body.span or self.func.span
+        """Where a failure of the function's result is (the interpreter: its body)."""
+        return _expr_span(self.func.body) or self.func.span
 
     def callee_text(self) -> str:
         """How messages name this function (as the interpreter's ``_callee``)."""
@@ -863,7 +859,8 @@ class _FunctionGen:
         """T-App's casts on the arguments of ``e`` (none: ``args`` unchanged)."""
         if self.gen.casts is None or (points := self.gen.casts.args(e)) is None:
             return args
-        return [a if p is None else self.cast(a, p) for a, p in zip(args, points, strict=False)]
+        return [a if p is None else self.cast(a, p, None, _expr_span(x) or e.span)
+                for a, p, x in zip(args, points, e.args, strict=False)]
 
     def op_call(self, e: Call, args: list[str]) -> str:
         """A single operator call outside a fused group (FuseOps left it, or did not run)."""
@@ -997,11 +994,11 @@ class _FunctionGen:
                     name = self.bind(var)
                     em.emit(f"{name} = {self.function_value(val, var)}", val.span)
                     if point is not None:
-                        self.cast(name, point, name)                  # T-Let's cast
+                        self.cast(name, point, name, val.span)        # T-Let's cast
                 else:
                     atom = self.value(val)
                     if point is not None:
-                        atom = self.cast(atom, point)                 # T-Let's cast
+                        atom = self.cast(atom, point, None, _expr_span(val))  # T-Let's
                     if self.gen.check_shapes and _static_annotation(var.type_annotation):
                         note = self.gen.intern(var.type_annotation, "T")
                         em.emit(f"_check_shape({atom}, {note}, {var.name_hint!r})", val.span)
@@ -1082,7 +1079,7 @@ class _FunctionGen:
         start = len(self.em.lines)
         self.compile_to(e, dest)
         if point is not None and dest[1] is not None:
-            self.cast(dest[1], point, dest[1])
+            self.cast(dest[1], point, dest[1], _expr_span(e))
         if len(self.em.lines) == start:  # pragma: no cover - compile_to always emits
             self.em.emit("pass")
         self.scopes.pop()
@@ -1115,7 +1112,7 @@ class _FunctionGen:
             self.compile_to(clause.rhs, dest)
             point = self.gen.casts.at(clause) if self.gen.casts is not None else None
             if point is not None and dest[1] is not None:
-                self.cast(dest[1], point, dest[1])                    # T-Match's cast
+                self.cast(dest[1], point, dest[1], _expr_span(clause.rhs))  # T-Match's
             self.scopes.pop()
             em.depth -= 1
             if not conds:
@@ -1232,6 +1229,17 @@ def _group_operand(a: Expr, prim: Function, args: list[str]) -> str:
 def _no_shapes(env: dict[str, int]) -> None:
     """The runtime's ``shapes`` hook before an executable installs its runtime's."""
     return None
+
+
+def _expr_span(e: Expr) -> Span | None:
+    """Where a cast on ``e``'s value fails when the cast point has no span of its own (the
+    checker ran again after fusion): ``e``'s span; a fused group's call has none, its
+    function's body has (the expression the group replaced)."""
+    while e.span is None and type(e) is Call and type(e.op) is Function:
+        e = e.op.body
+    while e.span is None and type(e) is Let:  # a group's body: its value is its end
+        e = e.body
+    return e.span
 
 
 def _static_annotation(ty: Type | None) -> bool:

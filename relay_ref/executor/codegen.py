@@ -507,6 +507,7 @@ class _FunctionGen:
         #: closures capture their frame's (lexical scope, spec T-ShapeScope)
         self.outer_env = outer_env
         self.env = False
+        self.scoped = False
         self.func = func
         self.py_name = py_name
         self.captured = captured
@@ -625,9 +626,12 @@ class _FunctionGen:
         each on a line located at the parameter); at the entry, the runtime told (its
         memory plan's symbolic sizes)."""
         binds = [p for p in self.func.params if _shapes.has_shape_vars(p.type_annotation)]
-        grows = bool(binds) or (self.gen.symbolic_ops and any(
-            type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
-            for n in post_order(self.func.body)))
+        ops = {n.op.name for n in post_order(self.func.body) if type(n) is Call and
+               type(n.op) is Op and n.op.name in SYMBOLIC_OPS} if self.gen.symbolic_ops else ()
+        grows = bool(binds) or bool(ops)
+        #: Shape-MatchCast: the variables a branch of ``if`` / a clause of ``match`` binds
+        #: are its own (T-ShapeScope): ``_e`` is saved before and put back after
+        self.scoped = "match_cast" in ops
         self.env = grows or self.outer_env
         if not self.env:
             return
@@ -662,6 +666,20 @@ class _FunctionGen:
                              self.gen.types.get(call), -1, call.span)
         self.em.emit(f"{out} = _run({site}, [{args[0]}, _e], None)", call.span, name)
         return out
+
+    def save_env(self) -> str | None:
+        """Before an ``if`` / ``match`` in a function running ``match_cast``: a copy of
+        ``_e`` (the branch extends ``_e`` itself), its name; None otherwise."""
+        if not self.scoped:
+            return None
+        saved = self.gen.fresh("_es")
+        self.em.emit(f"{saved} = dict(_e)")
+        return saved
+
+    def restore_env(self, saved: str | None, dest: tuple[str, str | None]) -> None:
+        """After the ``if`` / ``match`` (when code follows it): ``_e`` as it was before."""
+        if saved is not None and dest[0] != "return":
+            self.em.emit(f"_e = {saved}")
 
     def body_span(self) -> Span | None:
         """Where a failure of the function's result is (the interpreter: its body)."""
@@ -1014,21 +1032,26 @@ class _FunctionGen:
                 into = dest if point is None else ("assign", self.gen.fresh("t"))
                 cond = self.value(e.cond)
                 self.anchored(e)
+                saved = self.save_env()
                 em.emit(f"if {cond}:")
                 self.branch(e.true_branch, into)
                 em.emit("else:")
                 self.branch(e.false_branch, into, point)              # T-If's cast
+                self.restore_env(saved, into)
                 if point is not None:
                     self.finish(into[1], dest)
                 return
             if kind is Match:                                         # E-Match
                 casts = self.gen.casts
+                saved = self.save_env()
                 if casts is not None and any(casts.at(c) for c in e.clauses):
                     into = ("assign", self.gen.fresh("t"))
                     self.match(e, into)                               # T-Match's casts
+                    self.restore_env(saved, into)
                     self.finish(into[1], dest)
                     return
                 self.match(e, dest)
+                self.restore_env(saved, dest)
                 return
             if dest[0] == "return" and kind is Call and self.is_self_call(e):
                 args = [self.value(a) for a in e.args]

@@ -412,3 +412,25 @@ def test_shape_bounds_are_promises_without_symbolic_buffers():
     with pytest.raises(rr.RelayRuntimeError, match="n is 5, above its bound 4") as info:
         exe(_f(5))
     assert info.value.span is not None
+
+
+def test_a_branchs_match_cast_binds_for_the_branch_only():
+    # T-ShapeScope: the k the if's branch binds is not the k the later match_cast binds
+    text = """def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32], %c: bool) {
+  let %a = if (%c) { match_cast(%x, Tensor[(k), float32]) } else { %y };
+  let %b = match_cast(%y, Tensor[(k), float32]);
+  add(%a, %b)
+}"""
+    out = _agree(text, (_f(1), _f(4), np.array(True)), (_f(3), _f(4), np.array(True)),
+                 (_f(2), _f(4), np.array(False)))
+    assert [o[0] for o in out] == ["ok", "err", "ok"]
+    match = """def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32], %o: Option[int32]) {
+  let %a = match (%o) { Some(%v) => match_cast(%x, Tensor[(k), float32]), None => %y };
+  let %b = match_cast(%y, Tensor[(k), float32]);
+  add(%a, %b)
+}"""
+    mod = rr.infer_types(rr.parse(match))
+    some = rr.evaluate(rr.infer_types(rr.parse(
+        "def @main() -> Option[int32] { Some(1) }")))
+    np.testing.assert_array_equal(rr.compile(mod)(_f(1), _f(4), some), _f(1) + _f(4))
+

@@ -62,7 +62,9 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   (``IRModule.casts``: T-App arguments, T-Fn results, T-Let values, the else-branch of a
   T-If, a T-Match clause, a T-WriteRef value, a T-Rel result) the value goes through
   ``_cast(value, K)`` (``relay_ref.interpreter.casts.cast_value`` on the compiled value
-  representation), on a line of its own carrying the cast's span. A program without cast
+  representation; ``_cast(value, K, _e)`` when the target mentions shape variables: checked
+  at the activation's values, Shape-Bind), on a line of its own carrying the cast's span
+  (or, for a point the checker recorded after fusion, the checked expression's). A program without cast
   points (no ``?`` met a known dimension) generates exactly the code it did before.
 * **Errors**: every emitted line that can fail is recorded in ``line_spans`` with the span of
   the Relay expression it computes; ``relay_ref.executor.errors`` maps a failing traceback

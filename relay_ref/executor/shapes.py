@@ -4,21 +4,25 @@ The code generator gives a generated function a *shape environment* ``_e`` (a di
 variable name -> int, one per activation) when its parameter types mention shape variables
 or its body runs ``match_cast`` / ``call_dps_packed`` / ``call_tir``:
 
-* on entry, ``bind_param(_e, value, T, name)`` per such parameter, in parameter order
-  (``relay_ref.ir.shape.bind_shape``: bare variables bound left to right, then every
-  dimension whose variables are bound checked). A mismatch is a ``ShapeBindMismatch``
-  (a ``ShapeMismatch`` at the call, as the interpreter locates it; at the entry, the
-  parameter) naming the parameter, the dimension and both values;
+* on entry, ``params_binder(...)(_e, *values)`` for the parameters whose types mention
+  shape variables: every bare variable of every parameter bound first, then every other
+  dimension checked (as the interpreter's ``bind_params``). A mismatch is a
+  ``ShapeBindMismatch`` (at the call, as the interpreter locates it; at the entry, the
+  parameter) worded as the interpreter's (``call of @f: argument %y: dimension 0: ...``);
+* gradual casts whose target mentions shape variables (``_cast(value, K, _e)``) and the
+  result against a symbolic return type (``check_result_shape``) are checked in ``_e``;
 * ``match_cast(value, T, _e)`` (Shape-MatchCast) checks the value against ``T`` in the
   current environment and binds ``T``'s new variables into it; failure is an
   ``OpRuntimeError`` located at the ``match_cast``;
 * ``call_dps_packed`` / ``call_tir`` (Shape-DPS) is one runtime step whose arguments are the
   inputs' tuple and ``_e``: outputs allocated from ``out_type`` evaluated in ``_e``.
 
-Invariant: an environment only grows within an activation (``match_cast`` adds names it did
-not have, T-ShapeScope makes a name bound once), so a size evaluated from it stays valid
-for the rest of the activation. Closures get an environment of their own (their own
-parameters and ``match_cast`` s), not the enclosing activation's.
+Invariants: an environment only grows within an activation (``match_cast`` adds names it
+did not have, T-ShapeScope makes a name bound once), except that the names a branch of
+``if`` / a clause of ``match`` binds are dropped after it (``_e`` saved and put back, as
+the interpreter scopes them), so a size evaluated from it stays valid while it can be
+named. A closure starts from a snapshot of the enclosing activation's environment taken
+when it is made (lexical scope), extended by its own parameters and ``match_cast`` s.
 """
 
 from __future__ import annotations
@@ -31,8 +35,9 @@ from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 
-__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "bounds_check", "check_result_shape", "dps_step",
-           "has_shape_vars", "match_cast", "params_binder", "type_vars"]
+__all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "bounds_check",
+           "check_result_shape", "dps_step", "has_shape_vars", "match_cast", "params_binder",
+           "type_vars"]
 
 
 class ShapeMismatch(Exception):
@@ -166,7 +171,7 @@ def params_binder(params: tuple[tuple[str, Type, Any], ...], callee: str) -> Any
                         added.append(d)
                     elif have != n:
                         return slow(env, added, values)
-        for (k, _, _, exprs), shape in zip(plan, shapes, strict=True):
+        for (_, _, _, exprs), shape in zip(plan, shapes, strict=True):
             for i, d, names in exprs:
                 if names <= env.keys() and eval_dim(d, env) != shape[i]:
                     return slow(env, added, values)

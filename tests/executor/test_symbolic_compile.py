@@ -309,11 +309,13 @@ def _f(*shape):
 
 def test_casts_are_checked_in_the_activations_shape_environment():
     # T-Fn's cast: n * 2 is 8 for n = 4; the executor used to treat it as ? and return
-    text = """def @f(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] { concatenate((%x, %x, %x)) }
+    text = """def @f(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] {
+  concatenate((%x, %x, %x)) }
 def @main(%x: Tensor[(m), float32]) { let %r = @f(%x); let %a = nn.relu(add(%r, %r));
-  let %b = nn.relu(multiply(%a, %a)); let %c = reshape(%b, newshape=[2, -1]); (sum(%c, axis=[1]), %c) }"""
+  let %b = nn.relu(multiply(%a, %a)); let %c = reshape(%b, newshape=[2, -1]);
+  (sum(%c, axis=[1]), %c) }"""
     out = _agree(text, (_f(4),), (_f(0),))
-    assert out[0] == ("err", "<string>:1:64: error: cast failed (T-Fn): the function's result: "
+    assert out[0] == ("err", "<string>:2:3: error: cast failed (T-Fn): the function's result: "
                       "expected a tensor of type Tensor[(8), float32], got a tensor of shape "
                       "(12) and dtype float32 [Stuck-Cast]")
     assert out[1][0] == "ok"
@@ -321,19 +323,22 @@ def @main(%x: Tensor[(m), float32]) { let %r = @f(%x); let %a = nn.relu(add(%r, 
 
 @pytest.mark.parametrize("text", [
     # T-Let's cast
-    """def @main(%x: Tensor[(n), float32]) { let %y: Tensor[(n), float32] = concatenate((%x, %x)); %y }""",
+    """def @main(%x: Tensor[(n), float32]) {
+  let %y: Tensor[(n), float32] = concatenate((%x, %x)); %y }""",
     # T-If's cast on a branch
     """def @main(%x: Tensor[(n), float32], %c: bool) -> Tensor[(n), float32] {
   if (%c) { %x } else { concatenate((%x, %x)) } }""",
     # a closure's result, its type mentioning the enclosing function's n
     """def @main(%x: Tensor[(n), float32]) {
-  let %g = fn (%y: Tensor[(?), float32]) -> Tensor[(n), float32] { %y }; %g(concatenate((%x, %x))) }""",
+  let %g = fn (%y: Tensor[(?), float32]) -> Tensor[(n), float32] { %y };
+  %g(concatenate((%x, %x))) }""",
     # a closure's parameter, the enclosing n
     """def @main(%x: Tensor[(n), float32], %z: Tensor[(m), float32]) {
   let %g = fn (%y: Tensor[(n), float32]) { add(%x, %y) }; %g(%z) }""",
     # a global where fn (Tensor[(k)]) -> Tensor[(k)] is expected (Shape-Bind, the result)
     """def @double(%x: Tensor[(n), float32]) -> Tensor[(n * 2), float32] { concatenate((%x, %x)) }
-def @apply(%f: fn (Tensor[(k), float32]) -> Tensor[(k), float32], %x: Tensor[(k), float32]) -> Tensor[(k), float32] { %f(%x) }
+def @apply(%f: fn (Tensor[(k), float32]) -> Tensor[(k), float32], %x: Tensor[(k), float32])
+  -> Tensor[(k), float32] { %f(%x) }
 def @main(%a: Tensor[(p), float32]) { @apply(@double, %a) }""",
 ])
 def test_symbolic_casts_fail_as_the_interpreter_fails(text):
@@ -346,12 +351,14 @@ def test_symbolic_casts_fail_as_the_interpreter_fails(text):
 
 
 def test_argument_binding_binds_every_bare_variable_before_checking():
-    text = """def @main(%x: Tensor[(n * 2), float32], %y: Tensor[(n), float32]) { concatenate((%x, %y)) }"""
+    text = """def @main(%x: Tensor[(n * 2), float32], %y: Tensor[(n), float32]) {
+  concatenate((%x, %y)) }"""
     out = _agree(text, (_f(5), _f(3)), (_f(6), _f(3)))
     assert out[0] == ("err", "<string>:1:11: error: call of @main: argument %x: dimension 0: "
                       "expected n * 2 = 6 (with n = 3), got 5 [Shape-Bind]")
     np.testing.assert_array_equal(out[1][1][0], np.concatenate([_f(6), _f(3)]))
-    callee = """def @g(%x: Tensor[(n * 2), float32], %y: Tensor[(n), float32]) -> Tensor[(n * 3), float32] { concatenate((%x, %y)) }
+    callee = """def @g(%x: Tensor[(n * 2), float32], %y: Tensor[(n), float32])
+  -> Tensor[(n * 3), float32] { concatenate((%x, %y)) }
 def @main(%a: Tensor[(p), float32], %b: Tensor[(q), float32]) { @g(%a, %b) }"""
     out = _agree(callee, (_f(5), _f(3)), (_f(6), _f(3)), (_f(0), _f(0)))
     assert out[0][1].endswith("argument 0 of @g: expected a tensor of type Tensor[(6), "
@@ -365,12 +372,14 @@ def @main(%a: Tensor[(p), float32], %b: Tensor[(q), float32]) { @g(%a, %b) }"""
 
 
 def test_tuple_parameters_bind_across_fields():
-    text = """def @f(%t: (Tensor[(n * 2), float32], Tensor[(n), float32])) -> Tensor[(n * 3), float32] { concatenate((%t.0, %t.1)) }
+    text = """def @f(%t: (Tensor[(n * 2), float32], Tensor[(n), float32]))
+  -> Tensor[(n * 3), float32] { concatenate((%t.0, %t.1)) }
 def @main(%a: Tensor[(p), float32], %b: Tensor[(q), float32]) { @f((%a, %b)) }"""
     out = _agree(text, (_f(5), _f(3)), (_f(6), _f(3)))
     assert out[0][0] == "err" and "[Stuck-Cast]" in out[0][1]
     assert out[1][0] == "ok"
-    whole = """def @main(%t: (Tensor[(n * 2), float32], Tensor[(n), float32])) { concatenate((%t.0, %t.1)) }"""
+    whole = """def @main(%t: (Tensor[(n * 2), float32], Tensor[(n), float32])) {
+  concatenate((%t.0, %t.1)) }"""
     # (rr.evaluate's bind_params makes its second pass only for several parameters, so it
     # accepts this one: compared with the rule, not the interpreter)
     exe = rr.compile(rr.infer_types(rr.parse(whole)))
@@ -381,11 +390,13 @@ def @main(%a: Tensor[(p), float32], %b: Tensor[(q), float32]) { @f((%a, %b)) }""
 
 
 def test_symbolic_failures_carry_the_interpreters_text_and_rule():
-    out = _agree("""def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 4), float32]) { add(%x, %y) }""",
+    out = _agree("""def @main(%x: Tensor[(n, 4), float32], %y: Tensor[(n, 4), float32]) {
+  add(%x, %y) }""",
                  (_f(3, 4), _f(4, 4)))
     assert out[0][1] == ("<string>:1:40: error: call of @main: argument %y: dimension 0: n is 3 "
                          "but the value has 4 [Shape-Bind]")
-    out = _agree("""def @main(%x: Tensor[(n), float32]) { let %y = match_cast(%x, Tensor[(n * 2), float32]); %y }""",
+    out = _agree("""def @main(%x: Tensor[(n), float32]) {
+  let %y = match_cast(%x, Tensor[(n * 2), float32]); %y }""",
                  (_f(2),))
     assert out[0][1].endswith("match_cast: dimension 0: expected n * 2 = 4 (with n = 2), got 2 "
                               "[Shape-MatchCast]")

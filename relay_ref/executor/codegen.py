@@ -62,7 +62,9 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   (``IRModule.casts``: T-App arguments, T-Fn results, T-Let values, the else-branch of a
   T-If, a T-Match clause, a T-WriteRef value, a T-Rel result) the value goes through
   ``_cast(value, K)`` (``relay_ref.interpreter.casts.cast_value`` on the compiled value
-  representation), on a line of its own carrying the cast's span. A program without cast
+  representation; ``_cast(value, K, _e)`` when the target mentions shape variables: checked
+  at the activation's values, Shape-Bind), on a line of its own carrying the cast's span
+  (or, for a point the checker recorded after fusion, the checked expression's). A program without cast
   points (no ``?`` met a known dimension) generates exactly the code it did before.
 * **Errors**: every emitted line that can fail is recorded in ``line_spans`` with the span of
   the Relay expression it computes; ``relay_ref.executor.errors`` maps a failing traceback
@@ -341,20 +343,25 @@ class _Generator:
         # whose parameters have shape variables, or that run the symbolic ops, keep a
         # shape environment ``_e`` per activation
         self.out.namespace.update(_bind_param=_shapes.bind_param,
-                                  _match_cast=_shapes.match_cast, _shapes=_no_shapes)
+                                  _match_cast=_shapes.match_cast, _shapes=_no_shapes,
+                                  _check_result=_shapes.check_result_shape)
         self.symbolic_ops = any(type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
                                 for f in mod.functions.values() for n in post_order(f))
         #: the entry function's name and whether the runtime's ``shapes`` hook is called on
         #: its entry (a memory plan with symbolic sizes: ``relay_ref.executor.memory``)
         self.entry: str | None = None
         self.shape_hook = False
+        #: whether the entry checks ``rr.compile(shape_bounds=...)`` (``_bounds(_e)``)
+        self.bounds = False
         #: the checker's cast points (typecheck/casts.py), None when there are none
         self.casts: Any = getattr(mod, "casts", None)
         if self.casts is not None:
             memo: dict = {}  # casts.CastMemo, emptied after each call (executable.py)
 
-            def cast(value: Any, point: Any, mod: IRModule = mod) -> Any:
-                return cast_value(value, point, mod, None, True, memo)
+            def cast(value: Any, point: Any, env: Any = None, mod: IRModule = mod) -> Any:
+                # Shape-Bind: ``env`` (the activation's ``_e``) gives the target's shape
+                # variables their values; without it they would be ``?`` (never checked)
+                return cast_value(value, point, mod, None, True, memo, shape_env=env)
 
             self.out.namespace["_cast"] = cast
             self.out.namespace["_cast_memo"] = memo
@@ -495,8 +502,14 @@ class _FunctionGen:
 
     def __init__(self, gen: _Generator, func: Function, py_name: str, captured: tuple[Var, ...],
                  rec_var: Var | None, global_name: str | None,
-                 captured_nodes: tuple[Expr, ...] = ()) -> None:
+                 captured_nodes: tuple[Expr, ...] = (), outer_env: bool = False) -> None:
         self.gen = gen
+        #: Shape-Bind: a closure made where a shape environment exists sees it (a snapshot
+        #: taken when the closure is made, the factory's ``_eo``), as the interpreter's
+        #: closures capture their frame's (lexical scope, spec T-ShapeScope)
+        self.outer_env = outer_env
+        self.env = False
+        self.scoped = False
         self.func = func
         self.py_name = py_name
         self.captured = captured
@@ -552,7 +565,8 @@ class _FunctionGen:
         self_name = self.py_name
         if self.rec_var is not None:
             self.names[self.rec_var] = self_name
-        closure = bool(self.captured) or bool(node_names) or self.rec_var is not None
+        closure = bool(self.captured) or bool(node_names) or self.rec_var is not None \
+            or self.outer_env
         base = 2 if closure else 1
         # The body is generated inside ``while True: for _ in _c:`` (two levels deeper);
         # the loops are dropped, and the body dedented, when no self tail call came.
@@ -571,7 +585,7 @@ class _FunctionGen:
             self.func, captured, self.rec_var, self.global_name)
         header: list[str] = []
         if closure:
-            free = ", ".join(captured)
+            free = ", ".join([*captured, "_eo"] if self.outer_env else captured)
             header.append(f"def _mk_{self_name}({free}):")
             header.append(f"    def {self_name}({', '.join(params)}):")
             if free:  # every captured value is a cell of the closure (values.py reads them)
@@ -614,16 +628,27 @@ class _FunctionGen:
         each on a line located at the parameter); at the entry, the runtime told (its
         memory plan's symbolic sizes)."""
         binds = [p for p in self.func.params if _shapes.has_shape_vars(p.type_annotation)]
-        self.env = bool(binds) or (self.gen.symbolic_ops and any(
-            type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
-            for n in post_order(self.func.body)))
+        ops = {n.op.name for n in post_order(self.func.body) if type(n) is Call and
+               type(n.op) is Op and n.op.name in SYMBOLIC_OPS} if self.gen.symbolic_ops else ()
+        grows = bool(binds) or bool(ops)
+        #: Shape-MatchCast: the variables a branch of ``if`` / a clause of ``match`` binds
+        #: are its own (T-ShapeScope): ``_e`` is saved before and put back after
+        self.scoped = "match_cast" in ops
+        self.env = grows or self.outer_env
         if not self.env:
             return
         em = self.em
-        em.emit("_e = {}")
-        for p in binds:
-            binder = self.gen.intern(_shapes.param_binder(p.type_annotation, p.name_hint), "B")
-            em.emit(f"{binder}(_e, {self.names[p]})", p.span)
+        if not self.outer_env:
+            em.emit("_e = {}")
+        else:  # the snapshot is shared by the closure's activations: copied if extended
+            em.emit("_e = dict(_eo)" if grows else "_e = _eo")
+        if binds:  # all parameters at once: bare variables first, then the rest checked
+            binder = self.gen.intern(_shapes.params_binder(
+                tuple((p.name_hint, p.type_annotation, p.span) for p in binds),
+                self.callee_text()), "B")
+            em.emit(f"{binder}(_e, {', '.join(self.names[p] for p in binds)})", binds[0].span)
+        if self.gen.bounds and binds and self.global_name == self.gen.entry:
+            em.emit("_bounds(_e)")  # the bounds are promises: checked before any step
         if self.gen.shape_hook and self.global_name == self.gen.entry:
             em.emit("_shapes(_e)", self.func.span)
 
@@ -643,6 +668,28 @@ class _FunctionGen:
                              self.gen.types.get(call), -1, call.span)
         self.em.emit(f"{out} = _run({site}, [{args[0]}, _e], None)", call.span, name)
         return out
+
+    def save_env(self) -> str | None:
+        """Before an ``if`` / ``match`` in a function running ``match_cast``: a copy of
+        ``_e`` (the branch extends ``_e`` itself), its name; None otherwise."""
+        if not self.scoped:
+            return None
+        saved = self.gen.fresh("_es")
+        self.em.emit(f"{saved} = dict(_e)")
+        return saved
+
+    def restore_env(self, saved: str | None, dest: tuple[str, str | None]) -> None:
+        """After the ``if`` / ``match`` (when code follows it): ``_e`` as it was before."""
+        if saved is not None and dest[0] != "return":
+            self.em.emit(f"_e = {saved}")
+
+    def body_span(self) -> Span | None:
+        """Where a failure of the function's result is (the interpreter: its body)."""
+        return _expr_span(self.func.body) or self.func.span
+
+    def callee_text(self) -> str:
+        """How messages name this function (as the interpreter's ``_callee``)."""
+        return f"@{self.global_name}" if self.global_name is not None else "a function"
 
     def depth_prologue(self) -> list[str]:
         """The activation's depth bookkeeping, before its loop (Depth in the module
@@ -750,11 +797,14 @@ class _FunctionGen:
     def emit_assign(self, name: str, code: str, span: Span | None) -> None:
         self.em.emit(f"{name} = {code}", span)
 
-    def cast(self, atom: str, point: Any, into: str | None = None) -> str:
+    def cast(self, atom: str, point: Any, into: str | None = None,
+             span: Span | None = None) -> str:
         """Emit the check of cast point ``point`` (a ``Cast``) on ``atom``; the checked value
         (``into``, or a fresh variable) is returned. Stuck-Cast at the cast's span."""
         name = into or self.gen.fresh("t")
-        self.em.emit(f"{name} = _cast({atom}, {self.gen.intern(point, 'K')})", point.span)
+        env = ", _e" if self.env and _shapes.has_shape_vars(point.target) else ""
+        self.em.emit(f"{name} = _cast({atom}, {self.gen.intern(point, 'K')}{env})",
+                     point.span or span)
         return name
 
     def constant(self, e: Constant) -> str:
@@ -829,7 +879,8 @@ class _FunctionGen:
         """T-App's casts on the arguments of ``e`` (none: ``args`` unchanged)."""
         if self.gen.casts is None or (points := self.gen.casts.args(e)) is None:
             return args
-        return [a if p is None else self.cast(a, p) for a, p in zip(args, points, strict=False)]
+        return [a if p is None else self.cast(a, p, None, _expr_span(x) or e.span)
+                for a, p, x in zip(args, points, e.args, strict=False)]
 
     def op_call(self, e: Call, args: list[str]) -> str:
         """A single operator call outside a fused group (FuseOps left it, or did not run)."""
@@ -932,9 +983,11 @@ class _FunctionGen:
         hint = rec_var.name_hint if rec_var is not None else "fn"
         py_name = self.gen.fresh(f"f_{_identifier(hint)}_")
         _FunctionGen(self.gen, fn, py_name, captured, rec_var, None,
-                     nodes).generate(self.gen.lines)
-        if captured or nodes or rec_var is not None:
+                     nodes, self.env).generate(self.gen.lines)
+        if captured or nodes or rec_var is not None or self.env:
             values = [self.value(v) for v in captured] + [self.value(n) for n in nodes]
+            if self.env:  # the shape variables bound so far (``match_cast`` extends ``_e``)
+                values.append("dict(_e)")
             return f"_mk_{py_name}({', '.join(values)})"
         return py_name
 
@@ -961,11 +1014,11 @@ class _FunctionGen:
                     name = self.bind(var)
                     em.emit(f"{name} = {self.function_value(val, var)}", val.span)
                     if point is not None:
-                        self.cast(name, point, name)                  # T-Let's cast
+                        self.cast(name, point, name, val.span)        # T-Let's cast
                 else:
                     atom = self.value(val)
                     if point is not None:
-                        atom = self.cast(atom, point)                 # T-Let's cast
+                        atom = self.cast(atom, point, None, _expr_span(val))  # T-Let's
                     if self.gen.check_shapes and _static_annotation(var.type_annotation):
                         note = self.gen.intern(var.type_annotation, "T")
                         em.emit(f"_check_shape({atom}, {note}, {var.name_hint!r})", val.span)
@@ -981,21 +1034,26 @@ class _FunctionGen:
                 into = dest if point is None else ("assign", self.gen.fresh("t"))
                 cond = self.value(e.cond)
                 self.anchored(e)
+                saved = self.save_env()
                 em.emit(f"if {cond}:")
                 self.branch(e.true_branch, into)
                 em.emit("else:")
                 self.branch(e.false_branch, into, point)              # T-If's cast
+                self.restore_env(saved, into)
                 if point is not None:
                     self.finish(into[1], dest)
                 return
             if kind is Match:                                         # E-Match
                 casts = self.gen.casts
+                saved = self.save_env()
                 if casts is not None and any(casts.at(c) for c in e.clauses):
                     into = ("assign", self.gen.fresh("t"))
                     self.match(e, into)                               # T-Match's casts
+                    self.restore_env(saved, into)
                     self.finish(into[1], dest)
                     return
                 self.match(e, dest)
+                self.restore_env(saved, dest)
                 return
             if dest[0] == "return" and kind is Call and self.is_self_call(e):
                 args = [self.value(a) for a in e.args]
@@ -1023,8 +1081,12 @@ class _FunctionGen:
         if dest[0] == "return":
             if self.gen.casts is not None and (
                     point := self.gen.casts.at(self.func)) is not None:
-                atom = self.cast(atom, point)                         # T-Fn's cast
+                atom = self.cast(atom, point, None, self.body_span())  # T-Fn's cast
             ret = self.func.ret_type
+            if self.env and _shapes.has_shape_vars(ret):                 # Shape-Bind, the result
+                note = self.gen.intern(ret, "T")
+                em.emit(f"_check_result({atom}, {note}, _e, {self.callee_text()!r})",
+                        self.body_span())
             if self.gen.check_shapes and _static_annotation(ret):
                 note = self.gen.intern(ret, "T")
                 em.emit(f"_check_shape({atom}, {note}, None)", self.func.body.span)
@@ -1042,7 +1104,7 @@ class _FunctionGen:
         start = len(self.em.lines)
         self.compile_to(e, dest)
         if point is not None and dest[1] is not None:
-            self.cast(dest[1], point, dest[1])
+            self.cast(dest[1], point, dest[1], _expr_span(e))
         if len(self.em.lines) == start:  # pragma: no cover - compile_to always emits
             self.em.emit("pass")
         self.scopes.pop()
@@ -1075,7 +1137,7 @@ class _FunctionGen:
             self.compile_to(clause.rhs, dest)
             point = self.gen.casts.at(clause) if self.gen.casts is not None else None
             if point is not None and dest[1] is not None:
-                self.cast(dest[1], point, dest[1])                    # T-Match's cast
+                self.cast(dest[1], point, dest[1], _expr_span(clause.rhs))  # T-Match's
             self.scopes.pop()
             em.depth -= 1
             if not conds:
@@ -1194,6 +1256,17 @@ def _no_shapes(env: dict[str, int]) -> None:
     return None
 
 
+def _expr_span(e: Expr) -> Span | None:
+    """Where a cast on ``e``'s value fails when the cast point has no span of its own (the
+    checker ran again after fusion): ``e``'s span; a fused group's call has none, its
+    function's body has (the expression the group replaced)."""
+    while e.span is None and type(e) is Call and type(e.op) is Function:
+        e = e.op.body
+    while e.span is None and type(e) is Let:  # a group's body: its value is its end
+        e = e.body
+    return e.span
+
+
 def _static_annotation(ty: Type | None) -> bool:
     return type(ty) is TensorType and bool(ty.shape) and all(type(d) is int for d in ty.shape)
 
@@ -1259,7 +1332,9 @@ def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None
              plans_allocation: bool = False,
              max_depth: int = 1_000_000,
              externs: dict[str, Any] | None = None, entry: str | None = None,
-             shape_hook: bool = False) -> GeneratedModule:
+             shape_hook: bool = False,
+             shape_bounds: dict[str, int] | None = None,
+             bounds_span: Span | None = None) -> GeneratedModule:
     """The Python module implementing ``mod`` (type-checked, after the executor's passes);
     ``slots`` is the memory plan (``relay_ref.executor.memory``): group calls whose result
     the runtime's ``allocate`` is asked a buffer for (when ``plans_allocation``: the
@@ -1270,9 +1345,15 @@ def generate(mod: IRModule, group_planner: Any, *, slots: dict[Call, int] | None
     codegens (global name -> ``relay_ref.executor.externs.Extern``), each call of one a
     step of kind ``"extern"`` (BYOC-Extern). ``shape_hook``: the entry (``entry``) calls
     the runtime's ``shapes(env)`` once its shape variables are bound (a memory plan with
-    symbolic sizes, ``relay_ref.executor.memory``)."""
+    symbolic sizes, ``relay_ref.executor.memory``). ``shape_bounds``: ``rr.compile``'s
+    promises (shape variable -> its largest value), checked at the entry once its
+    parameters are bound, whatever the memory plan (a ``RelayRuntimeError`` at
+    ``bounds_span``)."""
     gen = _Generator(mod, group_planner, max_depth)
     gen.entry, gen.shape_hook = entry, shape_hook
+    if shape_bounds:
+        gen.bounds = True
+        gen.out.namespace["_bounds"] = _shapes.bounds_check(dict(shape_bounds), bounds_span)
     gen.externs = dict(externs or {})
     gen.slots = dict(slots or {})
     gen.plans_allocation = plans_allocation

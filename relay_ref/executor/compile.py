@@ -169,7 +169,8 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     def build() -> Any:
         return generate(work, planner, slots=slots, plans_allocation=runtime.plans_allocation,
                         max_depth=depth, externs=built, entry=entry,
-                        shape_hook=bool(memory.symbolic) and dtr_opts is None)
+                        shape_hook=bool(memory.symbolic) and dtr_opts is None,
+                        shape_bounds=bounds, bounds_span=mod.functions[entry].span)
 
     generated = run_deep(build, name="relay-compile")
     try:
@@ -216,21 +217,27 @@ def _entry_shape_vars(func: Function) -> frozenset[str]:
 
 def _shape_bounds(bounds: Mapping[str, int] | None, names: frozenset[str],
                   func: Function) -> dict[str, int]:
-    """``shape_bounds`` checked: shape variables of the entry's parameters to positive
-    ints (a ``RelayError`` at the entry otherwise)."""
+    """``shape_bounds`` checked: shape variables of the entry's parameters (identifiers)
+    to non-negative ints; a ``RelayError`` at the entry otherwise (never a TypeError:
+    the mapping is the user's)."""
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
-        raise TypeError(f"compile: shape_bounds must be a dict of shape variable name to int, "
-                        f"not {type(bounds).__name__}")
+        raise RelayError(f"compile: shape_bounds must be a dict of shape variable name to a "
+                         f"non-negative int, not {type(bounds).__name__}", func.span)
+    from relay_ref.suggest import did_you_mean
+
     out = {}
     for name, bound in bounds.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise RelayError(f"compile: shape_bounds keys must be shape variable names, not "
+                             f"{name!r}", func.span)
         if name not in names:
             known = ", ".join(sorted(names)) or "none"
             raise RelayError(f"compile: shape_bounds names {name!r}, which is not a shape "
-                             f"variable of the entry's parameters (they have: {known})",
-                             func.span)
-        if type(bound) is not int and not isinstance(bound, np.integer) or bound < 0:
+                             f"variable of the entry's parameters (they have: {known})"
+                             f"{did_you_mean(name, names)}", func.span)
+        if (type(bound) is not int and not isinstance(bound, np.integer)) or bound < 0:
             raise RelayError(f"compile: the bound of {name} must be a non-negative int, not "
                              f"{bound!r}", func.span)
         out[name] = int(bound)

@@ -30,6 +30,12 @@ from relay_ref.ops.registry import OpRuntimeError
 __all__ = ["runtime_failure"]
 
 
+#: The rule tag of a failure of a symbolic operator's step (spec/semantics.md Shape-MatchCast,
+#: Shape-DPS), as the interpreter's ``shape_op`` tags its stuck states.
+_SYMBOLIC_RULES = {"match_cast": "Shape-MatchCast", "call_dps_packed": "Shape-DPS",
+                   "call_tir": "Shape-DPS"}
+
+
 def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     """The user-facing error for ``err`` raised inside ``exe``'s generated code."""
     gen = exe.generated
@@ -49,7 +55,9 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     span: Span | None = None
     if isinstance(err, ShapeMismatch) and err.at_call and len(frames) > 1:
         frames.pop()  # a parameter's annotation: the call that passed the value failed
-    if frames:
+    elif isinstance(err, ShapeMismatch) and err.at_call and err.span is not None:
+        span = err.span  # the entry's parameter (Shape-Bind), as the interpreter locates it
+    if frames and span is None:
         span = gen.line_spans.get(frames[-1][1])
         if isinstance(err, OpRuntimeError):  # inside a fused kernel: the op it names
             span = _fused_op_span(gen, frames[-1][1], str(err)) or span
@@ -60,7 +68,9 @@ def runtime_failure(err: BaseException, exe: Any) -> RelayRuntimeError:
     # The stuck state's rule tag, as the interpreter names it (spec/semantics.md 4).
     rule = err.rule if isinstance(err, Stuck) else (
         "E-Match-Fail" if isinstance(err, MatchFailure) else
-        err.rule if isinstance(err, ShapeMismatch) else None)
+        err.rule if isinstance(err, ShapeMismatch) else
+        _SYMBOLIC_RULES.get(op) if isinstance(err, OpRuntimeError | ValueError | TypeError
+                                              | IndexError | MemoryError) else None)
     # A Stuck raised by a cast (Stuck-Cast) keeps its notes: the same text as the interpreter's.
     stuck = Stuck(message, span, err.notes if isinstance(err, Stuck) else (), rule=rule)
     # The interpreter's frames: (called global, call site), innermost first.

@@ -128,6 +128,10 @@ class Converter:
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
         env = {var: self.to_relay(cells[name].cell_contents)
                for name, var in info.captured.items() if name in cells}
+        if "_eo" in cells and cells["_eo"].cell_contents:  # Shape-Bind: the snapshot of the
+            from relay_ref.interpreter.shapes import SHAPE_ENV  # enclosing shape variables
+
+            env[SHAPE_ENV] = dict(cells["_eo"].cell_contents)
         closure = CompiledClosure(env, info.func, info.global_name, fn, self.runner)
         value: Any = closure
         if info.rec_var is not None:

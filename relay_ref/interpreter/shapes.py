@@ -78,8 +78,11 @@ def bind_params(checks: tuple[tuple[Var, Type], ...], frame: Mapping[Var, object
     dimension; None, or the parameter and what does not match (``%y: dimension 0: n is 3
     but the value has 4``). A dimension skipped because a variable was bound only by a
     later parameter is checked by a second pass."""
+    # one tensor parameter needs no second pass (bind_shape already binds before it
+    # checks); a tuple parameter's fields are separate shapes, so it does
+    single = len(checks) == 1 and type(checks[0][1]) is TensorType
     for rounds in (0, 1):
-        if rounds and len(checks) < 2:
+        if rounds and single:
             break
         for param, ty in checks:
             for t, arr, what in _leaves(ty, frame[param], f"%{param.name_hint}"):

@@ -439,3 +439,13 @@ def test_a_partly_bound_cast_dimension_is_not_checked() -> None:
     cast = Cast("T-Let", parse_type("Tensor[(?), float32]"), parse_type("Tensor[(n + m), float32]"),
                 "the value of %v", None)
     assert cast_value(ones(2), cast, IRModule({}), shape_env={"n": 3}) is not None
+
+
+def test_a_tuple_parameter_is_checked_after_all_its_fields_bind() -> None:
+    # Shape-Bind: n is bound by field 1, then field 0's n * 2 is checked (5 is not 6)
+    mod = rr.parse("def @main(%t: (Tensor[(n * 2), float32], Tensor[(n), float32])) "
+                   "{ %t.0 }")
+    bad = (np.zeros(5, "float32"), np.zeros(3, "float32"))
+    with pytest.raises(rr.RelayRuntimeError, match=r"expected n \* 2 = 6 \(with n = 3\), got 5"):
+        rr.evaluate(mod, bad)
+    assert rr.evaluate(mod, (np.zeros(6, "float32"), np.zeros(3, "float32"))).shape == (6,)

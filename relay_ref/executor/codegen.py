@@ -617,6 +617,11 @@ class _FunctionGen:
         self.env = bool(binds) or (self.gen.symbolic_ops and any(
             type(n) is Call and type(n.op) is Op and n.op.name in SYMBOLIC_OPS
             for n in post_order(self.func.body)))
+        #: whether the body has a match_cast: then a branch that has one binds for that
+        #: branch only (T-MatchCast, as the interpreter scopes it; ``scoped_env``)
+        self.casts_in_body = self.env and self.gen.symbolic_ops and any(
+            type(n) is Call and type(n.op) is Op and n.op.name == "match_cast"
+            for n in post_order(self.func.body))
         if not self.env:
             return
         em = self.em
@@ -1034,13 +1039,32 @@ class _FunctionGen:
         elif atom != dest[1]:
             em.emit(f"{dest[1]} = {atom}")
 
+    def scoped_env(self, e: Expr) -> str | None:
+        """T-MatchCast: a branch (an ``if`` branch, a ``match`` clause) whose code runs a
+        ``match_cast`` gets a copy of the shape environment, the saved one restored after
+        it (``restore_env``), so its bindings stay in it; the name saved, or None."""
+        if not getattr(self, "casts_in_body", False) or not any(
+                type(n) is Call and type(n.op) is Op and n.op.name == "match_cast"
+                for n in post_order(e)):
+            return None
+        saved = self.gen.fresh("_e")
+        self.em.emit(f"{saved} = _e")
+        self.em.emit("_e = dict(_e)")
+        return saved
+
+    def restore_env(self, saved: str | None) -> None:
+        if saved is not None:
+            self.em.emit(f"_e = {saved}")
+
     def branch(self, e: Expr, dest: tuple[str, str | None], point: Any = None) -> None:
         """``e`` compiled into ``dest`` one block deeper; ``point``: a cast on its value
         (``dest`` is then an assignment)."""
         self.em.depth += 1
         self.scopes.append({})
         start = len(self.em.lines)
+        saved = self.scoped_env(e)
         self.compile_to(e, dest)
+        self.restore_env(saved)
         if point is not None and dest[1] is not None:
             self.cast(dest[1], point, dest[1])
         if len(self.em.lines) == start:  # pragma: no cover - compile_to always emits
@@ -1072,7 +1096,9 @@ class _FunctionGen:
                 em.emit(f"{self.bind(var)} = {path}")
                 if self.gen.casts is not None and (point := self.gen.casts.at(var)):
                     self.cast(self.names[var], point, self.names[var])  # pattern variable
+            saved = self.scoped_env(clause.rhs)
             self.compile_to(clause.rhs, dest)
+            self.restore_env(saved)
             point = self.gen.casts.at(clause) if self.gen.casts is not None else None
             if point is not None and dest[1] is not None:
                 self.cast(dest[1], point, dest[1])                    # T-Match's cast

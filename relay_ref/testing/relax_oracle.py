@@ -150,8 +150,16 @@ def register_tvm_packed(name: str, fn: Callable[..., None]) -> None:
 
 
 def relay_output_type(checked: Any, entry: str = "main") -> Type:
-    """The return type ``rr.infer_types`` gave ``checked[entry]``."""
-    return checked.global_types[entry].ret_type
+    """The type ``rr.infer_types`` gave the result expression of ``checked[entry]``'s body
+    (the end of its let-chain), as ``output_of`` takes TVM's: inside the function, where
+    its match_cast variables are in scope (its signature forgets them, T-ShapeScope, as
+    TVM's does)."""
+    from relay_ref.ir.expr import Let  # noqa: PLC0415
+
+    body = checked[entry].body
+    while isinstance(body, Let):
+        body = body.body
+    return checked.type_of(body)
 
 
 def relay_bindings(checked: Any, entry: str = "main") -> dict[str, Type]:

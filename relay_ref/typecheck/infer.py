@@ -76,6 +76,7 @@ from relay_ref.ir.types import (
     TypeVar,
     substitute,
 )
+from relay_ref.ir.visitor import free_vars
 from relay_ref.ops.registry import NOT_YET, NoAttrs, OpDef, RelationError, Solved, get_op
 from relay_ref.trampoline import no_gc
 from relay_ref.typecheck.casts import Site, cast_table
@@ -351,6 +352,40 @@ class _ShapeInstance(Constraint):
         return [self.out, self.ret]
 
 
+class _Erase(Constraint):
+    """T-ShapeScope on a scope's result whose type was still a hole when the scope ended
+    (a function body, an ``if`` branch, a ``match`` clause that bound shape variables by
+    ``match_cast``): once it is known, ``out`` is it with those variables (``mapping``, all
+    to ``?``) erased, so they never reach a type outside their scope."""
+
+    rule = "T-ShapeScope"
+
+    def __init__(self, where: Expr, ty: Type, mapping: dict[str, object], out: Type,
+                 owner: str | None) -> None:
+        self.expr, self.ty, self.mapping, self.out, self.owner = where, ty, mapping, out, owner
+
+    def run(self, unifier: Unifier) -> list[IncompleteType] | None:
+        ty = unifier.resolve(self.ty)
+        holes = unifier.holes(ty)
+        if holes:
+            return holes
+        result = substitute_type(ty, self.mapping)
+        try:
+            unifier.unify(result, self.out)
+        except UnifyError as err:
+            raise Failure(_diag(f"this value has type {show(result)} outside the scope of "
+                                f"its match_cast, but {show(unifier.resolve(self.out))} is "
+                                f"required here: {err.reason}", "T-ShapeScope",
+                                self.expr)) from None
+        return None
+
+    def describe(self) -> str:
+        return "cannot infer the type of this expression; add an annotation"
+
+    def pending_types(self) -> list[Type]:
+        return [self.out, self.ty]
+
+
 def _project(unifier: Unifier, ty: Type, proj: TupleGetItem) -> Type:
     """Field ``proj.index`` of the (non-hole) type ``ty``, or raise ``Failure``."""
     if not isinstance(ty, TupleType):
@@ -392,6 +427,8 @@ class _Checker:
         self.shape_scope: frozenset[str] = frozenset()
         #: id(Function) -> the shape variables its parameters bind (its own, T-ShapeScope)
         self.own_shape_vars: dict[int, frozenset[str]] = {}
+        #: ids of the functions whose bodies are being checked (a call of one is recursive)
+        self.in_progress: set[int] = set()
         #: id(FuncType of a global) -> (it, the shape variables of its parameters)
         self.global_shape_vars: dict[int, tuple[FuncType, frozenset[str]]] = {}
         self.diagnostics: list[Diagnostic] = []
@@ -562,6 +599,10 @@ class _Checker:
         for var, ty in var_types.items():
             self.bind_var(var, ty)
             self.shape_scope |= bare_vars(ty)  # T-ShapeScope: given types bind, as params
+        if self.free_vars_ok:  # and so do the free variables' annotations, from the start
+            self.shape_scope = self.shape_scope.union(
+                *(bare_vars(v.type_annotation) for v in free_vars(expr)
+                  if v not in var_types))
         ty = self.infer(expr)
         self.finish(report_unknowns=not allow_unknown)
         return self.unifier.resolve(ty), self.types
@@ -632,6 +673,28 @@ class _Checker:
         self.fn_headers[id(fn)] = header
         return header
 
+    def erase_scoped(self, ty: Type, before: frozenset[str], scope: Expr) -> Type:
+        """T-ShapeScope: ``ty``, the value of a scope (a function body, an ``if`` branch, a
+        ``match`` clause) that is ending, with the shape variables its ``match_cast`` s bound
+        (those in scope now but not in ``before``, the scope it returns to) replaced by
+        ``?``: a value leaving their scope forgets them (as Relax erases a function's
+        result to its parameters' variables). Free when nothing was bound (the common
+        case: the scope set is the same object). Deferred (``_Erase``) while ``ty`` has
+        holes."""
+        if self.shape_scope is before:
+            return ty
+        new = self.shape_scope - before
+        if not new:
+            return ty
+        mapping: dict[str, object] = dict.fromkeys(new, ANY)
+        resolved = self.unifier.resolve(ty)
+        if not self.unifier.holes(resolved):
+            return substitute_type(resolved, mapping)
+        out = self.unifier.fresh()
+        self.solver.add(_Erase(_result_of(scope), resolved, mapping, out, self.owner))
+        self.solver.solve()
+        return out
+
     def infer_function(self, fn: Function, header: FuncType) -> FuncType:
         """T-Fn (spec 3.7): the body, with the parameters bound to the header's types,
         has the declared return type; type parameters are rigid inside."""
@@ -639,10 +702,14 @@ class _Checker:
         self.scope = saved | {tp.uid for tp in fn.type_params}
         # T-ShapeScope: its own shape variables are in scope (rigid) in its body, with those
         # of the enclosing functions; a match_cast inside adds to them until the end.
-        self.shape_scope = saved_shapes | self.own_shape_vars.get(id(fn), frozenset())
+        self.shape_scope = inside = saved_shapes | self.own_shape_vars.get(id(fn),
+                                                                          frozenset())
         for param, ty in zip(fn.params, header.arg_types, strict=True):
             self.bind_var(param, ty)
-        body = self.infer(fn.body)
+        # T-ShapeScope: the result forgets the variables bound by the body's match_casts
+        self.in_progress.add(id(fn))
+        body = self.erase_scoped(self.infer(fn.body), inside, fn.body)
+        self.in_progress.discard(id(fn))
         notes = ()
         if fn.ret_type is not None:
             notes = (Note("the return type is declared here", _span(fn.ret_type) or
@@ -709,10 +776,11 @@ class _Checker:
                 self.unify(c, BOOL, cond, "T-If",
                            "the condition of if must be a boolean scalar: ", parent=expr)
                 # T-MatchCast: a branch's match_cast binds for that branch only
+                # and its value forgets them outside the branch (T-ShapeScope)
                 shapes = self.shape_scope
-                t = self.infer(then)
+                t = self.erase_scoped(self.infer(then), shapes, then)
                 self.shape_scope = shapes
-                f = self.infer(else_)
+                f = self.erase_scoped(self.infer(else_), shapes, else_)
                 self.shape_scope = shapes
                 if self.unify(f, t, else_, "T-If", "the branches of if have different types: ",
                               (Note(f"the then-branch has type "
@@ -892,6 +960,17 @@ class _Checker:
                           self.param_notes(call.op, i), parent=call):
                 # T-App's consistency premise: a cast point (spec 3.8)
                 self.cast_site(call, i, found, expected, "T-App")
+        if not own and (isinstance(call.op, GlobalVar)
+                        or id(self.function_of(call.op)) in self.in_progress) \
+                and self.unifier.holes(fn.ret_type):
+            # T-ShapeScope: the callee's own result type, still a hole (a global checked
+            # later, a recursive call), is not unified with the caller's types, whose
+            # match_cast variables would leak into it: the call's type is a copy of it once
+            # it is known (as T-ShapeCall's instances are)
+            out = self.unifier.fresh()
+            self.solver.add(_ShapeInstance(call, inst.ret_type, {}, out, self.owner))
+            self.solver.solve()
+            return out
         return inst.ret_type
 
     def global_as_value(self, gv: GlobalVar, header: FuncType) -> Type:
@@ -963,7 +1042,8 @@ class _Checker:
                 self.error(call, f"match_cast cannot bind the shape variable {v}: it must "
                            "appear alone as a dimension of the target type",
                            "T-MatchCast")
-            self.shape_scope |= new
+            if new:
+                self.shape_scope |= new
             self.annotation(target, call)
         elif name in ("call_dps_packed", "call_tir"):  # T-DPS
             out = getattr(attrs, "out_type", None)
@@ -1080,8 +1160,10 @@ class _Checker:
         shapes = self.shape_scope
         for clause in expr.clauses:
             patterns_ok &= self.check_pattern(clause.lhs, data, clause)
-            rhs = self.infer(clause.rhs)
-            self.shape_scope = shapes  # T-MatchCast: a clause's bindings stay in it
+            # T-MatchCast: a clause's bindings stay in it; its value forgets them
+            # (T-ShapeScope)
+            rhs = self.erase_scoped(self.infer(clause.rhs), shapes, clause.rhs)
+            self.shape_scope = shapes
             if result is None:
                 result, first = rhs, clause
                 continue

@@ -303,8 +303,10 @@ def test_match_cast_binds_new_variables() -> None:
     v = Var("v", TensorType((K,), "int64"))   # uses k after the match_cast: in scope
     body = Let(u, match_cast(x, TensorType((K,), "int64")), Let(v, u, v))
     mod = rr.infer_types(module(Function((x,), body)))
+    assert rr.astext(mod.type_of(u)) == "Tensor[(k), int64]"
+    # T-ShapeScope: k is the body's, so the function's result type forgets it
     assert rr.astext(mod.global_types["main"]) == \
-        "fn (Tensor[(?), int64]) -> Tensor[(k), int64]"
+        "fn (Tensor[(?), int64]) -> Tensor[(?), int64]"
 
 
 def test_match_cast_does_not_leak_out_of_its_function() -> None:
@@ -476,7 +478,9 @@ def test_text_match_cast_after_a_data_dependent_op() -> None:
   let %v: Tensor[(k), int64] = add(%u, %u);
   %v
 }"""
-    assert main_type(text) == "fn (Tensor[(?), int64]) -> Tensor[(k), int64]"
+    mod = check(text)
+    assert rr.astext(mod.type_of(mod.functions["main"].body.body.var)) == "Tensor[(k), int64]"
+    assert main_type(mod) == "fn (Tensor[(?), int64]) -> Tensor[(?), int64]"
 
 
 def test_text_dataflow_refuses_an_if() -> None:
@@ -631,3 +635,162 @@ def @main(%a: Tensor[(5), float32]) {
     g = mod.functions["main"].body.var
     assert rr.astext(mod.type_of(g)) == "fn (Tensor[(5), float32]) -> Tensor[(5), float32]"
     assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(5), float32]"
+
+
+# ---- T-ShapeScope: a match_cast's variables do not leave their scope through inferred types --
+
+def _agree(text: str, *args: np.ndarray) -> np.ndarray | None:
+    """rr.evaluate and rr.compile give the same value, or both a located run-time error
+    (then None)."""
+    mod = rr.parse(text)
+    results = []
+    for run in (lambda: rr.evaluate(mod, *args), lambda: rr.compile(mod)(*args)):
+        try:
+            results.append(np.asarray(run()))
+        except rr.RelayRuntimeError as err:
+            assert err.diagnostics[0].span is not None
+            results.append(None)
+    first, second = results
+    if first is None or second is None:
+        assert first is None and second is None, results
+        return None
+    np.testing.assert_array_equal(first, second)
+    return first
+
+
+MC_GLOBAL = """def @g(%x: Tensor[(?), float32]) { match_cast(%x, Tensor[(k), float32]) }
+def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32]) { add(@g(%x), @g(%y)) }"""
+
+
+def test_a_global_result_forgets_its_match_cast_variables() -> None:
+    mod = check(MC_GLOBAL)
+    assert rr.astext(mod.global_types["g"]) == \
+        "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+    one, four = np.ones(1, "float32"), np.arange(4, dtype="float32")
+    np.testing.assert_array_equal(_agree(MC_GLOBAL, one, four), four + 1)
+    assert _agree(MC_GLOBAL, np.ones(2, "float32"), np.ones(3, "float32")) is None
+
+
+def test_a_closure_result_forgets_its_match_cast_variables() -> None:
+    mod = check("""def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32]) {
+  let %f = fn (%z: Tensor[(?), float32]) { match_cast(%z, Tensor[(k), float32]) };
+  add(%f(%x), %f(%y))
+}""")
+    f = mod.functions["main"].body.var
+    assert rr.astext(mod.type_of(f)) == "fn (Tensor[(?), float32]) -> Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+MC_BRANCH = """def @main(%c: bool, %x: Tensor[(?), float32], %y: Tensor[(?), float32]) {
+  let %a = if (%c) { match_cast(%x, Tensor[(k), float32]) } else { %y };
+  let %b = match_cast(%y, Tensor[(k), float32]);
+  add(%a, %b)
+}"""
+
+
+@pytest.mark.parametrize("c", [True, False])
+def test_an_if_value_forgets_its_branch_variables(c: bool) -> None:
+    mod = check(MC_BRANCH)
+    a = mod.functions["main"].body
+    assert rr.astext(mod.type_of(a.var)) == "Tensor[(?), float32]"
+    assert rr.astext(mod.type_of(a.value.true_branch)) == "Tensor[(k), float32]"
+    assert rr.astext(mod.type_of(a.body.var)) == "Tensor[(k), float32]"  # k afresh
+    # the branch's k is not the later one: both runners scope it to the branch
+    x, y = np.ones(1, "float32"), np.arange(4, dtype="float32")
+    out = _agree(MC_BRANCH, np.array(c), x, y)
+    np.testing.assert_array_equal(out, (x if c else y) + y)
+
+
+MC_MATCH = """def @main(%x: Tensor[(?), float32], %o: Option[Tensor[(?), float32]]) {
+  let %a = match (%o) {
+    Some(%y) => match_cast(%y, Tensor[(k), float32]),
+    None => %x
+  };
+  let %b = match_cast(%x, Tensor[(k), float32]);
+  add(%a, %b)
+}"""
+
+
+def test_a_match_value_forgets_its_clause_variables() -> None:
+    mod = check(MC_MATCH)
+    assert rr.astext(mod.type_of(mod.functions["main"].body.var)) == "Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_a_returned_closure_forgets_the_variables_of_its_maker() -> None:
+    text = """def @mk(%x: Tensor[(?), float32]) {
+  let %u = match_cast(%x, Tensor[(k), float32]);
+  fn (%z: Tensor[(k), float32]) { add(%u, %z) }
+}
+def @main(%x: Tensor[(?), float32], %y: Tensor[(?), float32]) { @mk(%x)(%y) }"""
+    mod = check(text)
+    assert rr.astext(mod.global_types["mk"]) == ("fn (Tensor[(?), float32]) -> "
+                                                 "fn (Tensor[(?), float32]) -> "
+                                                 "Tensor[(?), float32]")
+    inner = mod.functions["mk"].body.body
+    assert rr.astext(mod.type_of(inner)) == \
+        "fn (Tensor[(k), float32]) -> Tensor[(k), float32]"
+    three = np.arange(3, dtype="float32")
+    np.testing.assert_array_equal(_agree(text, three, three), three * 2)
+    assert _agree(text, three, np.ones(2, "float32")) is None
+
+
+def test_a_let_value_does_not_end_the_match_cast_scope() -> None:
+    mod = check("""def @main(%x: Tensor[(?), float32]) {
+  let %a = (let %u = match_cast(%x, Tensor[(k), float32]); %u);
+  let %b: Tensor[(k), float32] = add(%a, %a);
+  %b
+}""")
+    assert rr.astext(mod.type_of(mod.functions["main"].body.var)) == "Tensor[(k), float32]"
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_erasure_waits_for_a_result_known_later() -> None:
+    # @h is checked after @main: the call's type is known only then (T-ShapeCall's
+    # deferred instance), and main's result is erased once it is
+    mod = check("""def @main(%x: Tensor[(?), float32]) {
+  let %u = match_cast(%x, Tensor[(k), float32]);
+  let %v = @h(%u);
+  %v
+}
+def @h(%y: Tensor[(n), float32]) { %y }""")
+    assert rr.astext(mod.type_of(mod.functions["main"].body.body.var)) == \
+        "Tensor[(k), float32]"  # deduction at the call inside k's scope is unchanged
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+    assert rr.astext(mod.global_types["h"]) == \
+        "fn (Tensor[(n), float32]) -> Tensor[(n), float32]"
+
+
+@pytest.mark.parametrize("text", [
+    # a global checked later: its unknown result type is not the caller's k
+    """def @main(%x: Tensor[(?), float32], %c: bool) {
+  let %u = match_cast(%x, Tensor[(k), float32]);
+  if (%c) { %u } else { @h(%x) }
+}
+def @h(%x: Tensor[(?), float32]) { %x }""",
+    # a recursive global: the recursive call's result is another activation's
+    """def @h(%x: Tensor[(?), float32], %c: bool) {
+  let %u = match_cast(%x, Tensor[(k), float32]);
+  if (%c) { %u } else { @h(%u, False) }
+}
+def @main(%x: Tensor[(?), float32], %c: bool) { @h(%x, %c) }""",
+    # a recursive closure
+    """def @main(%x: Tensor[(?), float32], %c: bool) {
+  let %h = fn (%z: Tensor[(?), float32], %d: bool) {
+    let %u = match_cast(%z, Tensor[(k), float32]);
+    if (%d) { %u } else { %h(%u, False) }
+  };
+  %h(%x, %c)
+}"""])
+def test_a_function_result_hole_does_not_take_the_callers_variables(text: str) -> None:
+    mod = check(text)
+    assert rr.astext(mod.global_types["main"].ret_type) == "Tensor[(?), float32]"
+    if "h" in mod.global_types:
+        assert rr.astext(mod.global_types["h"].ret_type) == "Tensor[(?), float32]"
+
+
+def test_infer_expr_free_variables_bind_in_both_branches() -> None:
+    x = Var("x", f32(N))
+    ty, _ = infer_expr(If(Constant(np.array(True)), x, x))
+    assert ty == f32(N)

@@ -209,7 +209,7 @@ def test_wildcards_prefixes_and_suggestions() -> None:
     assert rules.did_you_mean("E-If") == "; did you mean E-If-True or E-If-False?"
     assert rules.did_you_mean("P-") == "; did you mean P-Wild, P-Var, P-Ctor or P-Tuple?"
     assert rules.did_you_mean("T") == (
-        "; did you mean one of the 22 rules starting T- (T-Expr, T-Var, T-Global, ...; "
+        "; did you mean one of the 27 rules starting T- (T-Expr, T-Var, T-Global, ...; "
         "T-* names them all)?")
     assert names(rules.starting("T")) == [n for n in rules.all_rules() if n.startswith("T-")]
     assert rules.starting("") == []

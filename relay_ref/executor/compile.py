@@ -207,7 +207,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
 
 def _entry_shape_vars(func: Function) -> frozenset[str]:
     """The shape variables the entry's parameters bind (T-ShapeScope)."""
-    from relay_ref.executor.shapes import type_vars
+    from relay_ref.typecheck.shapes import type_vars
 
     out: frozenset[str] = frozenset()
     for p in func.params:

@@ -34,6 +34,7 @@ import numpy as np
 from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic, shape_vars
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
+from relay_ref.typecheck.shapes import type_vars
 
 __all__ = ["ShapeBindMismatch", "ShapeMismatch", "bind_param", "bounds_check",
            "check_result_shape", "dps_step", "has_shape_vars", "match_cast", "params_binder",
@@ -58,18 +59,6 @@ class ShapeBindMismatch(ShapeMismatch):
     """An argument's shape contradicts its parameter's symbolic type (Shape-Bind)."""
 
     rule = "Shape-Bind"
-
-
-def type_vars(ty: Type | None) -> frozenset[str]:
-    """The shape variables a (tensor or tuple) type mentions."""
-    if type(ty) is TensorType:
-        return shape_vars(ty.shape)
-    if type(ty) is TupleType:
-        out: frozenset[str] = frozenset()
-        for f in ty.fields:
-            out |= type_vars(f)
-        return out
-    return frozenset()
 
 
 def has_shape_vars(ty: Type | None) -> bool:

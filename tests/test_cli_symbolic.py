@@ -69,3 +69,19 @@ def test_python_adt_values_bind_like_the_cli(tmp_path):
     for lst, want in ((to_list(), y.sum()), (to_list(np.ones(3)), (y + 1).sum())):
         np.testing.assert_allclose(rr.evaluate(mod, lst, y), want)
         np.testing.assert_allclose(exe(lst, y), want)
+
+
+def test_tensors_inside_an_adt_argument_bind_its_shape_variables():
+    """Shape-Bind inside an ADT value (relay_ref.interpreter.args): the list's tensors must
+    agree on ``n``; the entry refuses the argument, located at the parameter."""
+    mod = rr.parse(LIST_SUM)
+    cons, nil = mod.constructors["Cons"], mod.constructors["Nil"]
+    mixed = rr.ConstructorValue(cons, [np.ones(2, "float32"), rr.ConstructorValue(
+        cons, [np.ones(3, "float32"), rr.ConstructorValue(nil)])])
+    y = np.ones(2, "float32")
+    for run in (lambda *a: rr.evaluate(mod, *a), rr.compile(mod)):
+        with pytest.raises(rr.RelayRuntimeError) as err:
+            run(mixed, y)
+        assert "argument %l of @main: Cons field 0: dimension 0: n is 3 but the value " \
+               "has 2" in str(err.value)
+        assert err.value.diagnostics[0].span is not None

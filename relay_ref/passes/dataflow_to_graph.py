@@ -38,10 +38,8 @@ from relay_ref.ir.expr import Call, Expr, Function, Let, Op, Var, children
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.visitor import post_order
 from relay_ref.passes.base import Pass, register_pass
-from relay_ref.passes.effects import Effects
 from relay_ref.passes.pin_types import Determinacy, annotate_params
-from relay_ref.passes.shared_uses import SharedUses
-from relay_ref.passes.to_graph_normal_form import _GNF
+from relay_ref.passes.rewrite import LetChainMutator
 from relay_ref.typecheck.casts import has_any
 
 
@@ -49,12 +47,13 @@ def _is_op_call(node: Expr, name: str) -> bool:
     return type(node) is Call and type(node.op) is Op and node.op.name == name
 
 
-class _DataflowGNF(_GNF):
+class _DataflowGNF(LetChainMutator):
     """ToGraphNormalForm's rewrite restricted to the lets of dataflow blocks' chains."""
 
-    def __init__(self, effects: Effects, det: Determinacy, uses: dict[Var, int],
-                 shared: SharedUses) -> None:
-        super().__init__(effects, det, uses, shared)
+    def __init__(self, det: Determinacy, uses: dict[Var, int]) -> None:
+        super().__init__()
+        self.det = det
+        self.uses = uses
         #: ids of the lets of dataflow blocks' chains (alive: nodes of the function)
         self.in_block: set[int] = set()
 
@@ -89,15 +88,14 @@ def _has_dataflow(fn: Function) -> bool:
     return any(_is_op_call(node, "dataflow") for node in post_order(fn.body))
 
 
-def dataflow_to_graph_function(fn: Function, effects: Effects, det: Determinacy) -> Function:
+def dataflow_to_graph_function(fn: Function, det: Determinacy) -> Function:
     """``fn`` with its dataflow blocks' bindings as graph sharing (module docstring)."""
     uses: dict[Var, int] = {}  # the number of places each variable is used in
     for node in post_order(fn.body):
         for kid in children(node):
             if isinstance(kid, Var):
                 uses[kid] = uses.get(kid, 0) + 1
-    shared = SharedUses(fn, effects)
-    body = run_deep(lambda: _DataflowGNF(effects, det, uses, shared).visit(fn.body))
+    body = run_deep(lambda: _DataflowGNF(det, uses).visit(fn.body))
     return fn if body is fn.body else replace(fn, body=body)
 
 
@@ -114,7 +112,7 @@ class DataflowToGraph(Pass):
         if not any(_has_dataflow(f) for f in mod.functions.values()):
             return mod  # nothing to do: the module as it is (no annotations added)
         mod = annotate_params(mod)
-        effects, det = Effects(mod), Determinacy(mod)
-        functions = {n: dataflow_to_graph_function(f, effects, det)
+        det = Determinacy(mod)
+        functions = {n: dataflow_to_graph_function(f, det)
                      for n, f in mod.functions.items()}
         return replace(mod, functions=functions, checked_types={}, global_types={})

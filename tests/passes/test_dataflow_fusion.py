@@ -40,7 +40,8 @@ def _lets(mod):
 
 @pytest.mark.parametrize("batch", ["4", "n"])
 def test_dataflow_mlp_fuses_as_the_graph_form(batch):
-    flow, graph = rr.parse(DATAFLOW_MLP.replace("BATCH", batch)), rr.parse(GRAPH_MLP.replace("BATCH", batch))
+    flow = rr.parse(DATAFLOW_MLP.replace("BATCH", batch))
+    graph = rr.parse(GRAPH_MLP.replace("BATCH", batch))
     exe_flow, exe_graph = rr.compile(flow), rr.compile(graph)
     assert exe_flow.plan.passes == DEFAULT_PASSES and DEFAULT_PASSES[0] == "DataflowToGraph"
     assert _groups(exe_flow) == _groups(exe_graph)

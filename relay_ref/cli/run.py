@@ -461,18 +461,5 @@ def parse_argument(arg: str, index: int, mod: rr.IRModule, ty: repl.Type | None,
             return load_npy(arg)
         except NpyError as err:
             return _usage(f"{arg}: cannot load argument {index + 1}: {err}")
-    return repl.argument_value(arg, f"<argument {index + 1}>", mod, _outside_scope(ty), name,
+    return repl.argument_value(arg, f"<argument {index + 1}>", mod, ty, name,
                                f"argument {index + 1} (%{name})")
-
-
-def _outside_scope(ty: repl.Type | None) -> repl.Type | None:
-    """The parameter type ``ty`` as the argument's literal is checked against it: its shape
-    variables made ``?``. They are the function's own (T-ShapeScope), bound by the argument
-    values when ``@main`` is called (Shape-Bind, tensors inside ADT values included), so
-    outside the function they name nothing: ``Nil`` for ``%l: List[Tensor[(n), float32]]``
-    binds no ``n`` and is accepted, and an ``n`` that no argument determines stays unbound."""
-    from relay_ref.ir.shape import ANY
-    from relay_ref.typecheck.shapes import substitute_type, type_vars
-
-    names = type_vars(ty)
-    return substitute_type(ty, dict.fromkeys(names, ANY)) if names else ty

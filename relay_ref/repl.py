@@ -295,7 +295,7 @@ def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Exp
 
     in_context: RelayTypeError | None = None
     if ty is not None:
-        var = Var(name, ty, expr.span)
+        var = Var(name, _outside_scope(ty), expr.span)
         wrapped = Let(var, expr, var, expr.span)
         try:
             infer_expr(wrapped, mod)
@@ -309,6 +309,18 @@ def _typed_literal(expr: Expr, mod: IRModule, ty: Type | None, name: str) -> Exp
             raise in_context from None
         raise
     return expr
+
+
+def _outside_scope(ty: Type) -> Type:
+    """The parameter type ``ty`` as an argument literal is checked against it: its shape
+    variables made ``?``. They are the function's own (T-ShapeScope), bound by the argument
+    values when the function is called (Shape-Bind), so outside it they name nothing:
+    ``Nil`` for ``%l: List[Tensor[(n), float32]]`` binds no ``n`` and is accepted."""
+    from relay_ref.ir.shape import ANY
+    from relay_ref.typecheck.shapes import substitute_type, type_vars
+
+    names = type_vars(ty)
+    return substitute_type(ty, dict.fromkeys(names, ANY)) if names else ty
 
 
 def _adapt_literal(text: str, value: Any, ty: Type | None, span: Span | None = None,

@@ -11,7 +11,9 @@ The pipeline, each step done once at compile time:
    constant, checked against the parameter's type by the argument rule (spec/semantics.md
    4.1); the other functions that refer to ``@main`` keep calling the original, with all
    its parameters;
-3. the inference pipeline of the passes issue, not a copy of it: ``SimplifyInference``
+3. the inference pipeline of the passes issue, not a copy of it: ``DataflowToGraph`` (the
+   ``let`` bindings of dataflow blocks become graph sharing, T-Dataflow: a block then fuses
+   as the graph form does), ``SimplifyInference``
    (batch_norm and friends to arithmetic), ``FoldConstant`` (constant subgraphs evaluated
    now, the bound weights included), ``FoldScaleAxis`` (a batch norm's scale folded into the
    preceding conv2d / dense weights), ``FoldConstant``, ``DeadCodeElimination``, then
@@ -86,8 +88,9 @@ __all__ = ["DEFAULT_PASSES", "GRADIENT_PASSES", "PassesArg", "compile_module"]
 PassesArg = str | Iterable[str | ModulePass] | None
 
 #: The passes run before planning, in order (see the module docstring).
-DEFAULT_PASSES: tuple[str, ...] = ("SimplifyInference", "FoldConstant", "FoldScaleAxis",
-                                   "FoldConstant", "DeadCodeElimination", "FuseOps")
+DEFAULT_PASSES: tuple[str, ...] = ("DataflowToGraph", "SimplifyInference", "FoldConstant",
+                                   "FoldScaleAxis", "FoldConstant", "DeadCodeElimination",
+                                   "FuseOps")
 #: Run first on a module whose ``gradient(f)`` calls were expanded (see the module docstring):
 #: the higher-order AD output of first-order code becomes straight-line dataflow
 #: (spec/partial_eval.md), without the expansion's reference cells, backpropagator closures

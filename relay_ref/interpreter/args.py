@@ -50,7 +50,7 @@ from relay_ref.interpreter.values import (
 )
 from relay_ref.ir.expr import Constructor, Function, Let, Op, Var
 from relay_ref.ir.module import IRModule
-from relay_ref.ir.shape import dims_compatible
+from relay_ref.ir.shape import ShapeBindError, bind_shape, dims_compatible, is_symbolic
 from relay_ref.ir.type_text import shape_to_text, type_to_text
 from relay_ref.ir.types import (
     FuncType,
@@ -84,7 +84,10 @@ def convert_argument(arg: Any, ty: Type | None, module: IRModule | None = None, 
     module = module if module is not None else IRModule()
     value = _convert(arg, ty)
     if ty is not None:
-        problem = value_mismatch(value, ty, module, check_functions=check_functions)
+        # Shape-Bind inside ADT values: one environment per argument (the call binds the
+        # parameters' own tensors, relay_ref.interpreter.shapes)
+        problem = value_mismatch(value, ty, module, check_functions=check_functions,
+                                 shapes={})
         if problem is not None:
             raise ArgumentError(*problem)
     return value
@@ -225,7 +228,8 @@ def value_conforms(value: object, ty: Type, mod: IRModule) -> bool:
 
 
 def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: bool = False,
-                   compiled: bool = False) -> tuple[str, tuple[Note, ...]] | None:
+                   compiled: bool = False, shapes: dict[str, int] | None = None
+                   ) -> tuple[str, tuple[Note, ...]] | None:
     """None when ``value`` inhabits ``ty`` (``value_conforms``), else ``(message, notes)``
     naming the first part that does not. ``check_functions`` type-checks closures against
     function types (A-Value). Each case decides one value-typing rule ``Σ ⊢ v : τ``
@@ -235,11 +239,16 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
     (a cyclic store, ``ref_write(%r, N(%r))``, terminates), which is V-Store's reading of a
     cell's type as the least fixpoint. This is the one deep conformance routine: the host
     argument check (A-Value) and the run-time casts (Stuck-Cast, ``interpreter/casts.py``)
-    both use it."""
-    work: list[tuple[object, Type, _Path]] = [(value, ty, None)]
+    both use it. ``shapes`` (the host argument check): the tensors inside ADT values bind
+    and check the shape variables of their types in it (Shape-Bind, ``bind_shape``, in the
+    order the walk meets them), so ``Cons([1, 2], Cons([3, 4, 5], Nil))`` is not a
+    ``List[Tensor[(n), float32]]``; a variable no tensor determines (``Nil``) stays
+    unbound. Tensors outside ADT values are left to the call's Shape-Bind."""
+    # items: (value, type, path, inside an ADT value)
+    work: list[tuple[object, Type, _Path, bool]] = [(value, ty, None, False)]
     cells: set[tuple[int, Type]] = set()  # (cell, type) pairs already checked
     while work:
-        v, t, path = work.pop()
+        v, t, path, in_adt = work.pop()
         match t:
             case TensorType(shape, dtype):                           # V-Tensor
                 if compiled and isinstance(v, np.generic):
@@ -252,10 +261,15 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                     return (f"{_where(path)}expected {_describe(t)}, got a tensor of shape "
                             f"{shape_to_text(v.shape)} and dtype {v.dtype.name} (no "
                             "implicit casts)"), ()
+                if in_adt and shapes is not None and any(is_symbolic(d) for d in shape):
+                    try:
+                        bind_shape(shape, v.shape, shapes)
+                    except ShapeBindError as err:
+                        return f"{_where(path)}{err}", ()
             case TupleType(fields):                                  # V-Tuple
                 if not isinstance(v, tuple) or len(v) != len(fields):
                     return _wrong(_where(path), t, v), ()
-                work.extend((f, ft, (None, i, path))
+                work.extend((f, ft, (None, i, path), in_adt)
                             for i, (f, ft) in enumerate(zip(v, fields, strict=True)))
             case TypeCall(func, args):                               # V-Ctor
                 td = mod.type_definitions.get(func.name)
@@ -269,7 +283,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                     return (f"{_where(path)}{ctor.name} takes {len(ctor.inputs)} field(s), the "
                             f"value has {len(v.fields)}"), ()
                 subst = dict(zip(td.type_vars, args, strict=False))
-                work.extend((f, substitute(i, subst), (ctor.name, k, path))
+                work.extend((f, substitute(i, subst), (ctor.name, k, path), True)
                             for k, (f, i) in enumerate(zip(v.fields, ctor.inputs,
                                                            strict=True)))
             case FuncType():  # V-Closure, V-RecClosure, V-CtorFn, V-Op (a function value)
@@ -288,7 +302,7 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
                 key = (id(v), inner)
                 if key not in cells:
                     cells.add(key)
-                    work.append((v.value, inner, ("ref", -1, path)))
+                    work.append((v.value, inner, ("ref", -1, path), in_adt))
             case TypeVar() | IncompleteType():
                 pass  # a type parameter (or a hole) of a polymorphic global: any value
             case _:

@@ -18,6 +18,7 @@ from typing import Any
 from relay_ref.passes.annotate_target import AnnotateTarget  # noqa: F401
 from relay_ref.passes.base import Pass, registered
 from relay_ref.passes.bind_params import BindParams  # noqa: F401
+from relay_ref.passes.dataflow_to_graph import DataflowToGraph  # noqa: F401
 from relay_ref.passes.dead_code import DeadCodeElimination  # noqa: F401
 from relay_ref.passes.eliminate_common_subexpr import EliminateCommonSubexpr  # noqa: F401
 from relay_ref.passes.fold_constant import FoldConstant  # noqa: F401

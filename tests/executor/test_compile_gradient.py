@@ -183,5 +183,5 @@ def test_a_simplification_that_grows_the_program_is_not_used(monkeypatch) -> Non
 
 @pytest.mark.parametrize("text", [MLP, SUMSQ])
 def test_the_plan_names_the_simplification(text: str) -> None:
-    assert "PartialEvaluate, DeadCodeElimination, SimplifyInference" in str(
+    assert "PartialEvaluate, DeadCodeElimination, DataflowToGraph, SimplifyInference" in str(
         rr.compile(rr.parse(text)).plan)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import relay_ref as rr
+from relay_ref.executor.compile import DEFAULT_PASSES
 from relay_ref.ir.expr import Call, Let, Op, Tuple
 from relay_ref.ir.shape import sym
 from relay_ref.ir.types import TensorType
@@ -262,10 +263,17 @@ def @main(%x: Tensor[(n, 1024), float32]) {
 }""")
     func = mod.functions["main"]
     block = Call(Op("dataflow"), func.body.args, None, (), func.body.span)
-    exe = rr.compile(rr.IRModule({"main": dataclasses.replace(func, body=block)}))
+    blocked = rr.IRModule({"main": dataclasses.replace(func, body=block)})
+    x = np.random.default_rng(5).standard_normal((3, 1024)).astype("float32")
+    # without DataflowToGraph (the first default pass) each let is its own group
+    exe = rr.compile(blocked, passes=DEFAULT_PASSES[1:])
     assert [g.strategy for g in exe.plan.groups] == ["fused"] * 3
     assert exe.plan.planned_values == 2  # relu's and add's results, in n * 4096 buffers
-    x = np.random.default_rng(5).standard_normal((3, 1024)).astype("float32")
+    np.testing.assert_allclose(exe(x), (np.maximum(x, 0) + 1) ** 2, rtol=1e-6)
+    # by default the block's bindings are graph sharing first: one fused group
+    exe = rr.compile(blocked)
+    assert [(g.label, g.strategy) for g in exe.plan.groups] == [("relu+add+multiply",
+                                                                 "fused")]
     np.testing.assert_allclose(exe(x), (np.maximum(x, 0) + 1) ** 2, rtol=1e-6)
 
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 import pytest
 
 import relay_ref as rr
+from relay_ref.ir.expr import Call
+from relay_ref.ir.visitor import post_order
 from relay_ref.passes.registry import get_pass, pass_names
 from relay_ref.testing import check_pass
 from relay_ref.testing.programs import programs, resolve_focus
+from relay_ref.testing.symbolic_programs import symbolic_programs
 
 #: pass (as ``get_pass`` builds it) -> (focus, programs): what the pass rewrites
 FOCUSED = {
@@ -28,7 +31,7 @@ FOCUSED = {
     "ToGraphNormalForm": ("let", 60),
 }
 #: passes checked here on programs built for them (``_special``)
-SPECIAL = ("DefuseOps", "Inline")
+SPECIAL = ("DataflowToGraph", "DefuseOps", "Inline")
 #: passes ``check_pass`` cannot check, and why (their own test files cover them)
 NOT_CHECKED = {
     "BindParams": "binding parameters changes @main's type by design (tests/passes/"
@@ -65,7 +68,14 @@ def test_each_registered_pass_fires_under_its_focus_and_holds(name):
     assert report.fired >= 20 and report.verdict == "ok", report.text()
 
 
+def _has_dataflow(mod):
+    return any(isinstance(n, Call) and getattr(n.op, "name", None) == "dataflow"
+               for f in mod.functions.values() for n in post_order(f.body))
+
+
 def _special(name):
+    if name == "DataflowToGraph":  # on symbolic programs holding dataflow blocks
+        return get_pass(name), symbolic_programs().filter(_has_dataflow)
     if name == "DefuseOps":  # on fused programs
         fuse = get_pass("FuseOps")
         return get_pass(name), programs(edge=True, focus=resolve_focus("add,nn.relu,exp")).map(

@@ -210,32 +210,112 @@ def _split(p: dict[Monomial, int], c: int) -> tuple[dict[Monomial, int], dict[Mo
     return q, r
 
 
+def _atom_dim(op: str, a: Dim, b: Dim) -> SymDim:
+    return SymDim((((((Atom(op, (a, b)), 1),)), 1),))
+
+
+def _single_atom(mono: Monomial, op: str) -> Atom | None:
+    """The atom of ``mono`` if it is one ``op`` atom by a positive constant, to power 1."""
+    if len(mono) == 1 and mono[0][1] == 1:
+        atom = mono[0][0]
+        if atom.op == op and isinstance(atom.args[1], int) and atom.args[1] > 0:
+            return atom
+    return None
+
+
+def _floordiv_rem(rem: Dim, b: int) -> Dim:
+    """``floordiv(rem, b)`` for ``b > 0`` and ``rem`` with every coefficient in ``[0, b)``.
+
+    Nested division flattens: ``floordiv(floordiv(x, c) + y, b) = floordiv(x + c * y, c * b)``
+    (``floor(floor(u) / b) = floor(u / b)`` for an integer ``b > 0``; exact for every integer
+    ``x``, ``y``), applied to the first ``floordiv`` atom with coefficient 1."""
+    if isinstance(rem, int):
+        return rem // b
+    lo, hi = bounds_of(rem)
+    if lo >= 0 and hi < b:
+        return 0
+    for mono, coeff in rem.terms:
+        inner = _single_atom(mono, "floordiv") if coeff == 1 else None
+        if inner is not None:
+            x, c = inner.args
+            rest = add(rem, mul(-1, SymDim(((mono, 1),))))
+            return floordiv(add(x, mul(c, rest)), c * b)
+    return _atom_dim("floordiv", rem, b)
+
+
+def _exact_quotient(a: Dim, b: SymDim) -> Dim | None:
+    """``q`` with ``a == b * q`` as polynomials over the atoms (integer coefficients), or
+    ``None`` when there is none (multivariate division by one divisor under the graded
+    lexicographic order: ``b`` divides ``a`` iff the remainder is 0, and then ``LT(b)``
+    divides the leading term at every step). Bounded: at most 64 steps."""
+    pa, pb = _poly_of(a), b._poly()
+    atoms = sorted({atom for m in (*pa, *pb) for atom, _ in m}, key=Atom.key)
+
+    def order(m: Monomial) -> tuple:
+        powers = dict(m)
+        return (sum(powers.values()), tuple(powers.get(x, 0) for x in atoms))
+
+    lead_b = max(pb, key=order)
+    coeff_b = pb[lead_b]
+    lead_powers = dict(lead_b)
+    rem, quot = dict(pa), {}
+    for _ in range(64):
+        if not rem:
+            return SymDim._from(quot)
+        lead = max(rem, key=order)
+        powers = dict(lead)
+        if rem[lead] % coeff_b or any(powers.get(x, 0) < p for x, p in lead_powers.items()):
+            return None
+        mq: Monomial = tuple(sorted(((x, p - lead_powers.get(x, 0)) for x, p in powers.items()
+                                     if p > lead_powers.get(x, 0)), key=lambda xp: xp[0].key()))
+        cq = rem[lead] // coeff_b
+        quot[mq] = quot.get(mq, 0) + cq
+        for m, c in pb.items():
+            mm = _mono_mul(mq, m)
+            left = rem.get(mm, 0) - cq * c
+            if left:
+                rem[mm] = left
+            else:
+                rem.pop(mm, None)
+    return None
+
+
+def _nonzero(b: Dim, bounds: Bounds | None = None) -> bool:
+    lo, hi = _min_max_bounds(b, bounds)
+    return lo >= 1 or hi <= -1
+
+
 def floordiv(a: Dim, b: Dim) -> Dim:
-    """Floor division (TVM's ``floordiv``); by zero raises ``ZeroDivisionError``."""
+    """Floor division (TVM's ``floordiv``); by zero raises ``ZeroDivisionError``.
+
+    Exact simplifications only: by a constant ``c > 0``, ``floordiv(c*q + r, c) = q +
+    floordiv(r, c)`` (nested divisions flatten, ``_floordiv_rem``); by a negative constant,
+    ``floordiv(a, -c) = floordiv(-a, c)``; by a provably non-zero ``b`` that divides ``a``
+    exactly as a polynomial (``floordiv(m * n, m)`` with ``m >= 1``), the quotient."""
     if isinstance(a, int) and isinstance(b, int):
         return a // b
     if b == 0:
         raise ZeroDivisionError("dimension divided by zero")
     if isinstance(b, int) and b > 0:
         q, r = _split(_poly_of(a), b)
-        rem = SymDim._from(r)
-        lo, hi = bounds_of(rem)
-        if isinstance(rem, int):
-            tail: Dim = rem // b
-        elif lo >= 0 and hi < b:
-            tail = 0
-        else:
-            tail = SymDim((((((Atom("floordiv", (rem, b)), 1),)), 1),))
-        return add(SymDim._from(q), tail)
+        return add(SymDim._from(q), _floordiv_rem(SymDim._from(r), b))
     if isinstance(b, int) and b < 0:
         return floordiv(mul(-1, a), -b)  # floor(a / b) == floor(-a / -b)
-    if a == b and prove_le(1, b):
-        return 1
-    return SymDim((((((Atom("floordiv", (a, b)), 1),)), 1),))
+    assert isinstance(b, SymDim)
+    if _nonzero(b):
+        quot = _exact_quotient(a, b)
+        if quot is not None:
+            return quot
+    return _atom_dim("floordiv", a, b)
 
 
 def floormod(a: Dim, b: Dim) -> Dim:
-    """The remainder of floor division (TVM's ``floormod``): ``a - b * floordiv(a, b)``."""
+    """The remainder of floor division (TVM's ``floormod``): ``a - b * floordiv(a, b)``.
+
+    By a constant ``c > 0`` the remainder polynomial (coefficients in ``[0, c)``) is kept when
+    provably in ``[0, c)``; a ``k * floormod(x, d)`` term with ``c | k * d`` is ``k * x``
+    modulo ``c`` (``floormod(floormod(n, 6), 3) = floormod(n, 3)``). By a provably non-zero
+    ``b`` that divides ``a`` exactly: 0."""
     if isinstance(a, int) and isinstance(b, int):
         return a % b
     if b == 0:
@@ -243,15 +323,23 @@ def floormod(a: Dim, b: Dim) -> Dim:
     if isinstance(b, int) and b > 0:
         _, r = _split(_poly_of(a), b)
         rem = SymDim._from(r)
-        lo, hi = bounds_of(rem)
         if isinstance(rem, int):
             return rem % b
+        lo, hi = bounds_of(rem)
         if lo >= 0 and hi < b:
             return rem
-        return SymDim((((((Atom("floormod", (rem, b)), 1),)), 1),))
+        for mono, coeff in rem.terms:
+            inner = _single_atom(mono, "floormod")
+            if inner is not None and (coeff * inner.args[1]) % b == 0:
+                # k * floormod(x, d) = k * x - k * d * floordiv(x, d), a multiple of b apart
+                rest = add(rem, mul(-coeff, SymDim(((mono, 1),))))
+                return floormod(add(rest, mul(coeff, inner.args[0])), b)
+        return _atom_dim("floormod", rem, b)
     if a == b:
         return 0
-    return SymDim((((((Atom("floormod", (a, b)), 1),)), 1),))
+    if isinstance(b, SymDim) and _nonzero(b) and _exact_quotient(a, b) is not None:
+        return 0
+    return _atom_dim("floormod", a, b)
 
 
 def _minmax(op: str, a: Dim, b: Dim) -> Dim:
@@ -370,14 +458,147 @@ def _min_max_bounds(d: Dim, bounds: Bounds | None) -> tuple[float, float]:
     return lo, hi
 
 
+def _dominance_lower(d: SymDim, bounds: Bounds | None) -> float:
+    """A lower bound of ``d`` by monomial dominance: for non-negative integer atoms, ``m'``
+    is at least ``m`` when ``m`` divides ``m'`` and every extra factor is an atom of ``m``
+    (if one of those is 0 both are 0, else the extra factor is at least 1) or an atom that is
+    at least 1. Each negative term is paired greedily with positive terms that dominate it
+    (``n * n * n - n * n >= 0``); what is left is bounded by intervals."""
+    poly = d._poly()
+    if not any(c < 0 for c in poly.values()) or not any(c > 0 and m for m, c in poly.items()):
+        return -inf
+    atom_lo: dict[Atom, float] = {}
+    for mono in poly:
+        for atom, _ in mono:
+            if atom not in atom_lo:
+                atom_lo[atom] = _atom_bounds(atom, bounds)[0]
+    if any(lo < 0 for lo in atom_lo.values()):
+        return -inf
+
+    def dominates(big: Monomial, small: Monomial) -> bool:
+        pb, ps = dict(big), dict(small)
+        if any(pb.get(x, 0) < p for x, p in ps.items()):
+            return False
+        return all(x in ps or atom_lo[x] >= 1 for x, p in pb.items() if p > ps.get(x, 0))
+
+    for small in sorted((m for m, c in poly.items() if c < 0), key=_mono_key):
+        for big in sorted((m for m, c in poly.items() if c > 0 and m != small), key=_mono_key):
+            if poly[small] >= 0:
+                break
+            if poly[big] > 0 and dominates(big, small):
+                t = min(poly[big], -poly[small])
+                poly[big] -= t
+                poly[small] += t
+    return bounds_of(SymDim._from(poly), bounds)[0]
+
+
+def _diff_bounds(d: Dim, bounds: Bounds | None) -> tuple[float, float]:
+    """Bounds of ``d``: relational (``_min_max_bounds``), then monomial dominance where an
+    interval bound does not decide the sign."""
+    lo, hi = _min_max_bounds(d, bounds)
+    if isinstance(d, SymDim) and lo < 0 <= hi:
+        lo = max(lo, _dominance_lower(d, bounds))
+        if lo < 0:
+            neg = mul(-1, d)
+            assert isinstance(neg, SymDim)
+            hi = min(hi, -_dominance_lower(neg, bounds))
+    return lo, hi
+
+
+# ---- the prover's normal form -------------------------------------------------------------
+#
+# Printing keeps what the user wrote (``floormod(n, 2)``, ``floordiv(n + 1, 2)``), so one value
+# may have several canonical forms. The provers compare *normal forms* instead, which are only
+# for comparison (never printed): every ``floormod(x, c)`` by a constant ``c > 0`` becomes
+# ``x - c * floordiv(x, c)``; every ``floordiv(r, c)`` atom becomes the chosen one of its pair
+# ``floordiv(r, c) = -(q' + floordiv(r', c))`` where ``-r + c - 1 = c * q' + r'`` (so
+# ``floordiv(n + 1, 2)`` is ``n - floordiv(n, 2)``); divisions and ``min``/``max`` re-simplify
+# under the caller's bounds (``floordiv(m * n, m) = n`` when ``m >= 1``). Each step is an
+# identity for all integer values, so equal normal forms mean equal values.
+
+
+def _pair_choice(r: SymDim) -> tuple:
+    return (len(r.terms), dim_to_text(r))
+
+
+def _normal_floordiv(x: Dim, k: int, bounds: Bounds | None) -> Dim:
+    """``floordiv(x, k)`` for ``k > 0`` in normal form (``x`` already normal)."""
+    out: Dim = floordiv(x, k)
+    if not isinstance(out, SymDim):
+        return out
+    total: Dim = 0
+    for mono, coeff in out.terms:
+        atom = _single_atom(mono, "floordiv")  # by c, or by a multiple of c (flattened)
+        if atom is None or isinstance(atom.args[0], int):
+            total = add(total, SymDim(((mono, coeff),)) if mono else coeff)
+            continue
+        r, c = atom.args
+        lo, hi = bounds_of(r, bounds)
+        if lo >= 0 and hi < c:
+            continue  # floordiv(r, c) is 0 within the bounds
+        q2, r2p = _split(_poly_of(add(mul(-1, r), c - 1)), c)
+        r2 = SymDim._from(r2p)
+        if isinstance(r2, SymDim) and _pair_choice(r2) < _pair_choice(r):
+            value: Dim = mul(-1, add(SymDim._from(q2), _atom_dim("floordiv", r2, c)))
+        else:
+            value = _atom_dim("floordiv", r, c)
+        total = add(total, mul(coeff, value))
+    return total
+
+
+def _normal_atom(atom: Atom, bounds: Bounds | None) -> Dim:
+    if atom.op == "var":
+        return SymDim((((((atom, 1),)), 1),))
+    a, b = (_normal(x, bounds) for x in atom.args)
+    if atom.op in ("min", "max"):
+        le = prove_le(a, b, bounds)
+        if le is None and prove_le(b, a, bounds):
+            le = False
+        if le is not None:
+            return (a if le else b) if atom.op == "min" else (b if le else a)
+        return _atom_dim(atom.op, *sorted((a, b), key=dim_to_text))
+    if isinstance(b, int) and b > 0:
+        fd = _normal_floordiv(a, b, bounds)
+        return fd if atom.op == "floordiv" else add(a, mul(-b, fd))
+    if isinstance(b, SymDim) and _nonzero(b, bounds):
+        quot = _exact_quotient(a, b)
+        if quot is not None:
+            return quot if atom.op == "floordiv" else 0
+    if b == 0:
+        return _atom_dim(atom.op, a, b)  # undefined; left alone
+    return (floordiv if atom.op == "floordiv" else floormod)(a, b)
+
+
+def _normal(d: Dim, bounds: Bounds | None = None) -> Dim:
+    """The prover's normal form of ``d`` (see above). Recursion follows the nesting of
+    atoms (dimensions are small expressions)."""
+    if isinstance(d, int):
+        return d
+    if all(atom.op == "var" for mono, _ in d.terms for atom, _ in mono):
+        return d  # a polynomial in variables is already normal
+    total: Dim = 0
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom, p in mono:
+            value = _normal_atom(atom, bounds)
+            for _ in range(p):
+                term = mul(term, value)
+        total = add(total, term)
+    return total
+
+
 def prove_le(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
     """``True`` if ``a <= b`` for every value of the variables (within ``bounds``), ``False``
     if ``a > b`` for every value, ``None`` when neither is provable."""
-    lo, hi = _min_max_bounds(add(b, mul(-1, a)), bounds)
-    if lo >= 0:
-        return True
-    if hi < 0:
-        return False
+    if isinstance(a, int) and isinstance(b, int):
+        return a <= b
+    diff = add(b, mul(-1, a))
+    for d in (diff, _normal(diff, bounds)):
+        lo, hi = _diff_bounds(d, bounds)
+        if lo >= 0:
+            return True
+        if hi < 0:
+            return False
     return None
 
 
@@ -386,16 +607,23 @@ def prove_lt(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
 
 
 def prove_equal(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:
-    """``True`` if ``a`` and ``b`` are the same expression (canonically equal), ``False`` if
-    they provably differ for every value, ``None`` when it depends on the variables."""
+    """``True`` if ``a`` and ``b`` are provably equal (canonically equal, or equal normal
+    forms), ``False`` if they provably differ for every value, ``None`` when it depends on
+    the variables."""
     if a == b:
         return True
+    if isinstance(a, int) and isinstance(b, int):
+        return False
     diff = add(a, mul(-1, b))
     if isinstance(diff, int):
         return diff == 0
-    lo, hi = bounds_of(diff, bounds)
-    if lo > 0 or hi < 0:
-        return False
+    norm = _normal(diff, bounds)
+    if isinstance(norm, int):
+        return norm == 0
+    for d in (diff, norm):
+        lo, hi = _diff_bounds(d, bounds)
+        if lo > 0 or hi < 0:
+            return False
     return None
 
 

@@ -240,7 +240,18 @@ def _floordiv_rem(rem: Dim, b: int) -> Dim:
             x, c = inner.args
             rest = add(rem, mul(-1, SymDim(((mono, 1),))))
             return floordiv(add(x, mul(c, rest)), c * b)
+    g = _common_factor(rem, b)
+    if g > 1:  # floordiv(g * x, g * c) = floordiv(x, c)
+        return _floordiv_rem(_divide_exactly(rem, g), b // g)
     return _atom_dim("floordiv", rem, b)
+
+
+def _common_factor(rem: SymDim, b: int) -> int:
+    return math.gcd(b, *(c for _, c in rem.terms))
+
+
+def _divide_exactly(d: SymDim, g: int) -> Dim:
+    return SymDim._from({m: c // g for m, c in d.terms})
 
 
 def _exact_quotient(a: Dim, b: SymDim) -> Dim | None:
@@ -306,6 +317,10 @@ def floordiv(a: Dim, b: Dim) -> Dim:
         quot = _exact_quotient(a, b)
         if quot is not None:
             return quot
+        if prove_le(0, a) and prove_lt(a, b):  # 0 <= a < b
+            return 0
+        if prove_lt(a, 0) and prove_le(0, add(a, b)):
+            return -1  # -b <= a < 0
     return _atom_dim("floordiv", a, b)
 
 
@@ -334,11 +349,21 @@ def floormod(a: Dim, b: Dim) -> Dim:
                 # k * floormod(x, d) = k * x - k * d * floordiv(x, d), a multiple of b apart
                 rest = add(rem, mul(-coeff, SymDim(((mono, 1),))))
                 return floormod(add(rest, mul(coeff, inner.args[0])), b)
+        g = _common_factor(rem, b)
+        if g > 1:  # floormod(g * x, g * c) = g * floormod(x, c)
+            return mul(g, floormod(_divide_exactly(rem, g), b // g))
         return _atom_dim("floormod", rem, b)
+    if isinstance(b, int):  # b < 0: a - b * floor(a / b) = -(-a - (-b) * floor(-a / -b))
+        return mul(-1, floormod(mul(-1, a), -b))
     if a == b:
         return 0
-    if isinstance(b, SymDim) and _nonzero(b) and _exact_quotient(a, b) is not None:
-        return 0
+    if isinstance(b, SymDim) and _nonzero(b):
+        if _exact_quotient(a, b) is not None:
+            return 0
+        if prove_le(0, a) and prove_lt(a, b):  # 0 <= a < b
+            return a
+        if prove_lt(a, 0) and prove_le(0, add(a, b)):  # -b <= a < 0
+            return add(a, b)
     return _atom_dim("floormod", a, b)
 
 
@@ -352,8 +377,27 @@ def _minmax(op: str, a: Dim, b: Dim) -> Dim:
         le = False
     if le is not None:
         return (a if le else b) if op == "min" else (b if le else a)
+    # min(a, min(x, y)): an operand that another one bounds is dropped (max alike)
+    for one, other in ((a, b), (b, a)):
+        inner = _bare_atom(other, op)
+        if inner is None:
+            continue
+        for x, y in (inner.args, inner.args[::-1]):
+            first, second = (x, one) if op == "min" else (one, x)
+            if prove_le(first, second):  # ``one`` never wins
+                return other
+            if prove_le(second, first):  # ``x`` never wins
+                return _minmax(op, one, y)
     x, y = sorted((a, b), key=dim_to_text)  # commutative: one order
     return SymDim((((((Atom(op, (x, y)), 1),)), 1),))
+
+
+def _bare_atom(d: Dim, op: str) -> Atom | None:
+    if isinstance(d, SymDim) and len(d.terms) == 1:
+        mono, coeff = d.terms[0]
+        if coeff == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].op == op:
+            return mono[0][0]
+    return None
 
 
 def dim_min(a: Dim, b: Dim) -> Dim:
@@ -387,8 +431,8 @@ def _atom_bounds(atom: Atom, bounds: Bounds | None) -> tuple[float, float]:
         return (max(la, lb), max(ha, hb))
     if lb <= 0:
         return (-inf, inf)
-    if atom.op == "floormod":
-        return (0, hb - 1)
+    if atom.op == "floormod":  # in [0, b); at most a when a >= 0 (then it is a or smaller)
+        return (0, min(hb - 1, ha) if la >= 0 else hb - 1)
     # floordiv by a positive divisor in [lb, hb]
     cands = [x / y for x in (la, ha) for y in (lb, hb) if abs(x) != inf or abs(y) != inf]
     lo = min(cands) if la != -inf else -inf
@@ -538,8 +582,10 @@ def _normal_floordiv(x: Dim, k: int, bounds: Bounds | None) -> Dim:
             continue  # floordiv(r, c) is 0 within the bounds
         q2, r2p = _split(_poly_of(add(mul(-1, r), c - 1)), c)
         r2 = SymDim._from(r2p)
-        if isinstance(r2, SymDim) and _pair_choice(r2) < _pair_choice(r):
-            value: Dim = mul(-1, add(SymDim._from(q2), _atom_dim("floordiv", r2, c)))
+        if isinstance(r2, SymDim) and (_common_factor(r2, c) > 1
+                                       or _pair_choice(r2) < _pair_choice(r)):
+            # the twin (reduced by a common factor first: a smaller divisor, so this ends)
+            value: Dim = mul(-1, add(SymDim._from(q2), _normal_floordiv(r2, c, bounds)))
         else:
             value = _atom_dim("floordiv", r, c)
         total = add(total, mul(coeff, value))
@@ -556,7 +602,14 @@ def _normal_atom(atom: Atom, bounds: Bounds | None) -> Dim:
             le = False
         if le is not None:
             return (a if le else b) if atom.op == "min" else (b if le else a)
-        return _atom_dim(atom.op, *sorted((a, b), key=dim_to_text))
+        # min(a, b) = a + min(0, b - a) = b + min(0, a - b): the one whose min argument has
+        # a positive leading coefficient; max(a, b) = a + b - min(a, b)
+        e = add(b, mul(-1, a))
+        base = a
+        if isinstance(e, SymDim) and e.terms[0][1] < 0:
+            e, base = mul(-1, e), b
+        low = add(base, _atom_dim("min", 0, e))
+        return low if atom.op == "min" else add(add(a, b), mul(-1, low))
     if isinstance(b, int) and b > 0:
         fd = _normal_floordiv(a, b, bounds)
         return fd if atom.op == "floordiv" else add(a, mul(-b, fd))
@@ -564,6 +617,10 @@ def _normal_atom(atom: Atom, bounds: Bounds | None) -> Dim:
         quot = _exact_quotient(a, b)
         if quot is not None:
             return quot if atom.op == "floordiv" else 0
+        if prove_le(0, a, bounds) and prove_lt(a, b, bounds):  # 0 <= a < b
+            return 0 if atom.op == "floordiv" else a
+        if prove_lt(a, 0, bounds) and prove_le(0, add(a, b), bounds):  # -b <= a < 0
+            return -1 if atom.op == "floordiv" else add(a, b)
     if b == 0:
         return _atom_dim(atom.op, a, b)  # undefined; left alone
     return (floordiv if atom.op == "floordiv" else floormod)(a, b)

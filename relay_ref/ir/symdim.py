@@ -240,6 +240,14 @@ def _floordiv_rem(rem: Dim, b: int) -> Dim:
             x, c = inner.args
             rest = add(rem, mul(-1, SymDim(((mono, 1),))))
             return floordiv(add(x, mul(c, rest)), c * b)
+    for mono, coeff in rem.terms:
+        if coeff == 1 and len(mono) == 1 and mono[0][1] == 1 and mono[0][0].op in ("min", "max"):
+            shift = add(rem, mul(-1, SymDim(((mono, 1),))))
+            if isinstance(shift, int):
+                # floordiv is monotone: floordiv(min(x, y) + k, b) = min(floordiv(x + k, b), ...)
+                x, y = mono[0][0].args
+                return _minmax(mono[0][0].op, floordiv(add(x, shift), b),
+                               floordiv(add(y, shift), b))
     g = _common_factor(rem, b)
     if g > 1:  # floordiv(g * x, g * c) = floordiv(x, c)
         return _floordiv_rem(_divide_exactly(rem, g), b // g)
@@ -377,6 +385,15 @@ def _minmax(op: str, a: Dim, b: Dim) -> Dim:
         le = False
     if le is not None:
         return (a if le else b) if op == "min" else (b if le else a)
+    # max(min(x, c), min(y, c)) = min(max(x, y), c) and dually (a distributive lattice)
+    dual = "max" if op == "min" else "min"
+    ia, ib = _bare_atom(a, dual), _bare_atom(b, dual)
+    if ia is not None and ib is not None:
+        common = [c for c in ia.args if c in ib.args]
+        if common:
+            x = ia.args[1] if ia.args[0] == common[0] else ia.args[0]
+            y = ib.args[1] if ib.args[0] == common[0] else ib.args[0]
+            return _minmax(dual, _minmax(op, x, y), common[0])
     # min(a, min(x, y)): an operand that another one bounds is dropped (max alike)
     for one, other in ((a, b), (b, a)):
         inner = _bare_atom(other, op)

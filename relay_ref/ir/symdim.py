@@ -591,7 +591,8 @@ def _normal_floordiv(x: Dim, k: int, bounds: Bounds | None) -> Dim:
     for mono, coeff in out.terms:
         atom = _single_atom(mono, "floordiv")  # by c, or by a multiple of c (flattened)
         if atom is None or isinstance(atom.args[0], int):
-            total = add(total, SymDim(((mono, coeff),)) if mono else coeff)
+            # a min/max from floordiv(min(x, y) + k, c) is normalised too
+            total = add(total, _normal(SymDim(((mono, coeff),)), bounds) if mono else coeff)
             continue
         r, c = atom.args
         lo, hi = bounds_of(r, bounds)
@@ -612,6 +613,11 @@ def _normal_floordiv(x: Dim, k: int, bounds: Bounds | None) -> Dim:
 def _normal_atom(atom: Atom, bounds: Bounds | None) -> Dim:
     if atom.op == "var":
         return SymDim((((((atom, 1),)), 1),))
+    if atom.op == "floormod" and isinstance(atom.args[1], int) and atom.args[1] > 0:
+        # x - c * floordiv(x, c), the division built from the canonical x (which it may
+        # simplify, e.g. through a max) and then normalised
+        x, c = atom.args
+        return add(_normal(x, bounds), mul(-c, _normal(floordiv(x, c), bounds)))
     a, b = (_normal(x, bounds) for x in atom.args)
     if atom.op in ("min", "max"):
         le = prove_le(a, b, bounds)

@@ -688,7 +688,32 @@ def _normal_cached(d: SymDim, frozen_bounds: tuple) -> Dim:
             for _ in range(p):
                 term = mul(term, value)
         total = add(total, term)
-    return total
+    return _square_free_mins(total)
+
+
+def _square_free_mins(d: Dim) -> Dim:
+    """``t ** p = e ** (p - 1) * t`` for an atom ``t = min(0, e)`` (``t`` is 0 or ``e``), so
+    that ``min(a, b) * max(a, b)`` normalises to ``a * b``."""
+    if not isinstance(d, SymDim):
+        return d
+    total: Dim = 0
+    changed = False
+    for mono, coeff in d.terms:
+        term: Dim = coeff
+        for atom, p in mono:
+            factor: Dim = SymDim((((((atom, 1),)), 1),))
+            if p > 1 and atom.op == "min" and atom.args[0] == 0:
+                changed = True
+                e = atom.args[1]
+                for _ in range(p - 1):
+                    term = mul(term, e)
+                term = mul(term, factor)
+                continue
+            for _ in range(p):
+                term = mul(term, factor)
+        total = add(total, term)
+    # e's own min atoms may now be squared: repeat (each round lowers the nesting)
+    return _square_free_mins(total) if changed else total
 
 
 def prove_le(a: Dim, b: Dim, bounds: Bounds | None = None) -> bool | None:

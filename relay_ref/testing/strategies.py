@@ -233,7 +233,13 @@ def _draw_expr(draw, ctx: _Ctx, depth: int) -> E.Expr:
         recursive = draw(st.integers(0, 3)) == 0
         if recursive:  # a let-bound function that may call itself
             value_ctx = ctx.with_locals([var])
+            before = len(ctx.pool)
             value = _draw_fn(draw, value_ctx, sub)
+            # a node inside the function that mentions its own variable is not shared with
+            # the let's body: TVM's graph form cannot print it (spec/semantics.md 2.3, the
+            # Stuck-Var exception), and the printer would bind it before the let
+            ctx.pool[before:] = [(n, need) for n, need in ctx.pool[before:]
+                                 if var not in need]
         else:
             value = _draw_expr(draw, ctx, sub)
         node = E.Let(var, value, _draw_expr(draw, ctx.with_locals([var]), sub))

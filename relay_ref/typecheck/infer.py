@@ -960,13 +960,14 @@ class _Checker:
                           self.param_notes(call.op, i), parent=call):
                 # T-App's consistency premise: a cast point (spec 3.8)
                 self.cast_site(call, i, found, expected, "T-App")
-        if not own and (isinstance(call.op, GlobalVar)
-                        or id(self.function_of(call.op)) in self.in_progress) \
+        if not own and self.shape_scope and (isinstance(call.op, GlobalVar)
+                                             or id(self.function_of(call.op)) in self.in_progress) \
                 and self.unifier.holes(fn.ret_type):
             # T-ShapeScope: the callee's own result type, still a hole (a global checked
             # later, a recursive call), is not unified with the caller's types, whose
             # match_cast variables would leak into it: the call's type is a copy of it once
-            # it is known (as T-ShapeCall's instances are)
+            # it is known (as T-ShapeCall's instances are). Only where the caller has shape
+            # variables to leak: elsewhere a use still fixes the callee's types (T-App).
             out = self.unifier.fresh()
             self.solver.add(_ShapeInstance(call, inst.ret_type, {}, out, self.owner))
             self.solver.solve()

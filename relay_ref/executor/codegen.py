@@ -64,8 +64,9 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
   ``_cast(value, K)`` (``relay_ref.interpreter.casts.cast_value`` on the compiled value
   representation; ``_cast(value, K, _e)`` when the target mentions shape variables: checked
   at the activation's values, Shape-Bind), on a line of its own carrying the cast's span
-  (or, for a point the checker recorded after fusion, the checked expression's). A program without cast
-  points (no ``?`` met a known dimension) generates exactly the code it did before.
+  (or, for a point the checker recorded after fusion, the checked expression's). A program
+  without cast points (no ``?`` met a known dimension) generates exactly the code it did
+  before.
 * **Errors**: every emitted line that can fail is recorded in ``line_spans`` with the span of
   the Relay expression it computes; ``relay_ref.executor.errors`` maps a failing traceback
   back to that span and to the Relay call stack (frames of generated functions).

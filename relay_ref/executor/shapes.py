@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic, shape_vars
+from relay_ref.ir.shape import ShapeBindError, bind_shape, dim_vars, is_symbolic
 from relay_ref.ir.types import TensorType, TupleType, Type
 from relay_ref.ops.symbolic import DPSAttrs, call_packed, match_value
 from relay_ref.typecheck.shapes import type_vars

@@ -196,8 +196,8 @@ def broadcast_dim(a: Dim, b: Dim) -> Dim:
     """One output dimension of NumPy broadcasting, ``?`` as relay.md 2.4: ``? , ?`` is ``?``;
     ``?`` with ``1`` is ``?``; ``?`` with ``n != 1`` is ``n`` (the ``?`` must be ``1`` or
     ``n`` at run time; a symbolic ``n`` only when provably at least 2, else ``?``: a symbol
-    that may be 1 is broadcast instead). Raises ``DimMismatch`` for two known dimensions that differ and are
-    both not ``1``."""
+    that may be 1 is broadcast instead). Raises ``DimMismatch`` for two known dimensions
+    that differ and are both not ``1``."""
     if isinstance(a, AnyDim) and isinstance(b, AnyDim):
         return ANY
     if isinstance(a, AnyDim):

@@ -45,10 +45,10 @@ from relay_ref.ir.expr import Call, Expr, Function, Let, Op, Var
 from relay_ref.ir.module import IRModule
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import Effects
-from relay_ref.typecheck.shapes import type_vars
 from relay_ref.passes.pin_types import Determinacy, annotate_params
 from relay_ref.passes.rewrite import LetChainMutator
 from relay_ref.passes.shared_uses import SharedUses
+from relay_ref.typecheck.shapes import type_vars
 
 
 class _DCE(LetChainMutator):

@@ -116,12 +116,12 @@ from relay_ref.ir.types import (
 from relay_ref.ir.visitor import dataflow_operands, free_vars, post_order, shared_nodes
 from relay_ref.passes.base import Pass, register_pass
 from relay_ref.passes.effects import STATEFUL_OPS
+from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
+from relay_ref.passes.to_a_normal_form import convert_function
 
 #: Relax's constructs stay in the residual program: match_cast binds shape variables where
 #: it stands (T-MatchCast), call_dps_packed/call_tir run a user's function at run time.
 _NOT_FOLDED = frozenset({"match_cast", "call_dps_packed", "call_tir"})
-from relay_ref.passes.rewrite import fresh_copy, rewrite, with_children
-from relay_ref.passes.to_a_normal_form import convert_function
 
 #: Nested unfoldings of one function on one path (beyond that, calls stay residual).
 MAX_UNFOLD_DEPTH = 64

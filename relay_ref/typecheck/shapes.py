@@ -250,7 +250,7 @@ def _children(e: Expr) -> tuple[Expr, ...]:
     match e:
         case Call(op, args):
             return (op, *args)
-        case Let(var, value, body):
+        case Let(_, value, body):
             return (value, body)
         case Function(body=body):
             return (body,)

@@ -38,6 +38,7 @@ from relay_ref.ir.expr import (
     Tuple,
     TupleGetItem,
     Var,
+    children,
 )
 from relay_ref.ir.shape import ANY, SymDim, dim_vars, prove_equal, substitute_dim, var_name
 from relay_ref.ir.types import (
@@ -242,27 +243,8 @@ class PureGlobals:
                         return False
                 elif not isinstance(callee, (Op, Constructor, Function)):
                     return False
-            stack.extend(_children(e))
+            stack.extend(children(e))
         return True
-
-
-def _children(e: Expr) -> tuple[Expr, ...]:
-    match e:
-        case Call(op, args):
-            return (op, *args)
-        case Let(_, value, body):
-            return (value, body)
-        case Function(body=body):
-            return (body,)
-        case If(cond, then, other):
-            return (cond, then, other)
-        case Match(data, clauses):
-            return (data, *(c.rhs for c in clauses))
-        case Tuple(fields):
-            return tuple(fields)
-        case TupleGetItem(tup):
-            return (tup,)
-    return ()
 
 
 def dataflow_violation(body: Expr,

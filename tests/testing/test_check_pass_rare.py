@@ -36,11 +36,13 @@ def _swap_max_on_one_program_in(k):
     return pass_
 
 
-def test_a_pass_firing_on_one_focused_program_in_twenty_reaches_min_fired():
-    """About 5 of the first 100 focused programs: it keeps drawing (as many as that rate
+def test_a_pass_firing_on_one_focused_program_in_fifteen_reaches_min_fired():
+    """About 7 of the first 100 focused programs: it keeps drawing (as many as that rate
     says are needed, within 4x examples) and reaches min_fired=10; the report says how many
-    programs were drawn."""
-    report = check_pass(_swap_max_on_one_program_in(20), focus="maximum", examples=100,
+    programs were drawn. (One in fifteen, not twenty: which programs the hash picks depends
+    on the generator's operator table, which earlier tests registering operators grow; at
+    one in twenty, 400 draws fell short of 10 in some test orders.)"""
+    report = check_pass(_swap_max_on_one_program_in(15), focus="maximum", examples=100,
                         min_fired=10, settings=SEEDED)
     assert report.verdict == "ok" and report.fired >= 10, report.text()
     assert 0 < report.extra <= (MORE_FACTOR - 1) * 100, report.text()

@@ -123,6 +123,7 @@ from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
 from relay_ref.ir.types import TensorType, Type, subterms
 from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
+from relay_ref.ops.symbolic import SYMBOLIC_OPS  # the Relax constructs run here themselves
 
 __all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
            "TooDeep", "counts_calls", "generate"]
@@ -1224,10 +1225,6 @@ def _group_run_args(prim: Function, plan: Any, types: dict[Expr, Type]) -> froze
             ok.difference_update(step.inputs)
     ok.discard(n + len(plan.steps) - 1)
     return frozenset(i for i in ok if i < n)
-
-
-#: the Relax constructs the generated code runs itself (relay_ref.ops.symbolic)
-SYMBOLIC_OPS = frozenset({"match_cast", "call_dps_packed", "call_tir", "dataflow"})
 
 
 def _symbolic_group(prim: Function) -> Call | None:

@@ -23,6 +23,16 @@ def _rows(x: Array, k: int) -> Array:
     return x.reshape(-1, k)
 
 
+def gemm(a: Array, b: Array, out: Array | None = None) -> Array:
+    """``a @ b`` of 2-d operands (either may be a transposed view), into ``out`` (M, N) when
+    given. Every GEMM of the CPU kernels goes through here, so that the executor's thread
+    policy (``relay_ref.compute.cpu.parallel``) decides how it uses the cores."""
+    if out is None:
+        return np.dot(a, b)
+    np.dot(a, b, out=out)
+    return out
+
+
 def dense(x: Array, w: Array, out: Array | None = None) -> Array:
     """``x @ w.T``: x (..., K), w (N, K) -> (..., N); one GEMM (GEMV for one row) over
     every leading axis of ``x`` at once."""

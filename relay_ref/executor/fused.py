@@ -36,6 +36,12 @@ result's shape and dtype). ``ElementwiseKernel.inplace_ok`` lists the parameters
 the very array passed as ``out``: those of the output's shape and dtype read only at the
 output element's own index (each element is read before it is written).
 
+**Threads.** A result of at least ``PARALLEL_MIN_ELEMENTS`` elements, when the work pool
+(``relay_ref.compute.cpu.parallel``) has more than one thread, is computed as tasks over
+ranges of the outermost collapsed axis (``launch_tasks``): the same compiled kernel, called
+on slices of the raveled arrays (``chunk_views``: each array from its range's first element,
+broadcast views whole), so nothing more is compiled; the kernels are ``nogil``.
+
 **Symbolic shapes** (issue 29, spec/typing.md Shape-Sym): dimensions may be symbolic
 (``n``, ``n * 4``). The collapsed layout's *structure* (which output axes merge, which views
 are broadcast on each) is then decided statically, a dimension counting as broadcast only
@@ -61,7 +67,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from relay_ref.compute.cpu import codecache, elementwise, numba
+from relay_ref.compute.cpu import codecache, elementwise, numba, parallel
 from relay_ref.ir.expr import Call, Constant, Expr, Op, Var
 from relay_ref.ir.shape import is_symbolic, prove_equal
 from relay_ref.ir.types import TensorType, Type
@@ -70,6 +76,17 @@ from relay_ref.ops.registry import OpPattern, OpRuntimeError, get_op, has_op
 #: symbolic shapes: layouts a kernel keeps (one per distinct argument shapes; recomputing
 #: one costs microseconds)
 MAX_LAYOUTS = 256
+
+#: results with at least this many elements run split over the work pool's threads
+#: (``launch_tasks``) when it has more than one: below it, waking a second thread costs
+#: more than the half of the loop it takes (performance.md: a ``prange`` relu on
+#: (1,64,56,56), 200k elements, ran at 0.58x onnxruntime against 0.89x serial; softmax's
+#: 64k-element rows were slower in parallel)
+PARALLEL_MIN_ELEMENTS = 1 << 17
+
+#: tasks per pool thread when a kernel is split (dynamic balancing: a descheduled thread
+#: holds up at most one task's worth of elements)
+TASKS_PER_THREAD = 4
 
 #: ops whose second argument is a 1-d tensor lined up with the data's ``axis``
 _PER_AXIS = frozenset({"nn.bias_add", "nn.prelu"})
@@ -154,7 +171,11 @@ class ElementwiseKernel:
                 strides: np.ndarray, flat: list[np.ndarray]) -> np.ndarray:
         if out.size:
             try:
-                code = fn(out.reshape(-1), dims, strides, *flat)
+                if out.size >= PARALLEL_MIN_ELEMENTS and dims[0] > 1 and \
+                        parallel.threads() > 1:
+                    code = launch_tasks(fn, out.reshape(-1), dims, strides, flat)
+                else:
+                    code = fn(out.reshape(-1), dims, strides, *flat)
             except numba.core.errors.NumbaError as err:  # a template bug, not a user error
                 raise RuntimeError(f"internal error: compiling the fused kernel of "
                                    f"{', '.join(self.ops)} failed: {err}") from err
@@ -201,6 +222,45 @@ class ElementwiseKernel:
         fn = codecache.load_source(self.inplace_sources[p], self.cache_dir).kernel
         self._variants[p] = fn
         return fn
+
+
+def chunk_views(out: np.ndarray, dims: np.ndarray, strides: np.ndarray,
+                flat: Sequence[np.ndarray], lo: int, hi: int
+                ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The arguments that make a generated kernel compute only the outermost collapsed
+    indices ``lo <= i0 < hi`` (``0 <= lo < hi <= dims[0]``): ``out`` (raveled) from element
+    ``lo * prod(dims[1:])``, each input from element ``lo * strides[v, 0]`` (0 for a view
+    broadcast on that axis: the whole array), ``dims[0] = hi - lo``. The kernel's loops
+    index every array from its base, so the slices are all it needs; the slices of
+    disjoint ranges write disjoint parts of ``out``."""
+    inner = int(np.prod(dims[1:], dtype=np.int64))
+    sub = dims.copy()
+    sub[0] = hi - lo
+    xs = [x[lo * int(strides[v, 0]):] if strides[v, 0] else x for v, x in enumerate(flat)]
+    return out[lo * inner:hi * inner], sub, xs
+
+
+def launch_tasks(fn: Callable[..., int], out: np.ndarray, dims: np.ndarray,
+                 strides: np.ndarray, flat: Sequence[np.ndarray]) -> int:
+    """``fn(out, dims, strides, *flat)`` split over ranges of the outermost collapsed axis,
+    run as tasks of ``relay_ref.compute.cpu.parallel.run_tasks`` (the generated kernels are
+    ``nogil``); about ``TASKS_PER_THREAD`` tasks a thread, none under
+    ``PARALLEL_MIN_ELEMENTS // 4`` elements. Returns the first non-zero error code in
+    range order (0: none); elements of other ranges may then be written too."""
+    outer = int(dims[0])
+    count = min(outer, parallel.threads() * TASKS_PER_THREAD,
+                max(1, out.size // (PARALLEL_MIN_ELEMENTS // 4)))
+    step = -(-outer // count)
+    count = -(-outer // step)
+    codes = [0] * count
+
+    def task(i: int) -> None:
+        lo = i * step
+        o, sub, xs = chunk_views(out, dims, strides, flat, lo, min(outer, lo + step))
+        codes[i] = fn(o, sub, strides, *xs)
+
+    parallel.run_tasks(count, task)
+    return next((c for c in codes if c), 0)
 
 
 class _Unsupported(Exception):

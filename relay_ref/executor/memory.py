@@ -35,9 +35,15 @@ from the shape environment bound at the entry, allocating each buffer when a cal
 it larger than it is (or once, at compile time, at ``shape_bounds``), and makes the
 views. The liveness argument is unchanged: it is about steps, not sizes.
 
+**Concatenations in place** (``relay_ref.executor.inplace_concat``): a planned static
+``concatenate`` whose parts qualify takes its buffer at its first part's step, and each
+such part's value is its slice of that buffer (the part is written there; the
+concatenation's kernel skips it).
+
 Invariant (checked by ``tests/executor/test_memory.py``): two planned values share bytes
-only if their live ranges are disjoint, and no value handed to the caller is in a buffer,
-so an output is never overwritten by a later call.
+only if their live ranges are disjoint, except a concatenation and its parts placed in
+its buffer (each read only by the concatenation), and no value handed to the caller is in
+a buffer, so an output is never overwritten by a later call.
 """
 
 from __future__ import annotations
@@ -243,6 +249,34 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
     # symbolic sizes: free buffers as (serial, buffer index), earliest freed first
     sym_free: list[tuple[int, int]] = []
     sym_held: dict[Expr, int] = {}
+
+    def allocate(node: Expr, i: int) -> None:
+        """A static buffer for candidate ``node``, live from step ``i`` to its last user."""
+        ty = types[node]
+        dtype = np.dtype(ty.dtype)
+        nbytes = int(np.prod(ty.shape, dtype=np.int64)) * dtype.itemsize
+        k = bisect.bisect_left(free, (nbytes, -1, -1))
+        if k < len(free):
+            slot = free.pop(k)[2]
+        else:
+            slot = len(plan.buffers)
+            plan.buffers.append(np.empty(max(nbytes, 1), np.uint8))
+        buf = plan.buffers[slot]
+        held[node] = slot
+        plan.views[node] = buf[:nbytes].view(dtype).reshape(ty.shape)  # type: ignore[index]
+        plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
+        plan.offsets[node] = slot  # type: ignore[index]
+        releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
+
+    # concatenations written in place (relay_ref.executor.inplace_concat): part -> (its
+    # concatenation, element offset); the concatenation's buffer is taken at its first part
+    from relay_ref.executor.inplace_concat import inplace_concats
+
+    part_of: dict[Expr, tuple[Expr, int]] = {}
+    for cp in inplace_concats(nodes, users, flow.result, plans, types, candidates,
+                              writer_step):
+        for part, offset in zip(cp.parts, cp.offsets, strict=True):
+            part_of[part] = (cp.concat, offset)
     for i, node in enumerate(nodes):
         if node in candidates and not all(type(d) is int for d in types[node].shape):
             ty = types[node]
@@ -259,23 +293,18 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
             plan.offsets[node] = -1 - slot  # type: ignore[index]  # symbolic: negative
             plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
             releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
-        elif node in candidates:
+        elif node in part_of:  # a concatenation's part: a slice of its buffer
+            concat, offset = part_of[node]
+            if concat not in held:  # the concatenation's buffer, from its first part on
+                allocate(concat, i)
             ty = types[node]
-            dtype = np.dtype(ty.dtype)
-            nbytes = int(np.prod(ty.shape, dtype=np.int64)) * dtype.itemsize
-            k = bisect.bisect_left(free, (nbytes, -1, -1))
-            if k < len(free):
-                slot = free.pop(k)[2]
-            else:
-                slot = len(plan.buffers)
-                plan.buffers.append(np.empty(max(nbytes, 1), np.uint8))
-            buf = plan.buffers[slot]
-            held[node] = slot
-            view = buf[:nbytes].view(dtype).reshape(ty.shape)
-            plan.views[node] = view  # type: ignore[index]
-            plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
-            plan.offsets[node] = slot  # type: ignore[index]
-            releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
+            size = int(np.prod(ty.shape, dtype=np.int64))
+            whole = plan.views[concat].reshape(-1)  # type: ignore[index]
+            plan.views[node] = whole[offset:offset + size].reshape(ty.shape)  # type: ignore[index]
+            plan.ranges[node] = (i, order[concat])  # type: ignore[index]
+            plan.offsets[node] = held[concat]  # type: ignore[index]
+        elif node in candidates and node not in held:
+            allocate(node, i)
         for done in releases.pop(i, ()):
             if done in sym_held:
                 slot = sym_held.pop(done)

@@ -318,15 +318,51 @@ def transpose(args: list, attrs: object) -> object:
 
 
 def concatenate(args: list, attrs: object, out: Array | None = None) -> object:
-    """``concatenate`` of a tuple of tensors, written straight into ``out`` when given."""
+    """``concatenate`` of a tuple of tensors, written straight into ``out`` when given.
+    A part that already *is* its slice of ``out`` (same memory, shape and strides: the
+    memory plan placed it there, ``relay_ref.executor.inplace_concat``) is not copied;
+    a part overlapping ``out`` any other way makes the whole result go through a copy."""
     parts = args[0]
     if out is not None and isinstance(parts, tuple | list) and parts and all(
             type(p) is np.ndarray and p.dtype == out.dtype for p in parts):
         try:
-            return np.concatenate(parts, axis=attrs.axis, out=out)  # type: ignore[attr-defined]
+            if not any(np.may_share_memory(p, out) for p in parts):
+                return np.concatenate(parts, axis=attrs.axis, out=out)  # type: ignore[attr-defined]
+            return _concatenate_placed(parts, attrs.axis, out)  # type: ignore[attr-defined]
         except (ValueError, np.exceptions.AxisError):
             pass
     return _fallback("concatenate", args, attrs, out)
+
+
+def _concatenate_placed(parts: list[Array], axis: int, out: Array) -> Array:
+    """``concatenate`` into ``out`` when some parts share memory with it: each part that is
+    exactly its slice of ``out`` is left where it is, the others are copied; any other
+    overlap computes the result apart first (never reading what was overwritten)."""
+    if not -out.ndim <= axis < out.ndim or any(p.ndim != out.ndim for p in parts):
+        raise ValueError("concatenate: axis or ranks do not match")
+    axis %= out.ndim
+    slices = []
+    start = 0
+    for p in parts:
+        index = (slice(None),) * axis + (slice(start, start + p.shape[axis]),)
+        d = out[index]
+        if d.shape != p.shape:  # other extents differ: the reference's error
+            raise ValueError("concatenate: shapes do not match")
+        slices.append(d)
+        start += p.shape[axis]
+    if start != out.shape[axis]:
+        raise ValueError("concatenate: extents do not add up")
+    placed = [p.strides == d.strides
+              and p.__array_interface__["data"][0] == d.__array_interface__["data"][0]
+              for p, d in zip(parts, slices, strict=True)]
+    if any(not ok and np.may_share_memory(p, out)
+           for p, ok in zip(parts, placed, strict=True)):
+        np.copyto(out, np.concatenate(parts, axis=axis))
+        return out
+    for p, d, ok in zip(parts, slices, placed, strict=True):
+        if not ok:
+            np.copyto(d, p)
+    return out
 
 
 # The table's names (``BUILTIN_CPU_KERNELS``); bound here so that the builtins stay usable

@@ -160,6 +160,7 @@ class CudaGroupPlanner(GroupPlanner):
     """``GroupPlanner`` with the CUDA choices (see the module docstring)."""
 
     FUSED_KIND = "cuda fused"
+    LAYOUT_COPY = False  # layout chains run op by op (their steps are device steps)
 
     def __init__(self, types: Mapping[Expr, Type], *, cache_dir: str | None = None) -> None:
         super().__init__(types, fuse=True, cache_dir=cache_dir)

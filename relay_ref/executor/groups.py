@@ -10,7 +10,12 @@ emits as statements (one Python line per step, located at the Relay call it comp
    by an elementwise tail that only it feeds: the anchor's kernel, then the tail as one
    generated kernel written in place into the anchor's fresh output when the tail's
    kernel allows it (TVM's out-elemwise-fusable groups: conv2d + bias_add + relu);
-3. otherwise one step per operator, in post-order.
+3. a chain of ``reshape`` s and ``transpose`` s (at least one transpose) of the group's one
+   parameter, shapes static (shufflenet's channel shuffle: reshape, transpose, reshape):
+   one step (``LayoutCopy``) that applies the chain as NumPy views and copies once into
+   ``out`` (a planned buffer) or a fresh array, instead of one step per operator and a
+   fresh copy made by the last reshape;
+4. otherwise one step per operator, in post-order.
 
 A group body that calls nested function literals (``Composite=`` functions a BYOC
 partitioner made, a ``Primitive`` inside a ``Primitive``, a ``let``-bound function) or binds
@@ -44,8 +49,8 @@ from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import OpPattern, get_op, op_kernel
 
-__all__ = ["MIN_FUSED_ELEMENTS", "GroupPlan", "GroupPlanner", "Step", "Unplannable",
-           "flatten_group"]
+__all__ = ["MIN_FUSED_ELEMENTS", "GroupPlan", "GroupPlanner", "LayoutCopy", "Step",
+           "Unplannable", "flatten_group", "layout_chain"]
 
 #: Groups whose result has fewer elements run op by op through the kernels / references
 #: instead of a generated numba kernel: compiling one costs 0.2-0.9 s (performance.md
@@ -79,7 +84,7 @@ class Step:
 @dataclass(frozen=True, slots=True, eq=False)
 class GroupPlan:
     """How a fused group runs: its steps, a label (``conv2d+bias_add+relu``) and the
-    strategy (``fused`` / ``anchor+fused`` / ``ops``), for ``exe.plan``."""
+    strategy (``fused`` / ``anchor+fused`` / ``layout`` / ``ops``), for ``exe.plan``."""
 
     label: str
     strategy: str
@@ -187,6 +192,10 @@ class GroupPlanner:
 
     #: the kernel kind of a generated fused step, in ``exe.plan``
     FUSED_KIND = "numba fused"
+    #: the kernel kind of a ``LayoutCopy`` step, in ``exe.plan``
+    LAYOUT_KIND = "layout copy"
+    #: whether layout chains become one ``LayoutCopy`` step (NumPy arrays: host targets)
+    LAYOUT_COPY = True
 
     def __init__(self, types: Mapping[Expr, Type], *, fuse: bool = True,
                  cache_dir: str | None = None) -> None:
@@ -234,6 +243,9 @@ class GroupPlanner:
             split = self._anchor_split(prim, nodes)
             if split is not None:
                 return split
+            layout = self._layout_copy(prim, nodes, label, ops)
+            if layout is not None:
+                return layout
         steps, index = self._op_steps(prim.params, nodes)
         del index
         kernels = tuple(self._kernel_kind(n) for n in nodes
@@ -376,6 +388,93 @@ class GroupPlanner:
         return GroupPlan(label, "anchor+fused", len(prim.params), tuple(steps),
                          self.types.get(body), ops,
                          (self._kernel_kind(anchor), self.FUSED_KIND))
+
+
+    def _layout_copy(self, prim: Function, nodes: list[Expr], label: str,
+                     ops: tuple[str, ...]) -> GroupPlan | None:
+        """Strategy 3: a chain of reshapes and transposes as one ``LayoutCopy`` step."""
+        chain = layout_chain(prim, nodes, self.types) if self.LAYOUT_COPY else None
+        if chain is None or not self._worth_fusing(self.types.get(prim.body)):
+            return None
+        step = Step("fused", (0,), fn=chain, span=prim.body.span, label=label,
+                    op_spans=_op_spans(nodes))
+        return GroupPlan(label, "layout", 1, (step,), self.types.get(prim.body), ops,
+                         (self.LAYOUT_KIND,))
+
+
+#: operators a ``LayoutCopy`` chains
+_LAYOUT_OPS = frozenset({"reshape", "transpose"})
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LayoutCopy:
+    """A group computing ``reshape`` s and ``transpose`` s of its one parameter, as a
+    generated-kernel-like step ``k(args, out=None)`` (step kind ``"fused"``: the result is
+    always a fresh array or ``out``, never a view of the argument). ``views``: the chain up
+    to its last transpose, each ``("reshape", shape)`` or ``("transpose", perm)``, applied
+    as NumPy views; the reshapes after it are the copy's: the result's C order is the
+    viewed array's C order, so the copy goes into ``out.reshape(viewed shape)``."""
+
+    views: tuple[tuple[str, tuple[int, ...]], ...]
+    in_shape: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __call__(self, args: Any, out: np.ndarray | None = None) -> np.ndarray:
+        x = args[0]
+        if type(x) is not np.ndarray or x.shape != self.in_shape or x.dtype != self.dtype:
+            raise ValueError(f"layout copy: expected a {self.in_shape} {self.dtype} array, "
+                             f"got {getattr(x, 'shape', type(x).__name__)}")
+        v = x
+        for kind, arg in self.views:
+            v = v.reshape(arg) if kind == "reshape" else v.transpose(arg)
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif out.shape != self.shape or out.dtype != self.dtype or \
+                not out.flags.c_contiguous:
+            raise ValueError(f"out must be a C-contiguous {self.shape} {self.dtype} array")
+        np.copyto(out.reshape(v.shape), v)
+        return out
+
+
+def layout_chain(prim: Function, nodes: list[Expr], types: Mapping[Expr, Type]
+                 ) -> LayoutCopy | None:
+    """The ``LayoutCopy`` of a group that is a chain of reshapes and transposes (one at
+    least) of its only parameter with static types, else None."""
+    if len(prim.params) != 1:
+        return None
+    views: list[tuple[str, tuple[int, ...]]] = []
+    expect: Expr = prim.params[0]
+    for n in nodes:
+        if n is expect and type(n) is Var:
+            continue
+        if type(n) is not Call or type(n.op) is not Op or n.op.name not in _LAYOUT_OPS \
+                or len(n.args) != 1 or n.args[0] is not expect:
+            return None
+        ty, arg_ty = types.get(n), types.get(expect)
+        if type(ty) is not TensorType or not ty.is_static or type(arg_ty) is not TensorType:
+            return None
+        shape = tuple(int(d) for d in ty.shape)
+        if n.op.name == "reshape":
+            views.append(("reshape", shape))
+        else:
+            ndim = len(shape)
+            axes = n.attrs.axes if n.attrs is not None else None  # type: ignore[union-attr]
+            perm = tuple(range(ndim))[::-1] if not axes else tuple(a % ndim for a in axes)
+            if sorted(perm) != list(range(ndim)):
+                return None
+            views.append(("transpose", perm))
+        expect = n
+    if expect is not prim.body or not views:
+        return None
+    last = max((i for i, (k, _) in enumerate(views) if k == "transpose"), default=-1)
+    if last < 0:
+        return None  # reshapes only: a view, cheaper than any copy
+    in_ty, out_ty = types.get(prim.params[0]), types[prim.body]
+    if type(in_ty) is not TensorType or not in_ty.is_static or in_ty.dtype != out_ty.dtype:
+        return None
+    return LayoutCopy(tuple(views[:last + 1]), tuple(int(d) for d in in_ty.shape),
+                      tuple(int(d) for d in out_ty.shape), np.dtype(out_ty.dtype))
 
 
 def _op_spans(nodes: list[Expr]) -> tuple[tuple[str, Span], ...]:

@@ -269,14 +269,14 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
         releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
 
     # concatenations written in place (relay_ref.executor.inplace_concat): part -> (its
-    # concatenation, element offset); the concatenation's buffer is taken at its first part
+    # ConcatParts, its index there); the concatenation's buffer is taken at its first part
     from relay_ref.executor.inplace_concat import inplace_concats
 
-    part_of: dict[Expr, tuple[Expr, int]] = {}
+    part_of: dict[Expr, tuple[object, int]] = {}
     for cp in inplace_concats(nodes, users, flow.result, plans, types, candidates,
                               writer_step):
-        for part, offset in zip(cp.parts, cp.offsets, strict=True):
-            part_of[part] = (cp.concat, offset)
+        for k, part in enumerate(cp.parts):
+            part_of[part] = (cp, k)
     for i, node in enumerate(nodes):
         if node in candidates and not all(type(d) is int for d in types[node].shape):
             ty = types[node]
@@ -294,13 +294,12 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
             plan.ranges[node] = (i, candidates[node])  # type: ignore[index]
             releases.setdefault(candidates[node], []).append(node)  # type: ignore[arg-type]
         elif node in part_of:  # a concatenation's part: a slice of its buffer
-            concat, offset = part_of[node]
+            cp, k = part_of[node]
+            concat = cp.concat
             if concat not in held:  # the concatenation's buffer, from its first part on
                 allocate(concat, i)
-            ty = types[node]
-            size = int(np.prod(ty.shape, dtype=np.int64))
-            whole = plan.views[concat].reshape(-1)  # type: ignore[index]
-            plan.views[node] = whole[offset:offset + size].reshape(ty.shape)  # type: ignore[index]
+            extent = int(types[node].shape[cp.axis])
+            plan.views[node] = cp.part_view(plan.views[concat], k, extent)  # type: ignore[index]
             plan.ranges[node] = (i, order[concat])  # type: ignore[index]
             plan.offsets[node] = held[concat]  # type: ignore[index]
         elif node in candidates and node not in held:

@@ -326,42 +326,51 @@ def concatenate(args: list, attrs: object, out: Array | None = None) -> object:
     if out is not None and isinstance(parts, tuple | list) and parts and all(
             type(p) is np.ndarray and p.dtype == out.dtype for p in parts):
         try:
-            if not any(np.may_share_memory(p, out) for p in parts):
+            shared = [np.may_share_memory(p, out) for p in parts]  # bounds only: cheap
+            if True not in shared:
                 return np.concatenate(parts, axis=attrs.axis, out=out)  # type: ignore[attr-defined]
-            return _concatenate_placed(parts, attrs.axis, out)  # type: ignore[attr-defined]
+            return _concatenate_placed(parts, shared, attrs.axis, out)  # type: ignore[attr-defined]
         except (ValueError, np.exceptions.AxisError):
             pass
     return _fallback("concatenate", args, attrs, out)
 
 
-def _concatenate_placed(parts: list[Array], axis: int, out: Array) -> Array:
-    """``concatenate`` into ``out`` when some parts share memory with it: each part that is
-    exactly its slice of ``out`` is left where it is, the others are copied; any other
-    overlap computes the result apart first (never reading what was overwritten)."""
-    if not -out.ndim <= axis < out.ndim or any(p.ndim != out.ndim for p in parts):
-        raise ValueError("concatenate: axis or ranks do not match")
-    axis %= out.ndim
-    slices = []
+def _concatenate_placed(parts: list[Array], shared: list[bool], axis: int,
+                        out: Array) -> Array:
+    """``concatenate`` into ``out`` when the parts flagged ``shared`` may overlap it: each
+    such part that is exactly its slice of ``out`` (the same first byte, the same strides
+    on every axis longer than 1: a stride on an axis of extent 1 is never used, and the
+    memory plan's part, a reshaped run of the buffer, differs from the slice there) is left
+    where it is, the others are copied; any other overlap computes the result apart first
+    (never reading what was overwritten)."""
+    ndim = out.ndim
+    if not -ndim <= axis < ndim:
+        raise ValueError("concatenate: axis out of range")
+    axis %= ndim
+    base = out.__array_interface__["data"][0]
+    step = out.strides[axis]
+    copies = []
     start = 0
-    for p in parts:
-        index = (slice(None),) * axis + (slice(start, start + p.shape[axis]),)
-        d = out[index]
+    for p, maybe in zip(parts, shared, strict=True):
+        if p.ndim != ndim:
+            raise ValueError("concatenate: ranks differ")
+        n = p.shape[axis]
+        d = out[(slice(None),) * axis + (slice(start, start + n),)]
         if d.shape != p.shape:  # other extents differ: the reference's error
             raise ValueError("concatenate: shapes do not match")
-        slices.append(d)
-        start += p.shape[axis]
+        if not maybe:
+            copies.append((d, p))
+        elif p.__array_interface__["data"][0] != base + start * step or (
+                p.strides != d.strides and any(
+                    a != b for a, b, e in zip(p.strides, d.strides, p.shape, strict=True)
+                    if e > 1)):
+            np.copyto(out, np.concatenate(parts, axis=axis))  # misplaced: read all first
+            return out
+        start += n
     if start != out.shape[axis]:
         raise ValueError("concatenate: extents do not add up")
-    placed = [p.strides == d.strides
-              and p.__array_interface__["data"][0] == d.__array_interface__["data"][0]
-              for p, d in zip(parts, slices, strict=True)]
-    if any(not ok and np.may_share_memory(p, out)
-           for p, ok in zip(parts, placed, strict=True)):
-        np.copyto(out, np.concatenate(parts, axis=axis))
-        return out
-    for p, d, ok in zip(parts, slices, placed, strict=True):
-        if not ok:
-            np.copyto(d, p)
+    for d, p in copies:
+        np.copyto(d, p)
     return out
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from relay_ref.compute.cpu import conv as cconv
 from relay_ref.compute.cpu import pool as cpool
+from relay_ref.ops import cpu_grad
 from relay_ref.ops.layout import to_canonical
 from relay_ref.ops.nn import pad4, pool_out
 from relay_ref.ops.registry import get_op
@@ -159,6 +160,9 @@ def conv2d(args: list, attrs: object, out: Array | None = None) -> Array:
 
 def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous."""
+    if cpu_grad.many_taps(geo):  # conv2d's weight gradient as AD emits it (cpu_grad.py)
+        cpu_grad.conv2d_many_taps(x, w, geo, res)
+        return
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
     (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:

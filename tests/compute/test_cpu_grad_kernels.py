@@ -182,6 +182,23 @@ def test_avg_pool2d_grad_matches_reference(case: tuple) -> None:
     check_kernel("nn.avg_pool2d_grad", args, attrs, **TOL)
 
 
+@pytest.mark.parametrize("dilation", [(1, 1), (2, 1)])
+@pytest.mark.parametrize("padding", [(0, 0), (1, 1)])
+def test_max_pool2d_grad_2x2_ties_nan_and_inf(dilation: tuple, padding: tuple) -> None:
+    """The unrolled 2x2 window path: ties go to the first maximum, the first NaN wins, a
+    window of -inf sends its gradient to its first in-bounds tap."""
+    rng = np.random.default_rng(4)
+    x = rng.integers(-1, 2, (2, 3, 8, 8)).astype("float32")
+    x[0, 0, :2, :2] = -np.inf
+    x[0, 1, 2:4, 2:4] = [[1.0, np.nan], [np.nan, 5.0]]
+    x[1, 2, 4, 4] = np.nan
+    attrs = {"pool_size": (2, 2), "strides": (2, 2), "dilation": dilation,
+             "padding": padding}
+    pooled = get_op("nn.max_pool2d").reference([x], make_attrs("nn.max_pool2d", attrs))
+    g = _rand(rng, pooled.shape, "float32")
+    check_kernel("nn.max_pool2d_grad", [g, x], attrs, **TOL)
+
+
 @pytest.mark.parametrize("op", ["nn.max_pool2d_grad", "nn.avg_pool2d_grad"])
 def test_pool_grad_windows_entirely_in_padding(op: str) -> None:
     """Padding wider than the window: corner windows see no input and give nothing back."""

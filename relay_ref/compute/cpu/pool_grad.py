@@ -32,6 +32,26 @@ njit = numba.njit
 
 
 @njit(cache=True, nogil=True)
+def _tap_ranges(k, s, d, pad, size, count):
+    """For each tap ``j`` < ``k``: the output positions [lo, hi) whose tap ``j`` is in
+    bounds (position ``q * s + j * d - pad`` in [0, size)), as two arrays."""
+    lo = np.empty(k, np.int64)
+    hi = np.empty(k, np.int64)
+    for j in range(k):
+        lo[j], hi[j] = valid_range(j * d - pad, s, size, count)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _first_max(best, at, v, k):
+    """The running (maximum, where) after tap ``(v, k)``: ``v`` replaces ``best`` when
+    strictly greater, or a NaN replacing a non-NaN (argmax's rules: the first maximum, the
+    first NaN). Branch-free selects: a data-dependent branch mispredicts on random data."""
+    take = (not (v <= best)) & (best == best)
+    return (v if take else best), (k if take else at)
+
+
+@njit(cache=True, nogil=True)
 def max_grad(g, x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl):
     """Planes ``[b0, b1)`` of ``out``: each ``g[p, q]`` to its window's first maximum.
 
@@ -41,6 +61,7 @@ def max_grad(g, x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl):
     winner (the reference's argmax then picks that padding tap: the gradient is dropped)."""
     h, w = x.shape[1], x.shape[2]
     oh, ow = g.shape[1], g.shape[2]
+    pair = kh == 2 and kw == 2
     # the in-bounds taps of every window column (integer divisions: once, not per window)
     jlos = np.empty(ow, np.int64)
     jhis = np.empty(ow, np.int64)
@@ -58,6 +79,17 @@ def max_grad(g, x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl):
             for q in range(ow):
                 c0 = q * sw - pl
                 jlo, jhi = jlos[q], jhis[q]
+                if pair and ilo == 0 and ihi == 2 and jlo == 0 and jhi == 2:
+                    # a 2x2 window in bounds (the common pool): the taps unrolled
+                    k0 = r0 * w + c0
+                    k1 = k0 + dw
+                    k2 = k0 + dh * w
+                    k3 = k2 + dw
+                    best, at = _first_max(img[k0], k0, img[k1], k1)
+                    best, at = _first_max(best, at, img[k2], k2)
+                    best, at = _first_max(best, at, img[k3], k3)
+                    dst[at] += gp[p * ow + q]
+                    continue
                 if ilo == 0 and jlo == 0 and ihi > 0 and jhi > 0:
                     best = img[r0 * w + c0]
                     at = r0 * w + c0
@@ -69,11 +101,7 @@ def max_grad(g, x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl):
                     for j in range(jlo, jhi):
                         k = base + j * dw
                         v = img[k]
-                        # branch-free selects: random data mispredicts a branch here
-                        # v > best, or v NaN, and never once best is NaN (the first wins)
-                        take = (not (v <= best)) & (best == best)
-                        best = v if take else best
-                        at = k if take else at
+                        best, at = _first_max(best, at, v, k)
                 if at >= 0:
                     dst[at] += gp[p * ow + q]
 
@@ -81,9 +109,11 @@ def max_grad(g, x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl):
 @njit(cache=True, nogil=True)
 def avg_grad(g, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, cnt_h, cnt_w):
     """Planes ``[b0, b1)`` of ``out``: each ``g[p, q] / (cnt_h[p] * cnt_w[q])`` to every
-    in-bounds tap of window ``(p, q)``."""
+    in-bounds tap of window ``(p, q)``; per output row, each tap one loop over the windows."""
     h, w = out.shape[1], out.shape[2]
     oh, ow = g.shape[1], g.shape[2]
+    qlo, qhi = _tap_ranges(kw, sw, dw, pl, w, ow)
+    share = np.empty(ow, out.dtype)
     for b in range(b0, b1):
         dst = out[b]
         gp = g[b]
@@ -92,14 +122,15 @@ def avg_grad(g, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, cnt_h, cnt_w):
             for c in range(w):
                 row[c] = 0.0
         for p in range(oh):
+            src = gp[p]
+            for q in range(ow):
+                share[q] = src[q] / (cnt_h[p] * cnt_w[q])
             for i in range(kh):
                 r = p * sh + i * dh - pt
                 if r < 0 or r >= h:
                     continue
                 row = dst[r]
-                for q in range(ow):
-                    share = gp[p, q] / (cnt_h[p] * cnt_w[q])
-                    for j in range(kw):
-                        c = q * sw + j * dw - pl
-                        if c >= 0 and c < w:
-                            row[c] += share
+                for j in range(kw):
+                    c0 = j * dw - pl
+                    for q in range(qlo[j], qhi[j]):
+                        row[c0 + q * sw] += share[q]

@@ -13,8 +13,8 @@ float64 with every argument of one dtype and non-empty shapes that fit the attri
 * ``nn.conv2d_transpose``: data layout ``NCHW`` (``out_layout`` empty or ``NCHW``), any
   kernel layout (the weight is viewed as IOHW), ``out_dtype`` empty or the data's, every
   stride, padding, output_padding, dilation and group count. Per image and group, ``cols =
-  W_g^T @ x_g`` (one GEMM) scattered into the output by ``col2im``; with one or two input
-  channels per group (depthwise) a direct scatter, all groups of an image at once.
+  W_g^T @ x_g`` (one GEMM) scattered into the output by ``col2im``; with one input
+  channel per group (depthwise) a direct scatter, all groups of an image at once.
 * ``nn.max_pool2d_grad`` / ``nn.avg_pool2d_grad``: layout ``NCHW`` or ``NHWC`` (NHWC
   transposed to NCHW and back), ``out_layout`` empty or equal; every pool size, stride,
   dilation, padding, ceil_mode and count_include_pad.
@@ -44,7 +44,7 @@ Array = np.ndarray
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _POOL_LAYOUTS = ("NCHW", "NHWC")
 #: at most this many input channels per group: the direct transposed convolution (no GEMM)
-DIRECT_MAX_CG = 2
+DIRECT_MAX_CG = 1
 #: a conv2d whose kernel has at least this many times more taps than output positions runs
 #: as ``conv2d_many_taps``
 MANY_TAPS_RATIO = 4

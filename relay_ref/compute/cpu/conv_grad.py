@@ -56,10 +56,11 @@ def col2im_nchw(cols, out, h, w, kh, kw, sh, sw, dh, dw, pt, pl):
                 for y in range(ylo, yhi):
                     dst = plane[ys + y * sh]
                     src = row[y * w:(y + 1) * w]
-                    if sw == 1:
-                        base = xs
-                        for x in range(xlo, xhi):
-                            dst[base + x] += src[x]
+                    if sw == 1:  # contiguous: vectorises
+                        seg = dst[xs + xlo:xs + xhi]
+                        part = src[xlo:xhi]
+                        for x in range(xhi - xlo):
+                            seg[x] += part[x]
                     else:
                         for x in range(xlo, xhi):
                             dst[xs + x * sw] += src[x]
@@ -88,8 +89,14 @@ def convt_direct(x, w, out, groups, sh, sw, dh, dw, pt, pl):
                     for y in range(ylo, yhi):
                         dst = plane[ys + y * sh]
                         src = img[y]
-                        for u in range(xlo, xhi):
-                            dst[xs + u * sw] += wt * src[u]
+                        if sw == 1:  # contiguous: vectorises
+                            seg = dst[xs + xlo:xs + xhi]
+                            row = src[xlo:xhi]
+                            for u in range(xhi - xlo):
+                                seg[u] += wt * row[u]
+                        else:
+                            for u in range(xlo, xhi):
+                                dst[xs + u * sw] += wt * src[u]
 
 
 @njit(cache=True, nogil=True)

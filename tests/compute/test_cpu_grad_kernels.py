@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tensor_kernel_check import check_kernel
 
 import relay_ref as rr
+from relay_ref.compute.cpu import parallel
 from relay_ref.ops import cpu_grad
 from relay_ref.ops.layout import from_canonical
 from relay_ref.ops.nn import pad4
@@ -208,6 +209,26 @@ def test_pool_grad_windows_entirely_in_padding(op: str) -> None:
     want = check_kernel(op, [g, x], {"pool_size": (2, 2), "strides": (3, 3),
                                      "padding": (3, 3, 3, 3)}, **TOL)
     assert want is not None and want.shape == x.shape
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_split_over_tasks_covers_every_plane(threads: int) -> None:
+    """With more threads the pools' gradients split the planes into blocks (the last one
+    shorter), conv2d_transpose into (image, group) tasks: the result does not change."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, (3, 5, 7, 6)).astype("float64")
+    pool = {"pool_size": (3, 2), "strides": (2, 1), "padding": (1, 0, 1, 1)}
+    g = _rand(rng, (3, 5, 4, 6), "float64")
+    before = parallel.threads()
+    parallel.set_threads(threads)
+    try:
+        check_kernel("nn.max_pool2d_grad", [g, x], pool, **TOL)
+        check_kernel("nn.avg_pool2d_grad", [g, x], pool, **TOL)
+        w = _rand(rng, (6, 2, 3, 3), "float64")
+        check_kernel("nn.conv2d_transpose", [_rand(rng, (3, 6, 4, 5), "float64"), w],
+                     {"groups": 2, "strides": (2, 1)}, **TOL)
+    finally:
+        parallel.set_threads(before)
 
 
 # -- a CNN's gradient, compiled -----------------------------------------------------------

@@ -231,6 +231,19 @@ def test_the_split_over_tasks_covers_every_plane(threads: int) -> None:
         parallel.set_threads(before)
 
 
+@pytest.mark.parametrize("limit", [0, 1 << 30])
+def test_temporaries_fresh_or_reused(monkeypatch: pytest.MonkeyPatch, limit: int) -> None:
+    """Column and patch temporaries come from the thread's reused buffer, or fresh above
+    the size limit; a smaller call after a larger one reuses a prefix: same values."""
+    monkeypatch.setattr(cpu_grad, "SCRATCH_MAX_BYTES", limit)
+    rng = np.random.default_rng(8)
+    for s in (9, 5):
+        x, w = _rand(rng, (2, 4, s, s), "float32"), _rand(rng, (4, 3, 3, 3), "float32")
+        check_kernel("nn.conv2d_transpose", [x, w], {"padding": (1, 1)}, **TOL)
+        args = [_rand(rng, (3, 2, s, s), "float64"), _rand(rng, (4, 2, s, s), "float64")]
+        check_kernel("nn.conv2d", args, {"padding": (1, 1)}, **TOL)
+
+
 # -- a CNN's gradient, compiled -----------------------------------------------------------
 
 CNN = """

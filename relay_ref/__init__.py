@@ -217,8 +217,14 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
             cache_dir: str | None = None, max_depth: int | None = None,
             memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
             dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None,
-            targets: Any = None, shape_bounds: Any = None) -> Any:
+            targets: Any = None, shape_bounds: Any = None, threads: Any = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
+
+    ``threads`` (an int >= 1; default ``$RELAY_REF_NUM_THREADS``, then ``$OMP_NUM_THREADS``,
+    ``$NUMBA_NUM_THREADS``, else the CPUs available) is how many threads the kernels use:
+    the executor's work pool splits large products and convolutions dynamically over them,
+    and BLAS runs on one thread within each call, restored afterwards
+    (``relay_ref.executor.threads``); ``exe.plan`` says what was chosen and from where.
 
     Symbolic shapes (``def @main(%x: Tensor[(n, 784), float32])``): one compile runs every
     size, with the static program's plan (fused kernels compiled once per dtype and rank,
@@ -315,7 +321,7 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
                           max_depth=max_depth, memory_budget=memory_budget,
                           heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
-                          externs=externs, shape_bounds=shape_bounds)
+                          externs=externs, shape_bounds=shape_bounds, threads=threads)
 
 
 def _not_a_backend(target: Any) -> None:

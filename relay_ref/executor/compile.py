@@ -73,6 +73,7 @@ from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.executor.runtime import Runtime, StaticPlanRuntime, SymbolicPlanRuntime
 from relay_ref.executor.targets import get_target, make_planner
+from relay_ref.executor.threads import resolve as resolve_threads
 from relay_ref.interpreter.driver import MAX_DEPTH, checked_module
 from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
@@ -107,17 +108,21 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    heuristic: object = "dtr_eq", dealloc: object = "eager",
                    cost: object = "flops", dtr_log: object = None,
                    externs: Mapping[str, Any] | None = None,
-                   shape_bounds: Mapping[str, int] | None = None) -> Executable:
+                   shape_bounds: Mapping[str, int] | None = None,
+                   threads: Any = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
     arguments after it: DTR (``relay_ref.dtr.options``; checked before anything else).
     ``externs``: backend name -> codegen (or None: its regions run on the host), for the
-    module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern)."""
+    module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern).
+    ``threads``: the thread policy's count (``relay_ref.executor.threads.resolve``; a bad
+    one is a ``RelayError`` before anything is compiled)."""
     from relay_ref.dtr.options import dtr_options
 
     start = time.perf_counter()
     dtr_opts = dtr_options(memory_budget, heuristic, dealloc, cost, dtr_log)
+    thread_policy = resolve_threads(threads)
     if not isinstance(mod, IRModule):
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
     if not isinstance(target, str):
@@ -195,6 +200,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                 dtr.default_span, dtr.default_where = call.span, "the code gradient made"
     plan = _plan(work, entry, target, first + pipeline.specs(), generated, memory,
                  time.perf_counter() - start)
+    plan = dataclasses.replace(plan, threads=thread_policy.describe())
     if notes:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
     if regions:
@@ -205,7 +211,21 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
-                      device=device, runtime=runtime, dtr=dtr)
+                      device=device, runtime=runtime, dtr=dtr, threads=thread_policy,
+                      thread_scope=_uses_threads(plan))
+
+
+#: operators (as group labels name them: ``nn.`` dropped) whose CPU kernels split work over
+#: the pool or call BLAS (``matmul`` covers ``batch_matmul``, ``conv2d`` its transpose)
+_THREADED_OPS = ("conv2d", "dense", "matmul")
+
+
+def _uses_threads(plan: Plan) -> bool:
+    """Whether any kernel of ``plan`` may use threads: a threaded operator, or a generated
+    numba kernel (which may be a ``prange`` one); host-only ``ops`` groups of other operators
+    (scalar code, small elementwise steps) do not."""
+    return any(g.strategy != "ops" or any(op in g.label for op in _THREADED_OPS)
+               for g in plan.groups) or bool(plan.regions)
 
 
 def _entry_shape_vars(func: Function) -> frozenset[str]:

@@ -55,6 +55,8 @@ class Plan:
     #: the byte sizes of the buffers with symbolic sizes (issue 29), as text (``n * 4096``);
     #: counted in ``buffers``, not in ``peak_bytes`` (which depends on the shapes)
     symbolic_buffers: tuple[str, ...] = ()
+    #: the thread policy (``relay_ref.executor.threads.ThreadPolicy.describe``), one line
+    threads: str = ""
 
     def region_table(self) -> str:
         """The regions, one a line: name, backend, op calls, estimated operations, note."""
@@ -98,6 +100,7 @@ class Plan:
             f"plan for @{self.entry} (target {self.target}, compiled in "
             f"{self.compile_seconds:.2f} s)",
             f"passes: {', '.join(self.passes) or 'none'}",
+            *([self.threads] if self.threads else []),
             f"functions: {self.functions}; fused groups: {sum(g.count for g in self.groups)} "
             f"({', '.join(f'{n} {s}' for s, n in sorted(strategies.items())) or 'none'}); "
             f"kernel calls: {self.launches}",

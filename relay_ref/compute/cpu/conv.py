@@ -9,12 +9,13 @@ would need SciPy and start a second BLAS thread pool).
 Inner loops run over 1-d slices taken at non-negative offsets, so numba emits no
 wrap-around code there and they vectorise. Shape conventions:
 
-* ``im2col_nchw``: ``(C, H, W)`` into ``(C * KH * KW, OH * OW)``; row ``(c * KH + i) * KW +
-  j``, column ``y * OW + x``; the zero padding is written by the kernel (no padded copy).
-  ``weight.reshape(O, -1) @ col`` is the ``(O, OH * OW)`` output.
-* ``im2col_nhwc``: channels ``[c0, c0 + cg)`` of ``(H, W, C)`` into ``(OH * OW, KH * KW *
-  cg)``; column ``(i * KW + j) * cg + c``. ``col @ weight_hwio.reshape(
-  -1, O)`` is the ``(OH * OW, O)`` output.
+* ``im2col_nchw``: output rows ``[y0, y1)`` of ``(C, H, W)`` into ``(C * KH * KW, (y1 - y0)
+  * OW)``; row ``(c * KH + i) * KW + j``, column ``(y - y0) * OW + x``; the zero padding is
+  written by the kernel (no padded copy). ``weight.reshape(O, -1) @ col`` is those rows of
+  the ``(O, OH * OW)`` output.
+* ``im2col_nhwc``: output pixels ``[p0, p1)``, channels ``[c0, c0 + cg)`` of ``(H, W, C)``
+  into ``(p1 - p0, KH * KW * cg)``; column ``(i * KW + j) * cg + c``. ``col @
+  weight_hwio.reshape(-1, O)`` is those rows of the ``(OH * OW, O)`` output.
 * depthwise (``groups == C``, ``O = C * mult``): output channel ``o`` reads input channel
   ``o // mult``; taps in the padding are skipped.
 
@@ -22,9 +23,12 @@ No kernel copies the input into a padded buffer: the zero padding is written int
 columns (im2col) or skipped (depthwise), with ``valid_range`` giving the in-bounds output
 columns of each tap.
 
-Every function is compiled with ``cache=True``; the parallel ones split the outermost loop
-over numba's OpenMP pool, which ``relay_ref.compute.cpu`` keeps passive between calls so it
-does not spin against OpenBLAS.
+Every function is compiled with ``cache=True``. The im2col kernels are serial and
+``nogil``: the adapter splits them (and the products after them) over the executor's work
+pool (``relay_ref.compute.cpu.parallel``), which balances dynamically on a busy machine.
+The depthwise kernels split the outermost loop over numba's OpenMP pool (``prange``), which
+``relay_ref.compute.cpu`` keeps passive between calls so it does not spin against BLAS; the
+thread policy sets its count (``relay_ref.executor.threads``).
 """
 
 from __future__ import annotations
@@ -52,21 +56,23 @@ def valid_range(start, step, size, count):
     return lo, hi
 
 
-@njit(cache=True, parallel=True)
-def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow):
-    """Columns of the (C, H, W) image ``x``, zero-padded by ``pt`` rows on top and ``pl``
-    columns on the left (and as needed bottom/right), into ``col`` (C*KH*KW, OH*OW)."""
+@njit(cache=True, nogil=True)
+def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, ow, y0, y1):
+    """Columns of output rows [y0, y1) of the (C, H, W) image ``x``, zero-padded by ``pt``
+    rows on top and ``pl`` columns on the left (and as needed bottom/right), into ``col``
+    (C*KH*KW, (y1-y0)*OW). Serial and ``nogil``: the work pool runs it on row blocks (a
+    slice of ``x``'s channels into the matching rows of ``col``) or output-row blocks."""
     c_, h, w = x.shape
     kk = kh * kw
-    for r in prange(c_ * kk):
+    for r in range(c_ * kk):
         c = r // kk
         k = r - c * kk
         i = k // kw
         j = k - i * kw
         xs = j * dw - pl  # input column of output column 0
         lo, hi = valid_range(xs, sw, w, ow)
-        for y in range(oh):
-            dst = col[r, y * ow:(y + 1) * ow]
+        for y in range(y0, y1):
+            dst = col[r, (y - y0) * ow:(y - y0 + 1) * ow]
             row = y * sh + i * dh - pt
             if row < 0 or row >= h:
                 for q in range(ow):
@@ -88,12 +94,14 @@ def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow):
                 dst[q] = 0.0
 
 
-@njit(cache=True, parallel=True)
-def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
-    """Columns of channels [c0, c0+cg) of the (H, W, C) image ``x``, zero-padded by ``pt``
-    rows on top and ``pl`` columns on the left, into ``col`` (OH*OW, KH*KW*cg)."""
+@njit(cache=True, nogil=True)
+def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, ow, c0, cg, p0, p1):
+    """Columns of output pixels [p0, p1) (row-major over (OH, OW)) for channels [c0, c0+cg)
+    of the (H, W, C) image ``x``, zero-padded by ``pt`` rows on top and ``pl`` columns on
+    the left, into ``col`` (p1-p0, KH*KW*cg). Serial and ``nogil`` (the work pool runs it on
+    pixel blocks)."""
     h, w = x.shape[0], x.shape[1]
-    for p in prange(oh * ow):
+    for p in range(p0, p1):
         y = p // ow
         xo = p - y * ow
         for i in range(kh):
@@ -101,7 +109,7 @@ def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
             for j in range(kw):
                 cx = xo * sw + j * dw - pl
                 base = (i * kw + j) * cg
-                dst = col[p, base:base + cg]
+                dst = col[p - p0, base:base + cg]
                 if row < 0 or row >= h or cx < 0 or cx >= w:
                     for c in range(cg):
                         dst[c] = 0.0

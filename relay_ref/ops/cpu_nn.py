@@ -174,6 +174,24 @@ def _slots(count: int, size: int, dtype: np.dtype) -> list[Array]:
     return [np.empty(size, dtype) for _ in range(count)]
 
 
+#: depthwise work (multiply-adds) below which one task runs it all
+_DEPTHWISE_SPLIT = 200_000
+
+
+def _split_rows(rows: int, geo: ConvGeometry, kernel: object, args: tuple) -> None:
+    """``kernel(*args, r0, r1)`` over ``[0, rows)``, in up to ``4 * threads`` blocks run
+    by the pool when the convolution is large enough (depthwise kernels)."""
+    t = parallel.threads()
+    work = geo.n * geo.o * geo.oh * geo.ow * geo.kh * geo.kw
+    chunks = 1 if t == 1 or work < _DEPTHWISE_SPLIT else min(rows, 4 * t)
+    per = -(-rows // chunks)
+
+    def block(i: int) -> None:
+        kernel(*args, i * per, min(rows, (i + 1) * per))  # type: ignore[operator]
+
+    parallel.run_tasks(-(-rows // per), block)
+
+
 def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous.
 
@@ -189,9 +207,11 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
         w3 = w.reshape(geo.o, geo.kh, geo.kw)
         r3 = res.reshape(n * geo.o, geo.oh, geo.ow)
         if geo.strides == (1, 1):
-            cconv.depthwise_nchw_s1(planes, w3, r3, c, dh, dw, pt, pl, og)
+            _split_rows(n * geo.o, geo, cconv.depthwise_nchw_s1,
+                        (planes, w3, r3, c, dh, dw, pt, pl, og))
         else:
-            cconv.depthwise_nchw(planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og)
+            _split_rows(n * geo.o, geo, cconv.depthwise_nchw,
+                        (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
         return
     blas = _blas()
     kk = cg * geo.kh * geo.kw
@@ -285,8 +305,8 @@ def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
     (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:
-        cconv.depthwise_nhwc(x, w.reshape(geo.kh, geo.kw, geo.o), res, sh, sw, dh, dw, pt, pl,
-                             og)
+        _split_rows(n * geo.oh, geo, cconv.depthwise_nhwc,
+                    (x, w.reshape(geo.kh, geo.kw, geo.o), res, sh, sw, dh, dw, pt, pl, og))
         return
     blas = _blas()
     if geo.pointwise and g == 1:

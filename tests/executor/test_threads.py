@@ -24,20 +24,21 @@ import relay_ref as rr
 from relay_ref.compute.cpu import blas, parallel
 from relay_ref.diagnostics import RelayError
 from relay_ref.executor import threads as policy
+from relay_ref.ops import cpu_nn
 from relay_ref.ops.registry import get_op, make_attrs, op_kernel
 
 
 @contextlib.contextmanager
 def pool(n: int, split_flops: int = 0) -> Iterator[None]:
     """The pool at ``n`` threads and the split threshold at ``split_flops``, restored."""
-    old_n, old_split = parallel.threads(), blas.SPLIT_FLOPS
+    old = parallel.threads(), blas.SPLIT_FLOPS, cpu_nn._DEPTHWISE_SPLIT  # noqa: SLF001
     parallel.set_threads(n)
-    blas.SPLIT_FLOPS = split_flops
+    blas.SPLIT_FLOPS = cpu_nn._DEPTHWISE_SPLIT = split_flops  # noqa: SLF001
     try:
         yield
     finally:
-        parallel.set_threads(old_n)
-        blas.SPLIT_FLOPS = old_split
+        parallel.set_threads(old[0])
+        blas.SPLIT_FLOPS, cpu_nn._DEPTHWISE_SPLIT = old[1:]  # noqa: SLF001
 
 
 # -- run_tasks ------------------------------------------------------------------------------
@@ -197,11 +198,15 @@ def test_dense_and_matmul_match_the_reference(lead: tuple[int, ...], k: int, n: 
 @st.composite
 def conv_cases(draw: st.DrawFn) -> tuple[tuple, tuple, dict]:
     """(data shape, OIHW weight shape, attrs) in NCHW, with shapes and output-channel counts
-    that take each split of ``_conv_nchw`` / ``_conv_nhwc``."""
+    that take each split of ``_conv_nchw`` / ``_conv_nhwc`` (depthwise ones included)."""
     n = draw(st.integers(1, 5))
-    groups = draw(st.sampled_from([1, 1, 1, 2]))
-    cg = draw(st.integers(1, 6))
-    og = draw(st.sampled_from([1, 3, 8, 40]))
+    if draw(st.integers(0, 4)) == 0:  # depthwise, channel multiplier 1 or 2
+        groups, cg = draw(st.integers(2, 9)), 1
+        og = draw(st.integers(1, 2))
+    else:
+        groups = draw(st.sampled_from([1, 1, 1, 2]))
+        cg = draw(st.integers(1, 6))
+        og = draw(st.sampled_from([1, 3, 8, 40]))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     strides = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
     dilation = (draw(st.integers(1, 2)), 1)
@@ -229,6 +234,7 @@ def test_conv2d_splits_match_the_reference(case: tuple, layout: str, threads: in
     want = np.asarray(get_op("nn.conv2d").reference([data, weight], at))
     kernel = op_kernel("nn.conv2d")
     for split in (0, blas.SPLIT_FLOPS):  # every split path, then the real thresholds
+        # (the depthwise threshold is lower: the small cases split at 0 only)
         with pool(threads, split):
             _close(kernel([data, weight], at), want)
             out = np.full(want.shape, np.nan, "float32")

@@ -23,12 +23,11 @@ No kernel copies the input into a padded buffer: the zero padding is written int
 columns (im2col) or skipped (depthwise), with ``valid_range`` giving the in-bounds output
 columns of each tap.
 
-Every function is compiled with ``cache=True``. The im2col kernels are serial and
-``nogil``: the adapter splits them (and the products after them) over the executor's work
-pool (``relay_ref.compute.cpu.parallel``), which balances dynamically on a busy machine.
-The depthwise kernels split the outermost loop over numba's OpenMP pool (``prange``), which
-``relay_ref.compute.cpu`` keeps passive between calls so it does not spin against BLAS; the
-thread policy sets its count (``relay_ref.executor.threads``).
+Every function is compiled with ``cache=True``, serial and ``nogil``: each works on a range
+of its output (rows ``[y0, y1)``, pixels ``[p0, p1)``, planes or rows ``[r0, r1)``), and the
+adapter splits the work (and the products after im2col) over the executor's work pool
+(``relay_ref.compute.cpu.parallel``), which balances dynamically on a busy machine where
+OpenMP's static ``prange`` split waits for a descheduled thread.
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ import numpy as np
 from relay_ref.compute.cpu import numba
 
 njit = numba.njit
-prange = numba.prange
 
 
 @njit(cache=True)
@@ -119,15 +117,15 @@ def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, ow, c0, cg, p0, p1):
                         dst[c] = src[c]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult, r0, r1):
     """Depthwise convolution of ``x`` (N*C, H, W), zero-padded by ``pt`` rows on top and
-    ``pl`` columns on the left, with ``w`` (O, KH, KW), O = C*mult, into ``out``
-    (N*O, OH, OW). Padding taps are skipped, not materialised."""
-    no, oh, ow = out.shape
+    ``pl`` columns on the left, with ``w`` (O, KH, KW), O = C*mult, into output planes
+    [r0, r1) of ``out`` (N*O, OH, OW). Padding taps are skipped, not materialised."""
+    oh, ow = out.shape[1], out.shape[2]
     o_, kh, kw = w.shape
     h, wd = x.shape[1], x.shape[2]
-    for r in prange(no):
+    for r in range(r0, r1):
         n = r // o_
         o = r - n * o_
         c = n * c_ + o // mult
@@ -155,19 +153,19 @@ def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult):
                             part[q] += wv * src[q * sw]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult, r0, r1):
     """``depthwise_nchw`` for stride 1, on a zero-padded copy of each plane (row pitch
     ``wp``): every tap is then one loop over all ``OH * wp`` positions of the plane ("wide"
     rows whose last ``wp - OW`` values are discarded), long and contiguous, instead of one
     short loop per output row."""
-    no, oh, ow = out.shape
+    oh, ow = out.shape[1], out.shape[2]
     o_, kh, kw = w.shape
     h, wd = x.shape[1], x.shape[2]
     hp = max(h + pt, oh + (kh - 1) * dh)
     wp = max(wd + pl, ow + (kw - 1) * dw)
     span = oh * wp
-    for r in prange(no):
+    for r in range(r0, r1):
         n = r // o_
         o = r - n * o_
         c = n * c_ + o // mult
@@ -202,15 +200,15 @@ def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
                 dst[q] = src[q]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nhwc(x, w, out, sh, sw, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nhwc(x, w, out, sh, sw, dh, dw, pt, pl, mult, r0, r1):
     """Depthwise convolution of ``x`` (N, H, W, C), zero-padded by ``pt`` rows on top and
-    ``pl`` columns on the left, with ``w`` (KH, KW, O), O = C*mult, into ``out``
-    (N, OH, OW, O)."""
-    n_, oh, ow, o_ = out.shape
+    ``pl`` columns on the left, with ``w`` (KH, KW, O), O = C*mult, into output rows
+    [r0, r1) (of the N*OH rows) of ``out`` (N, OH, OW, O)."""
+    oh, ow, o_ = out.shape[1], out.shape[2], out.shape[3]
     h, wd = x.shape[1], x.shape[2]
     kh, kw = w.shape[0], w.shape[1]
-    for r in prange(n_ * oh):
+    for r in range(r0, r1):
         n = r // oh
         y = r - n * oh
         for q in range(ow):

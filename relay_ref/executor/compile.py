@@ -215,17 +215,19 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                       thread_scope=_uses_threads(plan))
 
 
-#: operators (as group labels name them: ``nn.`` dropped) whose CPU kernels split work over
-#: the pool or call BLAS (``matmul`` covers ``batch_matmul``, ``conv2d`` its transpose)
-_THREADED_OPS = ("conv2d", "dense", "matmul")
+#: operators (as group labels name them: ``nn.`` dropped) whose CPU kernels call BLAS
+#: (``matmul`` covers ``batch_matmul``, ``conv2d`` its transpose and gradients)
+_BLAS_OPS = ("conv2d", "dense", "matmul")
 
 
-def _uses_threads(plan: Plan) -> bool:
-    """Whether any kernel of ``plan`` may use threads: a threaded operator, or a generated
-    numba kernel (which may be a ``prange`` one); host-only ``ops`` groups of other operators
-    (scalar code, small elementwise steps) do not."""
-    return any(g.strategy != "ops" or any(op in g.label for op in _THREADED_OPS)
-               for g in plan.groups) or bool(plan.regions)
+def _uses_threads(plan: Plan) -> tuple[bool, bool]:
+    """(whether any kernel of ``plan`` may use threads: it has tensor kernels or BYOC
+    regions; whether any may call BLAS: a BLAS operator, or a region or a NumPy reference
+    that might). A program of scalar code only needs neither."""
+    blas = bool(plan.regions) or any(
+        any(op in g.label for op in _BLAS_OPS) or "reference" in " ".join(g.kernels)
+        for g in plan.groups)
+    return bool(plan.groups) or blas, blas
 
 
 def _entry_shape_vars(func: Function) -> frozenset[str]:

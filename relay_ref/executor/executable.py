@@ -111,7 +111,8 @@ class Executable:
                  profile: bool, memory: Any = None,
                  aliases: dict[str, str] | None = None, device: Any = None,
                  runtime: Runtime | None = None, dtr: Any = None,
-                 threads: ThreadPolicy | None = None, thread_scope: bool = True) -> None:
+                 threads: ThreadPolicy | None = None,
+                 thread_scope: tuple[bool, bool] = (True, True)) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
@@ -119,9 +120,10 @@ class Executable:
         self.plan = plan
         #: the thread policy applied around each call (``relay_ref.executor.threads``)
         self.threads = threads if threads is not None else resolve_threads()
-        #: False when no kernel of the program can use threads (the policy's few µs per
-        #: call are then skipped: a tiny scalar program pays nothing)
-        self._thread_scope = thread_scope
+        #: (whether any kernel of the program can use threads, whether any calls BLAS): the
+        #: policy's few µs per call are skipped where they change nothing (a scalar
+        #: program pays nothing, one without BLAS calls not BLAS's ~3 µs)
+        self._thread_scope, self._thread_blas = thread_scope
         self.stats = Stats()
         self._jit = Counter()  # numba specialisations made by calls (stats.compilations)
         self.profile = profile
@@ -326,7 +328,8 @@ class Executable:
         if depth is not None:
             outer, depth.d = depth.d, 0
         # applied on the thread that runs the code: numba's count is per thread
-        token = enter_threads(self.threads) if self._thread_scope else None
+        token = enter_threads(self.threads, self._thread_blas) if self._thread_scope \
+            else None
         try:
             result = _quietly(fn, values if self.device is None else
                               self.device.arguments(values))

@@ -347,7 +347,11 @@ def test_blas_threads_are_restored_after_each_call() -> None:
     assert seen and set(seen) == {1}
 
 
-def test_an_executable_without_threaded_kernels_skips_the_scope() -> None:
+def test_the_scope_is_skipped_where_it_changes_nothing() -> None:
     exe = rr.compile(rr.parse("def @main(%a: int32) -> int32 { %a + 1 }"), threads=2)
     assert exe(np.int32(2)) == 3
-    assert not exe._thread_scope  # noqa: SLF001 - the invariant under test
+    assert (exe._thread_scope, exe._thread_blas) == (False, False)  # noqa: SLF001
+    exe = rr.compile(rr.parse("def @main(%a: Tensor[(4,), float32]) { %a + %a }"))
+    assert (exe._thread_scope, exe._thread_blas) == (True, False)  # noqa: SLF001
+    exe = rr.compile(rr.parse(CNN))
+    assert (exe._thread_scope, exe._thread_blas) == (True, True)  # noqa: SLF001

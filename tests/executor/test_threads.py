@@ -62,12 +62,21 @@ def test_one_thread_runs_in_order_on_the_caller() -> None:
 
 
 def test_tasks_that_release_the_gil_use_the_workers() -> None:
-    idents: set[int] = set()
+    """Task 0 waits (GIL released) until task 1 has started: only a worker can start it.
+    (No deadlock if none did: the wait times out and the caller runs task 1 itself.)"""
+    idents: dict[int, int] = {}
+    started = threading.Event()
+
+    def task(i: int) -> None:
+        idents[i] = threading.get_ident()
+        if i == 0:
+            started.wait(timeout=30)
+        else:
+            started.set()
+
     with pool(2):
-        for _ in range(20):
-            parallel.run_tasks(4, lambda i: (idents.add(threading.get_ident()),
-                                             time.sleep(0.002)))
-    assert len(idents) == 2
+        parallel.run_tasks(2, task)
+    assert started.is_set() and idents[0] != idents[1]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])

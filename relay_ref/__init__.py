@@ -298,9 +298,11 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     whose operator could not run, naming the budget, the pinned bytes and its working set.
 
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
-    (or ``"cuda"`` without a device) or entry, a ``params`` key naming no parameter or a
-    value of the wrong shape or dtype, ``TypeError`` for arguments of the wrong Python
-    type (``max_depth`` not a positive int; a DTR argument of the wrong type), ``DTRError``
+    (or ``"cuda"`` without a device) or entry, a thread count that is not an int >= 1
+    (``threads``, or the environment variable it came from), a ``params`` key naming no
+    parameter or a value of the wrong shape or dtype, ``TypeError`` for arguments of the
+    wrong Python type (``max_depth`` not a positive int; a DTR argument of the wrong type),
+    ``DTRError``
     (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR argument out of range
     or unknown (a negative budget, ``"140%"``, an unknown heuristic, ``dealloc`` or
     ``cost``, a ``dtr_log`` that cannot be written)."""

@@ -6,6 +6,8 @@ operator), kernel launches per call of the entry, the constants folded into the 
 the buffers; for target ``cuda`` also the device's launches and the host steps' copies.
 With BYOC regions (spec/byoc.md), ``regions`` lists each: its backend (``host`` after a
 fallback, BYOC-Fallback), operator calls, estimated operations and the fallback's note.
+``threads`` is the thread policy's line (``relay_ref.executor.threads``), shown after the
+passes.
 Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
 """
 

@@ -302,10 +302,9 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     (``threads``, or the environment variable it came from), a ``params`` key naming no
     parameter or a value of the wrong shape or dtype, ``TypeError`` for arguments of the
     wrong Python type (``max_depth`` not a positive int; a DTR argument of the wrong type),
-    ``DTRError``
-    (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR argument out of range
-    or unknown (a negative budget, ``"140%"``, an unknown heuristic, ``dealloc`` or
-    ``cost``, a ``dtr_log`` that cannot be written)."""
+    ``DTRError`` (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR argument
+    out of range or unknown (a negative budget, ``"140%"``, an unknown heuristic,
+    ``dealloc`` or ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
     _require("compile", "mod", mod, IRModule, "an IRModule")

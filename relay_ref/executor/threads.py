@@ -18,7 +18,8 @@ microseconds (threadpoolctl's OpenBLAS controller, found once per process: ~0.9 
 the count, ~1.2 µs per change; numba's thread-local count ~1.3 µs to read), measured on the
 2-core box. Invariants: BLAS is at ``blas_threads`` while any scope is open (a count of open
 scopes, so concurrent calls on two threads do not restore it under each other); the pool's
-thread count and numba's (thread-local) count are restored on leaving, also on errors.
+count and numba's, both per thread, are set on the thread that runs the call and restored
+on leaving, also on errors.
 """
 
 from __future__ import annotations

@@ -169,9 +169,17 @@ def conv2d(args: list, attrs: object, out: Array | None = None) -> Array:
 
 def _slots(count: int, size: int, dtype: np.dtype) -> list[Array]:
     """``count`` flat scratch buffers of ``size`` elements, one per thread of the pool: a
-    task pops one and appends it back (list operations are atomic under the GIL; at most
-    ``threads()`` tasks run at once, so the list is never empty when popped)."""
+    task takes one (``_take``) and appends it back (list operations are atomic under the
+    GIL; at most ``threads()`` tasks run at once, so the list is empty only if the count
+    changed in between, by another thread's executable: ``_take`` then allocates)."""
     return [np.empty(size, dtype) for _ in range(count)]
+
+
+def _take(slots: list[Array], size: int, dtype: np.dtype) -> Array:
+    try:
+        return slots.pop()
+    except IndexError:
+        return np.empty(size, dtype)
 
 
 #: depthwise work (multiply-adds) below which one task runs it all
@@ -244,7 +252,7 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
 
         def whole(i: int) -> None:
             b, k = divmod(i, g)
-            buf = slots.pop()
+            buf = _take(slots, kk * pixels, x.dtype)
             try:
                 col = buf.reshape(kk, pixels)
                 im2col(x[b, k * cg:(k + 1) * cg], col, *geom, 0, geo.oh)
@@ -275,7 +283,7 @@ def _conv_nchw_one(xk: Array, wk: Array, out: Array, geo: ConvGeometry, geom: tu
 
         def block(i: int) -> None:
             y0, y1 = i * per, min(oh, (i + 1) * per)
-            buf = slots.pop()
+            buf = _take(slots, kk * per * ow, xk.dtype)
             try:
                 col = buf[:kk * (y1 - y0) * ow].reshape(kk, (y1 - y0) * ow)
                 im2col(xk, col, *geom, y0, y1)
@@ -337,7 +345,7 @@ def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
         job, j = divmod(i, blocks)
         b, k = divmod(job, g)
         p0, p1 = j * per, min(pixels, (j + 1) * per)
-        buf = slots.pop()
+        buf = _take(slots, per * k_len, x.dtype)
         try:
             col = buf[:(p1 - p0) * k_len].reshape(p1 - p0, k_len)
             cconv.im2col_nhwc(x[b], col, *geom, k * cg, cg, p0, p1)

@@ -364,3 +364,36 @@ def test_the_scope_is_skipped_where_it_changes_nothing() -> None:
     assert (exe._thread_scope, exe._thread_blas) == (True, False)  # noqa: SLF001
     exe = rr.compile(rr.parse(CNN))
     assert (exe._thread_scope, exe._thread_blas) == (True, True)  # noqa: SLF001
+
+
+def test_executables_with_other_policies_run_concurrently() -> None:
+    """Two threads, two policies: each thread keeps its own pool count (the pool runs one
+    job at a time: the other's tasks run serially meanwhile), the results stay right and
+    BLAS is restored once both are done."""
+    mod = rr.parse(CNN)
+    args = _cnn_args()
+    want = rr.evaluate(mod, *args)
+    exes = [rr.compile(mod, threads=1), rr.compile(mod, threads=2)]
+    failures: list[BaseException] = []
+    old = blas.SPLIT_FLOPS
+    blas.SPLIT_FLOPS = 0
+
+    def loop(exe: object) -> None:
+        try:
+            for _ in range(15):
+                np.testing.assert_allclose(exe(*args), want, rtol=1e-4, atol=1e-4)
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            failures.append(err)
+
+    try:
+        with threadpool_limits(2, user_api="blas"):
+            before = _blas_threads()
+            workers = [threading.Thread(target=loop, args=(e,)) for e in exes]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            assert _blas_threads() == before
+    finally:
+        blas.SPLIT_FLOPS = old
+    assert not failures, failures[0]

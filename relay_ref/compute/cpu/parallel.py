@@ -12,7 +12,9 @@ Contract (fixed; the implementation behind it may change):
   has finished.
 * ``threads()`` is the number of threads that run tasks (the caller included), 1 = serial:
   ``run_tasks`` then runs every task on the caller, in order.
-* ``set_threads(n)`` changes it (n >= 1).
+* ``set_threads(n)`` changes it (n >= 1) for the calling thread: the count is per thread
+  (every thread starts at 1), so executables with different policies running on two
+  threads at once each keep their own.
 
 Implementation. ``threads() - 1`` daemon workers, created on the first ``run_tasks`` that
 needs them and kept; each sleeps on its own raw lock (no spinning: on a busy machine a
@@ -40,20 +42,24 @@ from collections.abc import Callable
 
 __all__ = ["run_tasks", "set_threads", "threads"]
 
-_THREADS = 1
+class _Count(threading.local):
+    n = 1  # every thread starts serial
+
+
+_COUNT = _Count()
 
 
 def threads() -> int:
-    """Threads that run tasks, the caller included."""
-    return _THREADS
+    """Threads that run tasks for ``run_tasks`` called on this thread, the caller
+    included."""
+    return _COUNT.n
 
 
 def set_threads(n: int) -> None:
-    """Run tasks on ``n`` threads (the caller included); ``n >= 1``."""
-    global _THREADS
+    """Run this thread's tasks on ``n`` threads (the caller included); ``n >= 1``."""
     if type(n) is not int or n < 1:
         raise ValueError(f"threads must be an int >= 1, not {n!r}")
-    _THREADS = n
+    _COUNT.n = n
 
 
 class _Job:
@@ -147,7 +153,7 @@ _POOL = _Pool()
 
 def run_tasks(count: int, task: Callable[[int], None]) -> None:
     """``task(i)`` for every ``i`` in ``range(count)`` (see the module docstring)."""
-    n = _THREADS
+    n = _COUNT.n
     if n == 1 or count <= 1:
         for i in range(count):
             task(i)

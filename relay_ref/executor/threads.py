@@ -12,20 +12,24 @@ by ``relay_ref.compute.cpu``) get ``threads`` too.
 process may run on (``os.sched_getaffinity``), at most ``MAX_DEFAULT``. A bad value (not an
 int >= 1) is a ``RelayError`` naming where it came from.
 
-``scope(policy)`` applies it around one call and restores what it found, so the user's own
-NumPy code between calls keeps the user's BLAS threads. Per call it costs a few
-microseconds (threadpoolctl's OpenBLAS controller, found once per process: ~0.9 µs to read
-the count, ~1.2 µs per change; numba's thread-local count ~1.3 µs to read), measured on the
-2-core box. Invariants: BLAS is at ``blas_threads`` while any scope is open (a count of open
-scopes, so concurrent calls on two threads do not restore it under each other); the pool's
-count and numba's, both per thread, are set on the thread that runs the call and restored
-on leaving, also on errors.
+``enter(policy)`` / ``leave(token)`` apply it around one call and restore what they found,
+so the user's own NumPy code between calls keeps the user's BLAS threads. Per call this
+costs a few microseconds on the 2-core box (OpenBLAS's own get/set functions, found once per
+process through threadpoolctl, sub-microsecond each through ctypes; numba's per-thread
+count ~1.3 µs to read, ~2 µs to change); a program without BLAS calls skips the BLAS part,
+one without tensor kernels the whole scope.
+
+Invariants: BLAS is at ``blas_threads`` while any scope is open (a count of open scopes, so
+concurrent calls on two threads do not restore it under each other); the pool's count and
+numba's, both per thread, are set on the thread that runs the call and restored on
+leaving, also on errors.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,19 +113,50 @@ def _as_int(value: Any) -> Any:
 
 # -- applying a policy around a call -----------------------------------------------------
 
-_blas: tuple[Any, ...] | None = None  # threadpoolctl's BLAS controllers, found once
+@dataclass(frozen=True, slots=True)
+class _BlasThreads:
+    """Read and set one BLAS library's thread count."""
+
+    get_num_threads: Callable[[], int]
+    set_num_threads: Callable[[int], Any]
+
+
+_blas: tuple[_BlasThreads, ...] | None = None  # the process's BLAS libraries, found once
 _lock = threading.Lock()
 _open = 0  # scopes open (all threads)
-_blas_saved: list[tuple[Any, int]] = []  # (controller, count found) by the first scope
+_blas_saved: list[tuple[_BlasThreads, int]] = []  # (library, count found) by the first scope
 
 
-def _controllers() -> tuple[Any, ...]:
+def _openblas(dynlib: Any) -> _BlasThreads | None:
+    """OpenBLAS's own process-wide ``openblas_{get,set}_num_threads`` (with the affixes of
+    NumPy's ``scipy_openblas64_`` build), called directly: threadpoolctl's controller (3.8)
+    lets only the first thread that set a limit set it again, and silently ignores the
+    others, such as the big-stack thread a recursive program runs on."""
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            get = getattr(dynlib, f"{prefix}openblas_get_num_threads{suffix}", None)
+            put = getattr(dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if get is not None and put is not None:
+                return _BlasThreads(get, put)
+    return None
+
+
+def _controllers() -> tuple[_BlasThreads, ...]:
+    """The BLAS libraries threadpoolctl finds (found once: ~5 ms): OpenBLAS on its
+    pthreads layer through its own functions, others through threadpoolctl's
+    controllers."""
     global _blas
     if _blas is None:
         from threadpoolctl import ThreadpoolController
 
-        _blas = tuple(lc for lc in ThreadpoolController().lib_controllers
-                      if lc.user_api == "blas")
+        found = []
+        for lc in ThreadpoolController().lib_controllers:
+            if lc.user_api != "blas":
+                continue
+            direct = _openblas(lc.dynlib) if lc.internal_api == "openblas" and \
+                getattr(lc, "threading_layer", "") != "openmp" else None
+            found.append(direct or _BlasThreads(lc.get_num_threads, lc.set_num_threads))
+        _blas = tuple(found)
     return _blas
 
 

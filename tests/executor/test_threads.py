@@ -397,3 +397,28 @@ def test_executables_with_other_policies_run_concurrently() -> None:
     finally:
         blas.SPLIT_FLOPS = old
     assert not failures, failures[0]
+
+
+def test_blas_is_limited_on_any_thread() -> None:
+    """A call on another thread than the one that last set a limit with threadpoolctl (which
+    lets only that one set it again) still runs BLAS on one thread, and restores it."""
+    exe = rr.compile(rr.parse(CNN), threads=2)
+    args = _cnn_args()
+    seen: list[int] = []
+    old = blas.gemm
+
+    def spy(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        seen.append(_blas_threads())
+        return old(a, b, out)
+
+    with threadpool_limits(2, user_api="blas"):  # this (main) thread takes control
+        before = _blas_threads()
+        blas.gemm = spy
+        try:
+            worker = threading.Thread(target=exe, args=args)
+            worker.start()
+            worker.join()
+        finally:
+            blas.gemm = old
+        assert _blas_threads() == before
+    assert seen and set(seen) == {1}

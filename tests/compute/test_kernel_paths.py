@@ -1,12 +1,12 @@
-"""Every path of the pooling, softmax and reduction drivers (``compute/cpu/pool.py``,
+"""Both paths of the pooling, softmax and reduction drivers (``compute/cpu/pool.py``,
 ``softmax.py``, ``reduce.py`` over ``blocks.py``) against the ops' NumPy references.
 
-The drivers pick a path by size: NumPy under a threshold (nothing compiled on a cold start),
-else one serial ``nogil`` numba call, or the same kernel over blocks of planes / rows as
-``parallel.run_tasks`` tasks when the pool has several threads and the work is large. The
-tests force each path (``paths``: the thresholds and the pool's thread count are module
-globals, read at call time) on hypothesis-drawn shapes and attributes, then check real
-sizes on both sides of the real thresholds.
+A driver calls its serial ``nogil`` numba kernel once, or over blocks of planes / rows as
+``parallel.run_tasks`` tasks when the pool has several threads and the work is large (the
+same compiled kernel: the path never compiles anything new). The tests force each path
+(``paths``: ``blocks.MIN_TASK_WORK`` and the pool's thread count are read at call time) on
+hypothesis-drawn shapes and attributes, then check real sizes on both sides of the real
+task threshold.
 """
 
 from __future__ import annotations
@@ -22,25 +22,17 @@ from tensor_kernel_check import check_kernel
 from test_pool import pool_cases
 
 from relay_ref.compute.cpu import blocks, parallel
-from relay_ref.compute.cpu import pool as cpool
-from relay_ref.compute.cpu import reduce as creduce
-from relay_ref.compute.cpu import softmax as csoftmax
 
-PATHS = ("numpy", "serial", "split")
+PATHS = ("serial", "split")
 TOL = {"rtol": 1e-4, "atol": 1e-5}
 
 
 @contextlib.contextmanager
 def paths(path: str) -> Iterator[None]:
-    """Force ``path``: "numpy" (thresholds above every size; pooling windows have no NumPy
-    path and run serially), "serial" (numba for every size, one call), "split" (numba, two
-    threads, a task per item: ``run_tasks`` gets several tasks)."""
-    saved = (cpool.GLOBAL_NUMPY_BELOW, csoftmax.NUMPY_BELOW, creduce.NUMPY_BELOW,
-             blocks.MIN_TASK_WORK, parallel.threads())
-    big = 1 << 62
+    """Force ``path``: "serial" (one call), "split" (two threads, a task per item:
+    ``run_tasks`` gets several tasks)."""
+    saved = (blocks.MIN_TASK_WORK, parallel.threads())
     try:
-        below = big if path == "numpy" else 0
-        cpool.GLOBAL_NUMPY_BELOW = csoftmax.NUMPY_BELOW = creduce.NUMPY_BELOW = below
         if path == "split":
             blocks.MIN_TASK_WORK = 1
             parallel.set_threads(2)
@@ -48,9 +40,8 @@ def paths(path: str) -> Iterator[None]:
             parallel.set_threads(1)
         yield
     finally:
-        (cpool.GLOBAL_NUMPY_BELOW, csoftmax.NUMPY_BELOW, creduce.NUMPY_BELOW,
-         blocks.MIN_TASK_WORK) = saved[:4]
-        parallel.set_threads(saved[4])
+        blocks.MIN_TASK_WORK = saved[0]
+        parallel.set_threads(saved[1])
 
 
 def _rand(seed: int, shape: tuple[int, ...], dtype: str, scale: float = 1.0) -> np.ndarray:
@@ -108,8 +99,8 @@ def test_global_pool2d_paths(n: int, c: int, h: int, w: int, layout: str, dtype:
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 @pytest.mark.parametrize("kind", ["max", "avg"])
 def test_pools_at_real_sizes_with_two_threads(layout: str, kind: str) -> None:
-    """ResNet's stem pooling and global pooling (1 x 2048 x 7 x 7, under the NumPy threshold;
-    4 x 2048 x 7 x 7, over it) with the real task sizes, serial and with two threads."""
+    """ResNet's stem pooling and global pooling (1 and 4 x 2048 x 7 x 7) with the real task
+    sizes, serial and with two threads (split into tasks)."""
     stem = (1, 64, 56, 56) if layout == "NCHW" else (1, 56, 56, 64)
     attrs = {"pool_size": (3, 3), "strides": (2, 2), "padding": (1, 1), "layout": layout}
     saved = parallel.threads()
@@ -119,7 +110,6 @@ def test_pools_at_real_sizes_with_two_threads(layout: str, kind: str) -> None:
             check_kernel(f"nn.{kind}_pool2d", [_rand(0, stem, "float32")], attrs, **TOL)
             for n in (1, 4):
                 shape = (n, 2048, 7, 7) if layout == "NCHW" else (n, 7, 7, 2048)
-                assert (n * 2048 * 49 < cpool.GLOBAL_NUMPY_BELOW) == (n == 1)
                 check_kernel(f"nn.global_{kind}_pool2d", [_rand(n, shape, "float32")],
                              {"layout": layout}, **TOL)
     finally:
@@ -141,12 +131,11 @@ def test_softmax_paths(shape: list[int], dtype: str, path: str, op: str, seed: i
                      rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("rows", [1, 8, 9, 64])
+@pytest.mark.parametrize("rows", [1, 9, 65, 66, 200])
 @pytest.mark.parametrize("op", ["nn.softmax", "nn.log_softmax"])
-def test_softmax_both_sides_of_the_threshold(rows: int, op: str) -> None:
-    """Rows of 1000: up to 8 rows run in NumPy, 9 and more in numba; the middle-axis form
-    too; with one and two threads."""
-    assert (rows * 1000 < csoftmax.NUMPY_BELOW) == (rows <= 8)
+def test_softmax_both_sides_of_the_task_threshold(rows: int, op: str) -> None:
+    """Rows of 1000 (one task up to 65 rows with two threads, several from 66), the
+    middle-axis form too; with one and two threads."""
     saved = parallel.threads()
     try:
         for threads in (1, 2):
@@ -177,7 +166,7 @@ def test_float_sum_paths(shape: list[int], dtype: str, path: str, op: str, keepd
 
 @pytest.mark.parametrize("shape,axis", [((8, 1023), (1,)), ((8, 1025), (1,)),
                                         ((64, 3136), (1,)), ((4, 600, 5), (1,))])
-def test_float_sums_both_sides_of_the_threshold(shape: tuple[int, ...],
+def test_float_sums_both_sides_of_the_task_threshold(shape: tuple[int, ...],
                                                 axis: tuple[int, ...]) -> None:
     saved = parallel.threads()
     try:

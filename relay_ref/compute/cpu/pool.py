@@ -27,9 +27,10 @@ the reference.
 Cold start (issue 30): every numba kernel here is serial and ``nogil``, takes the range of
 planes or rows it computes, and has one specialisation per dtype (``is_max`` is a runtime
 flag; the divisors are always read-only arrays). Large jobs run the same kernel over blocks
-as ``parallel.run_tasks`` tasks (``blocks``); nothing is ``parallel=True`` (the former
-``prange`` kernel took 2.6-3.4 s to compile, ``pool_planes`` ~0.5 s). Global pooling of
-fewer than ``GLOBAL_NUMPY_BELOW`` elements runs in NumPy and compiles nothing.
+as ``parallel.run_tasks`` tasks (``blocks``); nothing is ``parallel=True``: the former
+``prange`` NCHW kernel took 2.6-5.8 s to compile on the loaded 2-core box, ``pool_planes``
+0.7-1.4 s in the same runs (3-5x less). The path never depends on the sizes: a new size
+must not compile anything (``executor/jitstats.py``; so no NumPy path for small inputs).
 
 Shapes: ``pool_nchw``: ``(B, H, W)`` into ``(B, OH, OW)`` (B = N*C); ``pool_nhwc``:
 ``(N, H, W, C)`` into ``(N, OH, OW, C)``; ``global_pool_rows``: ``(R, L)`` into ``(R,)``
@@ -48,12 +49,6 @@ from relay_ref.compute.cpu import numba, parallel
 from relay_ref.compute.cpu.blocks import bounds, task_count
 
 njit = numba.njit
-
-#: global pooling of fewer input elements runs in NumPy: it costs 15-55 us there against
-#: 2-6 us in numba (1 x 2048 x 7 x 7: 53 vs 5.6 us), while compiling the kernel costs
-#: 0.2-0.4 s in the first process and loading it ~5 ms in every later one
-GLOBAL_NUMPY_BELOW = 1 << 18
-
 
 @njit(cache=True, nogil=True)
 def pool_planes(x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):
@@ -240,13 +235,6 @@ def pool_nhwc(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # 
 def global_pool_rows(x, out, is_max):  # type: ignore[no-untyped-def]
     """Max or mean of each row of ``x`` (R, L) into ``out`` (R,); L >= 1."""
     r_, l_ = x.shape
-    if x.size < GLOBAL_NUMPY_BELOW:
-        if is_max:
-            np.maximum.reduce(x, axis=1, out=out)
-        else:
-            np.add.reduce(x, axis=1, dtype=x.dtype, out=out)
-            np.divide(out, x.dtype.type(l_), out=out)
-        return
     count = task_count(r_, l_)
     if count == 1:
         global_rows(x, out, 0, r_, is_max)
@@ -262,13 +250,6 @@ def global_pool_rows(x, out, is_max):  # type: ignore[no-untyped-def]
 def global_pool_mid(x, out, is_max):  # type: ignore[no-untyped-def]
     """Max or mean over axis 1 of ``x`` (N, L, C) into ``out`` (N, C); L >= 1."""
     n_, l_, c_ = x.shape
-    if x.size < GLOBAL_NUMPY_BELOW:
-        if is_max:
-            np.maximum.reduce(x, axis=1, out=out)
-        else:
-            np.add.reduce(x, axis=1, dtype=x.dtype, out=out)
-            np.divide(out, x.dtype.type(l_), out=out)
-        return
     count = task_count(n_, l_ * c_)
     if count == 1:
         global_mid(x, out, 0, n_, is_max)

@@ -6,11 +6,11 @@ in 41 us, the numba row kernel below in 15 us (float64 accumulators; 8 us in flo
 are already SIMD in NumPy (15 us for the same rows) and stay there.
 
 Shapes: a float reduction over one *run* of consecutive axes [a, b) of a C-contiguous array
-of at least ``NUMPY_BELOW`` elements is a view ``(outer, r, inner)``; ``inner == 1`` is a
-row sum, else a sum over the middle axis vectorised along ``inner``. Any other axis set, and
-smaller arrays (nothing to compile on a cold start, issue 30), go to NumPy. The kernels are
-serial and ``nogil`` over a range of ``outer``; large sums run them over blocks as
-``parallel.run_tasks`` tasks (``blocks``).
+is a view ``(outer, r, inner)``; ``inner == 1`` is a row sum, else a sum over the middle
+axis vectorised along ``inner``. Any other axis set goes to NumPy. The kernels are serial
+and ``nogil`` over a range of ``outer`` (one specialisation per dtype); large sums run them
+over blocks as ``parallel.run_tasks`` tasks (``blocks``). The path never depends on the
+sizes (beyond emptiness): a new size must not compile anything (``executor/jitstats.py``).
 
 Contract: ``axes`` are normalised (non-negative, sorted, distinct); ``out``, when given, is
 C-contiguous and of the result's shape and dtype, and is returned; results keep the
@@ -27,10 +27,6 @@ from relay_ref.compute.cpu.blocks import bounds, task_count
 
 Array = np.ndarray
 njit = numba.njit
-
-#: float sums of fewer elements run in NumPy: a few us there (1 x 1000: 1.5 us against
-#: 0.25 us), while compiling a kernel costs 0.2-0.5 s in the first process
-NUMPY_BELOW = 1 << 13
 
 #: fastmath without ``nnan``/``ninf``: sums vectorise, inf and NaN keep their meaning
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
@@ -69,7 +65,6 @@ def _shape(x: Array, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
 def _run(x: Array, axes: tuple[int, ...]) -> tuple[int, int, int] | None:
     """(outer, r, inner) when the numba sums apply to ``x`` over ``axes``, else None."""
     if (x.dtype.kind != "f" or x.dtype.itemsize < 4 or not axes or x.size == 0
-            or x.size < NUMPY_BELOW
             or not x.flags.c_contiguous or axes[-1] - axes[0] != len(axes) - 1):
         return None
     a, b = axes[0], axes[-1] + 1

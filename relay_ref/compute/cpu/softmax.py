@@ -21,9 +21,10 @@ Numerics (invariants the tests check against the NumPy references):
 numba: ``cache=True``, no array expressions; each kernel has one specialisation per dtype.
 No ``prange``: a ``prange`` over the rows of a 64 x 1000 softmax took 36 us against 27 us
 serial (waking the passive OpenMP pool costs more than the work). The drivers
-``softmax_rows`` / ``softmax_mid`` run inputs under ``NUMPY_BELOW`` elements in NumPy
-(nothing to compile on a cold start, issue 30), the rest through the serial ``nogil`` block
-kernels, split into ``parallel.run_tasks`` tasks only when the work is large (``blocks``).
+``softmax_rows`` / ``softmax_mid`` run the serial ``nogil`` block kernels, split into
+``parallel.run_tasks`` tasks only when the work is large (``blocks``: the same compiled
+kernel either way). The path never depends on the sizes: a new size must not compile
+anything (``executor/jitstats.py``), so there is no NumPy path for small inputs.
 """
 
 from __future__ import annotations
@@ -41,11 +42,6 @@ types = numba.core.types
 
 #: fastmath flags that keep inf / NaN semantics (no ``nnan``, ``ninf``)
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}  # a set: numba rejects frozenset
-
-#: softmaxes of fewer elements run in NumPy (the reference's formula): 6 us against 0.6 us
-#: in numba for 1 x 1000, 15 against 3.3 us for 8 x 1000, while compiling the row kernel
-#: costs ~0.6-1 s in the first process and loading it ~5 ms in every later one
-NUMPY_BELOW = 1 << 13
 
 _LOG2E = 1.44269504088896341
 _C1 = 0.693359375  # ln 2 split in two (Cephes): C1 + C2 == ln 2, C1 exact in 9 bits
@@ -230,23 +226,9 @@ def mid_block(x, out, o0, o1, log):  # type: ignore[no-untyped-def]
                     out[o, j, k] *= s[k]
 
 
-def _numpy(x: np.ndarray, out: np.ndarray, log: bool) -> None:
-    """Softmax over axis 1 of the 2-d or 3-d ``x`` in NumPy, the reference's formula."""
-    with np.errstate(all="ignore"):
-        np.subtract(x, np.max(x, axis=1, keepdims=True), out=out)
-        if log:
-            out -= np.log(np.add.reduce(np.exp(out), axis=1, keepdims=True))
-        else:
-            np.exp(out, out=out)
-            out /= np.add.reduce(out, axis=1, keepdims=True)
-
-
 def softmax_rows(x: np.ndarray, out: np.ndarray, log: bool) -> None:
     """Softmax (``log``: log-softmax) of each row of the 2-d ``x`` into ``out``."""
     rows, n = x.shape
-    if x.size < NUMPY_BELOW:
-        _numpy(x, out, log)
-        return
     count = task_count(rows, n)
     if count == 1:
         rows_block(x, out, 0, rows, log)
@@ -262,9 +244,6 @@ def softmax_rows(x: np.ndarray, out: np.ndarray, log: bool) -> None:
 def softmax_mid(x: np.ndarray, out: np.ndarray, log: bool) -> None:
     """Softmax (``log``: log-softmax) over axis 1 of the 3-d ``x`` (outer, n, inner)."""
     outer = x.shape[0]
-    if x.size < NUMPY_BELOW:
-        _numpy(x, out, log)
-        return
     count = task_count(outer, x.shape[1] * x.shape[2])
     if count == 1:
         mid_block(x, out, 0, outer, log)

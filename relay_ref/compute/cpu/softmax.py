@@ -161,34 +161,29 @@ def _shift_middle(x, out, o, m, ls):  # type: ignore[no-untyped-def]
             out[o, j, k] = (x[o, j, k] - m[k]) - ls[k]
 
 
-@njit(fastmath=FAST, cache=True)
-def _softmax_row(x, out, i, log):  # type: ignore[no-untyped-def]
-    """Softmax (``log``: log-softmax) of row ``i`` of the 2-d ``x`` (n >= 1) into ``out``."""
-    n = x.shape[1]
-    m = _row_max(x, i, n)
-    s = np.float32(0.0)  # float32 rows sum in float32, float64 ones in float64
-    if log:
-        for j in range(n):
-            s += _exp(x[i, j] - m)
-        _shift_row(x, out, i, m, math.log(s))
-    else:
-        for j in range(n):
-            e = _exp(x[i, j] - m)
-            out[i, j] = e
-            s += e
-        r = np.float32(1.0) / s
-        for j in range(n):
-            out[i, j] *= r
-
-
 @njit(fastmath=FAST, cache=True, nogil=True)
 def rows_block(x, out, r0, r1, log):  # type: ignore[no-untyped-def]
     """Softmax (``log``: log-softmax) of the rows ``r0 <= i < r1`` of the 2-d ``x`` into
-    ``out`` (serial)."""
-    if x.shape[1] == 0:
+    ``out`` (serial; the row loop written out here: a nested ``@njit`` row function is one
+    more compile pipeline on a cold start)."""
+    n = x.shape[1]
+    if n == 0:
         return
     for i in range(r0, r1):
-        _softmax_row(x, out, i, log)
+        m = _row_max(x, i, n)
+        s = np.float32(0.0)  # float32 rows sum in float32, float64 ones in float64
+        if log:
+            for j in range(n):
+                s += _exp(x[i, j] - m)
+            _shift_row(x, out, i, m, math.log(s))
+        else:
+            for j in range(n):
+                e = _exp(x[i, j] - m)
+                out[i, j] = e
+                s += e
+            r = np.float32(1.0) / s
+            for j in range(n):
+                out[i, j] *= r
 
 
 @njit(fastmath=FAST, cache=True, nogil=True)

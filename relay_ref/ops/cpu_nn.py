@@ -454,11 +454,11 @@ def _global(op: str, args: list, attrs: object, out: Array | None, is_max: bool)
     if layout == "NCHW":
         n, c, h, w = x.shape
         res = _target(out, (n, c, 1, 1), x.dtype)
-        cpool.global_rows(x.reshape(n * c, h * w), res.reshape(n * c), is_max)
+        cpool.global_pool_rows(x.reshape(n * c, h * w), res.reshape(n * c), is_max)
     else:
         n, h, w, c = x.shape
         res = _target(out, (n, 1, 1, c), x.dtype)
-        cpool.global_mid(x.reshape(n, h * w, c), res.reshape(n, c), is_max)
+        cpool.global_pool_mid(x.reshape(n, h * w, c), res.reshape(n, c), is_max)
     return _finish(res, out)
 
 

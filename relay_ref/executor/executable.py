@@ -49,7 +49,7 @@ from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.jitstats import Counter
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.runtime import Profiling, Runtime
-from relay_ref.executor.values import Converter
+from relay_ref.executor.values import Converter, scalar_in
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.driver import param_types
 from relay_ref.ir.expr import Function
@@ -234,7 +234,7 @@ class Executable:
                     arg.shape == fast[0]:
                 # a 0-d tensor runs as a NumPy scalar (codegen's Scalars invariant): 0-d
                 # array arithmetic costs ~10x more per operation
-                values.append(arg[()] if not fast[0] else arg)
+                values.append(arg if fast[0] else scalar_in(arg))
                 continue
             sym = self._sym_fast[i]
             if sym is not None and type(arg) is np.ndarray and arg.dtype == sym[1] and \
@@ -267,7 +267,7 @@ class Executable:
             if type(value) is np.ndarray:
                 if not value.dtype.isnative:  # kernels take native byte order only
                     value = value.astype(value.dtype.newbyteorder("="))
-                values.append(value[()] if value.ndim == 0 else value)
+                values.append(scalar_in(value) if value.ndim == 0 else value)
             else:
                 values.append(self.converter.from_relay(value))
         return values
@@ -347,7 +347,7 @@ class Executable:
                 raise RelayRuntimeError(f"argument %{p.name_hint}: {err.message}",
                                         p.span) from None
             if type(value) is np.ndarray and value.ndim == 0:
-                value = value[()]
+                value = scalar_in(value)
             values.append(self.converter.from_relay(value))
         return self._run(closure.compiled, values)
 

@@ -315,7 +315,8 @@ class _Generator:
         counted = counts_calls(max_depth)
         self.out = GeneratedModule("", {"_np": np, "_CV": ConstructorValue, "_Ref": RefValue,
                                         "_MatchFailure": MatchFailure, "_UNSET": _UNSET,
-                                        "_I32": np.dtype(np.int32), **_sc.HELPERS},
+                                        "_I32": np.dtype(np.int32),
+                                        "_new_cv": ConstructorValue.__new__, **_sc.HELPERS},
                                    {}, {}, {}, max_depth=max_depth, counted=counted)
         self.out.namespace.update(_MAXD=max_depth, _LOOP0=min(LOOP_CHECK, max_depth),
                                   _TooDeep=TooDeep, _repeat=itertools.repeat,
@@ -984,10 +985,14 @@ class _FunctionGen:
                 pass  # not dataflow of operators: run it as an ordinary function call
         if kind is GlobalVar and callee.name in self.gen.externs:
             return self.extern_call(e)
-        if kind is Constructor:
+        if kind is Constructor:  # E-Ctor: the value built without a call of its __init__
             args = self.cast_args(e, [self.value(a) for a in e.args])
             ctor = self.gen.intern(callee, "K")
-            return f"_CV({ctor}, ({''.join(a + ', ' for a in args)}))"
+            name = self.gen.fresh("t")
+            self.em.emit(f"{name} = _new_cv(_CV)")
+            self.em.emit(f"{name}.constructor = {ctor}")
+            self.em.emit(f"{name}.fields = ({''.join(a + ', ' for a in args)})")
+            return name
         fn = self.value(callee)
         args = self.cast_args(e, [self.value(a) for a in e.args])
         return f"{fn}({', '.join(args)})"

@@ -44,6 +44,7 @@ import numpy as np
 
 from relay_ref.deepstack import run_deep
 from relay_ref.diagnostics import RelayError, RelayRuntimeError
+from relay_ref.executor import gcpause
 from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
 from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.jitstats import Counter
@@ -292,6 +293,7 @@ class Executable:
         jit = self._jit
         jit.start()
         start = time.perf_counter()
+        gcpause.enter()  # the cyclic collector waits for the call (executor/gcpause.py)
         try:
             if self._deep:
                 result = run_deep(lambda: self._job(fn, values), name="relay-exe",
@@ -299,6 +301,7 @@ class Executable:
             else:
                 result = self._job(fn, values)
         finally:
+            gcpause.leave()
             made = jit.stop()
             self.stats.compilations += made
             self.stats.last_compilations = made

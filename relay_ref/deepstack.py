@@ -7,8 +7,9 @@ a worker done with a job waits ``IDLE_SECONDS`` for the next one (at most ``MAX_
 and then ends, so a program called in a loop pays the thread's start once.
 
 Invariants:
-* The recursion limit is raised only while at least one deep worker runs and is restored
-  when the last one ends, so callers (and test frameworks) never observe a changed limit.
+* The recursion limit is raised only while at least one deep worker (or a ``run_raised``
+  job) runs and is restored when the last one ends, so callers (and test frameworks) never
+  observe a changed limit.
 * A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep),
   raising the recursion limit first if it asks for a higher one.
 * The caller waits in short slices on an event the worker sets when it is done (not on
@@ -182,3 +183,20 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+def run_raised(job: Callable[[], _R], *, recursion_limit: int = RECURSION_LIMIT) -> _R:
+    """Run ``job()`` on the caller's thread with the recursion limit raised to at least
+    ``recursion_limit`` meanwhile (restored as ``run_deep`` restores it): for work whose
+    deep recursion is Python calling Python only (CPython 3.11+ runs it without growing the
+    C stack), which then pays no thread hand-off (~20 us quiet, up to milliseconds on a
+    busy machine, where the waiting thread must be scheduled again)."""
+    if recursion_limit <= sys.getrecursionlimit():
+        return job()
+    with _lock:
+        _enter(recursion_limit)
+    try:
+        return job()
+    finally:
+        with _lock:
+            _leave()

@@ -129,12 +129,21 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
-from relay_ref.ir.types import TensorType, Type, subterms
+from relay_ref.ir.types import (
+    FuncType,
+    GlobalTypeVar,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    subterms,
+)
 from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
 from relay_ref.ops.symbolic import SYMBOLIC_OPS  # the Relax constructs run here themselves
 
 __all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
-           "TooDeep", "counts_calls", "generate"]
+           "TooDeep", "counts_calls", "generate", "recursion_in_python"]
 
 #: Self tail calls a loop makes before it reads its activation's depth from the stack (see
 #: Depth in the module docstring).
@@ -213,6 +222,54 @@ class DepthLimit:
             raise TooDeep(False, loops[looping.f_code.co_name][site])
         n = limit - depth + 1
         return t + n, itertools.repeat(None, n)
+
+
+def recursion_in_python(mod: IRModule, entry: str) -> bool:
+    """Whether every nested call a run of ``@entry`` makes is a Python function calling a
+    Python function (generated ``def``s, closures of factories, operator and constructor
+    wrappers), which CPython 3.11+ runs without growing the C stack: no cast points (a cast
+    wraps function values in proxies) and no function value can come in from outside (the
+    entry's parameter types hold no function type, type variable or unknown type, also in
+    the ADTs they name; a host closure runs the interpreter). Deep runs of such code need
+    the recursion limit raised, not a big-stack thread (``Executable``)."""
+    if sys.version_info < (3, 11) or getattr(mod, "casts", None) is not None:
+        return False
+    func = mod.functions.get(entry)
+    if func is None:
+        return False
+    types = mod.checked_types
+    stack: list[Type | None] = [types.get(p) or p.type_annotation for p in func.params]
+    adts: list[str] = []  # ADTs whose constructors' fields are still to look at
+    seen: set[str] = set()
+    while stack or adts:
+        if not stack:
+            td = mod.type_definitions[adts.pop()]
+            for ctor in td.constructors:  # type parameters stand for checked arguments
+                for x in subterms(*ctor.inputs):
+                    if type(x) is FuncType:
+                        return False
+                    if type(x) is TypeCall and type(x.func) is GlobalTypeVar and \
+                            x.func.name in mod.type_definitions and x.func.name not in seen:
+                        seen.add(x.func.name)
+                        adts.append(x.func.name)
+            continue
+        t = stack.pop()
+        kind = type(t)
+        if kind is TensorType:
+            continue
+        if kind is TupleType:
+            stack.extend(t.fields)
+        elif kind is RefType:
+            stack.append(t.value)
+        elif kind is TypeCall and type(t.func) is GlobalTypeVar and \
+                t.func.name in mod.type_definitions:
+            stack.extend(t.args)
+            if t.func.name not in seen:
+                seen.add(t.func.name)
+                adts.append(t.func.name)
+        else:  # a function, a type variable, an unknown type: maybe a host closure
+            return False
+    return True
 
 
 class MatchFailure(Exception):

@@ -42,10 +42,10 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.deepstack import run_deep
+from relay_ref.deepstack import run_deep, run_raised
 from relay_ref.diagnostics import RelayError, RelayRuntimeError
 from relay_ref.executor import gcpause
-from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
+from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule, recursion_in_python
 from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.jitstats import Counter
 from relay_ref.executor.plan import Plan
@@ -121,6 +121,8 @@ class Executable:
         self._lock = threading.Lock() if (memory is not None and (
             memory.buffers or memory.symbolic)) or dtr is not None else None
         self._deep = deep
+        #: the entry's calls nest only Python functions (codegen.recursion_in_python)
+        self._python_deep = deep and device is None and recursion_in_python(module, entry)
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
         self._depth = generated.namespace.get("_DEPTH")  # counted code's depth, per thread
@@ -295,7 +297,11 @@ class Executable:
         start = time.perf_counter()
         gcpause.enter()  # the cyclic collector waits for the call (executor/gcpause.py)
         try:
-            if self._deep:
+            if self._deep and fn is self._fn and self._python_deep:
+                # deep Python-to-Python recursion only: no big-stack thread needed
+                result = run_raised(lambda: self._job(fn, values),
+                                    recursion_limit=self._recursion_limit)
+            elif self._deep:
                 result = run_deep(lambda: self._job(fn, values), name="relay-exe",
                                   recursion_limit=self._recursion_limit)
             else:

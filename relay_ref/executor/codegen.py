@@ -582,6 +582,8 @@ class _FunctionGen:
         self.scopes: list[dict[Expr, str]] = [{}]
         #: int32 intervals known in each block of ``scopes`` (relay_ref.executor.scalars)
         self.ivs: list[dict[Expr, _sc.Interval]] = [{}]
+        #: pure scalar expressions returned as atoms (``scalar_step``)
+        self.inlined: set[str] = set()
         #: shared nodes computed under a guard (``lazy_value``): node -> variable
         self.lazy: dict[Expr, str] = {}
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
@@ -803,7 +805,8 @@ class _FunctionGen:
             self.emit_assign(name, self.function_value(e, None), e.span)
         else:
             code = self.code(e)
-            if code.isidentifier():  # already in a variable (a group's last step)
+            if code.isidentifier() or code in self.inlined:  # already in a variable (a
+                # group's last step), or a pure scalar expression used once (scalar_step)
                 self.scopes[-1][e] = code
                 if kind is Call:
                     self.release_dead(e)
@@ -907,18 +910,25 @@ class _FunctionGen:
         self.ivs.pop()
 
     def scalar_step(self, fast: _sc.Fast, atoms: list[str], ivs: list[_sc.Interval],
-                    out: Type | None, span: Span | None, op: str) -> tuple[str, _sc.Interval]:
+                    out: Type | None, span: Span | None, op: str,
+                    inline: bool = False) -> tuple[str, _sc.Interval]:
         """Emit one fast path (``t = <code>`` and, for an int32 result its operands'
-        intervals do not bound, the wrap-around check); its variable and interval."""
+        intervals do not bound, the wrap-around check); its variable and interval.
+        ``inline`` (a value used once): a result that needs no check and whose code cannot
+        fail (no helper call) is returned as the parenthesised expression itself, computed
+        where it is used: pure, on operands no statement in between reassigns."""
+        code = fast.template.format(*atoms)
+        raw = fast.interval(*ivs) if fast.interval is not None and _sc.is_int32(out) \
+            else None
         name = self.gen.fresh("t")
-        self.em.emit(f"{name} = {fast.template.format(*atoms)}", span, op)
-        iv = _sc.FULL
-        if fast.interval is not None and _sc.is_int32(out):
-            raw = fast.interval(*ivs)
-            check = _sc.check_line(name, raw)
-            if check is not None:
-                self.em.emit(check)
-            iv = _sc.result_interval(raw)
+        check = _sc.check_line(name, raw) if raw is not None else None
+        iv = _sc.result_interval(raw) if raw is not None else _sc.FULL
+        if inline and check is None and not fast.template.startswith("_"):
+            self.inlined.add(f"({code})")
+            return f"({code})", iv
+        self.em.emit(f"{name} = {code}", span, op)
+        if check is not None:
+            self.em.emit(check)
         return name, iv
 
     def kernel_arg(self, atom: str, ty: Type | None) -> str:
@@ -1078,7 +1088,8 @@ class _FunctionGen:
         fast = _sc.fast_path(e.op.name, e.attrs, [types.get(a) for a in e.args])
         if fast is not None:
             name, iv = self.scalar_step(fast, args, [self.interval(a) for a in e.args],
-                                        types.get(e), e.span, e.op.name)
+                                        types.get(e), e.span, e.op.name,
+                                        e not in self.gen.shared)
             self.ivs[-1][e] = iv
             return name
         step = self.gen.group_planner.single_op(e)
@@ -1107,7 +1118,8 @@ class _FunctionGen:
                         atoms[a], ivs[a] = self.constant(a), self.interval(a)
                 atoms[node], ivs[node] = self.scalar_step(
                     fast, [atoms[a] for a in node.args], [ivs[a] for a in node.args],
-                    types.get(node), node.span or call.span, node.op.name)
+                    types.get(node), node.span or call.span, node.op.name,
+                    node is prim.body and call not in self.gen.shared)
             self.ivs[-1][call] = ivs[prim.body]
             return atoms[prim.body]
         plan = self.gen.plan(prim)

@@ -190,7 +190,13 @@ def run_raised(job: Callable[[], _R], *, recursion_limit: int = RECURSION_LIMIT)
     ``recursion_limit`` meanwhile (restored as ``run_deep`` restores it): for work whose
     deep recursion is Python calling Python only (CPython 3.11+ runs it without growing the
     C stack), which then pays no thread hand-off (~20 us quiet, up to milliseconds on a
-    busy machine, where the waiting thread must be scheduled again)."""
+    busy machine, where the waiting thread must be scheduled again). The frames already on
+    the caller's stack are added to the limit: ``job`` gets as many as on a fresh thread."""
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    recursion_limit += depth
     if recursion_limit <= sys.getrecursionlimit():
         return job()
     with _lock:

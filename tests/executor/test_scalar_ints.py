@@ -324,3 +324,36 @@ def test_the_collector_state_is_restored_after_nested_and_threaded_calls() -> No
         t.join()
     assert not errors
     assert gc.isenabled()
+
+
+def test_deep_runs_reuse_workers_or_stay_on_the_callers_thread() -> None:
+    import sys
+
+    from relay_ref import deepstack
+
+    limit = sys.getrecursionlimit()
+    threads = threading.active_count()
+    for _ in range(50):
+        assert deepstack.run_deep(lambda: threading.current_thread().name) == "relay-deep"
+    assert threading.active_count() <= threads + deepstack.MAX_IDLE  # reused, not 50
+    seen = deepstack.run_raised(lambda: (threading.current_thread(), sys.getrecursionlimit()),
+                                recursion_limit=50_000)
+    assert seen[0] is threading.current_thread() and seen[1] >= 50_000
+    assert sys.getrecursionlimit() == limit
+    with pytest.raises(ZeroDivisionError):
+        deepstack.run_raised(lambda: 1 // 0, recursion_limit=50_000)
+    assert sys.getrecursionlimit() == limit
+    # a deep first-order program runs on the caller's thread, 100 000 calls deep
+    mod = rr.parse("def @f(%n: int32) -> int32 { if (%n == 0) { 0 } else { @f(%n - 1) + 1 } }"
+                   "\ndef @main(%n: int32) -> int32 { @f(%n) }")
+    exe = rr.compile(mod)
+    assert exe._python_deep
+    assert int(exe(100_000)) == 100_000
+    assert sys.getrecursionlimit() == limit
+    with pytest.raises(rr.RelayError, match="deeper than 1000"):
+        rr.compile(mod, max_depth=1000)(5000)
+    # a function value from outside may run the interpreter: the big-stack thread
+    hosted = rr.compile(rr.parse(
+        "def @main(%f: fn (int32) -> int32, %n: int32) -> int32 {\n"
+        "  if (%n == 0) { 0 } else { %f(%n) + @main(%f, %n - 1) }\n}"))
+    assert hosted._deep and not hosted._python_deep

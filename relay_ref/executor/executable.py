@@ -27,6 +27,9 @@ Invariants:
   fresh DTR engine (``relay_ref.dtr.runtime``) and ``exe.dtr_stats`` is that call's
   statistics (None before the first call; a budget given as a fraction of the peak is
   resolved on the first call by a run without budget first). Calls are serialised.
+* Each call runs under the executable's thread policy (``exe.threads``,
+  ``relay_ref.executor.threads``): BLAS on one thread, the work pool and numba at the
+  policy's count, all restored when the call returns (or fails).
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).
@@ -50,6 +53,10 @@ from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.jitstats import Counter
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.runtime import Profiling, Runtime
+from relay_ref.executor.threads import ThreadPolicy
+from relay_ref.executor.threads import enter as enter_threads
+from relay_ref.executor.threads import leave as leave_threads
+from relay_ref.executor.threads import resolve as resolve_threads
 from relay_ref.executor.values import Converter, scalar_in
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.driver import param_types
@@ -104,12 +111,20 @@ class Executable:
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
                  aliases: dict[str, str] | None = None, device: Any = None,
-                 runtime: Runtime | None = None, dtr: Any = None) -> None:
+                 runtime: Runtime | None = None, dtr: Any = None,
+                 threads: ThreadPolicy | None = None,
+                 thread_scope: tuple[bool, bool] = (True, True)) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
         self.entry = entry
         self.plan = plan
+        #: the thread policy applied around each call (``relay_ref.executor.threads``)
+        self.threads = threads if threads is not None else resolve_threads()
+        #: (whether any kernel of the program can use threads, whether any calls BLAS): the
+        #: policy's few µs per call are skipped where they change nothing (a scalar
+        #: program pays nothing, one without BLAS calls not BLAS's ~3 µs)
+        self._thread_scope, self._thread_blas = thread_scope
         self.stats = Stats()
         self._jit = Counter()  # numba specialisations made by calls (stats.compilations)
         self.profile = profile
@@ -321,6 +336,9 @@ class Executable:
         outer = 0
         if depth is not None:
             outer, depth.d = depth.d, 0
+        # applied on the thread that runs the code: numba's count is per thread
+        token = enter_threads(self.threads, self._thread_blas) if self._thread_scope \
+            else None
         try:
             result = _quietly(fn, values if self.device is None else
                               self.device.arguments(values))
@@ -329,6 +347,8 @@ class Executable:
         except Exception as err:  # noqa: BLE001 - located below, never leaked
             raise runtime_failure(err, self) from None
         finally:
+            if token is not None:
+                leave_threads(token)
             if depth is not None:
                 depth.d = outer
             if self._cast_memo is not None:

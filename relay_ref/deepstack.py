@@ -1,15 +1,17 @@
 """Running inherently recursive work (checking, evaluating) without hitting Python's limits.
 
-``run_deep(job)`` runs ``job()`` on a thread whose stack is large (1 GiB, reserved address
-space, not committed memory) with the recursion limit raised while any such thread runs a
-job, and returns its result or re-raises its exception in the caller. Threads are reused:
-a worker done with a job waits ``IDLE_SECONDS`` for the next one (at most ``MAX_IDLE`` wait)
-and then ends, so a program called in a loop pays the thread's start once.
+``run_deep(job)`` runs ``job()`` on a fresh thread whose stack is large (1 GiB, reserved
+address space, not committed memory) with the recursion limit raised while any such thread
+runs, and returns its result or re-raises its exception in the caller.
 
 Invariants:
 * The recursion limit is raised only while at least one deep worker (or a ``run_raised``
   job) runs and is restored when the last one ends, so callers (and test frameworks) never
   observe a changed limit.
+* Each ``run_deep`` starts a thread of its own (a thread reused between jobs would miss the
+  trace and profile hooks ``threading.settrace`` installs on threads started meanwhile,
+  which ``relay_ref.testing.growth.step_count`` and coverage rely on); ``run_raised`` runs
+  work whose deep recursion is Python calling Python on the caller's thread instead.
 * A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep),
   raising the recursion limit first if it asks for a higher one.
 * The caller waits in short slices on an event the worker sets when it is done (not on
@@ -29,11 +31,10 @@ Invariants:
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 1_000_000
@@ -72,50 +73,6 @@ def _leave() -> None:
         sys.setrecursionlimit(_saved_limit)
 
 
-class _Worker:
-    """A big-stack daemon thread running ``run_deep`` jobs one after another: idle between
-    them (in ``_idle``) for up to ``IDLE_SECONDS``, then it ends. Starting a thread with a
-    1 GiB stack costs ~0.1-0.3 ms; handing a job to an idle one ~20 us."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], Callable[[tuple], None]]] = \
-            queue.SimpleQueue()
-        self.thread = threading.Thread(target=self.loop, name="relay-deep", daemon=True)
-
-    def loop(self) -> None:
-        _local.deep = True
-        me = threading.current_thread()
-        while True:
-            try:
-                job, finish = self.jobs.get(timeout=IDLE_SECONDS)
-            except queue.Empty:
-                with _lock:
-                    if self in _idle:  # else a caller took it and is handing it a job
-                        _idle.remove(self)
-                        return
-                continue
-            me.name = getattr(job, "deep_name", "relay-deep")
-            try:
-                outcome: tuple = ("value", job())
-            except BaseException as err:  # noqa: BLE001 - handed to the caller
-                outcome = ("error", err)
-            job = None  # type: ignore[assignment]  # nothing of the job outlives it here
-            with _lock:
-                keep = len(_idle) < MAX_IDLE
-                if keep:
-                    _idle.append(self)
-                finish(outcome)
-            outcome = ()
-            if not keep:
-                return
-
-
-#: idle big-stack workers kept for the next ``run_deep``, and how long each waits
-MAX_IDLE = 4
-IDLE_SECONDS = 2.0
-_idle: list[_Worker] = []
-
-
 def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None = None,
              name: str = "relay-deep", recursion_limit: int = RECURSION_LIMIT) -> _R:
     """Run ``job()`` on a big-stack thread; see the module docstring. ``recursion_limit``
@@ -135,34 +92,34 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     done = threading.Event()
     state = {"abandoned": False}
 
-    def finish(outcome: tuple) -> None:  # on the worker, under ``_lock``
-        box[outcome[0]] = outcome[1]
-        done.set()
-        if state["abandoned"]:
-            _leave()
+    def target() -> None:
+        _local.deep = True
+        try:
+            box["value"] = job()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            box["error"] = err
+        finally:
+            with _lock:
+                done.set()
+                if state["abandoned"]:
+                    _leave()
 
-    def named() -> _R:
-        return job()
-
-    named.deep_name = name  # type: ignore[attr-defined]
     with _lock:
-        worker: _Worker | None = _idle.pop() if _idle else None
-        if worker is None:
-            old = threading.stack_size()
-            try:
-                threading.stack_size(STACK_BYTES)
-                worker = _Worker()
-            except (RuntimeError, ValueError, MemoryError):
-                worker = None
-            if worker is not None:
-                try:
-                    worker.thread.start()
-                except (RuntimeError, MemoryError):
-                    worker = None
-            threading.stack_size(old)
+        old = threading.stack_size()
+        try:
+            threading.stack_size(STACK_BYTES)
+            worker: threading.Thread | None = threading.Thread(target=target, name=name,
+                                                               daemon=True)
+        except (RuntimeError, ValueError, MemoryError):
+            worker = None
         if worker is not None:
             _enter(max(recursion_limit, RECURSION_LIMIT))
-            worker.jobs.put((named, finish))
+            try:
+                worker.start()
+            except (RuntimeError, MemoryError):
+                _leave()
+                worker = None
+        threading.stack_size(old)
     if worker is None:
         return job()
     try:

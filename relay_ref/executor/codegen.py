@@ -164,6 +164,8 @@ def counts_calls(max_depth: int) -> bool:
 
 
 _UNSET = object()  # a lazy shared node not computed yet in this activation
+#: atoms that are Python literals: unit, bools, int32 constants (``_FunctionGen.constant``)
+_LITERAL = re.compile(r"\(\)|True|False|\d+|\(-\d+\)")
 
 
 class TooDeep(Exception):
@@ -582,8 +584,8 @@ class _FunctionGen:
         self.scopes: list[dict[Expr, str]] = [{}]
         #: int32 intervals known in each block of ``scopes`` (relay_ref.executor.scalars)
         self.ivs: list[dict[Expr, _sc.Interval]] = [{}]
-        #: pure scalar expressions returned as atoms (``scalar_step``)
-        self.inlined: set[str] = set()
+        #: pure scalar expressions returned as atoms (``scalar_step``), and the unit value
+        self.inlined: set[str] = {"()"}
         #: shared nodes computed under a guard (``lazy_value``): node -> variable
         self.lazy: dict[Expr, str] = {}
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
@@ -1240,8 +1242,9 @@ class _FunctionGen:
                     if self.gen.check_shapes and _static_annotation(var.type_annotation):
                         note = self.gen.intern(var.type_annotation, "T")
                         em.emit(f"_check_shape({atom}, {note}, {var.name_hint!r})", val.span)
-                    if atom.isidentifier() and atom in self.gen.out.namespace:
-                        self.names[var] = atom  # a constant: no copy
+                    if (atom.isidentifier() and atom in self.gen.out.namespace) or \
+                            _LITERAL.fullmatch(atom):
+                        self.names[var] = atom  # a constant or a literal: no copy
                     else:
                         name = self.bind(var)
                         em.emit(f"{name} = {atom}")
@@ -1283,10 +1286,10 @@ class _FunctionGen:
                 self.tail_sites.append((e.span, len(em.lines)))
                 if self.gen.out.counted:
                     em.emit("_DEPTH.d += 1")
-                if len(params) == 1:
-                    em.emit(f"{params[0]} = {args[0]}")
-                elif params:
-                    em.emit(f"{', '.join(params)} = {', '.join(args)}")
+                moved = [(p, a) for p, a in zip(params, args, strict=True) if p != a]
+                if moved:  # a parameter passed on unchanged needs no assignment
+                    em.emit(f"{', '.join(p for p, _ in moved)} = "
+                            f"{', '.join(a for _, a in moved)}")
                 em.emit("continue")
                 self.loop = True
                 return

@@ -310,7 +310,7 @@ class Executable:
         jit = self._jit
         jit.start()
         start = time.perf_counter()
-        gcpause.enter()  # the cyclic collector waits for the call (executor/gcpause.py)
+        gcpause.enter()  # the cyclic collector held back (executor/gcpause.py)
         try:
             if self._deep and fn is self._fn and self._python_deep:
                 # deep Python-to-Python recursion only: no big-stack thread needed

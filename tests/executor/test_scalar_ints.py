@@ -281,31 +281,38 @@ def test_division_by_zero_fails_as_the_interpreter_does() -> None:
 
 @pytest.mark.parametrize("enabled", [True, False])
 def test_the_collector_state_is_restored_after_a_call_that_raises(enabled: bool) -> None:
-    mod = rr.parse("def @main(%a: int32, %b: int32) -> int32 { floor_mod(%a, %b) }")
+    from relay_ref.executor import gcpause
+
+    mod = rr.parse("def @a(%x: int32) -> int32 { %x }\n"
+                   "def @main(%a: int32, %b: int32) -> int32 { @a(floor_mod(%a, %b)) }")
     exe = rr.compile(mod)
-    was = gc.isenabled()
+    was, thresholds = gc.isenabled(), gc.get_threshold()
     try:
         (gc.enable if enabled else gc.disable)()
+        gc.set_threshold(900, 11, 12)
         with pytest.raises(rr.RelayError):
             exe(1, 0)
-        assert gc.isenabled() is enabled
+        assert gc.isenabled() is enabled and gc.get_threshold() == (900, 11, 12)
         assert int(exe(7, 3)) == 1
-        assert gc.isenabled() is enabled
+        assert gc.isenabled() is enabled and gc.get_threshold() == (900, 11, 12)
+        with gcpause.paused():  # raised, a higher setting of the user's kept
+            assert gc.get_threshold() == (10_000, 11, 1_000)
     finally:
         (gc.enable if was else gc.disable)()
+        gc.set_threshold(*thresholds)
 
 
 def test_the_collector_state_is_restored_after_nested_and_threaded_calls() -> None:
     from relay_ref.executor import gcpause
 
-    assert gc.isenabled()
+    before = gc.get_threshold()
     gcpause.enter()  # nested: the outermost call restores
     gcpause.enter()
-    assert not gc.isenabled()
+    assert gc.get_threshold() == gcpause.CALL_THRESHOLDS
     gcpause.leave()
-    assert not gc.isenabled()
+    assert gc.get_threshold() == gcpause.CALL_THRESHOLDS
     gcpause.leave()
-    assert gc.isenabled()
+    assert gc.get_threshold() == before
     exe = rr.compile(rr.parse(POLY))
     want = int(exe(3000))
     errors: list[BaseException] = []
@@ -323,7 +330,7 @@ def test_the_collector_state_is_restored_after_nested_and_threaded_calls() -> No
     for t in threads:
         t.join()
     assert not errors
-    assert gc.isenabled()
+    assert gc.get_threshold() == before
 
 
 def test_deep_first_order_runs_stay_on_the_callers_thread() -> None:

@@ -66,7 +66,7 @@ class ThreadPolicy:
 def _count(value: Any, where: str) -> int:
     if isinstance(value, str):
         text = value.strip()
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):  # '²'.isdigit() is True
             raise RelayError(f"{where}: the thread count must be an int >= 1, not {value!r}")
         value = int(text)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

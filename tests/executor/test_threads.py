@@ -299,8 +299,10 @@ def test_bad_thread_counts_are_relay_errors(bad: object) -> None:
         rr.compile(rr.parse(CNN), threads=bad)
 
 
-def test_bad_environment_counts_are_relay_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RELAY_REF_NUM_THREADS", "many")
+@pytest.mark.parametrize("text", ["many", "\u00b2", "0", "-2", "1.5"])
+def test_bad_environment_counts_are_relay_errors(monkeypatch: pytest.MonkeyPatch,
+                                                 text: str) -> None:
+    monkeypatch.setenv("RELAY_REF_NUM_THREADS", text)  # '\u00b2'.isdigit() is True
     with pytest.raises(RelayError, match=r"\$RELAY_REF_NUM_THREADS"):
         rr.compile(rr.parse(CNN))
 

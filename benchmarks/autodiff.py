@@ -1,6 +1,7 @@
 """One training step of a small CNN: ``rr.compile`` of Relay's AD against ``jax.jit``, CPU.
 
     python benchmarks/autodiff.py [--rounds 7] [--batch 32] [--threads 2] [--markdown]
+                                  [--profile]
 
 The model (MNIST-sized, float32): 1x28x28 images -> conv2d 3x3 (8 filters, padding 1) ->
 bias_add -> relu -> max_pool2d 2x2 -> conv2d 3x3 (16) -> bias_add -> relu -> max_pool2d 2x2
@@ -35,6 +36,9 @@ ratio is the median over rounds of the per-round ratio relay / jax, with the low
 highest (they show the machine's load). Compile times (``rr.compile``, including the AD
 expansion and its simplification; jax's trace + XLA compile at the first call) are printed
 too.
+``--profile`` then prints where the step's time goes: the step compiled with
+``profile=True``, per kernel (``exe.stats``; "reference" steps are the ops without a CPU
+kernel, ``exe.plan`` names them) the median over rounds of 10 calls of its time per call.
 Results are recorded in benchmarks/README.md ("Autodiff: a CNN training step vs jax").
 """
 
@@ -254,6 +258,31 @@ def settings() -> str:
             f"({len(os.sched_getaffinity(0))} usable)")
 
 
+def profile_step(batch: int, rounds: int) -> str:
+    """The step's time per kernel (``profile=True``): medians over ``rounds`` rounds of 10
+    calls, slowest first, with the load average."""
+    _, step_text = relay_text(batch)
+    args = inputs(batch)
+    exe = rr.compile(rr.parse(step_text), profile=True)
+    for _ in range(3):
+        exe(*args)
+    per: dict[str, list[float]] = {}
+    totals = []
+    for _ in range(rounds):
+        exe.stats.kernels.clear()
+        for _ in range(10):
+            exe(*args)
+        for label, (_, secs) in exe.stats.kernels.items():
+            per.setdefault(label, []).append(secs / 10)
+        totals.append(sum(secs for _, secs in exe.stats.kernels.values()) / 10)
+    lines = [f"step profile ({rounds} rounds of 10 calls; load average "
+             f"{os.getloadavg()[0]:.2f}): kernels {statistics.median(totals) * 1e3:.2f} ms "
+             f"per call (median)"]
+    for label, times in sorted(per.items(), key=lambda kv: -statistics.median(kv[1])):
+        lines.append(f"  {label[:72]:72} {statistics.median(times) * 1e3:8.3f} ms")
+    return "\n".join(lines)
+
+
 HEADS = ["what", "relay ms", "jax ms", "relay / jax", "rounds' range", "relay compile s",
          "max rel. diff"]
 
@@ -274,6 +303,8 @@ def main() -> None:
                         help="2: every library's default on this 2-core machine; 1: numba, "
                              "OpenBLAS and XLA single-threaded (set before importing them)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--profile", action="store_true",
+                        help="then print the step's time per kernel (profile=True)")
     args = parser.parse_args()
 
     from rich.console import Console
@@ -294,6 +325,8 @@ def main() -> None:
         for line in table_rows(rows):
             print("| " + " | ".join(line) + " |")
         print(f"\n{note}")
+        if args.profile:
+            print(f"\n{profile_step(args.batch, args.rounds)}")
         return
     from rich.table import Table
 
@@ -305,6 +338,8 @@ def main() -> None:
     out = Console(width=max(Console().width, 140))
     out.print(table)
     out.print(note)
+    if args.profile:
+        out.print(profile_step(args.batch, args.rounds), markup=False)
 
 
 if __name__ == "__main__":

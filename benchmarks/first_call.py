@@ -21,6 +21,9 @@ softmax) are checked once against ``rr.evaluate`` on the same module and weights
 rtol 1e-3), and the steady-state latency per inference is timed against onnxruntime
 (2 intra-op threads) on the same network, exported node by node to ONNX from the Relay
 graph: interleaved rounds, 0.12 s sleeps, median of per-round ratios.
+``--profile-cold`` also lists numba's compile timers per kernel specialisation (what the cold
+first call compiles). ``--baseline DIR [--pairs N]`` only compares cold and warm compile +
+first call with another checkout (e.g. main), alternating, with load averages.
 Results are recorded in benchmarks/README.md ("Executor: first call").
 """
 
@@ -106,12 +109,40 @@ def child(seed: int, profile: bool) -> None:
     print(json.dumps({"import": _IMPORTED - _START, "build": built - _IMPORTED,
                       "compile": compiled - built, "first_call": first - compiled,
                       "plan": str(exe.plan),
-                      "profile": exe.stats.table() if profile else ""}))
+                      "profile": exe.stats.table() if profile else "",
+                      "numba": numba_compiles() if profile else []}))
 
 
-def spawn(cache: str, seed: int, profile: bool = False) -> dict[str, Any]:
+def numba_compiles() -> list[tuple[str, float, float]]:
+    """(kernel, compile s, of which LLVM s) for every numba specialisation this process
+    compiled or loaded from the cache (a cache load shows ~0 s), slowest first: numba's own
+    timers (``compiler_lock`` includes the callees compiled for it; ``llvm_lock`` is
+    LLVM's optimisation and code generation)."""
+    import gc
+
+    from numba.core.registry import CPUDispatcher
+
+    rows = []
+    for obj in gc.get_objects():
+        if isinstance(obj, CPUDispatcher):
+            for sig in obj.signatures:
+                timers = obj.get_metadata(sig).get("timers", {})
+                name = f"{obj.py_func.__module__}.{obj.__name__}"
+                if name.startswith("relay_ref_kernels."):  # generated: name by its kind only
+                    name = "relay_ref_kernels.<generated>." + obj.__name__
+                rows.append((name, timers.get("compiler_lock", 0.0),
+                             timers.get("llvm_lock", 0.0)))
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def spawn(cache: str, seed: int, profile: bool = False, tree: Path = ROOT) -> dict[str, Any]:
+    """One child process on the checkout ``tree`` (this one by default) with both kernel
+    caches in ``cache``."""
     env = dict(os.environ, RELAY_REF_CACHE_DIR=cache, NUMBA_CACHE_DIR=cache)
-    command = [sys.executable, __file__, "--child", "--seed", str(seed)]
+    if tree != ROOT:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "kernel")])
+    command = [sys.executable, str(tree / "benchmarks" / "first_call.py"), "--child", "--seed",
+               str(seed)]
     start = time.perf_counter()
     proc = subprocess.run(command + (["--profile"] if profile else []), env=env,
                           capture_output=True, text=True, check=False)
@@ -256,11 +287,19 @@ def main() -> None:
                         help="only the steady-state timing, in this process with the default "
                              "kernel caches (for comparing thread settings such as "
                              "OMP_WAIT_POLICY=active)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="only compare cold and warm compile + first call with the "
+                             "checkout DIR (e.g. main), alternating, --pairs rounds")
+    parser.add_argument("--pairs", type=int, default=3,
+                        help="rounds of --baseline (default 3)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.seed, args.profile)
+        return
+    if args.baseline is not None:
+        compare(args.baseline.resolve(), args.pairs, args.seed)
         return
     cache = tempfile.mkdtemp(prefix="relay_ref_first_call_")
     try:
@@ -305,6 +344,46 @@ def _parent(args: argparse.Namespace, cache: str) -> None:
     if args.profile_cold and runs:
         print("\ncold first call, per kernel group (compiling included):")
         print(runs[0][1]["profile"])
+        compiles = runs[0][1]["numba"]
+        print(f"\ncold numba compiles ({len(compiles)} specialisations, "
+              f"{sum(r[1] for r in compiles):.2f} s; numba's timers, callees included):")
+        for name, total, llvm in compiles:
+            if total >= 0.01:
+                print(f"  {total:6.2f} s (LLVM {llvm:5.2f} s)  {name}")
+
+
+def compare(baseline: Path, pairs: int, seed: int) -> None:
+    """Cold then warm compile + first call, this checkout and ``baseline`` alternating (the
+    order flips every round), each pair in a fresh empty cache; the load average (1 min)
+    before and after each pair; medians and the median of per-round ratios."""
+    trees = [("this", ROOT), ("baseline", baseline)]
+    rows, res = [], {name: {"cold": [], "warm": []} for name, _ in trees}
+    for r in range(pairs):
+        for name, tree in (trees if r % 2 == 0 else trees[::-1]):
+            cache = tempfile.mkdtemp(prefix="relay_ref_first_call_")
+            try:
+                before = os.getloadavg()[0]
+                cold, warm = spawn(cache, seed, tree=tree), spawn(cache, seed, tree=tree)
+                after = os.getloadavg()[0]
+            finally:
+                shutil.rmtree(cache, ignore_errors=True)
+            for kind, run in (("cold", cold), ("warm", warm)):
+                res[name][kind].append(run["compile"] + run["first_call"])
+            rows.append(f"| {r + 1} | {name} | {cold['compile']:.2f} + {cold['first_call']:.2f}"
+                        f" = {res[name]['cold'][-1]:.2f} | {warm['compile']:.2f} + "
+                        f"{warm['first_call']:.2f} = {res[name]['warm'][-1]:.2f} | "
+                        f"{before:.2f} -> {after:.2f} |")
+    print(f"this: {ROOT}; baseline: {baseline}\n")
+    print("| round | tree | cold: compile + first call s | warm: compile + first call s "
+          "| load (1 min) |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+    for kind in ("cold", "warm"):
+        mine, base = res["this"][kind], res["baseline"][kind]
+        ratio = statistics.median(a / b for a, b in zip(mine, base, strict=True))
+        print(f"{kind}: this median {statistics.median(mine):.2f} s, baseline median "
+              f"{statistics.median(base):.2f} s, median per-round ratio {ratio:.2f}")
 
 
 def check_logits(mod: IRModule, params: dict[str, np.ndarray], x: np.ndarray) -> dict:

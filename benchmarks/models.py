@@ -1,7 +1,7 @@
 """The nine ``light_*`` ONNX models through ``rr.compile`` and onnxruntime, same 2 threads.
 
     python benchmarks/models.py [--rounds 7] [--only squeezenet ...] [--refeval small|all|none]
-                                [--cold] [--markdown]
+                                [--cold] [--no-first] [--load N] [--markdown]
 
 Each model is the random-weight variant of the wheel's ``light_<name>.onnx``
 (``relay_ref.testing.onnx_light.random_variant``, seed 0: every ``ConstantOfShape`` weight
@@ -16,10 +16,17 @@ variant goes to both runtimes, with one standard-normal 1x3x224x224 input.
   whose outputs differ is reported, not timed.
 * **steady state**: onnxruntime (CPU EP, ``intra_op_num_threads=2``,
   ``inter_op_num_threads=1``, default graph optimisations) against the compiled executable
-  (numba 2 threads, OpenBLAS 2 threads), in interleaved rounds in this process (the order
+  (its thread policy, below), in interleaved rounds in this process (the order
   alternates between rounds, 0.12 s sleeps between the two, each measurement the mean of
   a loop lasting at least 0.2 s); the ratio is the median over rounds of the per-round ratio
   relay / ORT, with the lowest and highest per-round ratio (they show the machine's load).
+  The executable runs under its thread policy (``rr.compile``'s default: threads from
+  ``$RELAY_REF_NUM_THREADS`` or the CPUs; BLAS on one thread inside each call, the work
+  pool splitting products; ``exe.plan``'s ``threads:`` line is printed per model).
+* **under load** (``--load N``): ``N`` busy processes (``benchmarks/load.py``, one spinning
+  core each) compete for the cores while the interleaved rounds run, so both runtimes are
+  measured under the same load in the same rounds; the note gives the load average before
+  and after the run, and the table's title says how many processes competed.
 * **first inference**: in a fresh subprocess per model, the seconds from an ONNX file on
   disk to the first result: ``from_onnx`` (reading and converting), ``rr.compile``
   (passes, planning, loading or compiling the numba kernels) and the first call; importing
@@ -57,6 +64,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
+from load import competing, loadavg  # noqa: E402  (benchmarks/load.py)
 
 import relay_ref as rr  # noqa: E402
 from relay_ref.testing import onnx_light  # noqa: E402
@@ -82,6 +90,7 @@ class Row:
     refeval: float | None = None
     refeval_ratio: float | None = None  # median of adjacent RefEval / relay per round
     note: str = ""
+    threads: str = ""  # exe.plan's thread-policy line
 
 
 def variant_path(name: str, folder: Path) -> Path:
@@ -140,6 +149,7 @@ def prepare(row: Row, path: Path) -> tuple[Callable[[], object], Callable[[], ob
         worst = max(worst, rel)
     row.error = worst
     out_names = [o.name for o in sess.get_outputs()][:1]  # time the model's own output
+    row.threads = exe.plan.threads
     return (lambda: exe(**feeds)), (lambda: sess.run(out_names, feeds))
 
 
@@ -285,6 +295,11 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="first inference with an empty kernel cache (every numba "
                              "kernel compiles)")
+    parser.add_argument("--no-first", action="store_true",
+                        help="skip the first-inference subprocess")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="N busy processes compete for the cores during the interleaved "
+                             "rounds (benchmarks/load.py; default 0)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     parser.add_argument("--first-inference", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -306,32 +321,43 @@ def main() -> None:
         task = progress.add_task("models", total=len(rows) * 4)
         for row in rows:
             path = variant_path(row.name, Path(tmp))
-            progress.update(task, description=f"{row.name}: first inference (subprocess)")
-            row.first = first_inference(path, args.cold)
+            if not args.no_first:
+                progress.update(task, description=f"{row.name}: first inference "
+                                                  "(subprocess)")
+                row.first = first_inference(path, args.cold)
             progress.advance(task)
             progress.update(task, description=f"{row.name}: import, compile, check")
             fns = prepare(row, path)
             progress.advance(task)
             progress.update(task, description=f"{row.name}: {args.rounds} interleaved rounds")
             if fns is not None:
-                measure(row, *fns, args.rounds)
+                with competing(args.load):
+                    measure(row, *fns, args.rounds)
             progress.advance(task)
             if args.refeval == "all" or (args.refeval == "small" and row.name in SMALL):
                 progress.update(task, description=f"{row.name}: ReferenceEvaluator")
                 refeval_time(row, path, fns[0] if fns is not None else None)
             progress.advance(task)
-    load = os.getloadavg()
-    note = (f"{settings()}; {args.rounds} rounds; first inference with the kernel cache "
-            f"{'empty (--cold)' if args.cold else 'as found'}; load average before/after "
-            f"{LOAD0[0]:.2f} / {load[0]:.2f}")
+    load = loadavg()
+    competition = (f"{args.load} busy processes competing during the interleaved rounds "
+                   "(--load)" if args.load else "no competing processes started (quiet-ish)")
+    policy = sorted({r.threads for r in rows if r.threads})
+    note = (f"{settings()}; executor {'; '.join(policy) or 'threads: -'}; {args.rounds} "
+            f"rounds; {competition}; first inference "
+            + ("skipped" if args.no_first else
+               f"with the kernel cache {'empty (--cold)' if args.cold else 'as found'}")
+            + f"; load average (1 min) before/after {LOAD0[0]:.2f} / {load:.2f}")
+    title = ("light ONNX models: rr.compile vs onnxruntime (2 threads)"
+             + (f", {args.load} busy processes competing" if args.load else ", no added load"))
     if args.markdown:
+        print(f"**{title}**\n")
         print("| " + " | ".join(HEADS) + " |")
         print("|" + "---|" * len(HEADS))
         for line in table_rows(rows):
             print("| " + " | ".join(line) + " |")
         print(f"\n{summary(rows)}\n\n{note}")
     else:
-        table = Table(title="light ONNX models: rr.compile vs onnxruntime (2 threads)")
+        table = Table(title=title)
         for h in HEADS:
             table.add_column(h, justify="left" if h == "model" else "right")
         for line in table_rows(rows):

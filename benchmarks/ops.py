@@ -1,6 +1,7 @@
 """Single operators through ``rr.compile`` against onnxruntime with the same 2 threads.
 
-    python benchmarks/ops.py [--rounds 9] [--only conv dense ...] [--plans] [--markdown]
+    python benchmarks/ops.py [--rounds 9] [--only conv dense ...] [--plans] [--load N]
+                             [--markdown]
 
 Each case is a one-operator Relay module compiled with ``rr.compile`` (weights, biases and
 batch-norm statistics bound with ``params=``, as a model binds them) and the same operator as
@@ -16,7 +17,9 @@ loop of calls long enough to last ~30 ms, the harness sleeps 0.12 s between impl
 over rounds of the per-round ratio relay / ORT (the lowest and highest per-round ratio are
 printed too: on a shared 2-core machine they show how much load disturbed the run). The
 tiny-op row is the per-call cost of ``exe(a, b)`` on two (4,) tensors in microseconds (and
-of ``sess.run`` for the same Add).
+of ``sess.run`` for the same Add). ``--load N``: ``N`` busy processes (``benchmarks/load.py``)
+compete for the cores while the rounds run (both runtimes under the same load); the note
+gives the load average before and after.
 Results are recorded in benchmarks/README.md ("Executor: operators vs onnxruntime").
 """
 
@@ -283,8 +286,14 @@ def main() -> None:
     parser.add_argument("--plans", action="store_true",
                         help="also print each case's exe.plan")
     parser.add_argument("--seed", type=int, default=0, help="random inputs' seed (default 0)")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="N busy processes compete for the cores during the rounds "
+                             "(benchmarks/load.py; default 0)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
+    from load import competing, loadavg
+
+    load0 = loadavg()
     selected = [c for c in cases(np.random.default_rng(args.seed))
                 if args.only is None or any(w in c.name for w in args.only)]
     prepared = []
@@ -294,9 +303,12 @@ def main() -> None:
             progress.update(task, description=f"compile + check: {case.name}")
             prepared.append(prepare(case))
             progress.advance(task)
-        measure(prepared, args.rounds, progress)
+        with competing(args.load):
+            measure(prepared, args.rounds, progress)
     rows = [row for row, _, _ in prepared]
-    note = settings()
+    note = (f"{settings()}; " + (f"{args.load} busy processes competing (--load)"
+                                 if args.load else "no competing processes started")
+            + f"; load average (1 min) before/after {load0:.2f} / {loadavg():.2f}")
     if args.markdown:
         print("| " + " | ".join(HEADS) + " |")
         print("|" + "---|" * len(HEADS))

@@ -5,8 +5,13 @@ address space, not committed memory) with the recursion limit raised while any s
 runs, and returns its result or re-raises its exception in the caller.
 
 Invariants:
-* The recursion limit is raised only while at least one deep worker runs and is restored
-  when the last one ends, so callers (and test frameworks) never observe a changed limit.
+* The recursion limit is raised only while at least one deep worker (or a ``run_raised``
+  job) runs and is restored when the last one ends, so callers (and test frameworks) never
+  observe a changed limit.
+* Each ``run_deep`` starts a thread of its own (a thread reused between jobs would miss the
+  trace and profile hooks ``threading.settrace`` installs on threads started meanwhile,
+  which ``relay_ref.testing.growth.step_count`` and coverage rely on); ``run_raised`` runs
+  work whose deep recursion is Python calling Python on the caller's thread instead.
 * A ``run_deep`` called from inside a deep worker runs ``job`` directly (already deep),
   raising the recursion limit first if it asks for a higher one.
 * The caller waits in short slices on an event the worker sets when it is done (not on
@@ -135,3 +140,26 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]
+
+
+def run_raised(job: Callable[[], _R], *, recursion_limit: int = RECURSION_LIMIT) -> _R:
+    """Run ``job()`` on the caller's thread with the recursion limit raised to at least
+    ``recursion_limit`` meanwhile (restored as ``run_deep`` restores it): for work whose
+    deep recursion is Python calling Python only (CPython 3.11+ runs it without growing the
+    C stack), which then pays no thread hand-off (~20 us quiet, up to milliseconds on a
+    busy machine, where the waiting thread must be scheduled again). The frames already on
+    the caller's stack are added to the limit: ``job`` gets as many as on a fresh thread."""
+    depth, frame = 0, sys._getframe(1)
+    while frame is not None:
+        depth += 1
+        frame = frame.f_back
+    recursion_limit += depth
+    if recursion_limit <= sys.getrecursionlimit():
+        return job()
+    with _lock:
+        _enter(recursion_limit)
+    try:
+        return job()
+    finally:
+        with _lock:
+            _leave()

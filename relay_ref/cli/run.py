@@ -26,6 +26,7 @@ diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--p
 (the time per fused group and kernel) print to stderr and need ``--compile``; the
 interpreter's ``--trace`` is a usage error with it, while ``--max-depth`` bounds compiled
 call nesting as it bounds the interpreter's (``rr.compile(..., max_depth=N)``).
+``--threads N`` (with ``--compile``) is ``rr.compile(..., threads=N)``.
 
 ``--memory-budget BUDGET`` (with ``--compile``) runs every kernel under Dynamic Tensor
 Rematerialization (``rr.compile(..., memory_budget=...)``): bytes, or a fraction of the
@@ -127,6 +128,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", action="store_true",
                    help="with --compile: after the result, print the call's time and the "
                         "time spent in each fused group or kernel to stderr")
+    p.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                   help="with --compile: threads the kernels use (rr.compile(threads=N); "
+                        "default $RELAY_REF_NUM_THREADS, $OMP_NUM_THREADS, "
+                        "$NUMBA_NUM_THREADS, else the CPUs available)")
     dtr = p.add_argument_group(
         "memory budget (Dynamic Tensor Rematerialization, with --compile)")
     dtr.add_argument("--memory-budget", metavar="BUDGET", default=None,
@@ -216,10 +221,10 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
     """Why the options cannot be combined (a usage error), or None.
 
     ``--trace`` is the interpreter's: compiled code applies no evaluation rules.
-    ``--plan``, ``--profile`` and ``--memory-budget`` describe a compiled program, so they
-    need ``--compile``; ``--heuristic``, ``--dealloc``, ``--cost``, ``--dtr-stats`` and
-    ``--dtr-log`` configure a budget, so they need ``--memory-budget``; ``--trace-limit``
-    bounds a trace, so it needs ``--trace``."""
+    ``--plan``, ``--profile``, ``--memory-budget`` and ``--threads`` describe a compiled
+    program, so they need ``--compile``; ``--heuristic``, ``--dealloc``, ``--cost``,
+    ``--dtr-stats`` and ``--dtr-log`` configure a budget, so they need ``--memory-budget``;
+    ``--trace-limit`` bounds a trace, so it needs ``--trace``."""
     if getattr(args, "trace_limit", None) is not None and not args.trace:
         return "--trace-limit bounds the lines of a trace: add --trace (or --trace=values)"
     if getattr(args, "memory_budget", None) is None:
@@ -232,8 +237,8 @@ def _option_conflict(args: argparse.Namespace) -> str | None:
                     "none: drop --compile to trace, or --trace to compile")
         return None
     for flag, name in (("plan", "--plan"), ("profile", "--profile"),
-                       ("memory_budget", "--memory-budget")):
-        if getattr(args, flag, False):
+                       ("memory_budget", "--memory-budget"), ("threads", "--threads")):
+        if getattr(args, flag, None) not in (None, False):
             return f"{name} describes a compiled program: add --compile"
     return None
 
@@ -308,7 +313,8 @@ def run(args: argparse.Namespace) -> int:
                 return _usage(bad)
             try:
                 exe = rr.compile(mod, entry=args.entry, profile=profile,
-                                 max_depth=getattr(args, "max_depth", None), **budgeted)
+                                 max_depth=getattr(args, "max_depth", None),
+                                 threads=getattr(args, "threads", None), **budgeted)
             except (ValueError, TypeError) as err:
                 if not budgeted:
                     raise

@@ -48,10 +48,17 @@ Invariants of the generated code (each is what a rule of spec/semantics.md requi
     of the namespace), refuses its activation on entry past ``max_depth`` (``TooDeep`` at the
     caller's call), restores the count before each ``return``, and its loop gets the exact
     grant at once and counts each iteration in ``_DEPTH.d``.
-* **Scalars**: 0-d tensors stay NumPy values; ``add``/``subtract``/``multiply`` and the
-  comparisons of two 0-d operands are Python operators on them (NumPy scalars keep the dtype
-  and wrap around as Relay's integers do; the executor runs under ``np.errstate(all=
-  "ignore")``), so scalar loops cost NumPy-scalar arithmetic, not 0-d array allocation.
+* **Scalars** (``relay_ref.executor.scalars``): a 0-d ``int32`` is a Python ``int``, a 0-d
+  ``bool`` a Python ``bool``, other 0-d tensors NumPy scalars (``values.py`` converts at the
+  boundaries). Operator calls on 0-d operands that have a fast path (arithmetic, division,
+  shifts, bitwise, comparisons, ``where``, ``cast`` between ``int32`` and ``bool``; for
+  other dtypes ``+ - *`` and comparisons, which NumPy scalars compute as the reference),
+  single or a whole fused group of them, are Python statements: ``t = a + b`` followed, for
+  an ``int32`` whose operands' intervals do not keep it in range, by the wrap-around check.
+  Intervals come from constants, from earlier results, and from the conditions of the
+  enclosing ``if`` branches (``if n < 2 ... else`` bounds ``n - 1``). A condition that is one
+  such comparison, used only there, is tested in the ``if`` line itself. A 0-d ``int32``
+  or ``bool`` argument of a kernel step is passed as a 0-d array of its dtype.
 * **Regions** (spec/byoc.md BYOC-Extern): a ``Compiler`` global built by its backend's
   codegen is no generated body: each call of it is one runtime step (kind ``"extern"``)
   calling the built callable, and the global itself is a ``def`` doing the same.
@@ -87,6 +94,7 @@ from typing import Any
 
 import numpy as np
 
+from relay_ref.executor import scalars as _sc
 from relay_ref.executor import shapes as _shapes
 from relay_ref.executor.groups import Unplannable
 from relay_ref.executor.liveness import releasable
@@ -121,12 +129,21 @@ from relay_ref.ir.expr import (
 from relay_ref.ir.module import IRModule
 from relay_ref.ir.sharing import module_sharing_plan
 from relay_ref.ir.span import Span
-from relay_ref.ir.types import TensorType, Type, subterms
+from relay_ref.ir.types import (
+    FuncType,
+    GlobalTypeVar,
+    RefType,
+    TensorType,
+    TupleType,
+    Type,
+    TypeCall,
+    subterms,
+)
 from relay_ref.ir.visitor import free_vars, post_order, shared_nodes
 from relay_ref.ops.symbolic import SYMBOLIC_OPS  # the Relax constructs run here themselves
 
 __all__ = ["FRAME_SLACK", "LOOP_CHECK", "FunctionInfo", "GeneratedModule", "MatchFailure",
-           "TooDeep", "counts_calls", "generate"]
+           "TooDeep", "counts_calls", "generate", "recursion_in_python"]
 
 #: Self tail calls a loop makes before it reads its activation's depth from the stack (see
 #: Depth in the module docstring).
@@ -147,6 +164,8 @@ def counts_calls(max_depth: int) -> bool:
 
 
 _UNSET = object()  # a lazy shared node not computed yet in this activation
+#: atoms that are Python literals: unit, bools, int32 constants (``_FunctionGen.constant``)
+_LITERAL = re.compile(r"\(\)|True|False|\d+|\(-\d+\)")
 
 
 class TooDeep(Exception):
@@ -207,6 +226,54 @@ class DepthLimit:
         return t + n, itertools.repeat(None, n)
 
 
+def recursion_in_python(mod: IRModule, entry: str) -> bool:
+    """Whether every nested call a run of ``@entry`` makes is a Python function calling a
+    Python function (generated ``def``s, closures of factories, operator and constructor
+    wrappers), which CPython 3.11+ runs without growing the C stack: no cast points (a cast
+    wraps function values in proxies) and no function value can come in from outside (the
+    entry's parameter types hold no function type, type variable or unknown type, also in
+    the ADTs they name; a host closure runs the interpreter). Deep runs of such code need
+    the recursion limit raised, not a big-stack thread (``Executable``)."""
+    if sys.version_info < (3, 11) or getattr(mod, "casts", None) is not None:
+        return False
+    func = mod.functions.get(entry)
+    if func is None:
+        return False
+    types = mod.checked_types
+    stack: list[Type | None] = [types.get(p) or p.type_annotation for p in func.params]
+    adts: list[str] = []  # ADTs whose constructors' fields are still to look at
+    seen: set[str] = set()
+    while stack or adts:
+        if not stack:
+            td = mod.type_definitions[adts.pop()]
+            for ctor in td.constructors:  # type parameters stand for checked arguments
+                for x in subterms(*ctor.inputs):
+                    if type(x) is FuncType:
+                        return False
+                    if type(x) is TypeCall and type(x.func) is GlobalTypeVar and \
+                            x.func.name in mod.type_definitions and x.func.name not in seen:
+                        seen.add(x.func.name)
+                        adts.append(x.func.name)
+            continue
+        t = stack.pop()
+        kind = type(t)
+        if kind is TensorType:
+            continue
+        if kind is TupleType:
+            stack.extend(t.fields)
+        elif kind is RefType:
+            stack.append(t.value)
+        elif kind is TypeCall and type(t.func) is GlobalTypeVar and \
+                t.func.name in mod.type_definitions:
+            stack.extend(t.args)
+            if t.func.name not in seen:
+                seen.add(t.func.name)
+                adts.append(t.func.name)
+        else:  # a function, a type variable, an unknown type: maybe a host closure
+            return False
+    return True
+
+
 class MatchFailure(Exception):
     """No clause of a ``match`` matched (E-Match-Fail); ``value`` is the scrutinee."""
 
@@ -263,17 +330,6 @@ class GeneratedModule:
     overwritten: set[int] = field(default_factory=set)
 
 
-_SCALAR_BINOPS = {"add": "+", "subtract": "-", "multiply": "*", "less": "<",
-                  "greater": ">", "less_equal": "<=", "greater_equal": ">=",
-                  "equal": "==", "not_equal": "!="}
-_ARITHMETIC = frozenset({"add", "subtract", "multiply"})  # not on bool: NumPy refuses some
-_SCALAR_BOOL_BINOPS = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}
-
-
-def _is_scalar(ty: Type | None) -> bool:
-    return type(ty) is TensorType and ty.shape == () and ty.dtype in _SCALAR_DTYPES
-
-
 _SCALAR_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                             "uint64", "float16", "float32", "float64", "bool"})
 
@@ -317,7 +373,9 @@ class _Generator:
         self.lines: list[str] = []
         counted = counts_calls(max_depth)
         self.out = GeneratedModule("", {"_np": np, "_CV": ConstructorValue, "_Ref": RefValue,
-                                        "_MatchFailure": MatchFailure, "_UNSET": _UNSET},
+                                        "_MatchFailure": MatchFailure, "_UNSET": _UNSET,
+                                        "_I32": np.dtype(np.int32),
+                                        "_new_cv": ConstructorValue.__new__, **_sc.HELPERS},
                                    {}, {}, {}, max_depth=max_depth, counted=counted)
         self.out.namespace.update(_MAXD=max_depth, _LOOP0=min(LOOP_CHECK, max_depth),
                                   _TooDeep=TooDeep, _repeat=itertools.repeat,
@@ -405,7 +463,7 @@ class _Generator:
                 (type(op) is Function and _symbolic_group(op) is not None):
             return None
         if type(op) is Op:
-            if _scalar_operator(op.name, [self.types.get(a) for a in call.args]) is not None:
+            if _sc.fast_path(op.name, call.attrs, [self.types.get(a) for a in call.args]):
                 return None
             return frozenset(range(len(call.args)))
         known = self.group_args.get(op, False)
@@ -461,7 +519,10 @@ class _Generator:
         params = [f"a{k}" for k in range(len(func.params))]
         site = self.extern_site(name, func.span, self.types.get(func.body))
         self.lines.append(f"def {py}({', '.join(params)}):")
-        self.lines.append(f"    return _run({site}, [{', '.join(params)}], None)")
+        args = [f"_np.asarray({a}, _I32)" if _sc.is_int32(self.types.get(p) or
+                                                            p.type_annotation) else a
+                for a, p in zip(params, func.params, strict=True)]
+        self.lines.append(f"    return _run({site}, [{', '.join(args)}], None)")
         if func.span is not None:
             self.out.line_spans[len(self.lines)] = func.span
         self.lines.append("")
@@ -521,6 +582,10 @@ class _FunctionGen:
         self.global_name = global_name
         self.names: dict[Var, str] = {}
         self.scopes: list[dict[Expr, str]] = [{}]
+        #: int32 intervals known in each block of ``scopes`` (relay_ref.executor.scalars)
+        self.ivs: list[dict[Expr, _sc.Interval]] = [{}]
+        #: pure scalar expressions returned as atoms (``scalar_step``), and the unit value
+        self.inlined: set[str] = {"()"}
         #: shared nodes computed under a guard (``lazy_value``): node -> variable
         self.lazy: dict[Expr, str] = {}
         self.loop = False  # whether a self tail call was emitted (the body is a loop)
@@ -663,12 +728,14 @@ class _FunctionGen:
         out = self.gen.fresh("t")
         if name == "match_cast":
             note = self.gen.intern(call.attrs.type, "T")
-            self.em.emit(f"{out} = _match_cast({args[0]}, {note}, _e)", call.span, name)
+            arg = self.kernel_arg(args[0], self.gen.types.get(call.args[0]))
+            self.em.emit(f"{out} = _match_cast({arg}, {note}, _e)", call.span, name)
             return out
         site = self.gen.site("single", name, call.attrs.func_name,
                              _shapes.dps_step(name, call.attrs), None,
                              self.gen.types.get(call), -1, call.span)
-        self.em.emit(f"{out} = _run({site}, [{args[0]}, _e], None)", call.span, name)
+        arg = self.kernel_arg(args[0], self.gen.types.get(call.args[0]))
+        self.em.emit(f"{out} = _run({site}, [{arg}, _e], None)", call.span, name)
         return out
 
     def save_env(self) -> str | None:
@@ -740,7 +807,8 @@ class _FunctionGen:
             self.emit_assign(name, self.function_value(e, None), e.span)
         else:
             code = self.code(e)
-            if code.isidentifier():  # already in a variable (a group's last step)
+            if code.isidentifier() or code in self.inlined:  # already in a variable (a
+                # group's last step), or a pure scalar expression used once (scalar_step)
                 self.scopes[-1][e] = code
                 if kind is Call:
                     self.release_dead(e)
@@ -783,7 +851,7 @@ class _FunctionGen:
             name = self.lazy[e] = self.gen.fresh("s")
         self.em.emit(f"if {name} is _UNSET:")
         self.em.depth += 1
-        self.scopes.append({})
+        self.push_scope()
         kind = type(e)
         if kind is If or kind is Match or kind is Let:
             self.compile_to(e, ("assign", name))
@@ -791,7 +859,7 @@ class _FunctionGen:
             self.emit_assign(name, self.function_value(e, None), e.span)
         else:
             self.emit_assign(name, self.code(e), e.span)
-        self.scopes.pop()
+        self.pop_scope()
         self.em.depth -= 1
         self.scopes[-1][e] = name  # set from here on in this block
         return name
@@ -811,9 +879,135 @@ class _FunctionGen:
 
     def constant(self, e: Constant) -> str:
         data = e.data
+        if data.ndim == 0 and data.dtype.name in ("int32", "bool"):
+            v = data.item()  # a Python int / bool literal: see Scalars above
+            return f"({v})" if v is not True and v is not False and v < 0 else repr(v)
         if data.ndim == 0 and data.dtype.name in _SCALAR_DTYPES:
             return self.gen.intern(data[()], "C")  # a NumPy scalar: see Scalars above
         return self.gen.constant_array(data)
+
+    # -- scalars (relay_ref.executor.scalars) ------------------------------------------------
+    def interval(self, e: Expr) -> _sc.Interval:
+        """What is known of the int32 value of ``e`` here: a constant's value, the interval
+        recorded when it was computed in an enclosing block, or narrowed by the conditions
+        of the enclosing branches; else every int32."""
+        if type(e) is Constant:
+            v = int(e.data.item()) if e.data.ndim == 0 and e.data.dtype.kind in "iu" else None
+            if v is not None and _sc.I32_MIN <= v <= _sc.I32_MAX:
+                return (v, v)
+            return _sc.FULL
+        for known in reversed(self.ivs):
+            iv = known.get(e)
+            if iv is not None:
+                return iv
+        return _sc.FULL
+
+    def push_scope(self, facts: dict[Expr, _sc.Interval] | None = None) -> None:
+        """A nested block: its names and intervals (``facts``: what its condition says)."""
+        self.scopes.append({})
+        self.ivs.append(dict(facts) if facts else {})
+
+    def pop_scope(self) -> None:
+        self.scopes.pop()
+        self.ivs.pop()
+
+    def scalar_step(self, fast: _sc.Fast, atoms: list[str], ivs: list[_sc.Interval],
+                    out: Type | None, span: Span | None, op: str,
+                    inline: bool = False) -> tuple[str, _sc.Interval]:
+        """Emit one fast path (``t = <code>`` and, for an int32 result its operands'
+        intervals do not bound, the wrap-around check); its variable and interval.
+        ``inline`` (a value used once): a result that needs no check and whose code cannot
+        fail (no helper call) is returned as the parenthesised expression itself, computed
+        where it is used: pure, on operands no statement in between reassigns."""
+        code = fast.template.format(*atoms)
+        raw = fast.interval(*ivs) if fast.interval is not None and _sc.is_int32(out) \
+            else None
+        name = self.gen.fresh("t")
+        check = _sc.check_line(name, raw) if raw is not None else None
+        iv = _sc.result_interval(raw) if raw is not None else _sc.FULL
+        if inline and check is None and not fast.template.startswith("_"):
+            self.inlined.add(f"({code})")
+            return f"({code})", iv
+        self.em.emit(f"{name} = {code}", span, op)
+        if check is not None:
+            self.em.emit(check)
+        return name, iv
+
+    def kernel_arg(self, atom: str, ty: Type | None) -> str:
+        """``atom`` as a kernel takes it: a Python int (int32) or bool as a 0-d array."""
+        if _sc.is_int32(ty):
+            return f"_np.asarray({atom}, _I32)"
+        if type(ty) is TensorType and ty.shape == () and ty.dtype == "bool":
+            return f"_np.asarray({atom})"
+        return atom
+
+    def condition(self, cond: Expr) -> tuple[str, _sc.Fast, list[Expr]] | None:
+        """A condition that is one scalar comparison: (the operator, its fast path, the
+        operand expressions: the call's arguments, or constants of its group); None
+        otherwise. Used to test it in the ``if`` itself and to narrow intervals."""
+        if type(cond) is not Call:
+            return None
+        op = cond.op
+        types = self.gen.types
+        if type(op) is Op:
+            if op.name not in _sc.COMPARISONS:
+                return None
+            fast = _sc.fast_path(op.name, cond.attrs, [types.get(a) for a in cond.args])
+            return (op.name, fast, list(cond.args)) if fast is not None else None
+        if type(op) is Function and op.attr("Primitive") is not None:
+            body = op.body
+            if type(body) is not Call or type(body.op) is not Op or \
+                    body.op.name not in _sc.COMPARISONS:
+                return None
+            operands: list[Expr] = []
+            for a in body.args:
+                if type(a) is Var and a in op.params:
+                    operands.append(cond.args[op.params.index(a)])
+                elif type(a) is Constant and a.data.ndim == 0:
+                    operands.append(a)
+                else:
+                    return None
+            fast = _sc.fast_path(body.op.name, body.attrs, [types.get(a) for a in body.args])
+            return (body.op.name, fast, operands) if fast is not None else None
+        return None
+
+    def facts(self, cond: Expr) -> tuple[dict[Expr, _sc.Interval], dict[Expr, _sc.Interval]]:
+        """What an int32 comparison with a constant says of its other operand in the
+        true and the false branch."""
+        found = self.condition(cond)
+        if found is None:
+            return {}, {}
+        name, _, (lhs, rhs) = found
+        if not _sc.is_int32(self.gen.types.get(lhs)):
+            return {}, {}
+        if type(rhs) is Constant and type(lhs) is not Constant:
+            x, op, c = lhs, name, rhs
+        elif type(lhs) is Constant and type(rhs) is not Constant:
+            x, op, c = rhs, _sc.MIRROR[name], lhs
+        else:
+            return {}, {}
+        known, value = self.interval(x), self.interval(c)[0]
+        return ({x: _sc.narrow(op, known, value, True)},
+                {x: _sc.narrow(op, known, value, False)})
+
+    def inline_condition(self, cond: Expr) -> str | None:
+        """The code of ``cond`` to test in the ``if`` line itself, when it is one scalar
+        comparison used only there (CPython then fuses the comparison with the jump);
+        its operands are computed first. None: compute it as any value."""
+        if cond in self.gen.shared or self.lookup(cond) is not None or cond in self.lazy \
+                or self.reads.get(cond) or (self.gen.casts is not None
+                                            and self.gen.casts.at(cond) is not None):
+            return None
+        found = self.condition(cond)
+        if found is None:
+            return None
+        _, fast, operands = found
+        if type(cond.op) is Function:
+            args = {a: self.value(a) for a in cond.args}
+        else:
+            args = {}
+        atoms = [args[a] if a in args else self.value(a) for a in operands]
+        return fast.template.format(*atoms)
 
     def code(self, e: Expr) -> str:
         """Python code computing a non-atomic, non-control expression."""
@@ -860,10 +1054,14 @@ class _FunctionGen:
                 pass  # not dataflow of operators: run it as an ordinary function call
         if kind is GlobalVar and callee.name in self.gen.externs:
             return self.extern_call(e)
-        if kind is Constructor:
+        if kind is Constructor:  # E-Ctor: the value built without a call of its __init__
             args = self.cast_args(e, [self.value(a) for a in e.args])
             ctor = self.gen.intern(callee, "K")
-            return f"_CV({ctor}, ({''.join(a + ', ' for a in args)}))"
+            name = self.gen.fresh("t")
+            self.em.emit(f"{name} = _new_cv(_CV)")
+            self.em.emit(f"{name}.constructor = {ctor}")
+            self.em.emit(f"{name}.fields = ({''.join(a + ', ' for a in args)})")
+            return name
         fn = self.value(callee)
         args = self.cast_args(e, [self.value(a) for a in e.args])
         return f"{fn}({', '.join(args)})"
@@ -872,6 +1070,8 @@ class _FunctionGen:
         """A call of a region (BYOC-Extern): its built callable through the runtime, on
         this line (a failure inside it is located at this call)."""
         args = self.cast_args(e, [self.value(a) for a in e.args])
+        args = [self.kernel_arg(a, self.gen.types.get(x))
+                for a, x in zip(args, e.args, strict=True)]
         site = self.gen.extern_site(e.op.name, e.span, self.gen.types.get(e))
         name = self.gen.fresh("t")
         self.em.emit(f"{name} = _run({site}, [{', '.join(args)}], None)", e.span)
@@ -886,13 +1086,19 @@ class _FunctionGen:
 
     def op_call(self, e: Call, args: list[str]) -> str:
         """A single operator call outside a fused group (FuseOps left it, or did not run)."""
-        fast = _scalar_operator(e.op.name, [self.gen.types.get(a) for a in e.args])
+        types = self.gen.types
+        fast = _sc.fast_path(e.op.name, e.attrs, [types.get(a) for a in e.args])
         if fast is not None:
-            return f"({args[0]} {fast} {args[1]})"
+            name, iv = self.scalar_step(fast, args, [self.interval(a) for a in e.args],
+                                        types.get(e), e.span, e.op.name,
+                                        e not in self.gen.shared)
+            self.ivs[-1][e] = iv
+            return name
         step = self.gen.group_planner.single_op(e)
         site = self.gen.site("single", e.op.name, e.op.name, step, None,
-                             self.gen.types.get(e), -1, e.span)
+                             types.get(e), -1, e.span)
         name = self.gen.fresh("t")
+        args = [self.kernel_arg(a, types.get(x)) for a, x in zip(args, e.args, strict=True)]
         self.em.emit(f"{name} = _run({site}, [{', '.join(args)}], None)", e.span, e.op.name)
         if len(self.scopes) == 1:  # computed in the top block (see release_dead)
             self.produced[e] = site
@@ -903,17 +1109,27 @@ class _FunctionGen:
         through the runtime (``relay_ref.executor.runtime``), or a Python operator when
         the group is one scalar operation (see Scalars above). A step value no later step
         of the group reads through a kernel is released after its last reader."""
-        scalar = _scalar_group(prim, self.gen.types)
-        if scalar is not None:
-            fast, operands = scalar
-            a, b = (args[o] if type(o) is int else self.constant(o) for o in operands)
-            return f"({a} {fast} {b})"
+        types = self.gen.types
+        steps = _scalar_group(prim, types)
+        if steps is not None:  # every op a fast path: Python statements, no kernel
+            atoms: dict[Expr, str] = dict(zip(prim.params, args, strict=True))
+            ivs = {p: self.interval(a) for p, a in zip(prim.params, call.args, strict=True)}
+            for node, fast in steps:
+                for a in node.args:
+                    if type(a) is Constant and a not in atoms:
+                        atoms[a], ivs[a] = self.constant(a), self.interval(a)
+                atoms[node], ivs[node] = self.scalar_step(
+                    fast, [atoms[a] for a in node.args], [ivs[a] for a in node.args],
+                    types.get(node), node.span or call.span, node.op.name,
+                    node is prim.body and call not in self.gen.shared)
+            self.ivs[-1][call] = ivs[prim.body]
+            return atoms[prim.body]
         plan = self.gen.plan(prim)
         self.gen.out.groups.append(plan)
-        types = self.gen.types
         slot = self.gen.slots.get(call, -1)
         writer = writer_step(plan) if slot >= 0 else None
-        vals = [f"_np.asarray({a})" if _is_zero_d(types.get(p)) else a
+        vals = [(self.kernel_arg(a, types.get(p)) if _sc.is_int32(types.get(p)) else
+                 f"_np.asarray({a})") if _is_zero_d(types.get(p)) else a
                 for a, p in zip(args, prim.params, strict=True)]
         steps = plan.steps
         n = plan.n_params
@@ -1019,13 +1235,16 @@ class _FunctionGen:
                         self.cast(name, point, name, val.span)        # T-Let's cast
                 else:
                     atom = self.value(val)
+                    if _sc.is_int32(self.gen.types.get(val)):
+                        self.ivs[-1][var] = self.interval(val)
                     if point is not None:
                         atom = self.cast(atom, point, None, _expr_span(val))  # T-Let's
                     if self.gen.check_shapes and _static_annotation(var.type_annotation):
                         note = self.gen.intern(var.type_annotation, "T")
                         em.emit(f"_check_shape({atom}, {note}, {var.name_hint!r})", val.span)
-                    if atom.isidentifier() and atom in self.gen.out.namespace:
-                        self.names[var] = atom  # a constant: no copy
+                    if (atom.isidentifier() and atom in self.gen.out.namespace) or \
+                            _LITERAL.fullmatch(atom):
+                        self.names[var] = atom  # a constant or a literal: no copy
                     else:
                         name = self.bind(var)
                         em.emit(f"{name} = {atom}")
@@ -1034,13 +1253,14 @@ class _FunctionGen:
             if kind is If:                                            # E-If-True/False
                 point = self.gen.casts.at(e) if self.gen.casts is not None else None
                 into = dest if point is None else ("assign", self.gen.fresh("t"))
-                cond = self.value(e.cond)
+                cond = self.inline_condition(e.cond) or self.value(e.cond)
+                yes, no = self.facts(e.cond)
                 self.anchored(e)
                 saved = self.save_env()
                 em.emit(f"if {cond}:")
-                self.branch(e.true_branch, into)
+                self.branch(e.true_branch, into, None, yes)
                 em.emit("else:")
-                self.branch(e.false_branch, into, point)              # T-If's cast
+                self.branch(e.false_branch, into, point, no)          # T-If's cast
                 self.restore_env(saved, into)
                 if point is not None:
                     self.finish(into[1], dest)
@@ -1066,10 +1286,10 @@ class _FunctionGen:
                 self.tail_sites.append((e.span, len(em.lines)))
                 if self.gen.out.counted:
                     em.emit("_DEPTH.d += 1")
-                if len(params) == 1:
-                    em.emit(f"{params[0]} = {args[0]}")
-                elif params:
-                    em.emit(f"{', '.join(params)} = {', '.join(args)}")
+                moved = [(p, a) for p, a in zip(params, args, strict=True) if p != a]
+                if moved:  # a parameter passed on unchanged needs no assignment
+                    em.emit(f"{', '.join(p for p, _ in moved)} = "
+                            f"{', '.join(a for _, a in moved)}")
                 em.emit("continue")
                 self.loop = True
                 return
@@ -1098,18 +1318,19 @@ class _FunctionGen:
         elif atom != dest[1]:
             em.emit(f"{dest[1]} = {atom}")
 
-    def branch(self, e: Expr, dest: tuple[str, str | None], point: Any = None) -> None:
+    def branch(self, e: Expr, dest: tuple[str, str | None], point: Any = None,
+               facts: dict[Expr, _sc.Interval] | None = None) -> None:
         """``e`` compiled into ``dest`` one block deeper; ``point``: a cast on its value
-        (``dest`` is then an assignment)."""
+        (``dest`` is then an assignment); ``facts``: intervals its condition implies."""
         self.em.depth += 1
-        self.scopes.append({})
+        self.push_scope(facts)
         start = len(self.em.lines)
         self.compile_to(e, dest)
         if point is not None and dest[1] is not None:
             self.cast(dest[1], point, dest[1], _expr_span(e))
         if len(self.em.lines) == start:  # pragma: no cover - compile_to always emits
             self.em.emit("pass")
-        self.scopes.pop()
+        self.pop_scope()
         self.em.depth -= 1
 
     def is_self_call(self, e: Call) -> bool:
@@ -1131,7 +1352,7 @@ class _FunctionGen:
             em.emit(f"{'if' if first else 'elif'} {test}:")
             first = False
             em.depth += 1
-            self.scopes.append({})
+            self.push_scope()
             for var, path in binds:
                 em.emit(f"{self.bind(var)} = {path}")
                 if self.gen.casts is not None and (point := self.gen.casts.at(var)):
@@ -1140,7 +1361,7 @@ class _FunctionGen:
             point = self.gen.casts.at(clause) if self.gen.casts is not None else None
             if point is not None and dest[1] is not None:
                 self.cast(dest[1], point, dest[1], _expr_span(clause.rhs))  # T-Match's
-            self.scopes.pop()
+            self.pop_scope()
             em.depth -= 1
             if not conds:
                 return  # an irrefutable clause: the rest is unreachable
@@ -1177,37 +1398,27 @@ def _is_zero_d(ty: Type | None) -> bool:
     return type(ty) is TensorType and ty.shape == ()
 
 
-def _scalar_operator(name: str, types: list[Type | None]) -> str | None:
-    """The Python operator computing op ``name`` on two 0-d operands of ``types``, when
-    NumPy scalar arithmetic gives exactly the reference's answer (same dtype, wrap-around
-    for integers); None otherwise."""
-    if len(types) != 2 or types[0] is None or types[0] != types[1] or not _is_scalar(types[0]):
-        return None
-    if name in _SCALAR_BINOPS and (types[0].dtype != "bool" or name not in _ARITHMETIC):
-        return _SCALAR_BINOPS[name]
-    if name in _SCALAR_BOOL_BINOPS and types[0].dtype == "bool":
-        return _SCALAR_BOOL_BINOPS[name]
-    return None
-
-
 def _scalar_group(prim: Function, types: dict[Expr, Type]
-                  ) -> tuple[str, list[int | Constant]] | None:
-    """A group that is one scalar operation (see Scalars in the module docstring): its
-    Python operator and its two operands (a parameter's position, or a 0-d constant);
-    None for any other group."""
-    body = prim.body
-    if type(body) is not Call or type(body.op) is not Op or len(body.args) != 2:
-        return None
-    operands: list[int | Constant] = []
-    for a in body.args:
-        if type(a) is Var and a in prim.params:
-            operands.append(prim.params.index(a))
-        elif type(a) is Constant and a.data.ndim == 0:
-            operands.append(a)
-    fast = _scalar_operator(body.op.name, [types.get(a) for a in body.args])
-    if fast is None or len(operands) != 2:
-        return None
-    return fast, operands
+                  ) -> list[tuple[Call, _sc.Fast]] | None:
+    """A group every operator call of which has a scalar fast path (relay_ref.executor.
+    scalars) on 0-d operands (parameters, 0-d constants, earlier calls): its calls in
+    post-order with their fast paths; None for any other group."""
+    steps: list[tuple[Call, _sc.Fast]] = []
+    for node in post_order(prim.body):
+        kind = type(node)
+        if kind is Var and node in prim.params:
+            continue
+        if kind is Constant and node.data.ndim == 0:
+            continue
+        if kind is Op:
+            continue
+        if kind is not Call or type(node.op) is not Op:
+            return None
+        fast = _sc.fast_path(node.op.name, node.attrs, [types.get(a) for a in node.args])
+        if fast is None or not _is_zero_d(types.get(node)):
+            return None
+        steps.append((node, fast))
+    return steps if steps and type(prim.body) is Call else None
 
 
 def _group_run_args(prim: Function, plan: Any, types: dict[Expr, Type]) -> frozenset[int]:
@@ -1317,7 +1528,9 @@ def constructor_value(ctor: Constructor) -> Callable[..., Any]:
 
 
 def _as_array(x: Any) -> Any:
-    if isinstance(x, np.generic):
+    if type(x) is int:  # an int32 (see Scalars above)
+        return np.asarray(x, np.int32)
+    if isinstance(x, np.generic | bool):
         return np.asarray(x)
     if type(x) is not np.ndarray and hasattr(x, "copy_to_host"):  # a device array (cuda)
         from relay_ref.compute.cuda import to_host  # counted, as every transfer

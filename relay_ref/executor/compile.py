@@ -73,6 +73,7 @@ from relay_ref.executor.memory import MemoryPlan, plan_memory
 from relay_ref.executor.plan import GroupSummary, Plan
 from relay_ref.executor.runtime import Runtime, StaticPlanRuntime, SymbolicPlanRuntime
 from relay_ref.executor.targets import get_target, make_planner
+from relay_ref.executor.threads import resolve as resolve_threads
 from relay_ref.interpreter.driver import MAX_DEPTH, checked_module
 from relay_ref.ir.expr import Call, Function, GlobalVar, Let, Var
 from relay_ref.ir.module import IRModule
@@ -107,17 +108,21 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    heuristic: object = "dtr_eq", dealloc: object = "eager",
                    cost: object = "flops", dtr_log: object = None,
                    externs: Mapping[str, Any] | None = None,
-                   shape_bounds: Mapping[str, int] | None = None) -> Executable:
+                   shape_bounds: Mapping[str, int] | None = None,
+                   threads: Any = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
     arguments after it: DTR (``relay_ref.dtr.options``; checked before anything else).
     ``externs``: backend name -> codegen (or None: its regions run on the host), for the
-    module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern)."""
+    module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern).
+    ``threads``: the thread policy's count (``relay_ref.executor.threads.resolve``; a bad
+    one is a ``RelayError`` before anything is compiled)."""
     from relay_ref.dtr.options import dtr_options
 
     start = time.perf_counter()
     dtr_opts = dtr_options(memory_budget, heuristic, dealloc, cost, dtr_log)
+    thread_policy = resolve_threads(threads)
     if not isinstance(mod, IRModule):
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
     if not isinstance(target, str):
@@ -195,6 +200,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                 dtr.default_span, dtr.default_where = call.span, "the code gradient made"
     plan = _plan(work, entry, target, first + pipeline.specs(), generated, memory,
                  time.perf_counter() - start)
+    plan = dataclasses.replace(plan, threads=thread_policy.describe())
     if notes:
         plan = dataclasses.replace(plan, notes=(*plan.notes, *notes))
     if regions:
@@ -205,7 +211,23 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     return Executable(generated, work, checked, entry, plan,
                       deep=_may_recurse(work, entry), profile=profile, memory=memory,
                       aliases=dict(aliases) if isinstance(aliases, Mapping) else None,
-                      device=device, runtime=runtime, dtr=dtr)
+                      device=device, runtime=runtime, dtr=dtr, threads=thread_policy,
+                      thread_scope=_uses_threads(plan))
+
+
+#: operators (as group labels name them: ``nn.`` dropped) whose CPU kernels call BLAS
+#: (``matmul`` covers ``batch_matmul``, ``conv2d`` its transpose and gradients)
+_BLAS_OPS = ("conv2d", "dense", "matmul")
+
+
+def _uses_threads(plan: Plan) -> tuple[bool, bool]:
+    """(whether any kernel of ``plan`` may use threads: it has tensor kernels or BYOC
+    regions; whether any may call BLAS: a BLAS operator, or a region or a NumPy reference
+    that might). A program of scalar code only needs neither."""
+    blas = bool(plan.regions) or any(
+        any(op in g.label for op in _BLAS_OPS) or "reference" in " ".join(g.kernels)
+        for g in plan.groups)
+    return bool(plan.groups) or blas, blas
 
 
 def _entry_shape_vars(func: Function) -> frozenset[str]:

@@ -27,6 +27,9 @@ Invariants:
   fresh DTR engine (``relay_ref.dtr.runtime``) and ``exe.dtr_stats`` is that call's
   statistics (None before the first call; a budget given as a fraction of the peak is
   resolved on the first call by a run without budget first). Calls are serialised.
+* Each call runs under the executable's thread policy (``exe.threads``,
+  ``relay_ref.executor.threads``): BLAS on one thread, the work pool and numba at the
+  policy's count, all restored when the call returns (or fails).
 * Target ``cuda`` (``device`` given): tensor arguments of rank >= 1 are copied to the device
   at the start of a call, device arrays in the result are copied back by the converter
   (``relay_ref.executor.cuda_plan``).
@@ -42,14 +45,19 @@ from typing import Any
 
 import numpy as np
 
-from relay_ref.deepstack import run_deep
+from relay_ref.deepstack import run_deep, run_raised
 from relay_ref.diagnostics import RelayError, RelayRuntimeError
-from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule
+from relay_ref.executor import gcpause
+from relay_ref.executor.codegen import FRAME_SLACK, GeneratedModule, recursion_in_python
 from relay_ref.executor.errors import runtime_failure
 from relay_ref.executor.jitstats import Counter
 from relay_ref.executor.plan import Plan
 from relay_ref.executor.runtime import Profiling, Runtime
-from relay_ref.executor.values import Converter
+from relay_ref.executor.threads import ThreadPolicy
+from relay_ref.executor.threads import enter as enter_threads
+from relay_ref.executor.threads import leave as leave_threads
+from relay_ref.executor.threads import resolve as resolve_threads
+from relay_ref.executor.values import Converter, scalar_in
 from relay_ref.interpreter.args import ArgumentError, convert_argument
 from relay_ref.interpreter.driver import param_types
 from relay_ref.ir.expr import Function
@@ -103,12 +111,20 @@ class Executable:
                  entry: str, plan: Plan, *, deep: bool,
                  profile: bool, memory: Any = None,
                  aliases: dict[str, str] | None = None, device: Any = None,
-                 runtime: Runtime | None = None, dtr: Any = None) -> None:
+                 runtime: Runtime | None = None, dtr: Any = None,
+                 threads: ThreadPolicy | None = None,
+                 thread_scope: tuple[bool, bool] = (True, True)) -> None:
         self.generated = generated
         self.module = module  # the compiled (optimised, type-checked) module
         self.host_module = host_module  # the user's module, checked: host closures run here
         self.entry = entry
         self.plan = plan
+        #: the thread policy applied around each call (``relay_ref.executor.threads``)
+        self.threads = threads if threads is not None else resolve_threads()
+        #: (whether any kernel of the program can use threads, whether any calls BLAS): the
+        #: policy's few µs per call are skipped where they change nothing (a scalar
+        #: program pays nothing, one without BLAS calls not BLAS's ~3 µs)
+        self._thread_scope, self._thread_blas = thread_scope
         self.stats = Stats()
         self._jit = Counter()  # numba specialisations made by calls (stats.compilations)
         self.profile = profile
@@ -120,6 +136,8 @@ class Executable:
         self._lock = threading.Lock() if (memory is not None and (
             memory.buffers or memory.symbolic)) or dtr is not None else None
         self._deep = deep
+        #: the entry's calls nest only Python functions (codegen.recursion_in_python)
+        self._python_deep = deep and device is None and recursion_in_python(module, entry)
         self.max_depth = generated.max_depth
         self._recursion_limit = max(RECURSION_LIMIT, self.max_depth + FRAME_SLACK)
         self._depth = generated.namespace.get("_DEPTH")  # counted code's depth, per thread
@@ -234,7 +252,7 @@ class Executable:
                     arg.shape == fast[0]:
                 # a 0-d tensor runs as a NumPy scalar (codegen's Scalars invariant): 0-d
                 # array arithmetic costs ~10x more per operation
-                values.append(arg[()] if not fast[0] else arg)
+                values.append(arg if fast[0] else scalar_in(arg))
                 continue
             sym = self._sym_fast[i]
             if sym is not None and type(arg) is np.ndarray and arg.dtype == sym[1] and \
@@ -267,7 +285,7 @@ class Executable:
             if type(value) is np.ndarray:
                 if not value.dtype.isnative:  # kernels take native byte order only
                     value = value.astype(value.dtype.newbyteorder("="))
-                values.append(value[()] if value.ndim == 0 else value)
+                values.append(scalar_in(value) if value.ndim == 0 else value)
             else:
                 values.append(self.converter.from_relay(value))
         return values
@@ -292,13 +310,19 @@ class Executable:
         jit = self._jit
         jit.start()
         start = time.perf_counter()
+        gcpause.enter()  # the cyclic collector held back (executor/gcpause.py)
         try:
-            if self._deep:
+            if self._deep and fn is self._fn and self._python_deep:
+                # deep Python-to-Python recursion only: no big-stack thread needed
+                result = run_raised(lambda: self._job(fn, values),
+                                    recursion_limit=self._recursion_limit)
+            elif self._deep:
                 result = run_deep(lambda: self._job(fn, values), name="relay-exe",
                                   recursion_limit=self._recursion_limit)
             else:
                 result = self._job(fn, values)
         finally:
+            gcpause.leave()
             made = jit.stop()
             self.stats.compilations += made
             self.stats.last_compilations = made
@@ -312,6 +336,9 @@ class Executable:
         outer = 0
         if depth is not None:
             outer, depth.d = depth.d, 0
+        # applied on the thread that runs the code: numba's count is per thread
+        token = enter_threads(self.threads, self._thread_blas) if self._thread_scope \
+            else None
         try:
             result = _quietly(fn, values if self.device is None else
                               self.device.arguments(values))
@@ -320,6 +347,8 @@ class Executable:
         except Exception as err:  # noqa: BLE001 - located below, never leaked
             raise runtime_failure(err, self) from None
         finally:
+            if token is not None:
+                leave_threads(token)
             if depth is not None:
                 depth.d = outer
             if self._cast_memo is not None:
@@ -347,7 +376,7 @@ class Executable:
                 raise RelayRuntimeError(f"argument %{p.name_hint}: {err.message}",
                                         p.span) from None
             if type(value) is np.ndarray and value.ndim == 0:
-                value = value[()]
+                value = scalar_in(value)
             values.append(self.converter.from_relay(value))
         return self._run(closure.compiled, values)
 

@@ -10,8 +10,9 @@ emits as statements (one Python line per step, located at the Relay call it comp
    by an elementwise tail that only it feeds: the anchor's kernel, then the tail as one
    generated kernel written in place into the anchor's fresh output when the tail's
    kernel allows it (TVM's out-elemwise-fusable groups: conv2d + bias_add + relu);
-3. a chain of ``reshape`` s and ``transpose`` s (at least one transpose) of the group's one
-   parameter, shapes static (shufflenet's channel shuffle: reshape, transpose, reshape):
+3. a chain of ``reshape`` s and ``transpose`` s ending in a reshape after a transpose
+   (the chain then copies) of the group's one parameter, shapes static (shufflenet's channel
+   shuffle: reshape, transpose, reshape):
    one step (``LayoutCopy``) that applies the chain as NumPy views and copies once into
    ``out`` (a planned buffer) or a fresh array, instead of one step per operator and a
    fresh copy made by the last reshape;
@@ -439,8 +440,8 @@ class LayoutCopy:
 
 def layout_chain(prim: Function, nodes: list[Expr], types: Mapping[Expr, Type]
                  ) -> LayoutCopy | None:
-    """The ``LayoutCopy`` of a group that is a chain of reshapes and transposes (one at
-    least) of its only parameter with static types, else None."""
+    """The ``LayoutCopy`` of a group that is a chain of reshapes and transposes of its only
+    parameter with static types, ending in a reshape after a transpose, else None."""
     if len(prim.params) != 1:
         return None
     views: list[tuple[str, tuple[int, ...]]] = []
@@ -468,8 +469,10 @@ def layout_chain(prim: Function, nodes: list[Expr], types: Mapping[Expr, Type]
     if expect is not prim.body or not views:
         return None
     last = max((i for i, (k, _) in enumerate(views) if k == "transpose"), default=-1)
-    if last < 0:
-        return None  # reshapes only: a view, cheaper than any copy
+    if last < 0 or last == len(views) - 1:
+        # reshapes only, or a transpose last: the kernels give a view, free (a transposed
+        # weight feeds BLAS as it is); a reshape after a transpose copies anyway
+        return None
     in_ty, out_ty = types.get(prim.params[0]), types[prim.body]
     if type(in_ty) is not TensorType or not in_ty.is_static or in_ty.dtype != out_ty.dtype:
         return None

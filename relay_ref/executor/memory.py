@@ -9,17 +9,42 @@ allocated once at compile time instead of a fresh array, when
 
 * its type is a static tensor type and its group's writing step honours ``out=`` (a CPU
   kernel that returns no views, or a generated elementwise kernel), and
-* every user of the result is another fused group whose steps all produce fresh arrays
-  (so no view of the buffer outlives the user), i.e. the value never escapes: it is not
-  returned, put in a tuple or passed to anything else.
+* no value that may share its memory (below) reaches the function's result: outputs are
+  always fresh arrays, so a later call never overwrites what a caller kept.
+
+**Aliases.** A value may share memory with others without being written into a buffer:
+a view kernel (``returns_view``: reshape, transpose, batch_flatten, ...) may return a view
+of its argument, an operator's NumPy reference may return a view of any argument, a tuple
+holds its fields and a projection the field it selects. ``aliased_params`` says, from a
+group's plan, which of its parameters its result may share memory with (none when its
+writing step is fresh; steps through tuples and projections followed, conservatively: a
+reference is taken to alias every argument); an operator called outside any group may
+alias every argument. Each value's *owners* are the planned values whose buffer it may
+be (or view): a planned group's result owns itself, any other value the owners of the
+inputs it may alias. Gradient programs are full of these (the transposed weights of
+``dense``'s gradient, the pooling gradient reading the activation it pools, the
+flattened activation, the loss's tuple), so the plan follows them instead of giving up
+on every value one of them reads.
 
 Liveness: nodes run in the code generator's order (post-order, left to right, as
-``relay_ref.ir.visitor.post_order``); a value is live from its group until its last user.
+``relay_ref.ir.visitor.post_order``); a planned value's buffer is live from its group
+until the last read of any value it owns (a view of it, a tuple holding it, a reference's
+result that may be it: each keeps its base alive until its own last user), and no buffer
+is owned by the result (a planned value the result may own is dropped from the plan).
+
 Buffers are assigned by a linear scan: a group takes the smallest free buffer large enough
 (or a new one) *before* the buffers of the inputs it reads last are released, so a group
 never writes over its own inputs. Each planned value is a fixed view of a fixed buffer,
 made at compile time, handed out by the runtime's allocation policy
 (``relay_ref.executor.runtime.StaticPlanRuntime``) at the value's slot.
+
+What stays fresh: outputs (and every value that may share their memory), the results of
+steps that cannot write ``out=`` (NumPy references, view kernels: a reference allocates
+its own result, so giving it a buffer would only add a copy), values inside a group that
+are not its result, and the scratch memory kernels allocate internally. A per-call pool
+of released arrays would not reach any of these in a dataflow entry (every value it
+could recycle is planned here); allocations inside references and kernels are theirs to
+avoid (CPU kernels for the training step's operators, issue 30).
 
 **Symbolic sizes** (issue 29): a value whose type has symbolic dimensions, all of them
 over the shape variables the entry's parameters bind (Shape-Bind; not those a
@@ -36,19 +61,22 @@ it larger than it is (or once, at compile time, at ``shape_bounds``), and makes 
 views. The liveness argument is unchanged: it is about steps, not sizes.
 
 **Concatenations in place** (``relay_ref.executor.inplace_concat``): a planned static
-``concatenate`` whose parts qualify takes its buffer at its first part's step, and each
-such part's value is its slice of that buffer (the part is written there; the
-concatenation's kernel skips it).
+``concatenate`` whose parts all qualify takes its buffer at its first part's step, and each
+part's value is its slice of that buffer (the part is written there; the concatenation's
+kernel skips it).
 
-Invariant (checked by ``tests/executor/test_memory.py``): two planned values share bytes
-only if their live ranges are disjoint, except a concatenation and its parts placed in
-its buffer (each read only by the concatenation), and no value handed to the caller is in
-a buffer, so an output is never overwritten by a later call.
+Invariants (checked by ``tests/executor/test_memory.py`` and, for gradient programs with
+views, references and tuples, ``tests/executor/test_memory_plan_grad.py``): two planned
+values share bytes only if their live ranges are disjoint, except a concatenation and its
+parts placed in its buffer (each read only by the concatenation); a planned value's range
+covers every read of every value that may share its memory; no value handed to the caller
+is (a view of) a buffer, so an output is never overwritten by a later call.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,7 +88,8 @@ from relay_ref.ir.types import TensorType, Type
 from relay_ref.ir.visitor import post_order
 from relay_ref.ops.registry import op_kernel
 
-__all__ = ["Dataflow", "MemoryPlan", "dataflow", "plan_memory", "writer_step"]
+__all__ = ["Dataflow", "MemoryPlan", "aliased_params", "dataflow", "plan_memory",
+           "writer_step"]
 
 
 @dataclass(slots=True)
@@ -121,6 +150,20 @@ class Dataflow:
     nodes: list[Expr]
     users: dict[Expr, list[Expr]]
     result: Expr
+    #: let-bound variable -> the value bound to it
+    bound: dict[Var, Expr] = field(default_factory=dict)
+
+    def resolve(self, e: Expr) -> Expr:
+        """The value node ``e`` reads (through let-bound variables and ``let`` s: a
+        ``let``'s value is its body's)."""
+        bound = self.bound
+        while True:
+            if type(e) is Var and e in bound:
+                e = bound[e]
+            elif type(e) is Let:
+                e = e.body
+            else:
+                return e
 
 
 def dataflow(func: Function) -> Dataflow | None:
@@ -143,19 +186,13 @@ def dataflow(func: Function) -> Dataflow | None:
         elif not (kind is Var and node in alias):
             nodes.append(node)
 
-    def resolve(e: Expr) -> Expr:
-        while type(e) is Var and e in alias:
-            e = alias[e]
-        return e
-
-    users: dict[Expr, list[Expr]] = {}
+    flow = Dataflow(nodes, {}, func.body, alias)
+    resolve = flow.resolve
     for node in nodes:
         for kid in dict.fromkeys(resolve(k) for k in _kids(node)):
-            users.setdefault(kid, []).append(node)
-    result = func.body
-    while type(result) is Let:
-        result = result.body
-    return Dataflow(nodes, users, resolve(result))
+            flow.users.setdefault(kid, []).append(node)
+    flow.result = resolve(func.body)
+    return flow
 
 
 def _fresh_step(step: object) -> bool:
@@ -182,6 +219,89 @@ def writer_step(plan: object) -> int | None:
         anchor = last.out - plan.n_params  # type: ignore[attr-defined]
         return anchor if 0 <= anchor < len(steps) and _fresh_step(steps[anchor]) else None
     return len(steps) - 1 if _fresh_step(last) else None
+
+
+def aliased_params(plan: object) -> frozenset[int]:
+    """The positions of the group's parameters whose memory its result may share: empty
+    when the result is fresh (``writer_step`` is not None); else those a view kernel
+    (``returns_view``) or an operator's reference (which may return a view of any
+    argument) passes on to the result, through tuples and projections."""
+    if writer_step(plan) is not None:
+        return frozenset()
+    n = plan.n_params  # type: ignore[attr-defined]
+    shares: list[frozenset[int]] = [frozenset((k,)) for k in range(n)]
+    for step in plan.steps:  # type: ignore[attr-defined]
+        kind = step.kind
+        if kind == "const":
+            own: frozenset[int] = frozenset()
+        elif kind in ("op", "fused") and step.out is not None:
+            own = shares[step.out]  # written in place over an earlier value
+        elif kind in ("op", "fused") and _fresh_step(step):
+            own = frozenset()
+        else:  # a view kernel, a reference, a tuple, a projection: any input it reads
+            own = frozenset().union(*(shares[j] for j in step.inputs))
+        shares.append(own)
+    return shares[-1] if len(shares) > n else frozenset()
+
+
+def _writable(node: Expr, plan: object, types: dict[Expr, Type],
+              bound_vars: frozenset[str]) -> bool:
+    """Whether the group call's result may be written into a planned buffer: a tensor of
+    static type (or symbolic over ``bound_vars``) whose writing step honours ``out=``."""
+    ty = types.get(node)
+    if type(ty) is not TensorType or not (all(type(d) is int for d in ty.shape)
+                                          or _symbolic_ok(ty, bound_vars)):
+        return False
+    return writer_step(plan) is not None
+
+
+def _live_ends(flow: Dataflow, plans: dict[Expr, object], types: dict[Expr, Type],
+               bound_vars: frozenset[str]) -> dict[Expr, int]:
+    """The planned values: writable group call -> the last step its memory is read at,
+    through every value that may share it (see the module docstring, Aliases); values
+    whose memory may reach the function's result are left out (outputs stay fresh)."""
+    nodes, users, resolve = flow.nodes, flow.users, flow.resolve
+    order = {node: i for i, node in enumerate(nodes)}
+    none: frozenset[Expr] = frozenset()
+    owners: dict[Expr, frozenset[Expr]] = {}
+    for node in nodes:
+        kind = type(node)
+        own = none
+        if kind is Call:
+            plan = plans.get(node)
+            if plan is None:  # an operator outside any group: kernel or reference
+                reads: Iterable[Expr] = node.args
+            elif writer_step(plan) is not None:
+                reads = ()
+                if _writable(node, plan, types, bound_vars):
+                    own = frozenset((node,))
+            else:
+                reads = [node.args[k] for k in sorted(aliased_params(plan))]
+            for arg in reads:
+                more = owners.get(resolve(arg), none)
+                if more:
+                    own = own | more if own else more
+        elif kind is Tuple:
+            for f in node.fields:
+                more = owners.get(resolve(f), none)
+                if more:
+                    own = own | more if own else more
+        elif kind is TupleGetItem:
+            whole = resolve(node.tuple_value)
+            own = owners.get(resolve(whole.fields[node.index]) if type(whole) is Tuple
+                             else whole, none)
+        if own:
+            owners[node] = own
+    ends: dict[Expr, int] = {}
+    for node, own in owners.items():
+        us = users.get(node)
+        last = max(order[u] for u in us) if us else order[node]
+        for base in own:
+            if ends.get(base, -1) < last:
+                ends[base] = last
+    for base in owners.get(flow.result, none):
+        ends.pop(base, None)
+    return ends
 
 
 def _symbolic_ok(ty: TensorType, bound: frozenset[str]) -> bool:
@@ -217,28 +337,13 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
     flow = dataflow(func)
     if flow is None:
         return plan
-    nodes, users = flow.nodes, flow.users
-    order = {node: i for i, node in enumerate(nodes)}
+    nodes = flow.nodes
     try:
         plans = {node: planner.plan(node.op)  # type: ignore[attr-defined]
                  for node in nodes if _is_group_call(node)}
     except Unplannable:  # such a group runs as a function call: no plan
         return plan
-    safe_user = {node: bool(p.steps) and _fresh_step(p.steps[-1]) and all(
-        _fresh_step(s) or s.kind in ("tuple", "proj") for s in p.steps[:-1])
-        for node, p in plans.items()}
-    candidates: dict[Expr, int] = {}
-    for node, gp in plans.items():
-        ty = types.get(node)
-        if type(ty) is not TensorType or not (all(type(d) is int for d in ty.shape)
-                                              or _symbolic_ok(ty, bound_vars)):
-            continue
-        if node is flow.result or writer_step(gp) is None:
-            continue
-        us = users.get(node, [])
-        if not us or not all(type(u) is Call and safe_user.get(u, False) for u in us):
-            continue
-        candidates[node] = max(order[u] for u in us)
+    candidates = _live_ends(flow, plans, types, bound_vars)
     # free buffers sorted by (size, when freed): best fit is the first with size >= need,
     # ties to the earliest freed; values are tracked by buffer index, so planning costs
     # O(log n) a value even when thousands are live at once (first-order AD outputs)
@@ -273,7 +378,7 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
     from relay_ref.executor.inplace_concat import inplace_concats
 
     part_of: dict[Expr, tuple[object, int]] = {}
-    for cp in inplace_concats(nodes, users, flow.result, plans, types, candidates,
+    for cp in inplace_concats(nodes, flow.users, flow.result, plans, types, candidates,
                               writer_step):
         for k, part in enumerate(cp.parts):
             part_of[part] = (cp, k)
@@ -300,7 +405,7 @@ def plan_memory(func: Function, planner: object, types: dict[Expr, Type],
                 allocate(concat, i)
             extent = int(types[node].shape[cp.axis])
             plan.views[node] = cp.part_view(plan.views[concat], k, extent)  # type: ignore[index]
-            plan.ranges[node] = (i, order[concat])  # type: ignore[index]
+            plan.ranges[node] = (i, candidates[concat])  # type: ignore[index]
             plan.offsets[node] = held[concat]  # type: ignore[index]
         elif node in candidates and node not in held:
             allocate(node, i)

@@ -6,6 +6,8 @@ operator), kernel launches per call of the entry, the constants folded into the 
 the buffers; for target ``cuda`` also the device's launches and the host steps' copies.
 With BYOC regions (spec/byoc.md), ``regions`` lists each: its backend (``host`` after a
 fallback, BYOC-Fallback), operator calls, estimated operations and the fallback's note.
+``threads`` is the thread policy's line (``relay_ref.executor.threads``), shown after the
+passes.
 Data only: the executor fills it, ``str(plan)`` and ``plan.table()`` show it.
 """
 
@@ -55,6 +57,8 @@ class Plan:
     #: the byte sizes of the buffers with symbolic sizes (issue 29), as text (``n * 4096``);
     #: counted in ``buffers``, not in ``peak_bytes`` (which depends on the shapes)
     symbolic_buffers: tuple[str, ...] = ()
+    #: the thread policy (``relay_ref.executor.threads.ThreadPolicy.describe``), one line
+    threads: str = ""
 
     def region_table(self) -> str:
         """The regions, one a line: name, backend, op calls, estimated operations, note."""
@@ -98,6 +102,7 @@ class Plan:
             f"plan for @{self.entry} (target {self.target}, compiled in "
             f"{self.compile_seconds:.2f} s)",
             f"passes: {', '.join(self.passes) or 'none'}",
+            *([self.threads] if self.threads else []),
             f"functions: {self.functions}; fused groups: {sum(g.count for g in self.groups)} "
             f"({', '.join(f'{n} {s}' for s, n in sorted(strategies.items())) or 'none'}); "
             f"kernel calls: {self.launches}",

@@ -1,12 +1,20 @@
 """Values crossing the boundary of compiled code (spec/semantics.md section 1).
 
 Inside compiled code a value is what the interpreter uses (``relay_ref.interpreter.values``)
-with two differences, for speed: a 0-d tensor may be a NumPy scalar (``np.int32(3)``), and
-a function is a Python callable (a generated ``def``, an operator or constructor wrapper).
-``to_relay`` turns a result into the interpreter's representation (0-d arrays, ``Closure``
-values) and ``from_relay`` turns arguments into the compiled one.
+with differences, for speed: a 0-d ``int32`` tensor is a Python ``int`` and a 0-d ``bool``
+tensor a Python ``bool`` (``relay_ref.executor.scalars``), another 0-d tensor may be a NumPy
+scalar (``np.float32(3)``), and a function is a Python callable (a generated ``def``, an
+operator or constructor wrapper). ``to_relay`` turns a result into the interpreter's
+representation (0-d arrays, ``Closure`` values) and ``from_relay`` turns arguments into the
+compiled one.
 
 Invariants:
+
+* A Python ``int`` in compiled code is always an ``int32`` in ``[-2**31, 2**31)`` (no other
+  width is one), a Python ``bool`` always a ``bool``: both convert without their static type
+  (inside ADT values, references, closures' environments, through polymorphic functions).
+  A 0-d ``int32`` array or ``np.int32`` (a kernel's result) may stand for one too; arguments
+  coming in (``scalar_in``, ``from_relay``) are converted to the Python form.
 
 * ADT values and reference cells are converted *in place* (a field or a cell's content is
   replaced by an equal value of the other representation), so their identity, the store's
@@ -32,7 +40,18 @@ import numpy as np
 from relay_ref.interpreter.values import Closure, ConstructorValue, RecClosure, RefValue
 from relay_ref.ir.expr import Constructor, Op
 
-__all__ = ["CompiledClosure", "CompiledRecClosure", "Converter"]
+__all__ = ["CompiledClosure", "CompiledRecClosure", "Converter", "scalar_in"]
+
+_INT32, _BOOL = np.dtype(np.int32), np.dtype(np.bool_)
+
+
+def scalar_in(array: np.ndarray) -> Any:
+    """A 0-d array as compiled code holds it: a Python ``int`` for ``int32``, a ``bool``
+    for ``bool``, a NumPy scalar for any other dtype."""
+    dtype = array.dtype
+    if dtype == _INT32 or dtype == _BOOL:
+        return array.item()
+    return array[()]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -97,6 +116,10 @@ class Converter:
         representation."""
         if type(v) is np.ndarray:
             return self.fresh(v)
+        if type(v) is int:  # an int32 (see the module docstring)
+            return np.array(v, np.int32)
+        if type(v) is bool:
+            return np.array(v)
         if isinstance(v, np.generic):
             return np.asarray(v)
         if callable(v) and not isinstance(v, Closure | RecClosure | Constructor | Op):
@@ -143,12 +166,16 @@ class Converter:
     def from_relay(self, value: Any) -> Any:
         """``value`` (interpreter representation) in the compiled one."""
         if type(value) is np.ndarray:
-            return value
+            return scalar_in(value) if value.ndim == 0 else value
         return _walk(value, self._leaf_in)
 
     def _leaf_in(self, v: Any) -> Any:
         if isinstance(v, Closure | RecClosure | Constructor | Op):
             return self.callable_of(v)
+        if type(v) is np.ndarray:
+            return scalar_in(v) if v.ndim == 0 else v
+        if type(v) is np.int32 or type(v) is np.bool_:
+            return v.item()
         return v
 
     def callable_of(self, value: Any) -> Callable[..., Any]:

@@ -251,8 +251,10 @@ def value_mismatch(value: object, ty: Type, mod: IRModule, *, check_functions: b
         v, t, path, in_adt = work.pop()
         match t:
             case TensorType(shape, dtype):                           # V-Tensor
-                if compiled and isinstance(v, np.generic):
+                if compiled and isinstance(v, np.generic | bool):
                     v = np.asarray(v)
+                elif compiled and type(v) is int:  # an int32 (executor/values.py)
+                    v = np.asarray(v, np.int32)
                 if not isinstance(v, np.ndarray):
                     return _wrong(_where(path), t, v), ()
                 if v.dtype.name != dtype or v.ndim != len(shape) or any(

@@ -18,8 +18,9 @@ relation would reject) runs the op's reference, whose errors are therefore the r
 conv2d picks a kernel per shape class: a 1x1, stride-1, unpadded convolution is a plain
 matrix product; a depthwise one (``groups == C > 1``, one input channel per group) is a
 direct loop that skips the padding taps; the rest is im2col into a column buffer (one group and
-batch element at a time) followed by ``np.dot``. Only the im2col and direct loops run in
-numba; the products run in NumPy's OpenBLAS.
+batch element at a time) followed by a GEMM. Only the im2col and direct loops run in numba;
+the products run in NumPy's OpenBLAS (``relay_ref.compute.cpu.blas``), and im2col plus
+product are split over the executor's work pool (``_conv_nchw``'s docstring).
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from relay_ref.compute.cpu import conv as cconv
+from relay_ref.compute.cpu import parallel
 from relay_ref.compute.cpu import pool as cpool
+from relay_ref.ops import cpu_grad
 from relay_ref.ops.layout import to_canonical
 from relay_ref.ops.nn import pad4, pool_out
 from relay_ref.ops.registry import get_op
@@ -63,6 +66,14 @@ def _finish(result: Array, out: Array | None) -> Array:
         return result
     np.copyto(out, result)
     return out
+
+
+@functools.cache
+def _blas() -> object:
+    """``relay_ref.compute.cpu.blas`` (imported on first use, as ``cpu_tensor`` does)."""
+    from relay_ref.compute.cpu import blas
+
+    return blas
 
 
 def _fast_layout(data: object, layout: str, out_layout: str) -> bool:
@@ -157,8 +168,50 @@ def conv2d(args: list, attrs: object, out: Array | None = None) -> Array:
     return _finish(res, out)
 
 
+def _slots(count: int, size: int, dtype: np.dtype) -> list[Array]:
+    """``count`` flat scratch buffers of ``size`` elements, one per thread of the pool: a
+    task takes one (``_take``) and appends it back (list operations are atomic under the
+    GIL; at most ``threads()`` tasks run at once, so the list is empty only if the count
+    changed in between, by another thread's executable: ``_take`` then allocates)."""
+    return [np.empty(size, dtype) for _ in range(count)]
+
+
+def _take(slots: list[Array], size: int, dtype: np.dtype) -> Array:
+    try:
+        return slots.pop()
+    except IndexError:
+        return np.empty(size, dtype)
+
+
+#: depthwise work (multiply-adds) below which one task runs it all
+_DEPTHWISE_SPLIT = 200_000
+
+
+def _split_rows(rows: int, geo: ConvGeometry, kernel: object, args: tuple) -> None:
+    """``kernel(*args, r0, r1)`` over ``[0, rows)``, in up to ``4 * threads`` blocks run
+    by the pool when the convolution is large enough (depthwise kernels)."""
+    t = parallel.threads()
+    work = geo.n * geo.o * geo.oh * geo.ow * geo.kh * geo.kw
+    chunks = 1 if t == 1 or work < _DEPTHWISE_SPLIT else min(rows, 4 * t)
+    per = -(-rows // chunks)
+
+    def block(i: int) -> None:
+        kernel(*args, i * per, min(rows, (i + 1) * per))  # type: ignore[operator]
+
+    parallel.run_tasks(-(-rows // per), block)
+
+
 def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
-    """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous."""
+    """NCHW x OIHW into ``res`` (N, O, OH, OW); all C-contiguous.
+
+    Work split (``relay_ref.compute.cpu.parallel``): with at least ``2 * threads`` (image,
+    group) products, each is one task (serial im2col + one GEMM, a scratch buffer per
+    thread); else each product is split: over output-row blocks (im2col of the block + its
+    GEMM, one task) when its pixels outnumber its output channels, else im2col over
+    channel blocks then ``blas.gemm`` (which splits the rows of the weight)."""
+    if cpu_grad.many_taps(geo):  # conv2d's weight gradient as AD emits it (cpu_grad.py)
+        cpu_grad.conv2d_many_taps(x, w, geo, res)
+        return
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
     (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:
@@ -166,38 +219,111 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
         w3 = w.reshape(geo.o, geo.kh, geo.kw)
         r3 = res.reshape(n * geo.o, geo.oh, geo.ow)
         if geo.strides == (1, 1):
-            cconv.depthwise_nchw_s1(planes, w3, r3, c, dh, dw, pt, pl, og)
+            _split_rows(n * geo.o, geo, cconv.depthwise_nchw_s1,
+                        (planes, w3, r3, c, dh, dw, pt, pl, og))
         else:
-            cconv.depthwise_nchw(planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og)
+            _split_rows(n * geo.o, geo, cconv.depthwise_nchw,
+                        (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
         return
-    w2 = w.reshape(geo.o, cg * geo.kh * geo.kw)
-    r3 = res.reshape(n, geo.o, geo.oh * geo.ow)
+    blas = _blas()
+    kk = cg * geo.kh * geo.kw
+    pixels = geo.oh * geo.ow
+    w2 = w.reshape(geo.o, kk)
+    r3 = res.reshape(n, geo.o, pixels)
+    t = parallel.threads()
+    jobs = n * g
+    flops = 2 * og * kk * pixels
     if geo.pointwise:
         x3 = x.reshape(n, c, geo.h * geo.w)
-        for b in range(n):
-            for k in range(g):
-                np.dot(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
-                       out=r3[b, k * og:(k + 1) * og])
+
+        def product(i: int) -> None:
+            b, k = divmod(i, g)
+            np.dot(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
+                   out=r3[b, k * og:(k + 1) * og])
+
+        if t > 1 and jobs >= 2 * t:
+            parallel.run_tasks(jobs, product)
+        else:
+            for i in range(jobs):
+                b, k = divmod(i, g)
+                blas.gemm(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
+                          r3[b, k * og:(k + 1) * og])
         return
-    col = np.empty((cg * geo.kh * geo.kw, geo.oh * geo.ow), x.dtype)
+    im2col = cconv.im2col_nchw
+    geom = (geo.kh, geo.kw, sh, sw, dh, dw, pt, pl, geo.ow)
+    if t == 1 or flops * jobs < blas.SPLIT_FLOPS or jobs >= 2 * t:
+        slots = _slots(min(t, jobs), kk * pixels, x.dtype)
+
+        def whole(i: int) -> None:
+            b, k = divmod(i, g)
+            buf = _take(slots, kk * pixels, x.dtype)
+            try:
+                col = buf.reshape(kk, pixels)
+                im2col(x[b, k * cg:(k + 1) * cg], col, *geom, 0, geo.oh)
+                np.dot(w2[k * og:(k + 1) * og], col, out=r3[b, k * og:(k + 1) * og])
+            finally:
+                slots.append(buf)
+
+        parallel.run_tasks(jobs, whole)
+        return
     for b in range(n):
         for k in range(g):
-            cconv.im2col_nchw(x[b, k * cg:(k + 1) * cg], col, geo.kh, geo.kw, sh, sw, dh, dw,
-                              pt, pl, geo.oh, geo.ow)
-            np.dot(w2[k * og:(k + 1) * og], col, out=r3[b, k * og:(k + 1) * og])
+            _conv_nchw_one(x[b, k * cg:(k + 1) * cg], w2[k * og:(k + 1) * og],
+                           r3[b, k * og:(k + 1) * og], geo, geom, t)
+
+
+def _conv_nchw_one(xk: Array, wk: Array, out: Array, geo: ConvGeometry, geom: tuple,
+                   t: int) -> None:
+    """One image and group, ``out`` (og, OH*OW) = ``wk`` (og, cg*KH*KW) @ im2col(``xk``),
+    split over the pool's ``t`` threads (see ``_conv_nchw``)."""
+    og, kk = wk.shape
+    cg = xk.shape[0]
+    oh, ow = geo.oh, geo.ow
+    im2col = cconv.im2col_nchw
+    if oh * ow >= og and oh > 1:
+        chunks = min(2 * t, oh)
+        per = -(-oh // chunks)
+        slots = _slots(t, kk * per * ow, xk.dtype)
+
+        def block(i: int) -> None:
+            y0, y1 = i * per, min(oh, (i + 1) * per)
+            buf = _take(slots, kk * per * ow, xk.dtype)
+            try:
+                col = buf[:kk * (y1 - y0) * ow].reshape(kk, (y1 - y0) * ow)
+                im2col(xk, col, *geom, y0, y1)
+                np.matmul(wk, col, out=out[:, y0 * ow:y1 * ow])
+            finally:
+                slots.append(buf)
+
+        parallel.run_tasks(-(-oh // per), block)
+        return
+    col = np.empty((kk, oh * ow), xk.dtype)
+    taps = geo.kh * geo.kw
+    per_c = -(-cg // min(2 * t, cg))
+
+    def channels(i: int) -> None:
+        c0, c1 = i * per_c, min(cg, (i + 1) * per_c)
+        im2col(xk[c0:c1], col[c0 * taps:c1 * taps], *geom, 0, oh)
+
+    parallel.run_tasks(-(-cg // per_c), channels)
+    _blas().gemm(wk, col, out)
 
 
 def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
-    """NHWC x HWIO into ``res`` (N, OH, OW, O); all C-contiguous."""
+    """NHWC x HWIO into ``res`` (N, OH, OW, O); all C-contiguous. Split over the pool as
+    ``_conv_nchw``: (image, group) products as tasks when there are at least ``2 *
+    threads``, else each product over blocks of output pixels (im2col of the block + its
+    GEMM into those rows of the output, one task)."""
     n, c, g, cg, og = geo.n, geo.c, geo.groups, geo.cg, geo.og
     (sh, sw), (dh, dw), (pt, pl, _, _) = geo.strides, geo.dilation, geo.pads
     if geo.depthwise:
-        cconv.depthwise_nhwc(x, w.reshape(geo.kh, geo.kw, geo.o), res, sh, sw, dh, dw, pt, pl,
-                             og)
+        _split_rows(n * geo.oh, geo, cconv.depthwise_nhwc,
+                    (x, w.reshape(geo.kh, geo.kw, geo.o), res, sh, sw, dh, dw, pt, pl, og))
         return
+    blas = _blas()
     if geo.pointwise and g == 1:
         rows = n * geo.h * geo.w
-        np.dot(x.reshape(rows, c), w.reshape(c, geo.o), out=res.reshape(rows, geo.o))
+        blas.gemm(x.reshape(rows, c), w.reshape(c, geo.o), res.reshape(rows, geo.o))
         return
     k_len = geo.kh * geo.kw * cg
     pixels = geo.oh * geo.ow
@@ -206,16 +332,35 @@ def _conv_nhwc(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
     else:
         weights = [np.ascontiguousarray(w[:, :, :, k * og:(k + 1) * og]).reshape(k_len, og)
                    for k in range(g)]
-    col = np.empty((pixels, k_len), x.dtype)
-    for b in range(n):
-        rb = res[b].reshape(pixels, geo.o)
-        for k in range(g):
-            cconv.im2col_nhwc(x[b], col, geo.kh, geo.kw, sh, sw, dh, dw, pt, pl, geo.oh,
-                              geo.ow, k * cg, cg)
+    r3 = res.reshape(n, pixels, geo.o)
+    geom = (geo.kh, geo.kw, sh, sw, dh, dw, pt, pl, geo.ow)
+    t = parallel.threads()
+    jobs = n * g
+    flops = 2 * og * k_len * pixels
+    if t == 1 or flops * jobs < blas.SPLIT_FLOPS or jobs >= 2 * t:
+        chunks, per = jobs, pixels
+    else:
+        per = max(16, -(-pixels // (2 * t)))
+        chunks = jobs * -(-pixels // per)
+    blocks = -(-pixels // per)
+    slots = _slots(min(t, chunks), per * k_len, x.dtype)
+
+    def block(i: int) -> None:
+        job, j = divmod(i, blocks)
+        b, k = divmod(job, g)
+        p0, p1 = j * per, min(pixels, (j + 1) * per)
+        buf = _take(slots, per * k_len, x.dtype)
+        try:
+            col = buf[:(p1 - p0) * k_len].reshape(p1 - p0, k_len)
+            cconv.im2col_nhwc(x[b], col, *geom, k * cg, cg, p0, p1)
             if g == 1:
-                np.dot(col, weights[0], out=rb)
+                np.dot(col, weights[0], out=r3[b, p0:p1])
             else:
-                rb[:, k * og:(k + 1) * og] = np.dot(col, weights[k])
+                np.matmul(col, weights[k], out=r3[b, p0:p1, k * og:(k + 1) * og])
+        finally:
+            slots.append(buf)
+
+    parallel.run_tasks(chunks, block)
 
 
 # -- pooling -----------------------------------------------------------------------------
@@ -309,11 +454,11 @@ def _global(op: str, args: list, attrs: object, out: Array | None, is_max: bool)
     if layout == "NCHW":
         n, c, h, w = x.shape
         res = _target(out, (n, c, 1, 1), x.dtype)
-        cpool.global_rows(x.reshape(n * c, h * w), res.reshape(n * c), is_max)
+        cpool.global_pool_rows(x.reshape(n * c, h * w), res.reshape(n * c), is_max)
     else:
         n, h, w, c = x.shape
         res = _target(out, (n, 1, 1, c), x.dtype)
-        cpool.global_mid(x.reshape(n, h * w, c), res.reshape(n, c), is_max)
+        cpool.global_pool_mid(x.reshape(n, h * w, c), res.reshape(n, c), is_max)
     return _finish(res, out)
 
 

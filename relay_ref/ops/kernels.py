@@ -26,6 +26,7 @@ _NN = "relay_ref.ops.cpu_nn"
 _TENSOR = "relay_ref.ops.cpu_tensor"
 _EW = "relay_ref.ops.cpu_elementwise"
 _CUDA = "relay_ref.ops.cuda_ops"
+_GRAD = "relay_ref.ops.cpu_grad"
 
 #: the plain elementwise ops (``tensor.plain_ufunc``): one ufunc call, no checks
 _PLAIN_UFUNC_OPS = (
@@ -43,6 +44,10 @@ BUILTIN_CPU_KERNELS: dict[str, str] = {
     "nn.avg_pool2d": f"{_NN}:avg_pool2d",
     "nn.global_avg_pool2d": f"{_NN}:global_avg_pool2d",
     "nn.global_max_pool2d": f"{_NN}:global_max_pool2d",
+    # the training step's gradient ops (cpu_grad.py over compute/cpu/conv_grad.py, pool_grad.py)
+    "nn.conv2d_transpose": f"{_GRAD}:conv2d_transpose",
+    "nn.max_pool2d_grad": f"{_GRAD}:max_pool2d_grad",
+    "nn.avg_pool2d_grad": f"{_GRAD}:avg_pool2d_grad",
     # BLAS, softmax, normalisation, reductions, layout (cpu_tensor.py over compute/cpu/*)
     "nn.dense": f"{_TENSOR}:dense",
     "nn.matmul": f"{_TENSOR}:matmul",

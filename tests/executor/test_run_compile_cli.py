@@ -137,11 +137,17 @@ def test_plan_and_profile(files, capsys):
     code, out, err = run(capsys, "run", "--compile", "--profile", str(files["fib"]), "5")
     assert code == 0 and out.strip() == "5"
     assert "calls: 1, last call:" in err and "plan for" not in err
+    code, out, err = run(capsys, "run", "--compile", "--plan", "--threads", "1", str(t),
+                         str(t.parent / "x.npy"), str(t.parent / "y.npy"), "True")
+    assert code == 0, err
+    assert "threads: 1 (work pool 1, BLAS 1 per call, numba 1; from compile(threads=...))" \
+        in err.splitlines()
 
 
 @pytest.mark.parametrize(("flags", "says"), [
     (["--compile", "--trace"], "--trace lists the interpreter's evaluation rules"),
     (["--plan"], "--plan describes a compiled program: add --compile"),
+    (["--threads", "2"], "--threads describes a compiled program: add --compile"),
     (["--profile"], "--profile describes a compiled program: add --compile"),
 ])
 def test_options_that_do_not_combine(files, capsys, flags, says):

@@ -9,12 +9,13 @@ would need SciPy and start a second BLAS thread pool).
 Inner loops run over 1-d slices taken at non-negative offsets, so numba emits no
 wrap-around code there and they vectorise. Shape conventions:
 
-* ``im2col_nchw``: ``(C, H, W)`` into ``(C * KH * KW, OH * OW)``; row ``(c * KH + i) * KW +
-  j``, column ``y * OW + x``; the zero padding is written by the kernel (no padded copy).
-  ``weight.reshape(O, -1) @ col`` is the ``(O, OH * OW)`` output.
-* ``im2col_nhwc``: channels ``[c0, c0 + cg)`` of ``(H, W, C)`` into ``(OH * OW, KH * KW *
-  cg)``; column ``(i * KW + j) * cg + c``. ``col @ weight_hwio.reshape(
-  -1, O)`` is the ``(OH * OW, O)`` output.
+* ``im2col_nchw``: output rows ``[y0, y1)`` of ``(C, H, W)`` into ``(C * KH * KW, (y1 - y0)
+  * OW)``; row ``(c * KH + i) * KW + j``, column ``(y - y0) * OW + x``; the zero padding is
+  written by the kernel (no padded copy). ``weight.reshape(O, -1) @ col`` is those rows of
+  the ``(O, OH * OW)`` output.
+* ``im2col_nhwc``: output pixels ``[p0, p1)``, channels ``[c0, c0 + cg)`` of ``(H, W, C)``
+  into ``(p1 - p0, KH * KW * cg)``; column ``(i * KW + j) * cg + c``. ``col @
+  weight_hwio.reshape(-1, O)`` is those rows of the ``(OH * OW, O)`` output.
 * depthwise (``groups == C``, ``O = C * mult``): output channel ``o`` reads input channel
   ``o // mult``; taps in the padding are skipped.
 
@@ -22,9 +23,11 @@ No kernel copies the input into a padded buffer: the zero padding is written int
 columns (im2col) or skipped (depthwise), with ``valid_range`` giving the in-bounds output
 columns of each tap.
 
-Every function is compiled with ``cache=True``; the parallel ones split the outermost loop
-over numba's OpenMP pool, which ``relay_ref.compute.cpu`` keeps passive between calls so it
-does not spin against OpenBLAS.
+Every function is compiled with ``cache=True``, serial and ``nogil``: each works on a range
+of its output (rows ``[y0, y1)``, pixels ``[p0, p1)``, planes or rows ``[r0, r1)``), and the
+adapter splits the work (and the products after im2col) over the executor's work pool
+(``relay_ref.compute.cpu.parallel``), which balances dynamically on a busy machine where
+OpenMP's static ``prange`` split waits for a descheduled thread.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import numpy as np
 from relay_ref.compute.cpu import numba
 
 njit = numba.njit
-prange = numba.prange
 
 
 @njit(cache=True)
@@ -52,21 +54,23 @@ def valid_range(start, step, size, count):
     return lo, hi
 
 
-@njit(cache=True, parallel=True)
-def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow):
-    """Columns of the (C, H, W) image ``x``, zero-padded by ``pt`` rows on top and ``pl``
-    columns on the left (and as needed bottom/right), into ``col`` (C*KH*KW, OH*OW)."""
+@njit(cache=True, nogil=True)
+def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, ow, y0, y1):
+    """Columns of output rows [y0, y1) of the (C, H, W) image ``x``, zero-padded by ``pt``
+    rows on top and ``pl`` columns on the left (and as needed bottom/right), into ``col``
+    (C*KH*KW, (y1-y0)*OW). Serial and ``nogil``: the work pool runs it on row blocks (a
+    slice of ``x``'s channels into the matching rows of ``col``) or output-row blocks."""
     c_, h, w = x.shape
     kk = kh * kw
-    for r in prange(c_ * kk):
+    for r in range(c_ * kk):
         c = r // kk
         k = r - c * kk
         i = k // kw
         j = k - i * kw
         xs = j * dw - pl  # input column of output column 0
         lo, hi = valid_range(xs, sw, w, ow)
-        for y in range(oh):
-            dst = col[r, y * ow:(y + 1) * ow]
+        for y in range(y0, y1):
+            dst = col[r, (y - y0) * ow:(y - y0 + 1) * ow]
             row = y * sh + i * dh - pt
             if row < 0 or row >= h:
                 for q in range(ow):
@@ -88,12 +92,14 @@ def im2col_nchw(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow):
                 dst[q] = 0.0
 
 
-@njit(cache=True, parallel=True)
-def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
-    """Columns of channels [c0, c0+cg) of the (H, W, C) image ``x``, zero-padded by ``pt``
-    rows on top and ``pl`` columns on the left, into ``col`` (OH*OW, KH*KW*cg)."""
+@njit(cache=True, nogil=True)
+def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, ow, c0, cg, p0, p1):
+    """Columns of output pixels [p0, p1) (row-major over (OH, OW)) for channels [c0, c0+cg)
+    of the (H, W, C) image ``x``, zero-padded by ``pt`` rows on top and ``pl`` columns on
+    the left, into ``col`` (p1-p0, KH*KW*cg). Serial and ``nogil`` (the work pool runs it on
+    pixel blocks)."""
     h, w = x.shape[0], x.shape[1]
-    for p in prange(oh * ow):
+    for p in range(p0, p1):
         y = p // ow
         xo = p - y * ow
         for i in range(kh):
@@ -101,7 +107,7 @@ def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
             for j in range(kw):
                 cx = xo * sw + j * dw - pl
                 base = (i * kw + j) * cg
-                dst = col[p, base:base + cg]
+                dst = col[p - p0, base:base + cg]
                 if row < 0 or row >= h or cx < 0 or cx >= w:
                     for c in range(cg):
                         dst[c] = 0.0
@@ -111,15 +117,15 @@ def im2col_nhwc(x, col, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, c0, cg):
                         dst[c] = src[c]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult, r0, r1):
     """Depthwise convolution of ``x`` (N*C, H, W), zero-padded by ``pt`` rows on top and
-    ``pl`` columns on the left, with ``w`` (O, KH, KW), O = C*mult, into ``out``
-    (N*O, OH, OW). Padding taps are skipped, not materialised."""
-    no, oh, ow = out.shape
+    ``pl`` columns on the left, with ``w`` (O, KH, KW), O = C*mult, into output planes
+    [r0, r1) of ``out`` (N*O, OH, OW). Padding taps are skipped, not materialised."""
+    oh, ow = out.shape[1], out.shape[2]
     o_, kh, kw = w.shape
     h, wd = x.shape[1], x.shape[2]
-    for r in prange(no):
+    for r in range(r0, r1):
         n = r // o_
         o = r - n * o_
         c = n * c_ + o // mult
@@ -147,19 +153,19 @@ def depthwise_nchw(x, w, out, c_, sh, sw, dh, dw, pt, pl, mult):
                             part[q] += wv * src[q * sw]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult, r0, r1):
     """``depthwise_nchw`` for stride 1, on a zero-padded copy of each plane (row pitch
     ``wp``): every tap is then one loop over all ``OH * wp`` positions of the plane ("wide"
     rows whose last ``wp - OW`` values are discarded), long and contiguous, instead of one
     short loop per output row."""
-    no, oh, ow = out.shape
+    oh, ow = out.shape[1], out.shape[2]
     o_, kh, kw = w.shape
     h, wd = x.shape[1], x.shape[2]
     hp = max(h + pt, oh + (kh - 1) * dh)
     wp = max(wd + pl, ow + (kw - 1) * dw)
     span = oh * wp
-    for r in prange(no):
+    for r in range(r0, r1):
         n = r // o_
         o = r - n * o_
         c = n * c_ + o // mult
@@ -194,15 +200,15 @@ def depthwise_nchw_s1(x, w, out, c_, dh, dw, pt, pl, mult):
                 dst[q] = src[q]
 
 
-@njit(cache=True, parallel=True, fastmath=True)
-def depthwise_nhwc(x, w, out, sh, sw, dh, dw, pt, pl, mult):
+@njit(cache=True, nogil=True, fastmath=True)
+def depthwise_nhwc(x, w, out, sh, sw, dh, dw, pt, pl, mult, r0, r1):
     """Depthwise convolution of ``x`` (N, H, W, C), zero-padded by ``pt`` rows on top and
-    ``pl`` columns on the left, with ``w`` (KH, KW, O), O = C*mult, into ``out``
-    (N, OH, OW, O)."""
-    n_, oh, ow, o_ = out.shape
+    ``pl`` columns on the left, with ``w`` (KH, KW, O), O = C*mult, into output rows
+    [r0, r1) (of the N*OH rows) of ``out`` (N, OH, OW, O)."""
+    oh, ow, o_ = out.shape[1], out.shape[2], out.shape[3]
     h, wd = x.shape[1], x.shape[2]
     kh, kw = w.shape[0], w.shape[1]
-    for r in prange(n_ * oh):
+    for r in range(r0, r1):
         n = r // oh
         y = r - n * oh
         for q in range(ow):

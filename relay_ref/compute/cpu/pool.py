@@ -1,6 +1,6 @@
-"""2-d pooling kernels (``../shared/reference/performance.md`` section 3).
+"""2-d pooling (``../shared/reference/performance.md`` section 3).
 
-Pure array kernels over C-contiguous float32/float64 arrays of fixed rank; the op-level
+Array-level drivers over C-contiguous float32/float64 arrays of fixed rank; the op-level
 adapter (``relay_ref.ops.cpu_nn``) computes the output size and the divisors.
 
 Window pooling is separable, and so is its padding: a window is the product of a row range
@@ -8,11 +8,13 @@ and a column range, and a padding tap (``-inf`` for max, 0 for a sum) never chan
 result, so out-of-range rows are skipped and padded columns hold the identity. Each plane is
 pooled in two passes whose inner loops are contiguous (vectorisable) and long:
 
-* NCHW (``pool_nchw``): a vertical pass over the input rows of each output row, then the
-  horizontal taps on a stride-phase split of the result (see ``pool_nchw``), each tap one
-  loop over the whole plane. Strided loads like ``v[2 * q]`` alone do not vectorise (3x
-  slower measured); the split loads both members of each pair in one loop, which does.
-* NHWC (``pool_nhwc``): horizontal then vertical, the inner loops over channels.
+* NCHW (``pool_nchw`` over ``pool_planes``): a vertical pass over the input rows of each
+  output row, then the horizontal taps on a stride-phase split of the result (see
+  ``pool_planes``), each tap one loop over the whole plane. Strided loads like ``v[2 * q]``
+  alone do not vectorise (3x slower measured); the split loads both members of each pair
+  in one loop, which does.
+* NHWC (``pool_nhwc`` over ``hpass_rows`` / ``vpass_rows``): horizontal then vertical, the
+  inner loops over channels.
 
 Average pooling divides the sum at ``(y, x)`` by ``cnt_h[y] * cnt_w[x]``: the counted region
 (the input, or the input plus its explicit padding) is a rectangle, so its size within a
@@ -22,133 +24,96 @@ valid tap gives ``-inf`` (max) or 0 (average), as the padded reference does. Max
 NumPy's ``max``): the adapters (``relay_ref/ops/cpu_nn.py``) send inputs holding a NaN to
 the reference.
 
-Shapes: ``pool_nchw``: ``(B, H, W)`` into ``(B, OH, OW)`` (B = N*C, one plane per thread);
-``pool_nhwc``: ``(N, H, W, C)`` into ``(N, OH, OW, C)``; ``global_rows``: ``(R, L)`` into
-``(R,)`` (NCHW, L = H*W); ``global_mid``: ``(N, L, C)`` into ``(N, C)`` (NHWC).
+Cold start (issue 30): every numba kernel here is serial and ``nogil``, takes the range of
+planes or rows it computes, and has one specialisation per dtype (``is_max`` is a runtime
+flag; the divisors are always read-only arrays). Large jobs run the same kernel over blocks
+as ``parallel.run_tasks`` tasks (``blocks``); nothing is ``parallel=True``: the former
+``prange`` NCHW kernel took 2.6-5.8 s to compile on the loaded 2-core box, ``pool_planes``
+0.7-1.4 s in the same runs (3-5x less). The path never depends on the sizes: a new size
+must not compile anything (``executor/jitstats.py``; so no NumPy path for small inputs).
+
+Shapes: ``pool_nchw``: ``(B, H, W)`` into ``(B, OH, OW)`` (B = N*C); ``pool_nhwc``:
+``(N, H, W, C)`` into ``(N, OH, OW, C)``; ``global_pool_rows``: ``(R, L)`` into ``(R,)``
+(NCHW, L = H*W); ``global_pool_mid``: ``(N, L, C)`` into ``(N, C)`` (NHWC); L >= 1.
 
 The window loops take no ``fastmath``: they are elementwise, and infinities are data here.
+Inner loops index slices from 0 (a computed offset such as ``v[base + k]`` gets numba's
+negative-index wrap-around and does not vectorise: 3x slower measured).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from relay_ref.compute.cpu import numba
-from relay_ref.compute.cpu.conv import valid_range
+from relay_ref.compute.cpu import numba, parallel
+from relay_ref.compute.cpu.blocks import bounds, task_count
 
 njit = numba.njit
-prange = numba.prange
 
-
-@njit(cache=True)
-def _hpass_c(row, t, kw, sw, dw, pl, is_max):
-    """``t[q, :]`` = max/sum of ``row[q*sw + j*dw - pl, :]`` over the valid taps ``j``:
-    (W, C) rows into (OW, C), the inner loops over channels."""
-    w, ow, c_ = row.shape[0], t.shape[0], t.shape[1]
-    init = -np.inf if is_max else 0.0
-    for q in range(ow):
-        tq = t[q]
-        for c in range(c_):
-            tq[c] = init
-    for j in range(kw):
-        xs = j * dw - pl
-        lo, hi = valid_range(xs, sw, w, ow)
-        for q in range(lo, hi):
-            src = row[xs + q * sw]
-            dst = t[q]
-            if is_max:
-                for c in range(c_):
-                    dst[c] = max(dst[c], src[c])
-            else:
-                for c in range(c_):
-                    dst[c] += src[c]
-
-
-@njit(cache=True)
-def _vpass(tmp, dst, y, kh, sh, dh, pt, is_max, cnt_h, cnt_w):
-    """Row ``y`` of the output (``dst``, 1-d or (OW, C) raveled to 1-d) from the scratch rows
-    ``tmp[y*sh + i*dh - pt]`` (each raveled like ``dst``)."""
-    h, m = tmp.shape[0], dst.shape[0]
-    init = -np.inf if is_max else 0.0
-    for q in range(m):
-        dst[q] = init
-    for i in range(kh):
-        r = y * sh + i * dh - pt
-        if r < 0 or r >= h:
-            continue
-        src = tmp[r]
-        if is_max:
-            for q in range(m):
-                dst[q] = max(dst[q], src[q])
-        else:
-            for q in range(m):
-                dst[q] += src[q]
-    if not is_max:
-        ow = cnt_w.shape[0]
-        per = m // ow  # channels per output column (1 for NCHW)
-        ch = cnt_h[y]
-        for q in range(ow):
-            div = ch * cnt_w[q]
-            for c in range(q * per, (q + 1) * per):
-                dst[c] = dst[c] / div
-
-
-@njit(cache=True)
-def _accumulate(dst, src, m, is_max):
-    """``dst[k] = max(dst[k], src[k])`` (or ``+=``) for k < m: one contiguous loop."""
-    if is_max:
-        for k in range(m):
-            dst[k] = max(dst[k], src[k])
-    else:
-        for k in range(m):
-            dst[k] += src[k]
-
-
-@njit(cache=True, parallel=True)
-def pool_nchw(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):
-    """Max or average pooling of ``x`` (B, H, W) into ``out`` (B, OH, OW), the padding
-    ``pt`` rows above and ``pl`` columns left (the rest implied by the output size).
+@njit(cache=True, nogil=True)
+def pool_planes(x, out, b0, b1, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):
+    """Max or average pooling of the planes ``b0 <= b < b1`` of ``x`` (B, H, W) into
+    ``out`` (B, OH, OW), the padding ``pt`` rows above and ``pl`` columns left (the rest
+    implied by the output size). Serial and ``nogil``: ``pool_nchw`` runs blocks of planes
+    as tasks.
 
     Per plane: the vertical pass writes ``v`` (OH rows of pitch ``wp``, a multiple of the
     stride, the horizontal padding already in place); ``v`` is split into ``sw`` phases
-    (``phase[p][k] = v[k * sw + p]``), so that column tap ``j`` of every output position is
-    ``phase[j*dw % sw][k + j*dw // sw]`` at a contiguous ``k``; each tap is then one long
-    loop over all OH * wq positions ("wide" rows whose values past OW are discarded)."""
-    b_, h, wd = x.shape
+    (phase ``p`` is ``ph[p * plen + k] = v[k * sw + p]``), so that column tap ``j`` of every
+    output position is phase ``j*dw % sw`` at ``k + j*dw // sw`` for a contiguous ``k``;
+    each tap is then one long loop over all OH * wq positions ("wide" rows whose values
+    past OW are discarded). One function with its loops written out: every nested
+    ``@njit`` call is compiled, linked and optimised again inside its caller (cold-start
+    cost), and ``is_max`` is a runtime flag (one specialisation per dtype)."""
+    h, wd = x.shape[1], x.shape[2]
     oh, ow = out.shape[1], out.shape[2]
     init = -np.inf if is_max else 0.0
     wq = (max(pl + wd, (ow - 1) * sw + (kw - 1) * dw + 1) + sw - 1) // sw
     wp = wq * sw
     span = oh * wq
     plen = span + (kw - 1) * dw // sw + 1  # phase length: the last taps read past span
-    for b in prange(b_):
-        v = np.full(plen * sw, init, x.dtype)
+    v = np.empty(plen * sw, x.dtype)
+    ph = v if sw == 1 else np.empty(plen * sw, x.dtype)
+    wide = np.empty(span, x.dtype)
+    for b in range(b0, b1):
+        for k in range(plen * sw):
+            v[k] = init
         for y in range(oh):
             dst = v[y * wp + pl:y * wp + pl + wd]
             for i in range(kh):
                 r = y * sh + i * dh - pt
-                if r >= 0 and r < h:
-                    _accumulate(dst, x[b, r], wd, is_max)
-        if sw == 1:
-            phases = v.reshape((1, plen))
-        else:
-            phases = np.empty((sw, plen), x.dtype)
-            if sw == 2:  # both members of each pair in one loop: LLVM vectorises it
-                p0, p1 = phases[0], phases[1]
+                if r < 0 or r >= h:
+                    continue
+                src = x[b, r]
+                if is_max:
+                    for k in range(wd):
+                        dst[k] = max(dst[k], src[k])
+                else:
+                    for k in range(wd):
+                        dst[k] += src[k]
+        if sw == 2:  # both members of each pair in one loop: LLVM vectorises it
+            p0, p1 = ph[:plen], ph[plen:]
+            for k in range(plen):
+                p0[k] = v[2 * k]
+                p1[k] = v[2 * k + 1]
+        elif sw > 2:
+            for p in range(sw):
+                pp = ph[p * plen:(p + 1) * plen]
                 for k in range(plen):
-                    p0[k] = v[2 * k]
-                    p1[k] = v[2 * k + 1]
-            else:
-                for p in range(sw):
-                    ph = phases[p]
-                    for k in range(plen):
-                        ph[k] = v[k * sw + p]
-        wide = np.full(span, init, x.dtype)
+                    pp[k] = v[k * sw + p]
+        for k in range(span):
+            wide[k] = init
         for j in range(kw):
-            _accumulate(wide, phases[j * dw % sw, j * dw // sw:], span, is_max)
+            off = (j * dw % sw) * plen + j * dw // sw
+            src = ph[off:off + span]
+            if is_max:
+                for k in range(span):
+                    wide[k] = max(wide[k], src[k])
+            else:
+                for k in range(span):
+                    wide[k] += src[k]
         for y in range(oh):
-            dst = out[b, y]
-            src = wide[y * wq:]
+            dst, src = out[b, y], wide[y * wq:y * wq + ow]
             if is_max:
                 for q in range(ow):
                     dst[q] = src[q]
@@ -158,27 +123,151 @@ def pool_nchw(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):
                     dst[q] = src[q] / (ch * cnt_w[q])
 
 
-@njit(cache=True, parallel=True)
-def pool_nhwc(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):
-    """Max or average pooling of ``x`` (N, H, W, C) into ``out`` (N, OH, OW, C)."""
-    n_, h, c_ = x.shape[0], x.shape[1], x.shape[3]
+@njit(cache=True, nogil=True)
+def hpass_rows(x, t, r0, r1, kw, sw, dw, pl, is_max):
+    """NHWC horizontal pass of the rows ``r0 <= r < r1``: ``t[r, q, :]`` = max/sum of
+    ``x[r, q*sw + j*dw - pl, :]`` over the valid taps ``j``; ``x`` (R, W, C), ``t``
+    (R, OW, C), the inner loops over channels (serial, ``nogil``)."""
+    w, ow, c_ = x.shape[1], t.shape[1], t.shape[2]
+    init = -np.inf if is_max else 0.0
+    for r in range(r0, r1):
+        row, tr = x[r], t[r]
+        for q in range(ow):
+            tq = tr[q]
+            for c in range(c_):
+                tq[c] = init
+        for j in range(kw):
+            xs = j * dw - pl
+            lo = 0 if xs >= 0 else (-xs + sw - 1) // sw  # the taps inside [0, w)
+            hi = (w - 1 - xs) // sw + 1 if w - 1 - xs >= 0 else 0
+            lo = min(lo, ow)
+            hi = max(min(hi, ow), lo)
+            for q in range(lo, hi):
+                src, dst = row[xs + q * sw], tr[q]
+                if is_max:
+                    for c in range(c_):
+                        dst[c] = max(dst[c], src[c])
+                else:
+                    for c in range(c_):
+                        dst[c] += src[c]
+
+
+@njit(cache=True, nogil=True)
+def vpass_rows(t, out, r0, r1, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w):
+    """NHWC vertical pass of the output rows ``r0 <= r < r1``: ``out[r]`` (row ``y = r %
+    OH`` of image ``r // OH``; ``out`` (N*OH, OW*C)) from the scratch rows
+    ``t[n*h + y*sh + i*dh - pt]`` (``t`` (N*H, OW*C)); averages divide by
+    ``cnt_h[y] * cnt_w[q]`` (serial, ``nogil``)."""
+    m = out.shape[1]
+    init = -np.inf if is_max else 0.0
+    for row in range(r0, r1):
+        n, y = row // oh, row % oh
+        dst = out[row]
+        for q in range(m):
+            dst[q] = init
+        for i in range(kh):
+            r = y * sh + i * dh - pt
+            if r < 0 or r >= h:
+                continue
+            src = t[n * h + r]
+            if is_max:
+                for q in range(m):
+                    dst[q] = max(dst[q], src[q])
+            else:
+                for q in range(m):
+                    dst[q] += src[q]
+        if not is_max:
+            ow = cnt_w.shape[0]
+            per = m // ow  # channels per output column
+            ch = cnt_h[y]
+            for q in range(ow):
+                div = ch * cnt_w[q]
+                for c in range(q * per, (q + 1) * per):
+                    dst[c] = dst[c] / div
+
+
+def pool_nchw(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # type: ignore[no-untyped-def]
+    """Max or average pooling of ``x`` (B, H, W) into ``out`` (B, OH, OW): ``pool_planes``
+    over blocks of planes (tasks when the work is large)."""
+    b_ = x.shape[0]
+    count = task_count(b_, x.shape[1] * x.shape[2])
+    if count == 1:
+        pool_planes(x, out, 0, b_, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w)
+        return
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, b_)
+        pool_planes(x, out, lo, hi, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w)
+
+    parallel.run_tasks(count, task)
+
+
+def pool_nhwc(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # type: ignore[no-untyped-def]
+    """Max or average pooling of ``x`` (N, H, W, C) into ``out`` (N, OH, OW, C): the
+    horizontal pass of every input row into a scratch (N*H, OW, C), then the vertical pass
+    of every output row, each over blocks of rows (tasks when the work is large)."""
+    n_, h, w, c_ = x.shape
     oh, ow = out.shape[1], out.shape[2]
-    tmp = np.empty((n_, h, ow, c_), x.dtype)
-    for r in prange(n_ * h):
-        n = r // h
-        _hpass_c(x[n, r - n * h], tmp[n, r - n * h], kw, sw, dw, pl, is_max)
-    for r in prange(n_ * oh):
-        n = r // oh
-        _vpass(tmp[n].reshape((h, ow * c_)), out[n, r - n * oh].reshape(ow * c_), r - n * oh,
-               kh, sh, dh, pt, is_max, cnt_h, cnt_w)
+    rows, outs = n_ * h, n_ * oh
+    x3 = x.reshape(rows, w, c_)
+    t = np.empty((rows, ow, c_), x.dtype)
+    t2, o2 = t.reshape(rows, ow * c_), out.reshape(outs, ow * c_)
+    count = task_count(rows, ow * c_ * kw)
+    if count == 1:
+        hpass_rows(x3, t, 0, rows, kw, sw, dw, pl, is_max)
+    else:
+        def hpass(i: int) -> None:
+            lo, hi = bounds(i, count, rows)
+            hpass_rows(x3, t, lo, hi, kw, sw, dw, pl, is_max)
+
+        parallel.run_tasks(count, hpass)
+    count = task_count(outs, ow * c_ * kh)
+    if count == 1:
+        vpass_rows(t2, o2, 0, outs, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w)
+    else:
+        def vpass(i: int) -> None:
+            lo, hi = bounds(i, count, outs)
+            vpass_rows(t2, o2, lo, hi, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w)
+
+        parallel.run_tasks(count, vpass)
 
 
-@njit(cache=True, fastmath=True)
-def global_rows(x, out, is_max):
-    """Max or mean of each row of ``x`` (R, L) into ``out`` (R,); L >= 1. Serial: the
-    tensors of global pooling are small."""
+def global_pool_rows(x, out, is_max):  # type: ignore[no-untyped-def]
+    """Max or mean of each row of ``x`` (R, L) into ``out`` (R,); L >= 1."""
     r_, l_ = x.shape
-    for r in range(r_):
+    count = task_count(r_, l_)
+    if count == 1:
+        global_rows(x, out, 0, r_, is_max)
+        return
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, r_)
+        global_rows(x, out, lo, hi, is_max)
+
+    parallel.run_tasks(count, task)
+
+
+def global_pool_mid(x, out, is_max):  # type: ignore[no-untyped-def]
+    """Max or mean over axis 1 of ``x`` (N, L, C) into ``out`` (N, C); L >= 1."""
+    n_, l_, c_ = x.shape
+    count = task_count(n_, l_ * c_)
+    if count == 1:
+        global_mid(x, out, 0, n_, is_max)
+        return
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, n_)
+        global_mid(x, out, lo, hi, is_max)
+
+    parallel.run_tasks(count, task)
+
+
+@njit(cache=True, fastmath=True, nogil=True)
+def global_rows(x, out, r0, r1, is_max):
+    """Max or mean of the rows ``r0 <= r < r1`` of ``x`` (R, L) into ``out`` (R,); L >= 1
+    (serial)."""
+    l_ = x.shape[1]
+    for r in range(r0, r1):
         src = x[r]
         acc = src[0]
         if is_max:
@@ -191,11 +280,12 @@ def global_rows(x, out, is_max):
             out[r] = acc / l_
 
 
-@njit(cache=True, fastmath=True)
-def global_mid(x, out, is_max):
-    """Max or mean over axis 1 of ``x`` (N, L, C) into ``out`` (N, C); L >= 1."""
-    n_, l_, c_ = x.shape
-    for n in range(n_):
+@njit(cache=True, fastmath=True, nogil=True)
+def global_mid(x, out, n0, n1, is_max):
+    """Max or mean over axis 1 of the images ``n0 <= n < n1`` of ``x`` (N, L, C) into
+    ``out`` (N, C); L >= 1 (serial)."""
+    l_, c_ = x.shape[1], x.shape[2]
+    for n in range(n0, n1):
         dst = out[n]
         first = x[n, 0]
         for c in range(c_):

@@ -7,7 +7,10 @@ are already SIMD in NumPy (15 us for the same rows) and stay there.
 
 Shapes: a float reduction over one *run* of consecutive axes [a, b) of a C-contiguous array
 is a view ``(outer, r, inner)``; ``inner == 1`` is a row sum, else a sum over the middle
-axis vectorised along ``inner``. Any other axis set goes to NumPy.
+axis vectorised along ``inner``. Any other axis set goes to NumPy. The kernels are serial
+and ``nogil`` over a range of ``outer`` (one specialisation per dtype); large sums run them
+over blocks as ``parallel.run_tasks`` tasks (``blocks``). The path never depends on the
+sizes (beyond emptiness): a new size must not compile anything (``executor/jitstats.py``).
 
 Contract: ``axes`` are normalised (non-negative, sorted, distinct); ``out``, when given, is
 C-contiguous and of the result's shape and dtype, and is returned; results keep the
@@ -19,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from relay_ref.compute import cpu  # noqa: F401  (threading policy before numba starts)
-from relay_ref.compute.cpu import numba
+from relay_ref.compute.cpu import numba, parallel
+from relay_ref.compute.cpu.blocks import bounds, task_count
 
 Array = np.ndarray
 njit = numba.njit
@@ -28,21 +32,23 @@ njit = numba.njit
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
 
 
-@njit(fastmath=FAST, cache=True)
-def sum_rows(x, out):  # type: ignore[no-untyped-def]
-    """``out[i] = sum(x[i, :])`` for the 2-d ``x``, accumulated in float64."""
-    for i in range(x.shape[0]):
+@njit(fastmath=FAST, cache=True, nogil=True)
+def sum_rows(x, out, r0, r1):  # type: ignore[no-untyped-def]
+    """``out[i] = sum(x[i, :])`` for the rows ``r0 <= i < r1`` of the 2-d ``x``, accumulated
+    in float64 (serial)."""
+    for i in range(r0, r1):
         s = 0.0
         for j in range(x.shape[1]):
             s += x[i, j]
         out[i] = s
 
 
-@njit(fastmath=FAST, cache=True)
-def sum_middle(x, out):  # type: ignore[no-untyped-def]
-    """``out[o, k] = sum(x[o, :, k])`` for the 3-d ``x`` (in the input dtype)."""
-    outer, r, inner = x.shape
-    for o in range(outer):
+@njit(fastmath=FAST, cache=True, nogil=True)
+def sum_middle(x, out, o0, o1):  # type: ignore[no-untyped-def]
+    """``out[o, k] = sum(x[o, :, k])`` for ``o0 <= o < o1`` of the 3-d ``x`` (in the input
+    dtype; serial)."""
+    r, inner = x.shape[1], x.shape[2]
+    for o in range(o0, o1):
         for k in range(inner):
             out[o, k] = 0.0
         for j in range(r):
@@ -78,10 +84,19 @@ def reduce_sum(x: Array, axes: tuple[int, ...], keepdims: bool,
     if out is None:
         out = np.empty(_shape(x, axes, keepdims), x.dtype)
     outer, r, inner = run
-    if inner == 1:
-        sum_rows(x.reshape(outer, r), out.reshape(outer))
-    else:
-        sum_middle(x.reshape(outer, r, inner), out.reshape(outer, inner))
+    kernel = sum_rows if inner == 1 else sum_middle
+    x3, o2 = (x.reshape(outer, r), out.reshape(outer)) if inner == 1 else \
+        (x.reshape(outer, r, inner), out.reshape(outer, inner))
+    count = task_count(outer, r * inner)
+    if count == 1:
+        kernel(x3, o2, 0, outer)
+        return out
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, outer)
+        kernel(x3, o2, lo, hi)
+
+    parallel.run_tasks(count, task)
     return out
 
 

@@ -1,4 +1,4 @@
-"""Softmax, log-softmax and layer norm as serial numba row kernels (float32 / float64).
+"""Softmax, log-softmax and layer norm over serial numba row kernels (float32 / float64).
 
 Shapes are collapsed by the caller: a reduction over one axis of a C-contiguous array is a
 2-d ``(rows, n)`` problem when the axis is the last one, else a 3-d ``(outer, n, inner)``
@@ -19,8 +19,12 @@ Numerics (invariants the tests check against the NumPy references):
 * layer norm accumulates the mean and the (biased, two-pass) variance in float64.
 
 numba: ``cache=True``, no array expressions; each kernel has one specialisation per dtype.
-Serial on purpose: a ``prange`` over the rows of a 64 x 1000 softmax took 36 us against
-27 us serial (waking the passive OpenMP pool costs more than the work).
+No ``prange``: a ``prange`` over the rows of a 64 x 1000 softmax took 36 us against 27 us
+serial (waking the passive OpenMP pool costs more than the work). The drivers
+``softmax_rows`` / ``softmax_mid`` run the serial ``nogil`` block kernels, split into
+``parallel.run_tasks`` tasks only when the work is large (``blocks``: the same compiled
+kernel either way). The path never depends on the sizes: a new size must not compile
+anything (``executor/jitstats.py``), so there is no NumPy path for small inputs.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ import math
 import numpy as np
 
 from relay_ref.compute import cpu  # noqa: F401  (threading policy before numba starts)
-from relay_ref.compute.cpu import numba
+from relay_ref.compute.cpu import numba, parallel
+from relay_ref.compute.cpu.blocks import bounds, task_count
 
 njit = numba.njit
 types = numba.core.types
@@ -156,45 +161,41 @@ def _shift_middle(x, out, o, m, ls):  # type: ignore[no-untyped-def]
             out[o, j, k] = (x[o, j, k] - m[k]) - ls[k]
 
 
-@njit(fastmath=FAST, cache=True)
-def _softmax_row(x, out, i, log):  # type: ignore[no-untyped-def]
-    """Softmax (``log``: log-softmax) of row ``i`` of the 2-d ``x`` (n >= 1) into ``out``."""
+@njit(fastmath=FAST, cache=True, nogil=True)
+def rows_block(x, out, r0, r1, log):  # type: ignore[no-untyped-def]
+    """Softmax (``log``: log-softmax) of the rows ``r0 <= i < r1`` of the 2-d ``x`` into
+    ``out`` (serial; the row loop written out here: a nested ``@njit`` row function is one
+    more compile pipeline on a cold start)."""
     n = x.shape[1]
-    m = _row_max(x, i, n)
-    s = np.float32(0.0)  # float32 rows sum in float32, float64 ones in float64
-    if log:
-        for j in range(n):
-            s += _exp(x[i, j] - m)
-        _shift_row(x, out, i, m, math.log(s))
-    else:
-        for j in range(n):
-            e = _exp(x[i, j] - m)
-            out[i, j] = e
-            s += e
-        r = np.float32(1.0) / s
-        for j in range(n):
-            out[i, j] *= r
-
-
-@njit(fastmath=FAST, cache=True)
-def softmax_rows(x, out, log):  # type: ignore[no-untyped-def]
-    """Softmax (``log``: log-softmax) of each row of the 2-d ``x`` into ``out`` (serial)."""
-    if x.shape[1] == 0:
+    if n == 0:
         return
-    for i in range(x.shape[0]):
-        _softmax_row(x, out, i, log)
+    for i in range(r0, r1):
+        m = _row_max(x, i, n)
+        s = np.float32(0.0)  # float32 rows sum in float32, float64 ones in float64
+        if log:
+            for j in range(n):
+                s += _exp(x[i, j] - m)
+            _shift_row(x, out, i, m, math.log(s))
+        else:
+            for j in range(n):
+                e = _exp(x[i, j] - m)
+                out[i, j] = e
+                s += e
+            r = np.float32(1.0) / s
+            for j in range(n):
+                out[i, j] *= r
 
 
-@njit(fastmath=FAST, cache=True)
-def softmax_mid(x, out, log):  # type: ignore[no-untyped-def]
-    """Softmax (``log``: log-softmax) over axis 1 of the 3-d ``x`` (outer, n, inner),
-    vectorised along the contiguous ``inner`` axis."""
+@njit(fastmath=FAST, cache=True, nogil=True)
+def mid_block(x, out, o0, o1, log):  # type: ignore[no-untyped-def]
+    """Softmax (``log``: log-softmax) over axis 1 of the blocks ``o0 <= o < o1`` of the 3-d
+    ``x`` (outer, n, inner), vectorised along the contiguous ``inner`` axis (serial)."""
     outer, n, inner = x.shape
     if n == 0:
         return
     m = np.empty(inner, x.dtype)
     s = np.empty(inner, x.dtype)
-    for o in range(outer):
+    for o in range(o0, o1):
         for k in range(inner):
             m[k] = x[o, 0, k]
         for j in range(1, n):
@@ -218,6 +219,36 @@ def softmax_mid(x, out, log):  # type: ignore[no-untyped-def]
             for j in range(n):
                 for k in range(inner):
                     out[o, j, k] *= s[k]
+
+
+def softmax_rows(x: np.ndarray, out: np.ndarray, log: bool) -> None:
+    """Softmax (``log``: log-softmax) of each row of the 2-d ``x`` into ``out``."""
+    rows, n = x.shape
+    count = task_count(rows, n)
+    if count == 1:
+        rows_block(x, out, 0, rows, log)
+        return
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, rows)
+        rows_block(x, out, lo, hi, log)
+
+    parallel.run_tasks(count, task)
+
+
+def softmax_mid(x: np.ndarray, out: np.ndarray, log: bool) -> None:
+    """Softmax (``log``: log-softmax) over axis 1 of the 3-d ``x`` (outer, n, inner)."""
+    outer = x.shape[0]
+    count = task_count(outer, x.shape[1] * x.shape[2])
+    if count == 1:
+        mid_block(x, out, 0, outer, log)
+        return
+
+    def task(i: int) -> None:
+        lo, hi = bounds(i, count, outer)
+        mid_block(x, out, lo, hi, log)
+
+    parallel.run_tasks(count, task)
 
 
 @njit(fastmath=FAST, cache=True)

@@ -78,11 +78,14 @@ from relay_ref.ops.registry import OpPattern, OpRuntimeError, get_op, has_op
 MAX_LAYOUTS = 256
 
 #: results with at least this many elements run split over the work pool's threads
-#: (``launch_tasks``) when it has more than one: below it, waking a second thread costs
-#: more than the half of the loop it takes (performance.md: a ``prange`` relu on
-#: (1,64,56,56), 200k elements, ran at 0.58x onnxruntime against 0.89x serial; softmax's
-#: 64k-element rows were slower in parallel)
-PARALLEL_MIN_ELEMENTS = 1 << 17
+#: (``launch_tasks``) when it has more than one. Measured (loaded 2-core machine, load
+#: average ~2.4, the pool of relay_ref.compute.cpu.parallel as merged with issue 30's
+#: thread policy): at 2**17 the light models' tails (up to ~800k elements) ran 1.3-2.5x
+#: slower split (squeezenet's fused steps 1.28 ms against 0.51 ms whole, densenet121's
+#: 8.6 against 3.8 ms): waking the pool costs more than half a cache-resident loop.
+#: So only results far beyond the caches (8 MB of float32) are split until a quiet
+#: measurement says otherwise.
+PARALLEL_MIN_ELEMENTS = 1 << 21
 
 #: tasks per pool thread when a kernel is split (dynamic balancing: a descheduled thread
 #: holds up at most one task's worth of elements)

@@ -42,6 +42,9 @@ TEMP_PATH = re.compile(
         {tempfile.gettempdir(), "/tmp", "/var/folders", "/private/var/folders"},
         key=len, reverse=True)) + r")/[^\s'\"<>:,)\]]*")
 CELL_NAME = re.compile(r"\bIn\[\d+\]")
+# the thread policy's line of an exe.plan (relay_ref.executor.threads.ThreadPolicy.describe):
+# its counts come from the machine's CPUs or the environment
+THREADS = re.compile(r"\bthreads: \d+ \([^)\n]*\)")
 # a rule tag's tooltip (relay_ref.rules.rule_html): the rule's whole spec text, escaped
 RULE_TITLE = re.compile(r'(<abbr class="relay-rule" data-rule="[^"]*") title="[^"]*"')
 
@@ -55,6 +58,7 @@ def normalise_text(text: str, round_floats: bool = True) -> str:
     text = ADDRESS.sub("0x<address>", text)
     text = TEMP_PATH.sub("<tmp>", text)
     text = CELL_NAME.sub("In[<n>]", text)
+    text = THREADS.sub("threads: <policy>", text)
     return FLOAT.sub(_six_digits, text) if round_floats else text
 
 
@@ -79,7 +83,9 @@ def normalise_outputs(outputs: list[dict[str, Any]], round_floats: bool = True
     4. **Temporary paths** (under ``/tmp`` or the platform's temp dir) become ``<tmp>``.
     5. **Execution counts**: the ``execution_count`` of a result is dropped and the cell name
        ``In[12]`` in a diagnostic becomes ``In[<n>]``.
-    6. **Terminal colours** (ANSI escapes, as in error tracebacks) are removed.
+    6. **Terminal colours** (ANSI escapes, as in error tracebacks) are removed, and an
+       ``exe.plan``'s thread-policy line (``threads: 2 (work pool 2, ...; from 2 CPUs
+       available)``) becomes ``threads: <policy>``: its counts depend on the machine.
     7. **Images** (``image/*``) are compared by presence and MIME type only: the data becomes
        ``<image>``.
     8. **Stream chunks**: consecutive ``stdout`` (or ``stderr``) outputs are joined into one,

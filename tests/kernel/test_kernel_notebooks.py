@@ -78,6 +78,10 @@ def test_normalise_outputs_hides_what_varies_between_runs():
     result = {"output_type": "execute_result", "execution_count": 4, "metadata": {},
               "data": {"text/plain": "[1.5f, 2f]"}}
     assert normalise_outputs([result]) == normalise_outputs([{**result, "execution_count": 9}])
+    assert normalise_outputs([_stream(  # the plan's thread policy depends on the machine
+        "  threads: 2 (work pool 2, BLAS 1 per call, numba 2; from 2 CPUs available)\n")]) \
+        == normalise_outputs([_stream(
+            "  threads: 8 (work pool 8, BLAS 1 per call, numba 8; from $OMP_NUM_THREADS)\n")])
 
 
 def test_normalise_outputs_keeps_what_must_not_vary():
@@ -88,6 +92,7 @@ def test_normalise_outputs_keeps_what_must_not_vary():
     assert not same("3.14159f\n", "3.14158f\n")  # floats within 6 significant digits
     assert not same("1307674368000i64\n", "1307674368001i64\n")  # integers are exact
     assert not same("E-Let\n  E-Const\n", "E-Const\nE-Let\n")  # order of lines
+    assert not same("threads: 2 (x)\nbuffers: 4\n", "threads: 2 (x)\nbuffers: 5\n")
     assert not same('#[version = "0.0.5"]', '#[version = "0.0.6"]')  # not a float
     assert not same("3 ms", "3 ms extra")
     png = {"output_type": "display_data", "data": {"image/png": "AAAA"}}

@@ -6,11 +6,17 @@ Invariants: the processes are stopped when the block exits, by an exception or C
 included (terminate, then kill after a second); each also exits by itself within ~0.1 s
 once its parent is gone (it polls its parent's pid), so a benchmark killed by SIGKILL
 leaves no spinning process behind on a shared machine. ``n == 0`` starts nothing.
-``loadavg()`` is the 1-minute load average, for the note printed with each table.
+``loadavg()`` is the 1-minute load average, for the note printed with each table;
+``busy(n)`` says "1 busy process" / "n busy processes"; ``process_count`` is the argparse
+type of the benchmarks' ``--load N`` (an int >= 0).
+
+As a script, ``python benchmarks/load.py N --seconds S`` runs ``N`` busy processes for ``S``
+seconds (default 60; Ctrl-C stops them early), to load the machine for another command.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import subprocess
@@ -55,3 +61,44 @@ def competing(n: int) -> Iterator[list[subprocess.Popen]]:
 def loadavg() -> float:
     """The 1-minute load average."""
     return os.getloadavg()[0]
+
+
+def busy(n: int) -> str:
+    """``"1 busy process"``, ``"3 busy processes"``."""
+    return f"{n} busy process" + ("" if n == 1 else "es")
+
+
+def process_count(text: str) -> int:
+    """argparse type for ``--load N``: an int >= 0."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {n}")
+    return n
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="Load the machine: N busy processes (pure-Python spin loops, one core "
+                    "each) for S seconds, stopped on exit or Ctrl-C. The benchmarks' "
+                    "--load N uses the same processes (competing()).")
+    parser.add_argument("n", type=process_count, metavar="N", help="busy processes")
+    parser.add_argument("--seconds", type=float, default=60.0, metavar="S",
+                        help="how long they run (default 60)")
+    args = parser.parse_args(argv)
+    if not args.seconds >= 0:  # NaN too
+        parser.error(f"--seconds: must be at least 0, got {args.seconds}")
+    print(f"{busy(args.n)} for {args.seconds:g} s; load average (1 min) {loadavg():.2f}",
+          file=sys.stderr)
+    try:
+        with competing(args.n):
+            time.sleep(args.seconds)
+    except KeyboardInterrupt:
+        pass
+    print(f"done; load average (1 min) {loadavg():.2f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -64,7 +64,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from interleave import one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
-from load import competing, loadavg  # noqa: E402  (benchmarks/load.py)
+from load import busy, competing, loadavg, process_count  # noqa: E402  (benchmarks/load.py)
 
 import relay_ref as rr  # noqa: E402
 from relay_ref.testing import onnx_light  # noqa: E402
@@ -297,7 +297,7 @@ def main() -> None:
                              "kernel compiles)")
     parser.add_argument("--no-first", action="store_true",
                         help="skip the first-inference subprocess")
-    parser.add_argument("--load", type=int, default=0, metavar="N",
+    parser.add_argument("--load", type=process_count, default=0, metavar="N",
                         help="N busy processes compete for the cores during the interleaved "
                              "rounds (benchmarks/load.py; default 0)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
@@ -339,7 +339,7 @@ def main() -> None:
                 refeval_time(row, path, fns[0] if fns is not None else None)
             progress.advance(task)
     load = loadavg()
-    competition = (f"{args.load} busy processes competing during the interleaved rounds "
+    competition = (f"{busy(args.load)} competing during the interleaved rounds "
                    "(--load)" if args.load else "no competing processes started (quiet-ish)")
     policy = sorted({r.threads for r in rows if r.threads})
     note = (f"{settings()}; executor {'; '.join(policy) or 'threads: -'}; {args.rounds} "
@@ -348,7 +348,7 @@ def main() -> None:
                f"with the kernel cache {'empty (--cold)' if args.cold else 'as found'}")
             + f"; load average (1 min) before/after {LOAD0[0]:.2f} / {load:.2f}")
     title = ("light ONNX models: rr.compile vs onnxruntime (2 threads)"
-             + (f", {args.load} busy processes competing" if args.load else ", no added load"))
+             + (f", {busy(args.load)} competing" if args.load else ", no added load"))
     if args.markdown:
         print(f"**{title}**\n")
         print("| " + " | ".join(HEADS) + " |")

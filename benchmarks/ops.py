@@ -43,6 +43,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from interleave import blas_threads, one_round, per_call  # noqa: E402  (benchmarks/interleave.py)
+from load import busy, competing, loadavg, process_count  # noqa: E402  (benchmarks/load.py)
 
 import relay_ref as rr  # noqa: E402
 
@@ -286,13 +287,11 @@ def main() -> None:
     parser.add_argument("--plans", action="store_true",
                         help="also print each case's exe.plan")
     parser.add_argument("--seed", type=int, default=0, help="random inputs' seed (default 0)")
-    parser.add_argument("--load", type=int, default=0, metavar="N",
+    parser.add_argument("--load", type=process_count, default=0, metavar="N",
                         help="N busy processes compete for the cores during the rounds "
                              "(benchmarks/load.py; default 0)")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
-    from load import competing, loadavg
-
     load0 = loadavg()
     selected = [c for c in cases(np.random.default_rng(args.seed))
                 if args.only is None or any(w in c.name for w in args.only)]
@@ -306,7 +305,7 @@ def main() -> None:
         with competing(args.load):
             measure(prepared, args.rounds, progress)
     rows = [row for row, _, _ in prepared]
-    note = (f"{settings()}; " + (f"{args.load} busy processes competing (--load)"
+    note = (f"{settings()}; " + (f"{busy(args.load)} competing (--load)"
                                  if args.load else "no competing processes started")
             + f"; load average (1 min) before/after {load0:.2f} / {loadavg():.2f}")
     if args.markdown:

@@ -217,14 +217,18 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
             cache_dir: str | None = None, max_depth: int | None = None,
             memory_budget: int | float | str | None = None, heuristic: str = "dtr_eq",
             dealloc: str = "eager", cost: str = "flops", dtr_log: Any = None,
-            targets: Any = None, shape_bounds: Any = None, threads: Any = None) -> Any:
+            targets: Any = None, shape_bounds: Any = None, threads: Any = None,
+            threads_source: str | None = None) -> Any:
     """Compile ``mod`` with the fast executor and return an ``Executable``.
 
-    ``threads`` (an int >= 1; default ``$RELAY_REF_NUM_THREADS``, then ``$OMP_NUM_THREADS``,
-    ``$NUMBA_NUM_THREADS``, else the CPUs available) is how many threads the kernels use:
-    the executor's work pool splits large products and convolutions dynamically over them,
-    and BLAS runs on one thread within each call, restored afterwards
-    (``relay_ref.executor.threads``); ``exe.plan`` says what was chosen and from where.
+    ``threads`` (an int >= 1, at most ``max(64, 4 x the CPUs available)``; default
+    ``$RELAY_REF_NUM_THREADS``, then ``$OMP_NUM_THREADS``, ``$NUMBA_NUM_THREADS``, else the
+    CPUs available, at most 8) is how many threads the kernels use: the executor's work
+    pool splits large products and convolutions dynamically over them, and BLAS runs on
+    one thread within each call, restored afterwards (``relay_ref.executor.threads``);
+    ``exe.plan`` says what was chosen and from where. ``threads_source`` names where
+    ``threads`` came from in errors and the plan (``relay run`` passes ``"--threads"``).
+    The pool keeps its workers: after ``threads=64`` the process holds 63 sleeping threads.
 
     Symbolic shapes (``def @main(%x: Tensor[(n, 784), float32])``): one compile runs every
     size, with the static program's plan (fused kernels compiled once per dtype and rank,
@@ -298,12 +302,12 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
     whose operator could not run, naming the budget, the pinned bytes and its working set.
 
     Raises ``RelayTypeError`` for an ill-typed module, ``RelayError`` for an unknown target
-    (or ``"cuda"`` without a device) or entry, a thread count that is not an int >= 1
-    (``threads``, or the environment variable it came from), a ``params`` key naming no
-    parameter or a value of the wrong shape or dtype, ``TypeError`` for arguments of the
-    wrong Python type (``max_depth`` not a positive int; a DTR argument of the wrong type),
-    ``DTRError`` (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR argument
-    out of range or unknown (a negative budget, ``"140%"``, an unknown heuristic,
+    (or ``"cuda"`` without a device) or entry, a thread count that is not an int >= 1 or is
+    past the limit (``threads``, or the environment variable it came from), a ``params`` key
+    naming no parameter or a value of the wrong shape or dtype, ``TypeError`` for arguments
+    of the wrong Python type (``max_depth`` not a positive int; a DTR argument of the wrong
+    type), ``DTRError`` (a ``RelayError`` and a ``ValueError``, spec/dtr.md §7) for a DTR
+    argument out of range or unknown (a negative budget, ``"140%"``, an unknown heuristic,
     ``dealloc`` or ``cost``, a ``dtr_log`` that cannot be written)."""
     from relay_ref.executor.compile import compile_module
 
@@ -322,7 +326,8 @@ def compile(mod: IRModule, params: Any = None, target: str = "cpu", *,  # noqa: 
                           passes=passes, cache_dir=cache_dir, gradient_globals=made,
                           max_depth=max_depth, memory_budget=memory_budget,
                           heuristic=heuristic, dealloc=dealloc, cost=cost, dtr_log=dtr_log,
-                          externs=externs, shape_bounds=shape_bounds, threads=threads)
+                          externs=externs, shape_bounds=shape_bounds, threads=threads,
+                          threads_source=threads_source)
 
 
 def _not_a_backend(target: Any) -> None:

@@ -26,7 +26,10 @@ diagnostics, exit codes -- is the same. ``--plan`` (the compiled plan) and ``--p
 (the time per fused group and kernel) print to stderr and need ``--compile``; the
 interpreter's ``--trace`` is a usage error with it, while ``--max-depth`` bounds compiled
 call nesting as it bounds the interpreter's (``rr.compile(..., max_depth=N)``).
-``--threads N`` (with ``--compile``) is ``rr.compile(..., threads=N)``.
+``--threads N`` (with ``--compile``) is ``rr.compile(..., threads=N)``: decimal digits, as
+``$RELAY_REF_NUM_THREADS`` is read (``thread_count``); a count past ``rr.compile``'s limit
+(``max(64, 4 x the CPUs available)``) is its error, named ``--threads`` (exit 1), and the
+plan says the count came ``from --threads``.
 
 ``--memory-budget BUDGET`` (with ``--compile``) runs every kernel under Dynamic Tensor
 Rematerialization (``rr.compile(..., memory_budget=...)``): bytes, or a fraction of the
@@ -128,10 +131,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--profile", action="store_true",
                    help="with --compile: after the result, print the call's time and the "
                         "time spent in each fused group or kernel to stderr")
-    p.add_argument("--threads", type=positive_int, default=None, metavar="N",
+    p.add_argument("--threads", type=thread_count, default=None, metavar="N",
                    help="with --compile: threads the kernels use (rr.compile(threads=N); "
-                        "default $RELAY_REF_NUM_THREADS, $OMP_NUM_THREADS, "
-                        "$NUMBA_NUM_THREADS, else the CPUs available)")
+                        "at most max(64, 4 x the CPUs available); default "
+                        "$RELAY_REF_NUM_THREADS, $OMP_NUM_THREADS, $NUMBA_NUM_THREADS, "
+                        "else the CPUs available, at most 8)")
     dtr = p.add_argument_group(
         "memory budget (Dynamic Tensor Rematerialization, with --compile)")
     dtr.add_argument("--memory-budget", metavar="BUDGET", default=None,
@@ -188,6 +192,22 @@ class _RunFormatter(argparse.HelpFormatter):
         if isinstance(action, TraceMode):
             return "--trace[=rules|values]"
         return super()._format_action_invocation(action)
+
+
+def thread_count(text: str) -> int:
+    """argparse type for ``--threads``: decimal digits (``str.isdecimal``: ``３`` counts,
+    ``²`` does not), >= 1, read as ``$RELAY_REF_NUM_THREADS`` is; the upper limit is
+    ``rr.compile``'s to check."""
+    digits = text.strip()
+    if not digits.isdecimal():
+        raise argparse.ArgumentTypeError(f"not a thread count (decimal digits): {text!r}")
+    if len(digits.lstrip("0")) > 20:  # int() refuses past 4300 digits
+        raise argparse.ArgumentTypeError(f"too many threads: {len(digits)} digits (at most "
+                                         "max(64, 4 x the CPUs available))")
+    value = int(digits)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
 
 
 def bare_trace(argv: list[str]) -> list[str]:
@@ -314,7 +334,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 exe = rr.compile(mod, entry=args.entry, profile=profile,
                                  max_depth=getattr(args, "max_depth", None),
-                                 threads=getattr(args, "threads", None), **budgeted)
+                                 threads=getattr(args, "threads", None),
+                                 threads_source="--threads", **budgeted)
             except (ValueError, TypeError) as err:
                 if not budgeted:
                     raise

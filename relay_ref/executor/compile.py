@@ -109,7 +109,7 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
                    cost: object = "flops", dtr_log: object = None,
                    externs: Mapping[str, Any] | None = None,
                    shape_bounds: Mapping[str, int] | None = None,
-                   threads: Any = None) -> Executable:
+                   threads: Any = None, threads_source: str | None = None) -> Executable:
     """Compile ``mod`` for ``target``; see ``rr.compile``. ``gradient_globals``: ``mod`` is
     the expansion of a program's ``gradient(f)`` calls, which added these globals (None: it
     had none); it is simplified first (``GRADIENT_PASSES``). ``memory_budget`` and the
@@ -117,12 +117,13 @@ def compile_module(mod: IRModule, params: Mapping[str, Any] | None = None,
     ``externs``: backend name -> codegen (or None: its regions run on the host), for the
     module's ``Compiler`` globals (``relay_ref.executor.externs``, BYOC-Extern).
     ``threads``: the thread policy's count (``relay_ref.executor.threads.resolve``; a bad
-    one is a ``RelayError`` before anything is compiled)."""
+    one is a ``RelayError`` before anything is compiled), ``threads_source`` where it came
+    from (errors and the plan; default ``compile(threads=...)``)."""
     from relay_ref.dtr.options import dtr_options
 
     start = time.perf_counter()
     dtr_opts = dtr_options(memory_budget, heuristic, dealloc, cost, dtr_log)
-    thread_policy = resolve_threads(threads)
+    thread_policy = resolve_threads(threads, threads_source)
     if not isinstance(mod, IRModule):
         raise TypeError(f"compile: mod must be an IRModule, not {type(mod).__name__}")
     if not isinstance(target, str):

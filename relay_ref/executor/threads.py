@@ -10,7 +10,10 @@ by ``relay_ref.compute.cpu``) get ``threads`` too.
 ``resolve(threads)`` picks the count, first of: ``rr.compile(threads=N)``;
 ``$RELAY_REF_NUM_THREADS``; ``$OMP_NUM_THREADS``; ``$NUMBA_NUM_THREADS``; the CPUs this
 process may run on (``os.sched_getaffinity``), at most ``MAX_DEFAULT``. A bad value (not an
-int >= 1) is a ``RelayError`` naming where it came from.
+int >= 1, or past ``limit()``: ``max(MAX_LIMIT, 4 x the CPUs available)``) is a
+``RelayError`` naming where it came from (``source``: ``relay run --threads`` passes
+``"--threads"``). In the environment a count is decimal digits (``str.isdecimal``:
+``'３'`` counts, ``'²'`` does not), as ``relay run --threads`` reads it.
 
 ``enter(policy)`` / ``leave(token)`` apply it around one call and restore what they found,
 so the user's own NumPy code between calls keeps the user's BLAS threads. Per call this
@@ -37,11 +40,15 @@ from relay_ref.compute.cpu import numba as _numba
 from relay_ref.compute.cpu import parallel
 from relay_ref.diagnostics import RelayError
 
-__all__ = ["MAX_DEFAULT", "ThreadPolicy", "enter", "leave", "resolve"]
+__all__ = ["MAX_DEFAULT", "MAX_LIMIT", "ThreadPolicy", "enter", "leave", "limit", "resolve"]
 
 #: the default is the CPUs available, at most this many (Python dispatches every task, and
 #: past ~8 threads the pool's GIL hand-offs cost more than the cores give)
 MAX_DEFAULT = 8
+
+#: a count is refused past ``max(MAX_LIMIT, 4 x the CPUs available)``: each thread is a
+#: worker the pool keeps (it never shrinks), and 10**30 would hang the first call
+MAX_LIMIT = 64
 
 _ENV = ("RELAY_REF_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
 
@@ -63,14 +70,44 @@ class ThreadPolicy:
                 f"{self.source})")
 
 
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
+def limit() -> int:
+    """The largest thread count accepted: ``max(MAX_LIMIT, 4 x the CPUs available)``."""
+    return max(MAX_LIMIT, 4 * _cpus())
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: its repr, shortened (``str`` of a 5000-digit int raises)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4096:
+        return f"a {value.bit_length()}-bit number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _count(value: Any, where: str) -> int:
+    """``value`` (an int, or the environment's text) as a thread count, else a
+    ``RelayError`` located at ``where``; the text is shown as it was written."""
+    shown = _shown(value)
     if isinstance(value, str):
         text = value.strip()
-        if not (text.isascii() and text.isdigit()):  # '²'.isdigit() is True
-            raise RelayError(f"{where}: the thread count must be an int >= 1, not {value!r}")
-        value = int(text)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RelayError(f"{where}: the thread count must be an int >= 1, not {value!r}")
+        if not text.isdecimal():  # '²'.isdigit() is True, but int() refuses it
+            raise RelayError(f"{where}: the thread count must be an int >= 1, not {shown}")
+        # int() refuses past 4300 digits: 21 are too many anyway
+        value = int(text) if len(text.lstrip("0")) <= 20 else None
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 1):
+        raise RelayError(f"{where}: the thread count must be an int >= 1, not {shown}")
+    most = limit()
+    if value is None or value > most:
+        raise RelayError(f"{where}: the thread count must be at most {most} "
+                         f"(max({MAX_LIMIT}, 4 x the {_cpus()} CPUs available)), not {shown}")
     return value
 
 
@@ -78,13 +115,16 @@ def _numba_limit() -> int:
     return int(_numba.config.NUMBA_NUM_THREADS)
 
 
-def resolve(threads: Any = None) -> ThreadPolicy:
-    """The policy for ``rr.compile(threads=threads)`` (None: from the environment)."""
+def resolve(threads: Any = None, source: str | None = None) -> ThreadPolicy:
+    """The policy for ``rr.compile(threads=threads)`` (None: from the environment).
+    ``source`` names where ``threads`` came from, in errors and the plan (default
+    ``compile(threads=...)``; ``relay run`` passes ``"--threads"``)."""
     if threads is not None:
+        where = source or "compile: threads"
         if isinstance(threads, str):  # only the environment's counts are text
-            raise RelayError(f"compile: threads: the thread count must be an int >= 1, not "
-                             f"{threads!r}")
-        n, source = _count(_as_int(threads), "compile: threads"), "compile(threads=...)"
+            raise RelayError(f"{where}: the thread count must be an int >= 1, not "
+                             f"{_shown(threads)}")
+        n, source = _count(_as_int(threads), where), source or "compile(threads=...)"
     else:
         for name in _ENV:
             value = os.environ.get(name)
@@ -94,10 +134,7 @@ def resolve(threads: Any = None) -> ThreadPolicy:
                 n, source = _count(text, f"${name}"), f"${name}"
                 break
         else:
-            try:
-                cpus = len(os.sched_getaffinity(0))
-            except (AttributeError, OSError):  # not Linux
-                cpus = os.cpu_count() or 1
+            cpus = _cpus()
             n = max(1, min(cpus, MAX_DEFAULT))
             source = f"{cpus} CPUs available" + (f", at most {MAX_DEFAULT}"
                                                  if cpus > MAX_DEFAULT else "")

@@ -140,7 +140,7 @@ def test_plan_and_profile(files, capsys):
     code, out, err = run(capsys, "run", "--compile", "--plan", "--threads", "1", str(t),
                          str(t.parent / "x.npy"), str(t.parent / "y.npy"), "True")
     assert code == 0, err
-    assert "threads: 1 (work pool 1, BLAS 1 per call, numba 1; from compile(threads=...))" \
+    assert "threads: 1 (work pool 1, BLAS 1 per call, numba 1; from --threads)" \
         in err.splitlines()
 
 

@@ -299,12 +299,39 @@ def test_bad_thread_counts_are_relay_errors(bad: object) -> None:
         rr.compile(rr.parse(CNN), threads=bad)
 
 
-@pytest.mark.parametrize("text", ["many", "\u00b2", "0", "-2", "1.5"])
+@pytest.mark.parametrize("text", ["many", "\u00b2", "0", "-2", "1.5", "+3", "3_0", "00"])
 def test_bad_environment_counts_are_relay_errors(monkeypatch: pytest.MonkeyPatch,
                                                  text: str) -> None:
     monkeypatch.setenv("RELAY_REF_NUM_THREADS", text)  # '\u00b2'.isdigit() is True
-    with pytest.raises(RelayError, match=r"\$RELAY_REF_NUM_THREADS"):
+    with pytest.raises(RelayError, match=r"\$RELAY_REF_NUM_THREADS") as info:
         rr.compile(rr.parse(CNN))
+    assert info.value.message.endswith(f"not {text!r}")  # '0' quoted as '-2' is
+
+
+@pytest.mark.parametrize(("text", "n"), [("\uff13", 3), (" 2 ", 2), ("\u0663", 3), ("007", 7)])
+def test_environment_counts_are_decimal_digits(monkeypatch: pytest.MonkeyPatch, text: str,
+                                               n: int) -> None:
+    """What ``str.isdecimal`` accepts (full-width and Arabic-Indic digits too), as
+    ``relay run --threads`` reads it."""
+    monkeypatch.setenv("RELAY_REF_NUM_THREADS", text)
+    assert policy.resolve().threads == n
+
+
+def test_counts_past_the_limit_are_relay_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    most = policy.limit()
+    assert most >= policy.MAX_LIMIT == 64
+    assert policy.resolve(most).threads == most  # the limit itself is accepted
+    for bad in (most + 1, 10**30, 2**31):
+        with pytest.raises(RelayError, match=rf"compile: threads: .*at most {most} "):
+            rr.compile(rr.parse(CNN), threads=bad)
+    with pytest.raises(RelayError, match=r"at most .*not a 14000-bit number"):
+        policy.resolve(1 << 13999)
+    for text in (str(most + 1), "9" * 30, "9" * 5000):  # int() refuses 5000 digits
+        monkeypatch.setenv("RELAY_REF_NUM_THREADS", text)
+        with pytest.raises(RelayError, match=rf"\$RELAY_REF_NUM_THREADS: .*at most {most} "):
+            rr.compile(rr.parse(CNN))
+    with pytest.raises(RelayError, match=r"--threads: .*at most"):
+        policy.resolve(most + 1, "--threads")
 
 
 def test_the_count_comes_from_the_argument_then_the_environment(
@@ -321,6 +348,49 @@ def test_the_count_comes_from_the_argument_then_the_environment(
     assert policy.resolve() == policy.ThreadPolicy(1, 1, 1, "$RELAY_REF_NUM_THREADS")
     assert policy.resolve(np.int64(2)).threads == 2
     assert policy.resolve(2).source == "compile(threads=...)"
+
+
+def _relay_run(capsys: pytest.CaptureFixture[str], tmp_path, *flags: str) -> tuple:
+    from relay_ref.cli import main
+
+    prog = tmp_path / "p.relay"
+    prog.write_text("def @main(%a: Tensor[(4,), float32]) { %a + %a }")
+    np.save(tmp_path / "a.npy", np.ones(4, "float32"))
+    code = main(["run", "--compile", *flags, str(prog), str(tmp_path / "a.npy")])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize(("text", "n"), [("3", 3), ("\uff13", 3), (" 2", 2)])
+def test_cli_counts_read_as_the_environments(capsys, tmp_path, text: str, n: int) -> None:
+    code, out, err = _relay_run(capsys, tmp_path, "--plan", "--threads", text)
+    assert code == 0, err
+    assert f"threads: {n} (work pool {n}, " in err and "from --threads)" in err
+
+
+@pytest.mark.parametrize("text", ["\u00b2", "0", "-2", "+3", "3_0", "1.5", "9" * 5000])
+def test_bad_cli_counts_are_usage_errors(capsys, tmp_path, text: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        _relay_run(capsys, tmp_path, "--threads", text)
+    assert info.value.code == 2
+    assert "--threads" in capsys.readouterr().err
+
+
+def test_cli_counts_past_the_limit_are_located_errors(capsys, tmp_path) -> None:
+    code, out, err = _relay_run(capsys, tmp_path, "--threads", str(policy.limit() + 1))
+    assert (code, out) == (1, "")
+    assert f"--threads: the thread count must be at most {policy.limit()} " in err
+
+
+def test_help_and_docstrings_state_the_default_and_the_limit(capsys) -> None:
+    from relay_ref.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for doc in (text, " ".join(rr.compile.__doc__.split())):
+        assert "else the CPUs available, at most 8" in doc
+        assert "at most max(64, 4 x the CPUs available)" in doc.replace("``", "")
 
 
 def test_the_plan_shows_the_policy() -> None:

@@ -17,8 +17,10 @@ Contract (fixed; the implementation behind it may change):
   threads at once each keep their own.
 
 Implementation. ``threads() - 1`` daemon workers, created on the first ``run_tasks`` that
-needs them and kept; each sleeps on its own raw lock (no spinning: on a busy machine a
-spinning worker steals the core the caller needs). A call publishes a ``_Job`` (the task,
+needs them and kept: the pool never shrinks (after a call with 64 threads, 63 workers stay
+until the process exits, asleep: no CPU, a thread's stack each); each sleeps on its own
+raw lock (no spinning: on a busy machine a spinning worker steals the core the caller
+needs). A call publishes a ``_Job`` (the task,
 an ``itertools.count`` as the shared counter: ``next`` on it is atomic under the GIL),
 wakes at most ``count - 1`` workers and runs tasks itself. A worker woken late finds the
 counter exhausted and goes back to sleep: nobody waits for a worker that took no task.

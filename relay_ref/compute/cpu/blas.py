@@ -97,7 +97,14 @@ def _rows(x: Array, k: int) -> Array:
 def dense(x: Array, w: Array, out: Array | None = None) -> Array:
     """``x @ w.T``: x (..., K), w (N, K) -> (..., N); one GEMM (GEMV for one row) over
     every leading axis of ``x`` at once."""
-    k, n = w.shape[1], w.shape[0]
+    n, k = w.shape
+    if x.ndim == 2 and 2 * x.shape[0] * k * n < SPLIT_FLOPS:
+        # a small product (an RNN step): one call without gemm's bookkeeping, which would
+        # run it as one np.dot anyway (1.0 against 2.2 us for (1, 64) x (64, 64))
+        if out is None:
+            return np.dot(x, w.T)
+        np.dot(x, w.T, out=out)
+        return out
     shape = x.shape[:-1] + (n,)
     if out is None:
         out = np.empty(shape, x.dtype)

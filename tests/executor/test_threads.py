@@ -412,18 +412,18 @@ def test_blas_threads_are_restored_after_each_call() -> None:
         with pytest.raises(RelayError):  # a failing call restores it too
             exe(*args[:-1], np.zeros((10, 23), "float32"))
         assert _blas_threads() == before
-        # during a call BLAS runs on one thread: observed from inside a GEMM's task
-        old = blas.gemm
+        # during a call BLAS runs on one thread: observed from inside the dense kernel
+        old = blas.dense
 
-        def spy(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        def spy(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
             seen.append(_blas_threads())
-            return old(a, b, out)
+            return old(x, w, out)
 
-        blas.gemm = spy
+        blas.dense = spy
         try:
             exe(*args)
         finally:
-            blas.gemm = old
+            blas.dense = old
         assert _blas_threads() == before
     assert seen and set(seen) == {1}
 
@@ -477,20 +477,20 @@ def test_blas_is_limited_on_any_thread() -> None:
     exe = rr.compile(rr.parse(CNN), threads=2)
     args = _cnn_args()
     seen: list[int] = []
-    old = blas.gemm
+    old = blas.dense
 
-    def spy(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def spy(x: np.ndarray, w: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         seen.append(_blas_threads())
-        return old(a, b, out)
+        return old(x, w, out)
 
     with threadpool_limits(2, user_api="blas"):  # this (main) thread takes control
         before = _blas_threads()
-        blas.gemm = spy
+        blas.dense = spy
         try:
             worker = threading.Thread(target=exe, args=args)
             worker.start()
             worker.join()
         finally:
-            blas.gemm = old
+            blas.dense = old
         assert _blas_threads() == before
     assert seen and set(seen) == {1}

@@ -14,7 +14,7 @@ in [0.5, 1.5] (../shared/reference/performance.md section 2).
 
 Each subprocess times ``rr.compile(mod, params=...)`` and the first ``exe(x)`` (building
 the module and drawing the weights are not counted; importing relay_ref and numpy is
-printed separately). Target: compile + first call <= 2 s warm, <= 5 s cold (issue 30; it was 10 s).
+printed separately). Target: compile + first call <= 2 s warm, <= 5 s cold (issue 30).
 
 Then, in this process (same warm cache), the compiled logits (the program without its final
 softmax) are checked once against ``rr.evaluate`` on the same module and weights (allclose

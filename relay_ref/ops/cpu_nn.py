@@ -427,16 +427,15 @@ def _pool(op: str, args: list, attrs: object, out: Array | None, is_max: bool) -
 
 def _has_nan(data: object) -> bool:
     """Whether a float tensor may hold a NaN (its sum is NaN; an ``inf - inf`` false alarm
-    only costs the reference). The max kernels' ``max(m, v)`` selects do not propagate
+    only costs the reference). The global max reductions' ``max(m, v)`` do not propagate
     NaN as the reference's ``np.max`` does, so such inputs go to the reference."""
     return isinstance(data, np.ndarray) and data.dtype.kind == "f" and \
         bool(np.isnan(np.add.reduce(data, axis=None)))
 
 
 def max_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
-    """``nn.max_pool2d`` (padding is ``-inf``: it never wins)."""
-    if _has_nan(args[0]):
-        return _reference("nn.max_pool2d", args, attrs, out)
+    """``nn.max_pool2d`` (padding is ``-inf``: it never wins; the kernels' selects
+    propagate NaN as the reference's ``np.max``)."""
     return _pool("nn.max_pool2d", args, attrs, out, True)
 
 

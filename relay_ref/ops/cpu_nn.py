@@ -218,12 +218,8 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
         planes = x.reshape(n * c, geo.h, geo.w)
         w3 = w.reshape(geo.o, geo.kh, geo.kw)
         r3 = res.reshape(n * geo.o, geo.oh, geo.ow)
-        if geo.strides == (1, 1):
-            _split_rows(n * geo.o, geo, cconv.depthwise_nchw_s1,
-                        (planes, w3, r3, c, dh, dw, pt, pl, og))
-        else:
-            _split_rows(n * geo.o, geo, cconv.depthwise_nchw,
-                        (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
+        _split_rows(n * geo.o, geo, cconv.depthwise_nchw_phased,
+                    (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
         return
     blas = _blas()
     kk = cg * geo.kh * geo.kw

@@ -183,8 +183,15 @@ def _take(slots: list[Array], size: int, dtype: np.dtype) -> Array:
         return np.empty(size, dtype)
 
 
+#: Below these sizes the caller runs the work alone: a split into pool tasks of ~10-20 us
+#: each lost more to waking (and, on a busy machine, waiting for) a worker than it gained.
+#: ShuffleNet (loaded 2-core box, load 1.3-1.4, same-process A/B): its depthwise layers
+#: (<= 790 k multiply-adds) and groups=4 1x1 products (<= 15 Mflop) serial made the model
+#: 0.70-0.89x the time of the former 200 k / always-split thresholds.
 #: depthwise work (multiply-adds) below which one task runs it all
-_DEPTHWISE_SPLIT = 200_000
+_DEPTHWISE_SPLIT = 1_000_000
+#: grouped 1x1 products (flops of all groups) below which they run in turn on the caller
+_POINTWISE_SPLIT_FLOPS = 16_000_000
 
 
 def _split_rows(rows: int, geo: ConvGeometry, kernel: object, args: tuple) -> None:
@@ -237,7 +244,7 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
             np.dot(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
                    out=r3[b, k * og:(k + 1) * og])
 
-        if t > 1 and jobs >= 2 * t:
+        if t > 1 and jobs >= 2 * t and flops * jobs >= _POINTWISE_SPLIT_FLOPS:
             parallel.run_tasks(jobs, product)
         else:
             for i in range(jobs):

@@ -158,3 +158,23 @@ def test_conv2d_depthwise_nchw_any_stride(c: int, mult: int, n: int, kh: int, kw
                                _rand(rng, (c * mult, 1, kh, kw), dtype)],
                  {"strides": (sh, sw), "dilation": (dh, dw), "padding": tuple(padding),
                   "groups": c}, **TOL)
+
+
+@settings(max_examples=40)
+@given(case=conv_cases(), seed=st.integers(0, 2**16))
+def test_conv2d_split_paths_match_reference(case: tuple, seed: int) -> None:
+    """The pool-task splits of the depthwise and grouped 1x1 paths, forced on small shapes
+    (thresholds 0, two threads): the same results as the serial paths."""
+    from relay_ref.compute.cpu import parallel
+
+    data_shape, weight_shape, attrs, dtype = case
+    rng = np.random.default_rng(seed)
+    saved = (cpu_nn._DEPTHWISE_SPLIT, cpu_nn._POINTWISE_SPLIT_FLOPS, parallel.threads())
+    try:
+        cpu_nn._DEPTHWISE_SPLIT = cpu_nn._POINTWISE_SPLIT_FLOPS = 0
+        parallel.set_threads(2)
+        check_kernel("nn.conv2d", [_rand(rng, data_shape, dtype),
+                                   _rand(rng, weight_shape, dtype)], attrs, **TOL)
+    finally:
+        cpu_nn._DEPTHWISE_SPLIT, cpu_nn._POINTWISE_SPLIT_FLOPS = saved[:2]
+        parallel.set_threads(saved[2])

@@ -183,8 +183,15 @@ def _take(slots: list[Array], size: int, dtype: np.dtype) -> Array:
         return np.empty(size, dtype)
 
 
+#: Below these sizes the caller runs the work alone: a split into pool tasks of ~10-20 us
+#: each lost more to waking (and, on a busy machine, waiting for) a worker than it gained.
+#: ShuffleNet (loaded 2-core box, load 1.3-1.4, same-process A/B): its depthwise layers
+#: (<= 790 k multiply-adds) and groups=4 1x1 products (<= 15 Mflop) serial made the model
+#: 0.70-0.89x the time of the former 200 k / always-split thresholds.
 #: depthwise work (multiply-adds) below which one task runs it all
-_DEPTHWISE_SPLIT = 200_000
+_DEPTHWISE_SPLIT = 1_000_000
+#: grouped 1x1 products (flops of all groups) below which they run in turn on the caller
+_POINTWISE_SPLIT_FLOPS = 16_000_000
 
 
 def _split_rows(rows: int, geo: ConvGeometry, kernel: object, args: tuple) -> None:
@@ -218,12 +225,8 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
         planes = x.reshape(n * c, geo.h, geo.w)
         w3 = w.reshape(geo.o, geo.kh, geo.kw)
         r3 = res.reshape(n * geo.o, geo.oh, geo.ow)
-        if geo.strides == (1, 1):
-            _split_rows(n * geo.o, geo, cconv.depthwise_nchw_s1,
-                        (planes, w3, r3, c, dh, dw, pt, pl, og))
-        else:
-            _split_rows(n * geo.o, geo, cconv.depthwise_nchw,
-                        (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
+        _split_rows(n * geo.o, geo, cconv.depthwise_nchw_phased,
+                    (planes, w3, r3, c, sh, sw, dh, dw, pt, pl, og))
         return
     blas = _blas()
     kk = cg * geo.kh * geo.kw
@@ -241,7 +244,7 @@ def _conv_nchw(x: Array, w: Array, geo: ConvGeometry, res: Array) -> None:
             np.dot(w2[k * og:(k + 1) * og], x3[b, k * cg:(k + 1) * cg],
                    out=r3[b, k * og:(k + 1) * og])
 
-        if t > 1 and jobs >= 2 * t:
+        if t > 1 and jobs >= 2 * t and flops * jobs >= _POINTWISE_SPLIT_FLOPS:
             parallel.run_tasks(jobs, product)
         else:
             for i in range(jobs):
@@ -427,16 +430,15 @@ def _pool(op: str, args: list, attrs: object, out: Array | None, is_max: bool) -
 
 def _has_nan(data: object) -> bool:
     """Whether a float tensor may hold a NaN (its sum is NaN; an ``inf - inf`` false alarm
-    only costs the reference). The max kernels' ``max(m, v)`` selects do not propagate
+    only costs the reference). The global max reductions' ``max(m, v)`` do not propagate
     NaN as the reference's ``np.max`` does, so such inputs go to the reference."""
     return isinstance(data, np.ndarray) and data.dtype.kind == "f" and \
         bool(np.isnan(np.add.reduce(data, axis=None)))
 
 
 def max_pool2d(args: list, attrs: object, out: Array | None = None) -> Array:
-    """``nn.max_pool2d`` (padding is ``-inf``: it never wins)."""
-    if _has_nan(args[0]):
-        return _reference("nn.max_pool2d", args, attrs, out)
+    """``nn.max_pool2d`` (padding is ``-inf``: it never wins; the kernels' selects
+    propagate NaN as the reference's ``np.max``)."""
     return _pool("nn.max_pool2d", args, attrs, out, True)
 
 

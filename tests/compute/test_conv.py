@@ -134,3 +134,47 @@ def test_builtin_table_loads_the_adapters(name: str) -> None:
     module, _, func = BUILTIN_CPU_KERNELS[name].partition(":")
     assert module == "relay_ref.ops.cpu_nn"
     assert op_kernel(name) is getattr(cpu_nn, func)
+
+
+@settings(max_examples=60)
+@given(c=st.integers(1, 6), mult=st.integers(1, 2), n=st.integers(1, 2),
+       kh=st.integers(1, 5), kw=st.integers(1, 5), sh=st.integers(1, 3), sw=st.integers(1, 3),
+       dh=st.integers(1, 2), dw=st.integers(1, 2),
+       padding=st.lists(st.integers(0, 3), min_size=4, max_size=4),
+       extra=st.tuples(st.integers(0, 9), st.integers(0, 9)),
+       dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_conv2d_depthwise_nchw_any_stride(c: int, mult: int, n: int, kh: int, kw: int,
+                                          sh: int, sw: int, dh: int, dw: int,
+                                          padding: list, extra: tuple, dtype: str,
+                                          seed: int) -> None:
+    """The NCHW depthwise kernel (stride phases of the padded plane, reused across the
+    planes of a task) for every stride, dilation, padding (wider than the taps too) and
+    kernel size up to 5 (the three-tap passes and their remainder)."""
+    pt, pl, pb, pr = padding
+    h = max(1, (kh - 1) * dh + 1 - pt - pb) + extra[0]
+    w = max(1, (kw - 1) * dw + 1 - pl - pr) + extra[1]
+    rng = np.random.default_rng(seed)
+    check_kernel("nn.conv2d", [_rand(rng, (n, c, h, w), dtype),
+                               _rand(rng, (c * mult, 1, kh, kw), dtype)],
+                 {"strides": (sh, sw), "dilation": (dh, dw), "padding": tuple(padding),
+                  "groups": c}, **TOL)
+
+
+@settings(max_examples=40)
+@given(case=conv_cases(), seed=st.integers(0, 2**16))
+def test_conv2d_split_paths_match_reference(case: tuple, seed: int) -> None:
+    """The pool-task splits of the depthwise and grouped 1x1 paths, forced on small shapes
+    (thresholds 0, two threads): the same results as the serial paths."""
+    from relay_ref.compute.cpu import parallel
+
+    data_shape, weight_shape, attrs, dtype = case
+    rng = np.random.default_rng(seed)
+    saved = (cpu_nn._DEPTHWISE_SPLIT, cpu_nn._POINTWISE_SPLIT_FLOPS, parallel.threads())
+    try:
+        cpu_nn._DEPTHWISE_SPLIT = cpu_nn._POINTWISE_SPLIT_FLOPS = 0
+        parallel.set_threads(2)
+        check_kernel("nn.conv2d", [_rand(rng, data_shape, dtype),
+                                   _rand(rng, weight_shape, dtype)], attrs, **TOL)
+    finally:
+        cpu_nn._DEPTHWISE_SPLIT, cpu_nn._POINTWISE_SPLIT_FLOPS = saved[:2]
+        parallel.set_threads(saved[2])

@@ -116,3 +116,21 @@ def test_max_pools_propagate_nan_as_the_reference() -> None:
         want = get_op(name).reference([x], a)
         np.testing.assert_array_equal(got, want)  # NaN positions equal too
         assert np.isnan(got).any()
+
+
+@settings(max_examples=60)
+@given(case=pool_cases(avg=False), seed=st.integers(0, 2**16),
+       fill=st.sampled_from([np.nan, np.inf, -np.inf]), frac=st.sampled_from([0.05, 0.3, 1.0]))
+def test_max_pool2d_propagates_nan_and_inf_as_the_reference(case: tuple, seed: int,
+                                                            fill: float, frac: float) -> None:
+    """Any NaN in a window gives NaN (``np.max``'s rule), wherever it lies among the taps
+    and whatever came before it; infinities are ordinary values."""
+    shape, attrs, dtype = case
+    if not dtype.startswith("float"):
+        dtype = "float32"
+    rng = np.random.default_rng(seed)
+    x = _rand(rng, shape, dtype)
+    x[rng.random(shape) < frac] = fill
+    if not np.isnan(fill):
+        x[rng.random(shape) < frac / 2] = np.nan
+    check_kernel("nn.max_pool2d", [x], attrs, **TOL)

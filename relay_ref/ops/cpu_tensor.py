@@ -296,6 +296,19 @@ def expand_dims(args: list, attrs: object) -> object:
                               lambda x: _expand_to(x.shape, attrs))
 
 
+def bias_add(args: list, attrs: object, out: Array | None = None) -> object:
+    """``nn.bias_add``: ``data + bias`` along ``axis``, one ``np.add`` with the bias as a
+    broadcasting view (float data and a 1-d bias of its dtype and length; bit-equal to the
+    reference, which adds the same values in the same dtype). The rest: the reference."""
+    x, b = args
+    if _is_float(x) and type(b) is np.ndarray and b.dtype == x.dtype and b.ndim == 1:
+        axis = attrs.axis % x.ndim  # type: ignore[attr-defined]
+        if b.shape[0] == x.shape[axis]:
+            view = b.reshape((-1,) + (1,) * (x.ndim - 1 - axis))
+            return np.add(x, view) if out is None else np.add(x, view, out=out)
+    return _fallback("nn.bias_add", args, attrs, out)
+
+
 @_viewing
 def batch_flatten(args: list, attrs: object) -> object:
     """``nn.batch_flatten``: (N, ...) -> (N, prod(...)), a view where NumPy can."""

@@ -55,6 +55,7 @@ BUILTIN_CPU_KERNELS: dict[str, str] = {
     "nn.softmax": f"{_TENSOR}:softmax",
     "nn.log_softmax": f"{_TENSOR}:log_softmax",
     "nn.layer_norm": f"{_TENSOR}:layer_norm",
+    "nn.bias_add": f"{_TENSOR}:bias_add",
     "sum": f"{_TENSOR}:sum",
     "mean": f"{_TENSOR}:mean",
     "max": f"{_TENSOR}:max",

@@ -38,6 +38,35 @@ def test_kernels_equal_the_references(name: str, dtype: str, shape: tuple,
     check_kernel(name, args, {}, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(["float32", "float64", "int32"]), st.integers(1, 4),
+       st.integers(-4, 3), st.integers(0, 2**31), st.booleans())
+def test_bias_add_equals_the_reference(dtype: str, ndim: int, axis: int, seed: int,
+                                       wrong_length: bool) -> None:
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(d) for d in rng.integers(1, 5, size=ndim))
+    axis = axis % ndim - (ndim if seed % 2 else 0)  # negative axes too
+    x = rng.uniform(-3, 3, size=shape).astype(dtype)
+    if dtype != "int32":
+        x.flat[0] = np.inf
+    b = rng.uniform(-3, 3, size=shape[axis] + (1 if wrong_length else 0)).astype(dtype)
+    if wrong_length:  # off the fast path: the reference's own result or error
+        kernel = op_kernel("nn.bias_add")
+        from relay_ref.ops.registry import make_attrs
+        attrs = make_attrs("nn.bias_add", {"axis": axis})
+        try:
+            want = get_op("nn.bias_add").reference([x, b], attrs)
+        except Exception as e:  # noqa: BLE001 -- the same kind from the kernel
+            with pytest.raises(type(e)):
+                kernel([x, b], attrs)
+        else:
+            np.testing.assert_array_equal(kernel([x, b], attrs), want)
+        return
+    got = check_kernel("nn.bias_add", [x, b], {"axis": axis}, rtol=0.0, atol=0.0)
+    assert got is not None and got.shape == shape
+
+
 def test_bool_arithmetic_fails_as_the_reference() -> None:
     a = np.array([True, False])
     with pytest.raises(Exception) as want:

@@ -1129,7 +1129,8 @@ class _FunctionGen:
         slot = self.gen.slots.get(call, -1)
         writer = writer_step(plan) if slot >= 0 else None
         vals = [(self.kernel_arg(a, types.get(p)) if _sc.is_int32(types.get(p)) else
-                 f"_np.asarray({a})") if _is_zero_d(types.get(p)) else a
+                 f"_np.asarray({a})") if _is_zero_d(types.get(p)) else
+                f"_tuple_arrays({a})" if _holds_python_scalars(types.get(p)) else a
                 for a, p in zip(args, prim.params, strict=True)]
         steps = plan.steps
         n = plan.n_params
@@ -1396,6 +1397,15 @@ class _Unsupported(Exception):
 
 def _is_zero_d(ty: Type | None) -> bool:
     return type(ty) is TensorType and ty.shape == ()
+
+
+def _holds_python_scalars(ty: Type | None) -> bool:
+    """A tuple type with an int32 or bool 0-d field (nested tuples included): its values
+    may hold Python ints and bools, which a group projecting them must not hand to its
+    kernels as they are (NumPy would read a Python int as int64)."""
+    return type(ty) is TupleType and any(
+        _holds_python_scalars(f) or (_is_zero_d(f) and f.dtype in ("int32", "bool"))
+        for f in ty.fields)
 
 
 def _scalar_group(prim: Function, types: dict[Expr, Type]

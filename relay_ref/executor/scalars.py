@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from relay_ref.ir.types import TensorType, Type
 from relay_ref.ops.registry import OpRuntimeError
 
@@ -112,10 +114,20 @@ def shr32(a: Any, b: Any) -> int:
     return -1 if a < 0 else 0
 
 
+def tuple_arrays(t: tuple) -> tuple:
+    """A tuple value with its Python int (int32) and bool fields, nested tuples' included,
+    as 0-d arrays: what a fused group's kernels take when the group projects the fields of
+    a tuple parameter itself (only int32 and bool 0-d values are Python scalars, so the
+    dtype of each is known from its Python type)."""
+    return tuple(np.asarray(v, np.bool_) if type(v) is bool else
+                 np.asarray(v, np.int32) if type(v) is int else
+                 tuple_arrays(v) if type(v) is tuple else v for v in t)
+
+
 #: namespace entries the generated code refers to
-HELPERS: dict[str, Callable[..., int]] = {
+HELPERS: dict[str, Callable[..., Any]] = {
     "_w32": wrap32, "_tdiv32": tdiv32, "_tmod32": tmod32, "_fdiv32": fdiv32,
-    "_fmod32": fmod32, "_shl32": shl32, "_shr32": shr32}
+    "_fmod32": fmod32, "_shl32": shl32, "_shr32": shr32, "_tuple_arrays": tuple_arrays}
 
 
 @dataclass(frozen=True, slots=True)

@@ -360,3 +360,29 @@ def test_deep_first_order_runs_stay_on_the_callers_thread() -> None:
         "def @main(%f: fn (int32) -> int32, %n: int32) -> int32 {\n"
         "  if (%n == 0) { 0 } else { %f(%n) + @main(%f, %n - 1) }\n}"))
     assert hosted._deep and not hosted._python_deep
+
+
+MAX = np.int32(2**31 - 1)
+
+
+@pytest.mark.parametrize("src, args", [
+    ("def @main(%t: (int32, int32)) { add(%t.1, %t.0) }", ((MAX, np.int32(1)),)),
+    ("def @main(%t: (int32, Tensor[(2,), int32])) { add(%t.0, %t.1) }",
+     ((MAX, np.array([1, 2], "int32")),)),
+    ("def @main(%t: (int32, int32)) { reshape(%t.0, newshape=[1]) }",
+     ((np.int32(5), np.int32(1)),)),
+    ("def @main(%t: ((int32, bool), int32)) { where(%t.0.1, add(%t.0.0, %t.1), %t.1) }",
+     (((MAX, np.bool_(True)), np.int32(1)),)),
+    ("def @main(%a: int32, %b: int32) { let %t = (%a, %b); add(%t.1, %a) }",
+     (MAX, np.int32(1))),
+    ("def @f(%t: (int32, int32), %n: int32) -> int32 {\n"
+     "  if (%n == 0) { %t.0 } else { @f((add(%t.1, %t.0), %t.0), %n - 1) }\n}\n"
+     "def @main(%n: int32) -> int32 { @f((1, 1), %n) }", (np.int32(60),)),
+])
+def test_int32_fields_of_tuples_reach_kernels_as_int32(src: str, args: tuple) -> None:
+    """A fused group that projects a tuple parameter's int32 field hands it to its kernels:
+    as a 0-d int32 array, never a Python int (NumPy would compute in int64: no wrap)."""
+    mod = rr.parse(src)
+    got, want = rr.compile(mod)(*args), rr.evaluate(mod, *args)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_array_equal(got, want)

@@ -40,9 +40,9 @@ import numpy as np
 from relay_ref.compute.cpu import blas, parallel
 from relay_ref.compute.cpu import conv_grad as cgrad
 from relay_ref.compute.cpu import pool_grad as cpool
+from relay_ref.ops import cpu_protocol
 from relay_ref.ops.layout import from_canonical, to_canonical
 from relay_ref.ops.nn import pad4, pool_out
-from relay_ref.ops.registry import get_op
 
 Array = np.ndarray
 
@@ -57,28 +57,7 @@ MANY_TAPS_RATIO = 4
 BLOCKS_PER_THREAD = 4
 
 
-def _reference(op: str, args: list, attrs: object, out: Array | None) -> Array:
-    """The op's NumPy reference, copied into ``out`` when given."""
-    result = get_op(op).reference(args, attrs)
-    if out is None:
-        return result  # type: ignore[return-value]
-    np.copyto(out, result)
-    return out
-
-
-def _target(out: Array | None, shape: tuple[int, ...], dtype: np.dtype) -> Array:
-    """Where to compute: ``out`` when it is what the protocol promises, else a new array."""
-    if (out is not None and out.shape == shape and out.dtype == dtype
-            and out.flags.c_contiguous):
-        return out
-    return np.empty(shape, dtype)
-
-
-def _finish(result: Array, out: Array | None) -> Array:
-    if out is None or result is out:
-        return result
-    np.copyto(out, result)
-    return out
+_reference, _target, _finish = cpu_protocol.reference, cpu_protocol.target, cpu_protocol.finish
 
 
 class _Scratch(threading.local):

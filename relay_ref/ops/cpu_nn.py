@@ -33,10 +33,9 @@ import numpy as np
 from relay_ref.compute.cpu import conv as cconv
 from relay_ref.compute.cpu import parallel
 from relay_ref.compute.cpu import pool as cpool
-from relay_ref.ops import cpu_grad
+from relay_ref.ops import cpu_grad, cpu_protocol
 from relay_ref.ops.layout import to_canonical
 from relay_ref.ops.nn import pad4, pool_out
-from relay_ref.ops.registry import get_op
 
 Array = np.ndarray
 
@@ -44,28 +43,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _LAYOUTS = ("NCHW", "NHWC")
 
 
-def _reference(op: str, args: list, attrs: object, out: Array | None) -> Array:
-    """The op's NumPy reference, copied into ``out`` when given."""
-    result = get_op(op).reference(args, attrs)
-    if out is None:
-        return result  # type: ignore[return-value]
-    np.copyto(out, result)
-    return out
-
-
-def _target(out: Array | None, shape: tuple[int, ...], dtype: np.dtype) -> Array:
-    """Where to compute: ``out`` when it is what the protocol promises, else a new array."""
-    if (out is not None and out.shape == shape and out.dtype == dtype
-            and out.flags.c_contiguous):
-        return out
-    return np.empty(shape, dtype)
-
-
-def _finish(result: Array, out: Array | None) -> Array:
-    if out is None or result is out:
-        return result
-    np.copyto(out, result)
-    return out
+_reference, _target, _finish = cpu_protocol.reference, cpu_protocol.target, cpu_protocol.finish
 
 
 @functools.cache

@@ -15,9 +15,13 @@ Contract:
   ``items``.
 * ``bounds(i, count, items)`` is the ``i``-th of ``count`` contiguous ranges that cover
   ``[0, items)`` in order, their sizes differing by at most one.
+* ``run_blocks(items, work, kernel)`` calls ``kernel(lo, hi)`` on those ranges: once on
+  the caller for ``[0, items)`` when ``task_count`` is 1, else as the pool's tasks.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from relay_ref.compute.cpu import parallel
 
@@ -37,3 +41,16 @@ def task_count(items: int, work: int) -> int:
 def bounds(i: int, count: int, items: int) -> tuple[int, int]:
     """The ``i``-th of ``count`` near-equal ranges of ``[0, items)``."""
     return i * items // count, (i + 1) * items // count
+
+
+def run_blocks(items: int, work: int, kernel: Callable[[int, int], object]) -> None:
+    """``kernel(lo, hi)`` over ``[0, items)``: one call, or ``task_count`` blocks as tasks."""
+    count = task_count(items, work)
+    if count == 1:
+        kernel(0, items)
+        return
+
+    def task(i: int) -> None:
+        kernel(*bounds(i, count, items))
+
+    parallel.run_tasks(count, task)

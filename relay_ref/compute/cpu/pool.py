@@ -46,8 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from relay_ref.compute.cpu import numba, parallel
-from relay_ref.compute.cpu.blocks import bounds, task_count
+from relay_ref.compute.cpu import numba
+from relay_ref.compute.cpu.blocks import run_blocks
 
 njit = numba.njit
 
@@ -198,17 +198,8 @@ def vpass_rows(t, out, r0, r1, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w):
 def pool_nchw(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # type: ignore[no-untyped-def]
     """Max or average pooling of ``x`` (B, H, W) into ``out`` (B, OH, OW): ``pool_planes``
     over blocks of planes (tasks when the work is large)."""
-    b_ = x.shape[0]
-    count = task_count(b_, x.shape[1] * x.shape[2])
-    if count == 1:
-        pool_planes(x, out, 0, b_, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w)
-        return
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, b_)
-        pool_planes(x, out, lo, hi, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w)
-
-    parallel.run_tasks(count, task)
+    run_blocks(x.shape[0], x.shape[1] * x.shape[2], lambda lo, hi: pool_planes(
+        x, out, lo, hi, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w))
 
 
 def pool_nhwc(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # type: ignore[no-untyped-def]
@@ -221,54 +212,22 @@ def pool_nhwc(x, out, kh, kw, sh, sw, dh, dw, pt, pl, is_max, cnt_h, cnt_w):  # 
     x3 = x.reshape(rows, w, c_)
     t = np.empty((rows, ow, c_), x.dtype)
     t2, o2 = t.reshape(rows, ow * c_), out.reshape(outs, ow * c_)
-    count = task_count(rows, ow * c_ * kw)
-    if count == 1:
-        hpass_rows(x3, t, 0, rows, kw, sw, dw, pl, is_max)
-    else:
-        def hpass(i: int) -> None:
-            lo, hi = bounds(i, count, rows)
-            hpass_rows(x3, t, lo, hi, kw, sw, dw, pl, is_max)
-
-        parallel.run_tasks(count, hpass)
-    count = task_count(outs, ow * c_ * kh)
-    if count == 1:
-        vpass_rows(t2, o2, 0, outs, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w)
-    else:
-        def vpass(i: int) -> None:
-            lo, hi = bounds(i, count, outs)
-            vpass_rows(t2, o2, lo, hi, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w)
-
-        parallel.run_tasks(count, vpass)
+    run_blocks(rows, ow * c_ * kw,
+               lambda lo, hi: hpass_rows(x3, t, lo, hi, kw, sw, dw, pl, is_max))
+    run_blocks(outs, ow * c_ * kh, lambda lo, hi: vpass_rows(
+        t2, o2, lo, hi, h, oh, kh, sh, dh, pt, is_max, cnt_h, cnt_w))
 
 
 def global_pool_rows(x, out, is_max):  # type: ignore[no-untyped-def]
     """Max or mean of each row of ``x`` (R, L) into ``out`` (R,); L >= 1."""
     r_, l_ = x.shape
-    count = task_count(r_, l_)
-    if count == 1:
-        global_rows(x, out, 0, r_, is_max)
-        return
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, r_)
-        global_rows(x, out, lo, hi, is_max)
-
-    parallel.run_tasks(count, task)
+    run_blocks(r_, l_, lambda lo, hi: global_rows(x, out, lo, hi, is_max))
 
 
 def global_pool_mid(x, out, is_max):  # type: ignore[no-untyped-def]
     """Max or mean over axis 1 of ``x`` (N, L, C) into ``out`` (N, C); L >= 1."""
     n_, l_, c_ = x.shape
-    count = task_count(n_, l_ * c_)
-    if count == 1:
-        global_mid(x, out, 0, n_, is_max)
-        return
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, n_)
-        global_mid(x, out, lo, hi, is_max)
-
-    parallel.run_tasks(count, task)
+    run_blocks(n_, l_ * c_, lambda lo, hi: global_mid(x, out, lo, hi, is_max))
 
 
 @njit(cache=True, fastmath=True, nogil=True)

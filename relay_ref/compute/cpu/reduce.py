@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from relay_ref.compute import cpu  # noqa: F401  (threading policy before numba starts)
-from relay_ref.compute.cpu import numba, parallel
-from relay_ref.compute.cpu.blocks import bounds, task_count
+from relay_ref.compute.cpu import numba
+from relay_ref.compute.cpu.blocks import run_blocks
 
 Array = np.ndarray
 njit = numba.njit
@@ -87,16 +87,7 @@ def reduce_sum(x: Array, axes: tuple[int, ...], keepdims: bool,
     kernel = sum_rows if inner == 1 else sum_middle
     x3, o2 = (x.reshape(outer, r), out.reshape(outer)) if inner == 1 else \
         (x.reshape(outer, r, inner), out.reshape(outer, inner))
-    count = task_count(outer, r * inner)
-    if count == 1:
-        kernel(x3, o2, 0, outer)
-        return out
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, outer)
-        kernel(x3, o2, lo, hi)
-
-    parallel.run_tasks(count, task)
+    run_blocks(outer, r * inner, lambda lo, hi: kernel(x3, o2, lo, hi))
     return out
 
 

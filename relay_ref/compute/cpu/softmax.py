@@ -34,8 +34,8 @@ import math
 import numpy as np
 
 from relay_ref.compute import cpu  # noqa: F401  (threading policy before numba starts)
-from relay_ref.compute.cpu import numba, parallel
-from relay_ref.compute.cpu.blocks import bounds, task_count
+from relay_ref.compute.cpu import numba
+from relay_ref.compute.cpu.blocks import run_blocks
 
 njit = numba.njit
 types = numba.core.types
@@ -224,31 +224,13 @@ def mid_block(x, out, o0, o1, log):  # type: ignore[no-untyped-def]
 def softmax_rows(x: np.ndarray, out: np.ndarray, log: bool) -> None:
     """Softmax (``log``: log-softmax) of each row of the 2-d ``x`` into ``out``."""
     rows, n = x.shape
-    count = task_count(rows, n)
-    if count == 1:
-        rows_block(x, out, 0, rows, log)
-        return
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, rows)
-        rows_block(x, out, lo, hi, log)
-
-    parallel.run_tasks(count, task)
+    run_blocks(rows, n, lambda lo, hi: rows_block(x, out, lo, hi, log))
 
 
 def softmax_mid(x: np.ndarray, out: np.ndarray, log: bool) -> None:
     """Softmax (``log``: log-softmax) over axis 1 of the 3-d ``x`` (outer, n, inner)."""
     outer = x.shape[0]
-    count = task_count(outer, x.shape[1] * x.shape[2])
-    if count == 1:
-        mid_block(x, out, 0, outer, log)
-        return
-
-    def task(i: int) -> None:
-        lo, hi = bounds(i, count, outer)
-        mid_block(x, out, lo, hi, log)
-
-    parallel.run_tasks(count, task)
+    run_blocks(outer, x.shape[1] * x.shape[2], lambda lo, hi: mid_block(x, out, lo, hi, log))
 
 
 @njit(fastmath=FAST, cache=True)

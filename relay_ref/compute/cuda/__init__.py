@@ -41,6 +41,10 @@ def cuda_module() -> Any:
     was imported); ``ImportError`` when numba has no CUDA support installed."""
     from numba import cuda
 
+    if simulator():
+        from relay_ref.compute.cuda import simpatch
+
+        simpatch.apply()  # two thread-safety races of numba's simulator (simpatch.py)
     return cuda
 
 

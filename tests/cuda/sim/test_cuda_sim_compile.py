@@ -236,3 +236,48 @@ def @main(%x: Tensor[(4, 6), float32], %w: Tensor[(5, 3), float32]) {
     np.testing.assert_allclose(got, rr.evaluate(mod, x, w), rtol=1e-5, atol=1e-6)
     _, again = _copies(exe, x, w)
     assert again == copies
+
+
+def test_the_simulator_races_are_patched() -> None:
+    """relay_ref.compute.cuda.simpatch: a block's threads get one shared array per call
+    site even when they ask at once, and a function's ``cuda`` global stays the fake
+    module until the *last* thread leaves it (numba 0.68's simulator had both races)."""
+    import threading
+
+    from numba.cuda.simulator import kernel, kernelapi
+
+    from relay_ref.compute.cuda import cuda_module
+
+    cuda_module()
+    assert kernel.swapped_cuda_module.__module__ == "relay_ref.compute.cuda.simpatch"
+    shared = kernelapi.FakeCUDAShared(0)
+    start = threading.Barrier(8)
+    got: list[np.ndarray] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(shared.array(4, np.float32))  # the same line: one array
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(a is got[0] for a in got)
+
+    def fn() -> None: ...
+
+    from numba import cuda
+    fn.__globals__["_probe_cuda"] = cuda
+    fake = object()
+    try:
+        outer = kernel.swapped_cuda_module(fn, fake)
+        inner = kernel.swapped_cuda_module(fn, fake)
+        outer.__enter__()
+        inner.__enter__()
+        outer.__exit__(None, None, None)  # one thread leaves: the other still runs
+        assert fn.__globals__["_probe_cuda"] is fake
+        inner.__exit__(None, None, None)
+        assert fn.__globals__["_probe_cuda"] is cuda
+    finally:
+        del fn.__globals__["_probe_cuda"]

@@ -54,6 +54,10 @@ sys.path.insert(0, str(ROOT))
 import relay_ref as rr  # noqa: E402
 from relay_ref.ir.expr import Call, Function, Op, TupleGetItem  # noqa: E402
 from relay_ref.ir.module import IRModule  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import at_least  # noqa: E402  (benchmarks/load.py)
+
 from relay_ref.testing.typed_strategies import resnet_like_module  # noqa: E402
 
 _IMPORTED = time.perf_counter()
@@ -268,17 +272,6 @@ def steady(exe: Any, sess: Any, x: np.ndarray, rounds: int, progress: Progress) 
     return out
 
 
-def _at_least_one(text: str) -> int:
-    """argparse type for ``--pairs``: an int >= 1 (the comparison takes medians)."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description="First call of a compiled ResNet-50-sized program (cold and warm numba "
@@ -301,7 +294,7 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, metavar="DIR",
                         help="only compare cold and warm compile + first call with the "
                              "checkout DIR (e.g. main), alternating, --pairs rounds")
-    parser.add_argument("--pairs", type=_at_least_one, default=3,
+    parser.add_argument("--pairs", type=at_least(1), default=3,
                         help="rounds of --baseline (default 3)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)

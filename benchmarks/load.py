@@ -7,8 +7,8 @@ included (terminate, then kill after a second); each also exits by itself within
 once its parent is gone (it polls its parent's pid), so a benchmark killed by SIGKILL
 leaves no spinning process behind on a shared machine. ``n == 0`` starts nothing.
 ``loadavg()`` is the 1-minute load average, for the note printed with each table;
-``busy(n)`` says "1 busy process" / "n busy processes"; ``process_count`` is the argparse
-type of the benchmarks' ``--load N`` (an int >= 0).
+``busy(n)`` says "1 busy process" / "n busy processes"; ``at_least(k)`` is an argparse
+type (an int >= k), ``process_count = at_least(0)`` the one of the benchmarks' ``--load N``.
 
 As a script, ``python benchmarks/load.py N --seconds S`` runs ``N`` busy processes for ``S``
 seconds (default 60; Ctrl-C stops them early), to load the machine for another command.
@@ -22,7 +22,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 # spins in slices of ~0.05 s and leaves when its parent is no longer the one that started
 # it (the parent's pid is passed in: after the parent dies, getppid() changes)
@@ -68,15 +68,21 @@ def busy(n: int) -> str:
     return f"{n} busy process" + ("" if n == 1 else "es")
 
 
-def process_count(text: str) -> int:
-    """argparse type for ``--load N``: an int >= 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {n}")
-    return n
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an int >= ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {n}")
+        return n
+    return parse
+
+
+#: argparse type for ``--load N``: an int >= 0
+process_count = at_least(0)
 
 
 def main(argv: list[str] | None = None) -> None:

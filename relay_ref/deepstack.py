@@ -79,15 +79,7 @@ def run_deep(job: Callable[[], _R], *, on_interrupt: Callable[[], None] | None =
     may raise the limit above ``RECURSION_LIMIT`` for work whose Python frames do not
     recurse in C (the interpreter's calls); it is never lowered below it."""
     if in_deep_worker():
-        if recursion_limit <= sys.getrecursionlimit():
-            return job()
-        with _lock:  # already on a big stack; only the limit needs raising
-            _enter(recursion_limit)
-        try:
-            return job()
-        finally:
-            with _lock:
-                _leave()
+        return _with_limit(job, recursion_limit)  # already on a big stack
     box: dict[str, object] = {}
     done = threading.Event()
     state = {"abandoned": False}
@@ -153,7 +145,12 @@ def run_raised(job: Callable[[], _R], *, recursion_limit: int = RECURSION_LIMIT)
     while frame is not None:
         depth += 1
         frame = frame.f_back
-    recursion_limit += depth
+    return _with_limit(job, recursion_limit + depth)
+
+
+def _with_limit(job: Callable[[], _R], recursion_limit: int) -> _R:
+    """``job()`` on this thread, the recursion limit raised to at least ``recursion_limit``
+    meanwhile (``_enter`` / ``_leave``: restored when the last raiser leaves)."""
     if recursion_limit <= sys.getrecursionlimit():
         return job()
     with _lock:

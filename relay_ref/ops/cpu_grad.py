@@ -42,7 +42,7 @@ from relay_ref.compute.cpu import conv_grad as cgrad
 from relay_ref.compute.cpu import pool_grad as cpool
 from relay_ref.ops import cpu_protocol
 from relay_ref.ops.layout import from_canonical, to_canonical
-from relay_ref.ops.nn import pad4, pool_out
+from relay_ref.ops.nn import pad4, pool_out_hw
 
 Array = np.ndarray
 
@@ -185,10 +185,8 @@ def _pool_grad(op: str, args: list, attrs: object, out: Array | None, is_max: bo
     n, c, h, w = x.shape
     (kh, kw), (sh, sw) = attrs.pool_size, attrs.strides  # type: ignore[attr-defined]
     dh, dw = attrs.dilation  # type: ignore[attr-defined]
-    ceil = attrs.ceil_mode  # type: ignore[attr-defined]
     pt, pl, pb, pr = pad4(attrs.padding)  # type: ignore[attr-defined]
-    oh = pool_out(h, kh, sh, pt + pb, dh, ceil)
-    ow = pool_out(w, kw, sw, pl + pr, dw, ceil)
+    oh, ow = pool_out_hw(h, w, attrs)
     gc = to_canonical(grad, layout, "NCHW")
     if oh <= 0 or ow <= 0 or gc.shape != (n, c, oh, ow):  # type: ignore[operator]
         return _reference(op, args, attrs, out)

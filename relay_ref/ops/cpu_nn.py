@@ -35,7 +35,7 @@ from relay_ref.compute.cpu import parallel
 from relay_ref.compute.cpu import pool as cpool
 from relay_ref.ops import cpu_grad, cpu_protocol
 from relay_ref.ops.layout import to_canonical
-from relay_ref.ops.nn import pad4, pool_out
+from relay_ref.ops.nn import pad4, pool_out_hw
 
 Array = np.ndarray
 
@@ -378,10 +378,8 @@ def _pool(op: str, args: list, attrs: object, out: Array | None, is_max: bool) -
         n, h, w, c = data.shape
     (kh, kw), (sh, sw) = attrs.pool_size, attrs.strides  # type: ignore[attr-defined]
     dh, dw = attrs.dilation  # type: ignore[attr-defined]
-    ceil = attrs.ceil_mode  # type: ignore[attr-defined]
     pt, pl, pb, pr = pad4(attrs.padding)  # type: ignore[attr-defined]
-    oh = pool_out(h, kh, sh, pt + pb, dh, ceil)
-    ow = pool_out(w, kw, sw, pl + pr, dw, ceil)
+    oh, ow = pool_out_hw(h, w, attrs)
     if oh <= 0 or ow <= 0:  # type: ignore[operator]
         return _reference(op, args, attrs, out)
     dtype = data.dtype

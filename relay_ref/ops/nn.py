@@ -684,6 +684,16 @@ def pool_out(n: object, k: int, s: int, p: int, d: int, ceil: bool) -> object:
     return dim_map(lambda n: (n + p - ext) // s + 1, n)
 
 
+def pool_out_hw(h: object, w: object, attrs: object) -> tuple[object, object]:
+    """The pooled (OH, OW) of an (H, W) plane under a 2-d pooling op's attributes
+    (``pool_size``, ``strides``, ``dilation``, ``padding``, ``ceil_mode``)."""
+    (kh, kw), (sh, sw) = attrs.pool_size, attrs.strides  # type: ignore[attr-defined]
+    dh, dw = attrs.dilation  # type: ignore[attr-defined]
+    pt, pl, pb, pr = pad4(attrs.padding)  # type: ignore[attr-defined]
+    ceil = attrs.ceil_mode  # type: ignore[attr-defined]
+    return pool_out(h, kh, sh, pt + pb, dh, ceil), pool_out(w, kw, sw, pl + pr, dw, ceil)
+
+
 def pool2d_rel(op: str) -> object:
     """The relation of a 2-d pool named ``op`` (TVM ``Pool2DRel``)."""
     def rel(arg_types: list[Type], attrs: MaxPool2DAttrs) -> object:

@@ -213,10 +213,10 @@ def test_control_flow_programs_equal_the_interpreter(text: str, args: list) -> N
     mod = rr.parse(text)
     got = rr.compile(mod)(*args)
     want = rr.evaluate(mod, *args)
-    _same_value(got, want)
+    assert_same_value(got, want)
 
 
-def _same_value(got: object, want: object) -> None:
+def assert_same_value(got: object, want: object) -> None:
     """Equal values of the same representation (0-d arrays of the same dtype inside ADT
     values, refs and tuples), as the interpreter gives them."""
     work = [(got, want)]

@@ -132,7 +132,7 @@ def test_set_threads_rejects_bad_counts(bad: object) -> None:
 
 # -- GEMM splits ----------------------------------------------------------------------------
 
-def _close(got: np.ndarray, want: np.ndarray) -> None:
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
     # per-chunk GEMMs may block K differently: a few ulps of the magnitude of the sums
     tol = 1e-4 if got.dtype == np.float32 else 1e-10
     scale = max(1.0, float(np.abs(want).max(initial=0.0)))
@@ -156,10 +156,10 @@ def test_gemm_matches_np_dot(m: int, k: int, n: int, ta: bool, tb: bool, vector:
         b = b.T if tb else b
     want = np.dot(a, b)
     with pool(threads):
-        _close(blas.gemm(a, b), want)
+        assert_close(blas.gemm(a, b), want)
         out = np.full(want.shape, np.nan, dtype)
         assert blas.gemm(a, b, out) is out
-    _close(out, want)
+    assert_close(out, want)
 
 
 @settings(max_examples=40, deadline=None)
@@ -175,7 +175,7 @@ def test_batch_matmul_matches_the_reference(batch: tuple[int, int], m: int, k: i
     attrs = make_attrs("nn.batch_matmul", {"transpose_a": ta, "transpose_b": tb})
     want = get_op("nn.batch_matmul").reference([x, y], attrs)
     with pool(threads):
-        _close(op_kernel("nn.batch_matmul")([x, y], attrs), np.asarray(want))
+        assert_close(op_kernel("nn.batch_matmul")([x, y], attrs), np.asarray(want))
 
 
 @settings(max_examples=40, deadline=None)
@@ -190,7 +190,7 @@ def test_dense_and_matmul_match_the_reference(lead: tuple[int, ...], k: int, n: 
     w = rng.uniform(-1, 1, (n, k)).astype("float32")
     with pool(threads):
         attrs = make_attrs("nn.dense", {})
-        _close(op_kernel("nn.dense")([x, w], attrs),
+        assert_close(op_kernel("nn.dense")([x, w], attrs),
                np.asarray(get_op("nn.dense").reference([x, w], attrs)))
         if ta and len(lead) >= 1:
             a = np.ascontiguousarray(np.swapaxes(x.reshape(-1, lead[-1], k), -1, -2))
@@ -198,7 +198,7 @@ def test_dense_and_matmul_match_the_reference(lead: tuple[int, ...], k: int, n: 
             a, ta = x, False
         b = w if tb else np.ascontiguousarray(w.T)
         attrs = make_attrs("nn.matmul", {"transpose_a": ta, "transpose_b": tb})
-        _close(op_kernel("nn.matmul")([a, b], attrs),
+        assert_close(op_kernel("nn.matmul")([a, b], attrs),
                np.asarray(get_op("nn.matmul").reference([a, b], attrs)))
 
 
@@ -245,10 +245,10 @@ def test_conv2d_splits_match_the_reference(case: tuple, layout: str, threads: in
     for split in (0, blas.SPLIT_FLOPS):  # every split path, then the real thresholds
         # (the depthwise threshold is lower: the small cases split at 0 only)
         with pool(threads, split):
-            _close(kernel([data, weight], at), want)
+            assert_close(kernel([data, weight], at), want)
             out = np.full(want.shape, np.nan, "float32")
             assert kernel([data, weight], at, out=out) is out
-            _close(out, want)
+            assert_close(out, want)
 
 
 # -- rr.compile(threads=...) ----------------------------------------------------------------
